@@ -1,0 +1,3 @@
+"""Public API: jit (being written)."""
+def jit(fn=None, **options):
+    raise NotImplementedError

@@ -1,0 +1,391 @@
+"""The one table of leaf primitives: each op's type rule, reference evaluation and lowering.
+
+An entry (`OpDef`) holds everything the stages need for one operation:
+
+- `rule(input_types, attrs) -> (operand_types, result_type)`: type inference
+  casts the operands to `operand_types` (Python's promotion) and gives the
+  result `result_type`; it raises `OpTypeError` for an operator that does not
+  apply (``1.5 << 2``).
+- `evaluate(*args, **attrs)`: the Python semantics, used by the interpreter and
+  by constant folding. Errors are Python's own (ZeroDivisionError, ValueError).
+- `llvm`: the CPU lowering, as data keyed by the operand kind ('f' float,
+  'i' int, 'b' bool, '*' any): an IRBuilder method, an LLVM intrinsic, a libm
+  call, or a named routine of the backend for what takes several instructions.
+- `check`: the error check compiled code performs ('math1': CPython's rule for
+  `math` functions — NaN from a non-NaN argument is ValueError, an infinite
+  result from finite arguments OverflowError when `can_overflow`, else ValueError).
+- `traits`: 'pure' (no side effect), 'raises' (may raise at run time, so the
+  node is kept even when unused), 'commutative', 'elementwise'.
+
+`vjp` (reverse-mode rule) and `cuda` lowerings are added by the autodiff and GPU work.
+The structural ops (`if`, `while`, `call`) are not in this table; see `core.py`.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .types import BOOL, F64, I64, NONE, TupleType, Type, is_numeric, promote, python_type_of
+
+
+class OpTypeError(Exception):
+    """An operator applied to types it does not accept; inference adds the location."""
+
+
+# ---- lowering descriptors (data, so this package never imports llvmlite) -----
+
+@dataclass(frozen=True)
+class Builder:
+    """An `llvmlite.ir.IRBuilder` method called on the operands, with extra leading args."""
+    method: str
+    args: tuple = ()
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    """An LLVM intrinsic overloaded on the operand type, e.g. 'llvm.sqrt'."""
+    name: str
+
+
+@dataclass(frozen=True)
+class LibCall:
+    """A C math library function on doubles, e.g. 'tan'."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Routine:
+    """A multi-instruction lowering the backend provides under this name."""
+    name: str
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    arity: int
+    rule: Callable[[list[Type], dict], tuple[list[Type], Type]]
+    evaluate: Callable[..., Any]
+    llvm: dict[str, Any]
+    traits: frozenset = frozenset({"pure"})
+    check: str | None = None
+    can_overflow: bool = False
+    doc: str = ""
+    vjp: Callable | None = None
+    cuda: dict[str, str] = field(default_factory=dict)
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _def(name, arity, rule, evaluate, llvm, traits=("pure",), **kw) -> None:
+    """Declare one primitive; names are unique."""
+    assert name not in OPS, name
+    OPS[name] = OpDef(name, arity, rule, evaluate, llvm, frozenset(traits), **kw)
+
+
+def kind(t: Type) -> str:
+    """The lowering key of a scalar type: 'f', 'i' or 'b'."""
+    if t == BOOL:
+        return "b"
+    return "f" if t.is_float else "i"
+
+
+# ---- type rules ---------------------------------------------------------------
+
+def _numeric(types, what):
+    for t in types:
+        if not is_numeric(t):
+            raise OpTypeError(f"{what} needs numbers, got {t}")
+
+
+def arith_rule(types, attrs):
+    _numeric(types, "this operator")
+    t = promote(*types)
+    return [t] * len(types), t
+
+
+def truediv_rule(types, attrs):
+    _numeric(types, "'/'")
+    t = promote(*types)
+    t = t if t.is_float else F64
+    return [t, t], t
+
+
+def int_only_rule(types, attrs):
+    _numeric(types, "this operator")
+    if any(t.is_float for t in types):
+        raise OpTypeError(f"this operator needs integers, got {', '.join(map(str, types))}")
+    return [I64] * len(types), I64
+
+
+def bitwise_rule(types, attrs):
+    if all(t == BOOL for t in types):
+        return [BOOL] * len(types), BOOL
+    return int_only_rule(types, attrs)
+
+
+def compare_rule(types, attrs):
+    _numeric(types, "comparison")
+    t = promote(*types)
+    return [t, t], BOOL
+
+
+def unary_arith_rule(types, attrs):
+    _numeric(types, "this operator")
+    t = promote(types[0])
+    return [t], t
+
+
+def truth_rule(types, attrs):
+    _numeric(types, "a truth test")
+    return [types[0]], BOOL
+
+
+def float_rule(types, attrs):
+    _numeric(types, "this math function")
+    t = promote(*types)
+    t = t if t.is_float else F64
+    return [t] * len(types), t
+
+
+def float_pred_rule(types, attrs):
+    operands, _ = float_rule(types, attrs)
+    return operands, BOOL
+
+
+def to_int_rule(types, attrs):
+    _numeric(types, "this function")
+    t = promote(types[0])
+    return [t], I64
+
+
+def cast_rule(types, attrs):
+    _numeric(types, "a conversion")
+    return [types[0]], attrs["to"]
+
+
+def select_rule(types, attrs):
+    from .types import join
+    t = join(types[1], types[2])
+    if t is None:
+        raise OpTypeError(f"the two alternatives have different types: {types[1]} and {types[2]}")
+    return [BOOL, t, t], t
+
+
+def const_rule(types, attrs):
+    t = attrs.get("type") or python_type_of(attrs["value"])
+    if t is None:
+        raise OpTypeError(f"constant {attrs['value']!r} has no IR type")
+    return [], t
+
+
+def tuple_rule(types, attrs):
+    return list(types), TupleType(tuple(types))
+
+
+def getitem_rule(types, attrs):
+    (t,) = types
+    if not isinstance(t, TupleType):
+        raise OpTypeError(f"indexing needs a tuple, got {t}")
+    i = attrs["index"]
+    if not -len(t.elements) <= i < len(t.elements):
+        raise OpTypeError(f"tuple index {i} out of range for {t}")
+    return [t], t.elements[i]
+
+
+def undef_rule(types, attrs):
+    from .types import BOTTOM
+    return [], attrs.get("type") or BOTTOM
+
+
+# ---- reference semantics that Python's operators do not give directly ----------
+
+def int_pow(a, b):
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(b, bool) and b < 0:
+        raise ValueError("integer ** negative integer has a float result; write float(a) ** b")
+    return a ** b
+
+
+def float_pow(a, b):
+    """Python's `float ** float`, minus the complex results it would give."""
+    if a == 0.0 and b < 0.0:
+        raise ZeroDivisionError("0.0 cannot be raised to a negative power")
+    if a < 0.0 and b != math.floor(b) and math.isfinite(b):
+        raise ValueError("negative number cannot be raised to a fractional power")
+    return a ** b
+
+
+def py_pow(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return float_pow(float(a), float(b))
+    return int_pow(a, b)
+
+
+def py_min(a, b):
+    return b if b < a else a
+
+
+def py_max(a, b):
+    return b if b > a else a
+
+
+def py_cast(x, to):
+    if to == BOOL:
+        return bool(x)
+    if to.is_float:
+        return float(x)
+    return int(x)
+
+
+def py_shift_left(a, b):
+    if b < 0:
+        raise ValueError("negative shift count")
+    return a << b
+
+
+def py_shift_right(a, b):
+    if b < 0:
+        raise ValueError("negative shift count")
+    return a >> b
+
+
+def _getitem(t, index):
+    return t[index]
+
+
+def _undef(**attrs):
+    return None
+
+
+# ---- the table ---------------------------------------------------------------
+
+_def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")})
+_def("undef", 0, undef_rule, _undef, {"*": Routine("undef")},
+     doc="a placeholder for a value not produced yet on this path (a return value before the return)")
+_def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")})
+_def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")})
+_def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
+     doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
+_def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")})
+
+_def("add", 2, arith_rule, operator.add,
+     {"f": Builder("fadd"), "i": Builder("add")}, ("pure", "commutative", "elementwise"))
+_def("sub", 2, arith_rule, operator.sub,
+     {"f": Builder("fsub"), "i": Builder("sub")}, ("pure", "elementwise"))
+_def("mul", 2, arith_rule, operator.mul,
+     {"f": Builder("fmul"), "i": Builder("mul")}, ("pure", "commutative", "elementwise"))
+_def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")},
+     ("pure", "raises", "elementwise"))
+_def("floordiv", 2, arith_rule, operator.floordiv,
+     {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, ("pure", "raises", "elementwise"))
+_def("mod", 2, arith_rule, operator.mod,
+     {"f": Routine("mod_float"), "i": Routine("mod_int")}, ("pure", "raises", "elementwise"))
+_def("pow", 2, arith_rule, py_pow,
+     {"f": Routine("pow_float"), "i": Routine("pow_int")}, ("pure", "raises", "elementwise"))
+_def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")}, ("pure", "raises"))
+_def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")}, ("pure", "raises"))
+_def("bitand", 2, bitwise_rule, operator.and_, {"i": Builder("and_"), "b": Builder("and_")},
+     ("pure", "commutative"))
+_def("bitor", 2, bitwise_rule, operator.or_, {"i": Builder("or_"), "b": Builder("or_")},
+     ("pure", "commutative"))
+_def("bitxor", 2, bitwise_rule, operator.xor, {"i": Builder("xor"), "b": Builder("xor")},
+     ("pure", "commutative"))
+_def("neg", 1, unary_arith_rule, operator.neg, {"f": Builder("fneg"), "i": Builder("neg")},
+     ("pure", "elementwise"))
+_def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, ("pure", "elementwise"))
+_def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_")}, ("pure", "elementwise"))
+_def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"))
+
+for _name, _pred in [("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")]:
+    _fcmp = "fcmp_unordered" if _name == "ne" else "fcmp_ordered"
+    _def(_name, 2, compare_rule, getattr(operator, _name),
+         {"f": Builder(_fcmp, (_pred,)), "i": Builder("icmp_signed", (_pred,)),
+          "b": Builder("icmp_unsigned", (_pred,))}, ("pure", "elementwise"))
+
+_def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},
+     ("pure", "elementwise"))
+_def("min", 2, arith_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"))
+_def("max", 2, arith_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"))
+
+# math module functions on floats: (name, Python function, lowering, can_overflow)
+_MATH_UNARY = [
+    ("sqrt", math.sqrt, Intrinsic("llvm.sqrt"), False),
+    ("exp", math.exp, Intrinsic("llvm.exp"), True),
+    ("expm1", math.expm1, LibCall("expm1"), True),
+    ("log", math.log, Intrinsic("llvm.log"), False),
+    ("log2", math.log2, Intrinsic("llvm.log2"), False),
+    ("log10", math.log10, Intrinsic("llvm.log10"), False),
+    ("log1p", math.log1p, LibCall("log1p"), False),
+    ("sin", math.sin, Intrinsic("llvm.sin"), False),
+    ("cos", math.cos, Intrinsic("llvm.cos"), False),
+    ("tan", math.tan, LibCall("tan"), False),
+    ("asin", math.asin, LibCall("asin"), False),
+    ("acos", math.acos, LibCall("acos"), False),
+    ("atan", math.atan, LibCall("atan"), False),
+    ("sinh", math.sinh, LibCall("sinh"), True),
+    ("cosh", math.cosh, LibCall("cosh"), True),
+    ("tanh", math.tanh, LibCall("tanh"), False),
+    ("asinh", math.asinh, LibCall("asinh"), False),
+    ("acosh", math.acosh, LibCall("acosh"), False),
+    ("atanh", math.atanh, LibCall("atanh"), False),
+    ("erf", math.erf, LibCall("erf"), False),
+    ("erfc", math.erfc, LibCall("erfc"), False),
+    ("fabs", math.fabs, Intrinsic("llvm.fabs"), False),
+]
+for _name, _fn, _low, _ovf in _MATH_UNARY:
+    _def(_name, 1, float_rule, _fn, {"f": _low}, ("pure", "raises", "elementwise"),
+         check=None if _name == "fabs" else "math1", can_overflow=_ovf)
+
+_MATH_BINARY = [
+    ("atan2", math.atan2, LibCall("atan2"), False),
+    ("hypot", math.hypot, LibCall("hypot"), True),
+    ("copysign", math.copysign, Intrinsic("llvm.copysign"), False),
+    ("fmod", math.fmod, LibCall("fmod"), False),
+    ("fpow", math.pow, Routine("math_pow"), True),
+]
+for _name, _fn, _low, _ovf in _MATH_BINARY:
+    _def(_name, 2, float_rule, _fn, {"f": _low}, ("pure", "raises", "elementwise"),
+         check=None if _name == "copysign" else "math1", can_overflow=_ovf)
+
+_def("isnan", 1, float_pred_rule, math.isnan, {"f": Routine("isnan")}, ("pure", "elementwise"))
+_def("isinf", 1, float_pred_rule, math.isinf, {"f": Routine("isinf")}, ("pure", "elementwise"))
+_def("isfinite", 1, float_pred_rule, math.isfinite, {"f": Routine("isfinite")},
+     ("pure", "elementwise"))
+
+# float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range
+_def("floor", 1, to_int_rule, math.floor, {"f": Routine("floor"), "i": Routine("identity")},
+     ("pure", "raises", "elementwise"))
+_def("ceil", 1, to_int_rule, math.ceil, {"f": Routine("ceil"), "i": Routine("identity")},
+     ("pure", "raises", "elementwise"))
+_def("trunc", 1, to_int_rule, math.trunc, {"f": Routine("trunc"), "i": Routine("identity")},
+     ("pure", "raises", "elementwise"))
+_def("round", 1, to_int_rule, round, {"f": Routine("round"), "i": Routine("identity")},
+     ("pure", "raises", "elementwise"), doc="round(x): half to even, an int")
+
+
+
+def len_rule(types, attrs):
+    (t,) = types
+    if not isinstance(t, TupleType):
+        raise OpTypeError(f"len() needs a tuple here, got {t}")
+    return [t], I64
+
+
+def raise_if_rule(types, attrs):
+    return [BOOL], NONE
+
+
+def py_raise_if(cond, exc, message):
+    if cond:
+        raise EXCEPTIONS[exc](message)
+    return None
+
+
+EXCEPTIONS = {e.__name__: e for e in (ZeroDivisionError, ValueError, OverflowError, IndexError,
+                                      AssertionError, TypeError, RuntimeError)}
+
+_def("len", 1, len_rule, len, {"*": Routine("len")})
+_def("raise_if", 1, raise_if_rule, py_raise_if, {"b": Routine("raise_if")}, ("raises",),
+     doc="raise attrs['exc'](attrs['message']) when the operand is true; output is none")

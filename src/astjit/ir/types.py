@@ -1,0 +1,115 @@
+"""IR types: scalars, tuples, none, and the lattice operations type inference needs.
+
+Python `int` is `i64` (wraps on overflow, unlike Python), `float` is `f64`,
+`bool` is `bool`. `BOTTOM` is the type of a value that has not been produced on
+any path yet (an `undef` placeholder, a recursive call whose result is still
+being inferred); it joins with anything to that thing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Type:
+    """Base of all IR types; types are immutable and compared by value."""
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    name: str
+    """'bool', 'i32', 'i64', 'f32' or 'f64'."""
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        return self.name.startswith("f")
+
+    @property
+    def is_int(self) -> bool:
+        return self.name.startswith("i")
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    elements: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(map(str, self.elements)) + ">"
+
+
+@dataclass(frozen=True)
+class NoneType(Type):
+    def __str__(self) -> str:
+        return "none"
+
+
+@dataclass(frozen=True)
+class BottomType(Type):
+    def __str__(self) -> str:
+        return "bottom"
+
+
+BOOL = ScalarType("bool")
+I32 = ScalarType("i32")
+I64 = ScalarType("i64")
+F32 = ScalarType("f32")
+F64 = ScalarType("f64")
+NONE = NoneType()
+BOTTOM = BottomType()
+
+NUMERIC_RANK = {BOOL: 0, I32: 1, I64: 2, F32: 3, F64: 4}
+
+
+def is_numeric(t: Type) -> bool:
+    return t in NUMERIC_RANK
+
+
+def promote(*types: Type) -> Type:
+    """The common type of numeric operands, as Python's arithmetic computes it.
+
+    bool and int meet at i64 (True + True == 2), any float wins over ints.
+    """
+    best = max(types, key=NUMERIC_RANK.__getitem__)
+    if best == BOOL or best == I32:
+        return I64
+    return best
+
+
+def join(a: Type, b: Type) -> Type | None:
+    """The type a variable has after two paths merge, or None when they cannot meet.
+
+    Numbers meet at their promoted type (an int on one path and a float on the
+    other gives float, as Numba does); tuples meet elementwise.
+    """
+    if a == b:
+        return a
+    if a == BOTTOM:
+        return b
+    if b == BOTTOM:
+        return a
+    if is_numeric(a) and is_numeric(b):
+        return promote(a, b)
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elements) == len(b.elements):
+        parts = [join(x, y) for x, y in zip(a.elements, b.elements)]
+        return None if None in parts else TupleType(tuple(parts))
+    return None
+
+
+def python_type_of(value) -> Type | None:
+    """The IR type of a Python constant or argument value, or None if it has none."""
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)):
+        return BOOL
+    if isinstance(value, (int, np.integer)):
+        return I64
+    if isinstance(value, (float, np.floating)):
+        return F64 if not isinstance(value, np.float32) else F32
+    if value is None:
+        return NONE
+    if isinstance(value, tuple):
+        parts = [python_type_of(v) for v in value]
+        return None if None in parts else TupleType(tuple(parts))
+    return None
