@@ -1,3 +1,209 @@
-"""Public API: jit (being written)."""
-def jit(fn=None, **options):
-    raise NotImplementedError
+"""Public API: `jit`, and the compile driver that runs the pipeline stage by stage.
+
+parse (frontend) -> typed (ir.infer) -> optimized (ir.passes) -> llvm / llvm-opt
+/ asm (backend.llvm). Every stage of every specialization is kept on its
+`Specialization` so `f.ir(...)` and `ASTJIT_DUMP` can show it.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import dispatch
+from .errors import Loc
+from .frontend import lower_function
+from .ir.core import Graph, Module, Value
+from .ir.dot import format_dot
+from .ir.infer import infer_types
+from .ir.passes.pipeline import optimize
+from .ir.printer import format_module
+from .ir.types import TupleType, Type
+from .ir.verify import verify_module
+
+IR_STAGES = ("parsed", "typed", "optimized")
+TEXT_STAGES = ("llvm", "llvm-opt", "asm")
+STAGES = IR_STAGES + TEXT_STAGES
+DUMP_SUFFIX = {"parsed": "ir", "typed": "ir", "optimized": "ir", "llvm": "ll",
+               "llvm-opt": "ll", "asm": "s"}
+
+
+def verifying() -> bool:
+    """Verify the IR after every pass (the tests turn this on)."""
+    return os.environ.get("ASTJIT_VERIFY", "") not in ("", "0")
+
+
+def jit(fn: Callable | None = None, *, target: str = "cpu", **options: Any):
+    """Compile `fn` on its first call for each signature of argument types.
+
+    Usable as `@jit` or `@jit(target="cpu")`. With ASTJIT_DISABLE_JIT=1 the
+    function is returned unchanged (handy under a debugger).
+    """
+    if fn is None:
+        return functools.partial(jit, target=target, **options)
+    if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
+        return fn
+    if target != "cpu":
+        raise ValueError(f"unknown target {target!r}; available: 'cpu'")
+    if getattr(fn, "py_func", None) is not None:
+        fn = fn.py_func
+    return Dispatcher(fn, options).entry
+
+
+@dataclass
+class Specialization:
+    """One compiled signature and every stage of its compilation."""
+
+    types: tuple[Type, ...]
+    parsed: Module
+    typed: Module
+    optimized: Module
+    compiled: Any
+    """The backend's CompiledEntry: `.call`, `.llvm_ir`, `.llvm_ir_optimized`, `.asm`, `.errors`."""
+
+    def stage_text(self, stage: str, fmt: str) -> str:
+        if stage in IR_STAGES:
+            module = getattr(self, stage)
+            return format_dot(module) if fmt == "dot" else format_module(module)
+        if fmt == "dot":
+            raise ValueError(f"stage {stage!r} has no DOT form; use format='text'")
+        return {"llvm": self.compiled.llvm_ir, "llvm-opt": self.compiled.llvm_ir_optimized,
+                "asm": self.compiled.asm}[stage]
+
+
+@dataclass
+class Dispatcher:
+    """The compiled specializations of one Python function, and its entry object."""
+
+    py_func: Callable
+    options: dict
+    signature: dispatch.Signature = field(init=False)
+    specializations: dict = field(default_factory=dict)
+    parsed: Module | None = None
+
+    def __post_init__(self):
+        self.signature = dispatch.Signature(self.py_func)
+        self.entry = dispatch.make_entry(self.call_slow)
+        functools.update_wrapper(self.entry, self.py_func)
+        self.entry.py_func = self.py_func
+        self.entry.ir = self.ir
+        self.entry.dispatcher = self
+        self.entry.signatures = self.specializations
+
+    def call_slow(self, *args: Any, **kwargs: Any) -> Any:
+        """Bind the call as Python does, compile the signature if new, run it."""
+        values = self.signature.bind(args, kwargs)
+        spec = self.specialize(self.signature.types_of(values))
+        return spec.compiled.call(*dispatch.flatten_values(values))
+
+    def specialize(self, types: tuple[Type, ...]) -> Specialization:
+        spec = self.specializations.get(types)
+        if spec is None:
+            spec = self.compile(types)
+            self.specializations[types] = spec
+            dispatch.retarget(self.entry, spec.compiled.call)
+        return spec
+
+    def compile(self, types: tuple[Type, ...]) -> Specialization:
+        from .backend.llvm import build_entry
+
+        if self.parsed is None:
+            self.parsed = lower_function(self.py_func)
+        typed = infer_types(self.parsed, list(types))
+        if dispatch.has_tuples(types):
+            typed = with_flat_entry(typed)
+        check = verify_module if verifying() else None
+        if check:
+            check(typed)
+        optimized = optimize(clone_module(typed), verify=check)
+        # Calls the new entry does not take go to the previous entry, then to call_slow.
+        previous = [s.compiled.call for s in self.specializations.values()]
+        handler = ErrorHandler()
+        compiled = build_entry(optimized, previous[-1] if previous else self.call_slow, handler)
+        handler.errors = compiled.errors
+        spec = Specialization(types, self.parsed, typed, optimized, compiled)
+        dump_dir = os.environ.get("ASTJIT_DUMP")
+        if dump_dir:
+            dump_stages(spec, dump_dir, self.py_func.__qualname__)
+        return spec
+
+    def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
+        """The IR of the specialization for these example arguments, at `stage`.
+
+        Stages: parsed, typed, optimized (IR as text or DOT), llvm (as emitted),
+        llvm-opt (after LLVM's O3) and asm.
+        """
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; valid stages: {', '.join(STAGES)}")
+        if format not in ("text", "dot"):
+            raise ValueError(f"unknown format {format!r}; use 'text' or 'dot'")
+        values = self.signature.bind(example_args, {})
+        spec = self.specialize(self.signature.types_of(values))
+        return spec.stage_text(stage, format)
+
+
+@dataclass
+class ErrorHandler:
+    """Called by compiled code with a nonzero status: raises that error site's exception."""
+
+    errors: list = field(default_factory=list)
+
+    def __call__(self, status: int) -> None:
+        name, message, loc = self.errors[status - 1]
+        raise error_from_site(name, message, loc)
+
+
+def error_from_site(name: str, message: str, loc: Loc | None) -> Exception:
+    """The Python exception compiled code reported, located at its source line."""
+    from .ir.ops import EXCEPTIONS
+
+    where = ""
+    if loc is not None:
+        where = f" (at {loc.filename}:{loc.line}: {loc.text.strip()})"
+    return EXCEPTIONS.get(name, RuntimeError)(message + where)
+
+
+def dump_stages(spec: Specialization, directory: str, name: str) -> None:
+    """Write every stage to `directory`, one file per stage, numbered in pipeline order."""
+    os.makedirs(directory, exist_ok=True)
+    signature = ",".join(map(str, spec.types))
+    for i, stage in enumerate(STAGES, 1):
+        path = os.path.join(directory, f"{name}[{signature}].{i:02d}-{stage}.{DUMP_SUFFIX[stage]}")
+        with open(path, "w") as fh:
+            fh.write(spec.stage_text(stage, "text"))
+        if stage in IR_STAGES:
+            with open(path[: -len(".ir")] + ".dot", "w") as fh:
+                fh.write(spec.stage_text(stage, "dot"))
+
+
+def clone_module(module: Module) -> Module:
+    """A deep copy with fresh Values, so passes never change an earlier stage's dump."""
+    import copy
+
+    return copy.deepcopy(module)
+
+
+def with_flat_entry(module: Module) -> Module:
+    """Add an entry graph taking tuple arguments as their scalars, which rebuilds the tuples.
+
+    Compiled entries take only scalars; the inliner folds this graph away.
+    """
+    inner = module.entry_graph
+    outer = Graph(inner.name + ".flat", loc=inner.loc)
+    args = [_rebuild(outer, p.type, p.name) for p in inner.params]
+    call = outer.add("call", args, attrs={"callee": inner.name}, loc=inner.loc,
+                     types=[inner.outputs[0].type])
+    outer.outputs = call.outputs
+    module.graphs[outer.name] = outer
+    module.entry = outer.name
+    return module
+
+
+def _rebuild(graph: Graph, t: Type, name: str) -> Value:
+    if not isinstance(t, TupleType):
+        param = Value(name, t)
+        graph.params.append(param)
+        return param
+    parts = [_rebuild(graph, e, f"{name}.{i}") for i, e in enumerate(t.elements)]
+    return graph.add("tuple", parts, loc=graph.loc, names=[name], types=[t]).outputs[0]

@@ -1,0 +1,113 @@
+"""Argument types -> signature -> cached compiled specialization, and the fast call path.
+
+The object `@jit` returns is a `functools.partial` around the newest compiled
+entry: a builtin function emitted in LLVM with CPython's calling convention,
+which checks its own signature and unboxes, runs and boxes in native code.
+`functools.partial` is the one builtin callable that carries attributes
+(`.ir`, `.py_func`), supports vectorcall (no argument tuple is built) and can
+be re-targeted in place (`__setstate__`) when a new specialization is
+compiled, so a call costs one partial hop plus the wrapper.
+
+Whatever the entry does not take exactly — another signature, keywords,
+NumPy scalars, an int beyond int64 — goes to `Dispatcher.call_slow`, which
+binds the arguments as Python would, compiles a new specialization if needed
+and calls it.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .ir.types import TupleType, Type, python_type_of
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def make_entry(target: Callable) -> functools.partial:
+    """A re-targetable, attribute-carrying, vectorcall callable around `target`."""
+    return functools.partial(target)
+
+
+def retarget(entry: functools.partial, target: Callable) -> None:
+    """Make `entry` call `target` from now on, keeping its attributes."""
+    entry.__setstate__((target, (), None, entry.__dict__))
+
+
+@dataclass
+class Signature:
+    """The parameter names of a function and how Python binds calls to them."""
+
+    function: Callable
+    inspected: inspect.Signature = field(init=False)
+
+    def __post_init__(self):
+        self.inspected = inspect.signature(self.function)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.inspected.parameters)
+
+    def bind(self, args: tuple, kwargs: dict) -> list[Any]:
+        """Positional argument values after keywords and defaults, as Python binds them."""
+        bound = self.inspected.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return [normalize_argument(v) for v in bound.args]
+
+    def types_of(self, values: list[Any]) -> tuple[Type, ...]:
+        """The IR types of bound argument values; TypeError naming a bad parameter."""
+        types = []
+        for name, value in zip(self.names, values):
+            t = python_type_of(value)
+            if t is None:
+                raise TypeError(
+                    f"argument '{name}' of {self.function.__name__}() is "
+                    f"{type(value).__name__} ({value!r:.40}); compiled functions take int, "
+                    "float, bool and tuples of them")
+            check_int_range(name, value)
+            types.append(t)
+        return tuple(types)
+
+
+def normalize_argument(value: Any) -> Any:
+    """Exactly bool, int or float (NumPy scalars, int subclasses...); tuples elementwise.
+
+    Compiled entries accept only the exact built-in types, so this is what keeps
+    the slow path from handing them something they pass back.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, tuple):
+        return tuple(normalize_argument(v) for v in value)
+    return value
+
+
+def check_int_range(name: str, value: Any) -> None:
+    if isinstance(value, tuple):
+        for v in value:
+            check_int_range(name, v)
+    elif isinstance(value, int) and not isinstance(value, bool) \
+            and not INT64_MIN <= value <= INT64_MAX:
+        raise OverflowError(f"argument '{name}' = {value} does not fit in int64, "
+                            "astjit's int")
+
+
+def flatten_values(values: list[Any]) -> list[Any]:
+    """Tuple arguments travel to compiled code as their scalars, in order."""
+    flat = []
+    for v in values:
+        flat.extend(flatten_values(list(v)) if isinstance(v, tuple) else [v])
+    return flat
+
+
+def has_tuples(types: tuple[Type, ...]) -> bool:
+    return any(isinstance(t, TupleType) for t in types)

@@ -1,0 +1,253 @@
+"""Type inference: untyped Module + argument types -> a typed Module of specializations.
+
+Each (graph, argument types) pair becomes one typed Graph named `name[t1,t2]`.
+The typed IR is explicit: every leaf op's operands have exactly the types its
+rule in `ops.py` asks for, because inference inserts `cast` nodes (Python's
+int -> float promotion), and values merging at an `if` or carried by a `while`
+are converted to their joined type inside the regions.
+
+Loops are inferred to a fixed point (a variable that starts as an int and
+becomes a float in the body is a float throughout, as in Numba). Recursion is
+inferred to a fixed point too: a call to a specialization still being inferred
+gives the current estimate of its result (BOTTOM at first, which joins with
+anything), and the whole module is re-inferred until no estimate changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import Loc, TypingError
+from .core import Graph, Module, Node, Value
+from .ops import OPS, OpTypeError
+from .types import BOOL, BOTTOM, NONE, Type, TupleType, is_numeric, join, python_type_of
+
+MAX_ROUNDS = 20
+
+
+def infer_types(module: Module, arg_types: list[Type]) -> Module:
+    """Specialize `module.entry` for `arg_types`; return the typed Module."""
+    estimates: dict[tuple, Type] = {}
+    for _ in range(MAX_ROUNDS):
+        inferencer = _Inferencer(module, estimates)
+        entry = inferencer.specialize(module.entry, list(arg_types), module.entry_graph.loc)
+        if not inferencer.changed:
+            typed = inferencer.out
+            typed.entry = entry
+            _check_resolved(typed)
+            return typed
+    raise TypingError(f"type inference of '{module.entry}' did not converge",
+                      module.entry_graph.loc)
+
+
+def specialization_name(name: str, arg_types: list[Type]) -> str:
+    return f"{name}[{','.join(map(str, arg_types))}]"
+
+
+def contains_bottom(t: Type) -> bool:
+    if isinstance(t, TupleType):
+        return any(contains_bottom(e) for e in t.elements)
+    return t == BOTTOM
+
+
+@dataclass
+class _Inferencer:
+    """One round of inference over the call graph reachable from the entry."""
+
+    src: Module
+    estimates: dict[tuple, Type]
+    out: Module = field(default_factory=Module)
+    in_progress: set = field(default_factory=set)
+    done: dict = field(default_factory=dict)
+    consulted: dict = field(default_factory=dict)
+    """Estimates read for specializations still in progress (recursion), by key."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether a recursive call was typed with an estimate that proved wrong."""
+        return any(self.estimates[key] != t for key, t in self.consulted.items())
+
+    def specialize(self, name: str, arg_types: list[Type], loc: Loc | None) -> str:
+        key = (name, tuple(arg_types))
+        typed_name = specialization_name(name, arg_types)
+        if key in self.done or key in self.in_progress:
+            return typed_name
+        if name not in self.src.graphs:
+            raise TypingError(f"call to unknown function '{name}'", loc)
+        self.in_progress.add(key)
+        graph = self.src.graphs[name]
+        if len(graph.params) != len(arg_types):
+            raise TypingError(f"'{name}' takes {len(graph.params)} arguments, got {len(arg_types)}",
+                              loc)
+        typed = self.infer_graph(graph, arg_types, typed_name)
+        self.out.graphs[typed_name] = typed
+        self.estimates[key] = typed.outputs[0].type
+        self.in_progress.discard(key)
+        self.done[key] = typed_name
+        return typed_name
+
+    def result_type(self, name: str, arg_types: list[Type]) -> Type:
+        key = (name, tuple(arg_types))
+        estimate = self.estimates.get(key, BOTTOM)
+        if key in self.in_progress:
+            self.consulted.setdefault(key, estimate)
+        return estimate
+
+    # ---- graphs and regions ----------------------------------------------------
+
+    def infer_graph(self, graph: Graph, param_types: list[Type], name: str) -> Graph:
+        """A typed copy of `graph` with its parameters of `param_types`."""
+        out = Graph(name, [Value(p.name, t) for p, t in zip(graph.params, param_types)],
+                    loc=graph.loc)
+        env = {p: q for p, q in zip(graph.params, out.params)}
+        for node in graph.nodes:
+            self.infer_node(node, env, out)
+        out.outputs = [env[v] for v in graph.outputs]
+        return out
+
+    def infer_node(self, node: Node, env: dict, out: Graph) -> None:
+        inputs = [env[v] for v in node.inputs]
+        if node.op == "if":
+            results = self.infer_if(node, inputs, out)
+        elif node.op == "while":
+            results = self.infer_while(node, inputs, out)
+        elif node.op == "call":
+            results = self.infer_call(node, inputs, out)
+        else:
+            results = self.infer_leaf(node, inputs, out)
+        for old, new in zip(node.outputs, results):
+            env[old] = new
+
+    def infer_leaf(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        attrs = dict(node.attrs)
+        if node.op == "const" and isinstance(attrs["value"], tuple):
+            parts = [out.add("const", [], attrs={"value": v}, loc=node.loc) for v in attrs["value"]]
+            for p in parts:
+                p.attrs["type"] = p.outputs[0].type = python_type_of(p.attrs["value"])
+            return self.infer_leaf(Node("tuple", [], node.outputs, loc=node.loc),
+                                   [p.outputs[0] for p in parts], out)
+        in_types = [v.type for v in inputs]
+        if node.op != "tuple" and any(contains_bottom(t) for t in in_types):
+            # Depends on a recursive result not known yet: a placeholder this round.
+            return [self.undef(out, BOTTOM, node.loc) for _ in node.outputs]
+        try:
+            operand_types, result_type = OPS[node.op].rule(in_types, attrs)
+        except OpTypeError as error:
+            raise TypingError(str(error), node.loc) from None
+        if node.op in ("const", "undef"):
+            attrs["type"] = result_type
+        operands = [coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
+        new = out.add(node.op, operands, len(node.outputs), attrs=attrs, loc=node.loc,
+                      names=[v.name for v in node.outputs], types=[result_type])
+        return new.outputs
+
+    def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        arg_types = [v.type for v in inputs]
+        callee = node.attrs["callee"]
+        if any(contains_bottom(t) for t in arg_types):
+            return [self.undef(out, BOTTOM, node.loc)]
+        typed_callee = self.specialize(callee, arg_types, node.loc)
+        result = self.result_type(callee, arg_types)
+        new = out.add("call", inputs, attrs={"callee": typed_callee}, loc=node.loc,
+                      names=[node.outputs[0].name], types=[result])
+        return new.outputs
+
+    def infer_if(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        cond = coerce(out, inputs[0], BOOL, node.loc) if inputs[0].type != BOTTOM else inputs[0]
+        captured = inputs[1:]
+        types = [v.type for v in captured]
+        then_g = self.infer_graph(node.regions[0], types, "then")
+        else_g = self.infer_graph(node.regions[1], types, "else")
+        merged = [self.join_at(a.type, b.type, name.name, node.loc)
+                  for a, b, name in zip(then_g.outputs, else_g.outputs, node.outputs)]
+        for region in (then_g, else_g):
+            region.outputs = [coerce(region, v, t, node.loc) for v, t in zip(region.outputs, merged)]
+        new = out.add("if", [cond, *captured], len(merged), regions=[then_g, else_g],
+                      attrs=dict(node.attrs), loc=node.loc,
+                      names=[v.name for v in node.outputs], types=merged)
+        return new.outputs
+
+    def infer_while(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        k = node.attrs["n_invariants"]
+        invariant_types = [v.type for v in inputs[:k]]
+        carried = [v.type for v in inputs[k:]]
+        names = [v.name for v in node.outputs]
+        for _ in range(MAX_ROUNDS):
+            body = self.infer_graph(node.regions[1], invariant_types + carried, "body")
+            widened = [self.join_at(a, b.type, n, node.loc)
+                       for a, b, n in zip(carried, body.outputs, names)]
+            if widened == carried:
+                break
+            carried = widened
+        else:
+            raise TypingError("the types of the loop's variables do not settle", node.loc)
+        cond = self.infer_graph(node.regions[0], invariant_types + carried, "cond")
+        cond.outputs = [coerce(cond, cond.outputs[0], BOOL, node.loc)]
+        body.outputs = [coerce(body, v, t, node.loc) for v, t in zip(body.outputs, carried)]
+        initial = [coerce(out, v, t, node.loc) for v, t in zip(inputs[k:], carried)]
+        new = out.add("while", [*inputs[:k], *initial], len(carried), regions=[cond, body],
+                      attrs=dict(node.attrs), loc=node.loc, names=names, types=carried)
+        return new.outputs
+
+    def join_at(self, a: Type, b: Type, name: str, loc: Loc | None) -> Type:
+        merged = join(a, b)
+        if merged is None:
+            what = f"variable '{name}'" if name else "this value"
+            raise TypingError(f"{what} is {a} on one path and {b} on another; "
+                              "a variable must keep one type (numbers may mix)", loc,
+                              hint="use a different variable name for each kind of value")
+        return merged
+
+    @staticmethod
+    def undef(out: Graph, t: Type, loc: Loc | None) -> Value:
+        return out.add("undef", [], attrs={"type": t}, loc=loc, types=[t]).outputs[0]
+
+
+def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
+    """`value` converted to `target` by nodes appended to `graph` (Python's promotion)."""
+    have = value.type
+    if have == target:
+        return value
+    if have == BOTTOM:
+        return graph.add("undef", [], attrs={"type": target}, loc=loc, types=[target]).outputs[0]
+    if is_numeric(have) and is_numeric(target):
+        return graph.add("cast", [value], attrs={"to": target}, loc=loc,
+                         names=[value.name], types=[target]).outputs[0]
+    if isinstance(have, TupleType) and isinstance(target, TupleType) \
+            and len(have.elements) == len(target.elements):
+        parts = []
+        for i, t in enumerate(target.elements):
+            item = graph.add("getitem", [value], attrs={"index": i}, loc=loc,
+                             types=[have.elements[i]]).outputs[0]
+            parts.append(coerce(graph, item, t, loc))
+        return graph.add("tuple", parts, loc=loc, names=[value.name], types=[target]).outputs[0]
+    if have == NONE and target == NONE:
+        return value
+    raise TypingError(f"cannot convert {have} to {target}", loc)
+
+
+def _check_resolved(module: Module) -> None:
+    """After the fixed point no value may still wait on a recursive result.
+
+    Placeholders (`undef` of BOTTOM type) left unused by coercions are dropped.
+    """
+    for graph in module.graphs.values():
+        if contains_bottom(graph.outputs[0].type):
+            raise TypingError(f"'{graph.name}' never returns a value (infinite recursion?)",
+                              graph.loc)
+        _drop_placeholders(graph)
+
+
+def _drop_placeholders(graph: Graph) -> None:
+    used = {v for n in graph.nodes for v in n.inputs} | set(graph.outputs)
+    kept = []
+    for node in graph.nodes:
+        for region in node.regions:
+            _drop_placeholders(region)
+        out_types = [v.type for v in node.outputs]
+        if any(contains_bottom(t) for t in out_types):
+            if node.op == "undef" and node.outputs[0] not in used:
+                continue
+            raise TypingError("a value here depends on a recursive call that never returns",
+                              node.loc)
+        kept.append(node)
+    graph.nodes = kept

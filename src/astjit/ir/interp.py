@@ -1,0 +1,199 @@
+"""The reference interpreter: runs any graph of a Module, typed or untyped.
+
+Leaf ops run their `evaluate` from `ops.OPS`; the structural ops (`if`,
+`while`, `call`) are interpreted by hand below. Where a value has a type, the
+interpreter converts the result to it as compiled code represents it: integers
+wrap to two's complement of their width, `bool` is a bool, floats are Python
+floats (f32 rounded to single precision), tuples elementwise. Python
+exceptions raised by `evaluate` (ZeroDivisionError, ValueError, ...) propagate
+unchanged: they are the behaviour compiled code must reproduce.
+
+Each graph is translated once into a `_Program`: a list of steps over a frame
+of slots, so running it does no dictionary lookups by Value.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from .core import Graph, Module, Node, Value
+from .ops import OPS
+from .types import BOOL, F32, F64, I32, I64, TupleType, Type
+
+Frame = list
+Step = Callable[[Frame], None]
+
+
+def interpret(module: Module, args: list | tuple, graph_name: str | None = None) -> Any:
+    """Run `module`'s graph `graph_name` (default: the entry) on `args`; return its result."""
+    graph = module.graphs[graph_name or module.entry]
+    if len(args) != len(graph.params):
+        raise TypeError(f"@{graph.name} takes {len(graph.params)} arguments, got {len(args)}")
+    results = _Interpreter(module).program(graph).run(list(args))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+# ---- conversion to the representation of a type ------------------------------------
+
+def _wrapping(bits: int) -> Callable[[Any], int]:
+    """Two's complement wrap-around to `bits` bits, as compiled integer arithmetic does."""
+    half, mask = 1 << (bits - 1), (1 << bits) - 1
+
+    def wrap(x) -> int:
+        return ((operator.index(x) + half) & mask) - half
+    return wrap
+
+
+def _to_f32(x) -> float:
+    return float(np.float32(x))
+
+
+_SCALAR_COERCIONS: dict[Type, Callable[[Any], Any]] = {
+    BOOL: bool, I32: _wrapping(32), I64: _wrapping(64), F32: _to_f32, F64: float,
+}
+
+
+def coercion(t: Type | None) -> Callable[[Any], Any] | None:
+    """The function converting a Python value to type `t`'s representation, or None."""
+    if t in _SCALAR_COERCIONS:
+        return _SCALAR_COERCIONS[t]
+    if isinstance(t, TupleType):
+        parts = [coercion(e) or (lambda x: x) for e in t.elements]
+        return lambda xs: tuple(part(x) for part, x in zip(parts, xs))
+    return None
+
+
+def _coerced(fn: Callable[..., Any], t: Type | None) -> Callable[..., Any]:
+    """`fn` followed by the conversion to `t`, when `t` needs one (and the result isn't None)."""
+    convert = coercion(t)
+    if convert is None:
+        return fn
+
+    def run(*args):
+        result = fn(*args)
+        return result if result is None else convert(result)
+    return run
+
+
+# ---- graphs as programs over frames of slots -----------------------------------------
+
+class _Program:
+    """One graph translated for execution: parameter slots, steps, output slots."""
+
+    def __init__(self, n_slots: int, param_slots: list[int], steps: list[Step],
+                 output_slots: list[int], param_coercions: list):
+        self.n_slots = n_slots
+        self.param_slots = param_slots
+        self.steps = steps
+        self.output_slots = output_slots
+        self.param_coercions = param_coercions
+        """Per parameter: the conversion to its type, or None."""
+
+    def run(self, args: list) -> list:
+        frame = [None] * self.n_slots
+        for slot, convert, arg in zip(self.param_slots, self.param_coercions, args):
+            frame[slot] = arg if convert is None else convert(arg)
+        for step in self.steps:
+            step(frame)
+        return [frame[slot] for slot in self.output_slots]
+
+
+class _Interpreter:
+    """Translates the graphs of one Module on demand and caches their programs."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.programs: dict[Graph, _Program] = {}
+
+    def program(self, graph: Graph) -> _Program:
+        if graph not in self.programs:
+            self.programs[graph] = self.translate(graph)
+        return self.programs[graph]
+
+    def translate(self, graph: Graph) -> _Program:
+        slots: dict[Value, int] = {}
+
+        def slot_of(value: Value) -> int:
+            return slots.setdefault(value, len(slots))
+
+        param_slots = [slot_of(p) for p in graph.params]
+        steps = []
+        for node in graph.nodes:
+            inputs = [slots[v] for v in node.inputs]
+            outputs = [slot_of(v) for v in node.outputs]
+            steps.append(self.step_for(node, inputs, outputs))
+        output_slots = [slots[v] for v in graph.outputs]
+        return _Program(len(slots), param_slots, steps, output_slots,
+                        [coercion(p.type) for p in graph.params])
+
+    def step_for(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
+        if node.op == "if":
+            return self.if_step(node, inputs, outputs)
+        if node.op == "while":
+            return self.while_step(node, inputs, outputs)
+        if node.op == "call":
+            return self.call_step(node, inputs, outputs)
+        return leaf_step(node, inputs, outputs)
+
+    # ---- the structural ops --------------------------------------------------------
+
+    def if_step(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
+        then_region, else_region = (self.program(r) for r in node.regions)
+        cond, captured = inputs[0], inputs[1:]
+
+        def run_if(frame: Frame) -> None:
+            region = then_region if frame[cond] else else_region
+            results = region.run([frame[i] for i in captured])
+            for slot, value in zip(outputs, results):
+                frame[slot] = value
+        return run_if
+
+    def while_step(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
+        cond_region, body_region = (self.program(r) for r in node.regions)
+        n_invariants = node.attrs["n_invariants"]
+
+        def run_while(frame: Frame) -> None:
+            values = [frame[i] for i in inputs]
+            invariants, carried = values[:n_invariants], values[n_invariants:]
+            while cond_region.run(invariants + carried)[0]:
+                carried = body_region.run(invariants + carried)
+            for slot, value in zip(outputs, carried):
+                frame[slot] = value
+        return run_while
+
+    def call_step(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
+        callee = self.module.graphs[node.attrs["callee"]]
+        (output,) = outputs
+
+        def run_call(frame: Frame) -> None:
+            # Looked up at run time: the callee may be this very graph, still being translated.
+            frame[output] = self.program(callee).run([frame[i] for i in inputs])[0]
+        return run_call
+
+
+def leaf_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
+    """A step running a primitive's `evaluate` with the node's attrs, converting its result."""
+    evaluate = OPS[node.op].evaluate
+    if node.attrs:
+        evaluate = functools.partial(evaluate, **node.attrs)
+    (output,) = outputs
+    evaluate = _coerced(evaluate, node.outputs[0].type)
+    if len(inputs) == 1:
+        (a,) = inputs
+
+        def run_unary(frame: Frame) -> None:
+            frame[output] = evaluate(frame[a])
+        return run_unary
+    if len(inputs) == 2:
+        a, b = inputs
+
+        def run_binary(frame: Frame) -> None:
+            frame[output] = evaluate(frame[a], frame[b])
+        return run_binary
+
+    def run_any(frame: Frame) -> None:
+        frame[output] = evaluate(*[frame[i] for i in inputs])
+    return run_any

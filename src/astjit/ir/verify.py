@@ -1,0 +1,220 @@
+"""The IR verifier: checks every invariant `core.py` states, and the types once typed.
+
+`verify_module` / `verify_graph` raise `IRVerificationError` naming the graph
+(with the region path, e.g. ``@f/while.body``), the node's op and its source
+location. What is checked:
+
+- SSA: each Value is defined once in the Module (a parameter or a node output),
+  used only after its definition and within the graph that defines it; a
+  region sees only its own parameters (no free variables).
+- Shapes of the structural ops (``if``, ``while``, ``call``), handled by hand
+  below; every other op is a leaf from `ops.OPS` with its declared arity, one
+  output and no regions.
+- A function graph has exactly one output.
+- When typed (every value has a type): region parameters have the types of the
+  node inputs they receive, region outputs the types of the node outputs, the
+  conditions are ``bool``, calls agree with their callee's signature, and each
+  leaf op's type rule accepts its operand types unchanged (typed IR has
+  explicit casts) and gives its result type.
+"""
+from __future__ import annotations
+
+from .core import Graph, Module, Node, Value
+from .ops import OPS, OpTypeError
+from .types import BOOL, Type
+
+
+class IRVerificationError(Exception):
+    """The IR breaks an invariant; the message names the graph, the op and the location."""
+
+
+def verify_module(module: Module, *, typed: bool | None = None) -> None:
+    """Check every graph of `module`; raise `IRVerificationError` at the first violation.
+
+    `typed`: True demands a fully typed module, False skips the type checks,
+    None (the default) checks types when every value of the module has one.
+    """
+    if module.entry and module.entry not in module.graphs:
+        raise IRVerificationError(f"entry graph @{module.entry} is not in the module")
+    if typed is None:
+        typed = all(is_typed(graph) for graph in module.graphs.values())
+    definitions: dict[Value, str] = {}
+    for graph in module.graphs.values():
+        _GraphChecker(module, typed, definitions).check_function(graph)
+
+
+def verify_graph(graph: Graph, module: Module, *, typed: bool | None = None) -> None:
+    """Check one function graph of `module` (callees are looked up in `module`)."""
+    if typed is None:
+        typed = is_typed(graph)
+    _GraphChecker(module, typed, {}).check_function(graph)
+
+
+def is_typed(graph: Graph) -> bool:
+    """Whether every value of `graph` (its regions included) has a type."""
+    values = list(graph.params) + [v for n in graph.walk() for v in n.outputs]
+    values += [p for n in graph.walk() for r in n.regions for p in r.params]
+    return all(v.type is not None for v in values)
+
+
+def _names(values: list[Value]) -> str:
+    return ", ".join(map(repr, values))
+
+
+def _types(values: list[Value]) -> list[Type | None]:
+    return [v.type for v in values]
+
+
+class _GraphChecker:
+    """Walks one function graph and its regions, keeping the set of values in scope."""
+
+    def __init__(self, module: Module, typed: bool, definitions: dict[Value, str]):
+        self.module = module
+        self.typed = typed
+        self.definitions = definitions
+        """Every value defined so far, with the path of the graph that defines it."""
+
+    def check_function(self, graph: Graph) -> None:
+        if len(graph.outputs) != 1:
+            raise IRVerificationError(f"in @{graph.name}: a function graph has exactly one "
+                                      f"output, got {len(graph.outputs)}")
+        self.check_body(graph, f"@{graph.name}")
+
+    # ---- SSA and scopes -------------------------------------------------------------
+
+    def check_body(self, graph: Graph, path: str) -> None:
+        """Check `graph`'s nodes in order; its scope starts with its own parameters only."""
+        scope: set[Value] = set()
+        self.define(graph.params, scope, path, None)
+        for node in graph.nodes:
+            for i, value in enumerate(node.inputs):
+                self.check_in_scope(value, scope, path, node, f"input {i}")
+            self.check_node(node, path)
+            self.define(node.outputs, scope, path, node)
+        for i, value in enumerate(graph.outputs):
+            self.check_in_scope(value, scope, path, None, f"output {i}")
+
+    def define(self, values: list[Value], scope: set[Value], path: str, node: Node | None):
+        for value in values:
+            if self.typed and value.type is None:
+                self.fail(path, node, f"{value!r} has no type in a typed module")
+            if value in self.definitions:
+                self.fail(path, node, f"{value!r} is defined twice "
+                                      f"(first in {self.definitions[value]})")
+            self.definitions[value] = path
+            scope.add(value)
+
+    def check_in_scope(self, value: Value, scope: set[Value], path: str, node: Node | None,
+                       what: str) -> None:
+        if value in scope:
+            return
+        if value in self.definitions:
+            self.fail(path, node, f"{what} {value!r} is defined in {self.definitions[value]}, "
+                                  "outside this graph: a free variable; pass it in as an input")
+        self.fail(path, node, f"{what} {value!r} is used before its definition")
+
+    # ---- node shapes and types ---------------------------------------------------------
+
+    def check_node(self, node: Node, path: str) -> None:
+        if node.op == "if":
+            self.check_if(node, path)
+        elif node.op == "while":
+            self.check_while(node, path)
+        elif node.op == "call":
+            self.check_call(node, path)
+        else:
+            self.check_leaf(node, path)
+
+    def check_if(self, node: Node, path: str) -> None:
+        if not node.inputs:
+            self.fail(path, node, "'if' needs a condition input")
+        captured = node.inputs[1:]
+        self.check_regions(node, path, ("then", "else"), captured)
+        for region in node.regions:
+            self.expect_count(path, node, f"'{region.name}' outputs", region.outputs,
+                              len(node.outputs))
+        if self.typed:
+            self.expect_types(path, node, "condition", [node.inputs[0]], [BOOL])
+            for region in node.regions:
+                self.expect_types(path, node, f"'{region.name}' outputs", region.outputs,
+                                  _types(node.outputs))
+
+    def check_while(self, node: Node, path: str) -> None:
+        n_invariants = node.attrs.get("n_invariants")
+        if not isinstance(n_invariants, int) or not 0 <= n_invariants <= len(node.inputs):
+            self.fail(path, node, f"'while' needs attrs['n_invariants'] in 0..{len(node.inputs)}, "
+                                  f"got {n_invariants!r}")
+        carried = node.inputs[n_invariants:]
+        self.check_regions(node, path, ("cond", "body"), node.inputs)
+        cond, body = node.regions
+        self.expect_count(path, node, "'cond' outputs", cond.outputs, 1)
+        self.expect_count(path, node, "'body' outputs", body.outputs, len(carried))
+        self.expect_count(path, node, "outputs", node.outputs, len(carried))
+        if self.typed:
+            self.expect_types(path, node, "'cond' output", cond.outputs, [BOOL])
+            self.expect_types(path, node, "'body' outputs", body.outputs, _types(carried))
+            self.expect_types(path, node, "outputs", node.outputs, _types(carried))
+
+    def check_regions(self, node: Node, path: str, roles: tuple[str, str],
+                      inputs: list[Value]) -> None:
+        """Two regions, each taking `inputs` as parameters, each checked in its own scope."""
+        self.expect_count(path, node, "regions", node.regions, len(roles))
+        for role, region in zip(roles, node.regions):
+            self.expect_count(path, node, f"'{role}' parameters", region.params, len(inputs))
+            if self.typed:
+                self.expect_types(path, node, f"'{role}' parameters", region.params,
+                                  _types(inputs))
+            self.check_body(region, f"{path}/{node.op}.{role}")
+
+    def check_call(self, node: Node, path: str) -> None:
+        callee = self.module.graphs.get(node.attrs.get("callee"))
+        if callee is None:
+            self.fail(path, node, f"callee {node.attrs.get('callee')!r} is not in the module")
+        self.expect_count(path, node, "regions", node.regions, 0)
+        self.expect_count(path, node, "arguments", node.inputs, len(callee.params))
+        self.expect_count(path, node, "outputs", node.outputs, 1)
+        if self.typed:
+            self.expect_types(path, node, "arguments", node.inputs, _types(callee.params))
+            self.expect_types(path, node, "output", node.outputs, _types(callee.outputs))
+
+    def check_leaf(self, node: Node, path: str) -> None:
+        opdef = OPS.get(node.op)
+        if opdef is None:
+            self.fail(path, node, f"unknown op {node.op!r}")
+        if opdef.arity != -1:
+            self.expect_count(path, node, "inputs", node.inputs, opdef.arity)
+        self.expect_count(path, node, "outputs", node.outputs, 1)
+        self.expect_count(path, node, "regions", node.regions, 0)
+        if not self.typed:
+            return
+        try:
+            operand_types, result_type = opdef.rule(_types(node.inputs), node.attrs)
+        except OpTypeError as error:
+            self.fail(path, node, f"the type rule rejects the inputs: {error}")
+        except KeyError as error:
+            self.fail(path, node, f"missing attribute {error}")
+        self.expect_types(path, node, "inputs (typed IR casts explicitly)", node.inputs,
+                          operand_types)
+        self.expect_types(path, node, "output", node.outputs, [result_type])
+
+    # ---- reporting ------------------------------------------------------------------------
+
+    def expect_count(self, path: str, node: Node, what: str, items: list, count: int) -> None:
+        if len(items) != count:
+            self.fail(path, node, f"expected {count} {what}, got {len(items)}")
+
+    def expect_types(self, path: str, node: Node, what: str, values: list[Value],
+                     expected: list[Type | None]) -> None:
+        actual = _types(values)
+        if actual != list(expected):
+            shown = ", ".join(map(str, expected))
+            self.fail(path, node, f"{what} {_names(values)} should have types ({shown})")
+
+    @staticmethod
+    def fail(path: str, node: Node | None, message: str):
+        where = f"in {path}"
+        if node is not None:
+            where += f", node '{node.op}'"
+            if node.loc is not None:
+                where += f" at {node.loc}"
+        raise IRVerificationError(f"{where}: {message}")
