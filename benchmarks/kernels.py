@@ -90,17 +90,19 @@ class Kernel:
     name: str
     fn: Callable
     args: tuple
+    returns: type
+    """float or int: the result type, which the C entry point needs to know."""
     is_dispatch: bool = False
     """True for the call-overhead probe, reported in ns per call rather than as a ratio."""
 
 
 KERNELS = [
-    Kernel("pi_sum", pi_sum, (1_000_000,)),
-    Kernel("mandelbrot", mandel_grid, (200, 150, 200)),
-    Kernel("fib", fib, (25,)),
-    Kernel("newton_sqrt", newton_sum, (100_000,)),
-    Kernel("collatz", collatz, (30_000,)),
-    Kernel("dispatch", add_one, (1.0,), is_dispatch=True),
+    Kernel("pi_sum", pi_sum, (1_000_000,), float),
+    Kernel("mandelbrot", mandel_grid, (200, 150, 200), int),
+    Kernel("fib", fib, (25,), int),
+    Kernel("newton_sqrt", newton_sum, (100_000,), float),
+    Kernel("collatz", collatz, (30_000,), int),
+    Kernel("dispatch", add_one, (1.0,), float, is_dispatch=True),
 ]
 
 HELPERS = [escape, newton_sqrt]
