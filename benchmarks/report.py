@@ -88,7 +88,98 @@ def dispatch_table(result: KernelResult) -> str:
 def compile_table(report: Report) -> str:
     rows = [[r.kernel, *(fmt_time(r.compile[e]) if e in r.compile else "n/a"
                          for e in ("astjit", "Numba"))] for r in report.kernels]
-    startup = [fmt_time(report.startup[e]) if e in report.startup else "n/a"
-               for e in ("astjit", "Numba")]
-    rows.append(["import + first compile", *startup])
+    if report.startup or report.startup_errors:
+        startup = [fmt_time(report.startup[e]) if e in report.startup else "n/a"
+                   for e in ("astjit", "Numba")]
+        rows.append(["import + first compile", *startup])
     return table(["compile time", "astjit", "Numba"], rows)
+
+
+def target_values(report: Report, quantity: str) -> tuple[list[str], dict[str, float]]:
+    """For one target: the labels it should cover and astjit's measured values by label."""
+    loops = [r for r in report.kernels if r.kernel != "dispatch"]
+    if quantity in ("astjit/Numba", "astjit/C"):
+        base = quantity.split("/")[1]
+        values = {r.kernel: ratio(r, "astjit", base) for r in loops}
+        return [r.kernel for r in loops], {k: v for k, v in values.items() if v is not None}
+    if quantity == "dispatch":
+        probes = [r for r in report.kernels if r.kernel == "dispatch"]
+        return ["dispatch"] if probes else [], {
+            r.kernel: r.median["astjit"] for r in probes if "astjit" in r.median}
+    if quantity == "compile":
+        return [r.kernel for r in report.kernels], {
+            r.kernel: r.compile["astjit"] for r in report.kernels if "astjit" in r.compile}
+    if not report.startup and not report.startup_errors:
+        return [], {}  # not measured in this run (--only)
+    return ["startup"], ({"startup": report.startup["astjit"]} if "astjit" in report.startup
+                         else {})
+
+
+def check_targets(report: Report) -> list[dict]:
+    """Each target with status 'pass', 'fail' or 'n/a' and astjit's values."""
+    checks = []
+    for name, quantity, limit, unit in TARGETS:
+        labels, values = target_values(report, quantity)
+        if not labels:
+            continue
+        over = {k: v for k, v in values.items() if v > limit}
+        status = "fail" if over else "pass" if len(values) == len(labels) else "n/a"
+        checks.append({"target": name, "limit": limit, "unit": unit, "status": status,
+                       "values": values, "over": over})
+    return checks
+
+
+def targets_section(checks: list[dict]) -> str:
+    marks = {"pass": "✓", "fail": "✗", "n/a": "–"}
+    lines = []
+    for check in checks:
+        fmt = fmt_ratio if check["unit"] == "×" else fmt_time
+        shown = check["over"] or check["values"]
+        detail = ", ".join(f"{k} {fmt(v)}" for k, v in shown.items()) or "astjit not measured"
+        lines.append(f"{marks[check['status']]} {check['target']:<38} {detail}")
+    return "\n".join(lines)
+
+
+def problems_section(report: Report) -> str:
+    """Why cells say n/a (grouped by engine and reason), and every wrong result."""
+    failures: dict[tuple[str, str], list[str]] = {}
+    for result in report.kernels:
+        for engine, reason in result.errors.items():
+            failures.setdefault((engine, reason), []).append(result.kernel)
+    for engine, reason in report.startup_errors.items():
+        failures.setdefault((engine, reason), []).append("import + first compile")
+    lines = [f"{engine}: n/a ({reason}) — {', '.join(kernels)}"
+             for (engine, reason), kernels in failures.items()]
+    for result in report.kernels:
+        lines += [f"✗ {engine} on {result.kernel}: got {result.results[engine]!r}, "
+                  f"CPython gave {result.expected!r}"
+                  for engine, ok in result.correct.items() if not ok]
+    return "\n".join(lines)
+
+
+def format_report(report: Report) -> str:
+    """The full printed report: tables, target checks, then problems if any."""
+    sections = [
+        "Steady state: median time per call, as a multiple of C's time (C: absolute).",
+        steady_state_table(report),
+    ]
+    dispatch = [r for r in report.kernels if r.kernel == "dispatch"]
+    if dispatch:
+        sections += ["Dispatch: raw time per call of f(1.0), f(x) = x + 1, from timeit "
+                     "(timeit's loop overhead included; C: a non-inlined call in a C loop).",
+                     dispatch_table(dispatch[0])]
+    sections += ["Compile: first call of a fresh jit object minus the steady-state call.",
+                 compile_table(report),
+                 "astjit targets:", targets_section(check_targets(report))]
+    problems = problems_section(report)
+    if problems:
+        sections += ["Problems:", problems]
+    return "\n\n".join(sections)
+
+
+def write_json(report: Report, path: Path) -> None:
+    """Everything measured, with all samples, plus the target checks."""
+    data = asdict(report)
+    data["targets"] = check_targets(report)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=repr) + "\n")

@@ -16,16 +16,16 @@ from astjit.ir.verify import IRVerificationError, verify_graph, verify_module
 
 # ---- building graphs by hand ------------------------------------------------------
 
-def op(graph, name, inputs, type=None, var="", line=None, **attrs):
-    """Append a one-output node and return its output value."""
+def op(graph, name, inputs, t=None, var="", line=None, **attrs):
+    """Append a one-output node of type `t` and return its output value."""
     loc = Loc("loops.py", line) if line else None
-    node = graph.add(name, inputs, attrs=attrs, names=[var], types=[type], loc=loc)
+    node = graph.add(name, inputs, attrs=attrs, names=[var], types=[t], loc=loc)
     return node.outputs[0]
 
 
-def const(graph, value, type=None, var="", line=None):
-    attrs = {"value": value, "type": type} if type else {"value": value}
-    return op(graph, "const", [], type, var, line, **attrs)
+def const(graph, value, t=None, var="", line=None):
+    attrs = {"value": value, "type": t} if t else {"value": value}
+    return op(graph, "const", [], t, var, line, **attrs)
 
 
 def params(*specs):

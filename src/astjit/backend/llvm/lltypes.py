@@ -1,0 +1,58 @@
+"""IR types as LLVM types, and IR constants as LLVM constants.
+
+bool is `i1`, ints are `i32`/`i64`, floats `float`/`double`, a tuple is a
+literal struct of its elements, and `none` is the empty struct `{}` (a value
+that takes no space, so it can flow through phis and tuples like any other).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...errors import CompileError
+from ...ir.types import BOOL, F32, F64, I32, I64, NoneType, TupleType, Type
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32_T = ir.IntType(32)
+I64_T = ir.IntType(64)
+DOUBLE = ir.DoubleType()
+STATUS = I32_T
+"""The return type of every compiled graph: 0 = OK, k > 0 = error site k."""
+
+_SCALARS = {BOOL: I1, I32: I32_T, I64: I64_T, F32: ir.FloatType(), F64: DOUBLE}
+
+
+def lltype(t: Type) -> ir.Type:
+    """The LLVM type that holds a value of IR type `t`."""
+    if t in _SCALARS:
+        return _SCALARS[t]
+    if isinstance(t, TupleType):
+        return ir.LiteralStructType([lltype(e) for e in t.elements])
+    if isinstance(t, NoneType):
+        return ir.LiteralStructType([])
+    raise CompileError(f"the CPU backend cannot represent values of type {t}")
+
+
+def wrap_int(value: int, bits: int) -> int:
+    """`value` wrapped to a signed `bits`-bit integer, as compiled arithmetic wraps."""
+    half = 1 << (bits - 1)
+    return ((int(value) + half) % (1 << bits)) - half
+
+
+def constant(t: Type, value) -> ir.Constant:
+    """The LLVM constant of IR type `t` holding the Python value `value`."""
+    ty = lltype(t)
+    if t == BOOL:
+        return ir.Constant(ty, int(bool(value)))
+    if t in (I32, I64):
+        return ir.Constant(ty, wrap_int(value, ty.width))
+    if t in (F32, F64):
+        return ir.Constant(ty, float(value))
+    if isinstance(t, TupleType):
+        return ir.Constant(ty, [constant(e, v) for e, v in zip(t.elements, value)])
+    return ir.Constant(ty, None)
+
+
+def zero(t: Type) -> ir.Constant:
+    """The all-zero value of type `t` (what `undef` placeholders become)."""
+    return ir.Constant(lltype(t), None)
