@@ -16,16 +16,19 @@ from astjit.ir.verify import IRVerificationError, verify_graph, verify_module
 
 # ---- building graphs by hand ------------------------------------------------------
 
-def op(graph, name, inputs, t=None, var="", line=None, **attrs):
+def at(line, filename="loops.py"):
+    return Loc(filename, line)
+
+
+def op(graph, name, inputs, t=None, var="", loc=None, **attrs):
     """Append a one-output node of type `t` and return its output value."""
-    loc = Loc("loops.py", line) if line else None
     node = graph.add(name, inputs, attrs=attrs, names=[var], types=[t], loc=loc)
     return node.outputs[0]
 
 
-def const(graph, value, t=None, var="", line=None):
+def const(graph, value, t=None, var="", loc=None):
     attrs = {"value": value, "type": t} if t else {"value": value}
-    return op(graph, "const", [], t, var, line, **attrs)
+    return op(graph, "const", [], t, var, loc, **attrs)
 
 
 def params(*specs):
@@ -52,39 +55,39 @@ def scale_module(t=True):
 def sum_to_module(typed=True):
     """sum_to(n): s = 0; i = 0; while i < n: s += i; i += 1; return s."""
     t = I64 if typed else None
-    g = Graph("sum_to", params(("n", t)), loc=Loc("loops.py", 1))
-    s0 = const(g, 0, t, "s", line=2)
-    i0 = const(g, 0, t, "i", line=3)
+    g = Graph("sum_to", params(("n", t)), loc=at(1))
+    s0 = const(g, 0, t, "s", loc=at(2))
+    i0 = const(g, 0, t, "i", loc=at(3))
     cond = Graph("cond", params(("n", t), ("s", t), ("i", t)))
     n, _, i = cond.params
-    cond.outputs = [op(cond, "lt", [i, n], BOOL if typed else None, line=4)]
+    cond.outputs = [op(cond, "lt", [i, n], BOOL if typed else None, loc=at(4))]
     body = Graph("body", params(("n", t), ("s", t), ("i", t)))
     _, s, i = body.params
-    s = op(body, "add", [s, i], t, "s", line=5)
-    i = op(body, "add", [i, const(body, 1, t, line=6)], t, "i", line=6)
+    s = op(body, "add", [s, i], t, "s", loc=at(5))
+    i = op(body, "add", [i, const(body, 1, t, loc=at(6))], t, "i", loc=at(6))
     body.outputs = [s, i]
     loop = g.add("while", [g.params[0], s0, i0], 2, attrs={"n_invariants": 1},
-                 regions=[cond, body], names=["s", "i"], types=[t, t], loc=Loc("loops.py", 4))
+                 regions=[cond, body], names=["s", "i"], types=[t, t], loc=at(4))
     g.outputs = [loop.outputs[0]]
     return module_of(g)
 
 
 def fib_module():
     """fib(n) = n if n < 2 else fib(n - 1) + fib(n - 2), typed i64."""
-    g = Graph("fib", params(("n", I64)), loc=Loc("fib.py", 1))
+    g = Graph("fib", params(("n", I64)), loc=at(1, "fib.py"))
     n = g.params[0]
-    small = op(g, "lt", [n, const(g, 2, I64, line=2)], BOOL, line=2)
+    small = op(g, "lt", [n, const(g, 2, I64, loc=at(2, "fib.py"))], BOOL, loc=at(2, "fib.py"))
     then = Graph("then", params(("n", I64)))
     then.outputs = [then.params[0]]
     other = Graph("else", params(("n", I64)))
     m = other.params[0]
     a = op(other, "call", [op(other, "sub", [m, const(other, 1, I64)], I64)], I64, "a",
-           line=4, callee="fib")
+           loc=at(4, "fib.py"), callee="fib")
     b = op(other, "call", [op(other, "sub", [m, const(other, 2, I64)], I64)], I64, "b",
-           line=4, callee="fib")
-    other.outputs = [op(other, "add", [a, b], I64, line=4)]
+           loc=at(4, "fib.py"), callee="fib")
+    other.outputs = [op(other, "add", [a, b], I64, loc=at(4, "fib.py"))]
     branch = g.add("if", [small, n], attrs={}, regions=[then, other], names=["r"],
-                   types=[I64], loc=Loc("fib.py", 2))
+                   types=[I64], loc=at(2, "fib.py"))
     g.outputs = [branch.outputs[0]]
     return module_of(g)
 
@@ -289,7 +292,7 @@ SUM_TO = """\
 graph @sum_to(%n: i64) -> i64 {
   %s = const 0 : i64
   %i = const 0 : i64
-  %s.3, %i.3 = while [%n] (%s, %i) {
+  %s.4, %i.4 = while [%n] (%s, %i) {
     cond (%n.1: i64, %s.1: i64, %i.1: i64) {
       %0 = lt %i.1, %n.1 : bool
       yield %0
@@ -301,10 +304,73 @@ graph @sum_to(%n: i64) -> i64 {
       yield %s.3, %i.3
     }
   } : i64, i64
-  return %s.3
+  return %s.4
 }
 """
 
 
 def test_printer_golden():
     assert format_module(sum_to_module(), locations=False) == SUM_TO
+
+
+def test_printer_shows_locations_right_aligned():
+    lines = format_module(fib_module()).splitlines()
+    assert lines[0] == "graph @fib(%n: i64) -> i64 {    # fib.py:1"
+    located = [line for line in lines if "#" in line]
+    assert len({line.index("#") for line in located}) == 1
+    assert any(line.strip().startswith("%a = call @fib(%") and line.endswith("# fib.py:4")
+               for line in lines)
+
+
+def test_printer_keeps_user_names_and_shows_attrs():
+    text = format_graph(scale_module(False).entry_graph, locations=False)
+    assert text.splitlines() == [
+        "graph @scale(%x, %n) {",
+        "  %n.1 = cast %n to f64",
+        "  %s = mul %x, %n.1",
+        "  %0 = const 1.0",
+        "  %s.1 = add %s, %0",
+        "  return %s.1",
+        "}",
+    ]
+    swapped = format_module(swap_module(), locations=False)
+    assert "%0 = getitem %t, 0 : f64" in swapped
+    assert "-> tuple<i64, f64> {" in swapped
+
+
+def test_printer_is_deterministic_and_shows_other_attrs():
+    g = Graph("check", params(("c", BOOL)))
+    g.outputs = [op(g, "raise_if", [g.params[0]], exc="ValueError", message="bad")]
+    first = format_module(module_of(g), locations=False)
+    assert "raise_if %c {exc='ValueError', message='bad'}" in first
+    assert first == format_module(module_of(g), locations=False)
+    assert "#" not in format_module(sum_to_module(), locations=False)
+
+
+def test_printer_survives_ill_formed_ir():
+    module = fib_module()
+    module.entry_graph.nodes[-1].regions[0].outputs = [module.entry_graph.params[0]]
+    assert "yield %n" in format_module(module)
+
+
+# ---- DOT ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("build", [scale_module, sum_to_module, fib_module, swap_module])
+def test_dot_export(build):
+    module = build()
+    dot = format_dot(module)
+    assert dot.startswith("digraph")
+    assert dot.count("{") == dot.count("}")
+    assert f'label="@{module.entry}"' in dot
+    assert dot.count("subgraph cluster_") == 1 + sum(len(n.regions) for n in
+                                                      module.entry_graph.walk())
+    if shutil.which("dot"):
+        subprocess.run(["dot", "-Tsvg"], input=dot, text=True, check=True, capture_output=True)
+
+
+def test_dot_labels_are_escaped():
+    g = Graph("check", params(("c", BOOL)))
+    g.outputs = [op(g, "raise_if", [g.params[0]], exc="ValueError", message='say "hi"\\n')]
+    dot = format_dot(module_of(g))
+    assert 'message=\'say \\"hi\\"' in dot
+    assert dot.count('"') % 2 == 0
