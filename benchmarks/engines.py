@@ -5,6 +5,7 @@ and returns its result; `time(number)` runs it `number` times and returns the
 seconds per call. Making a runner is cheap and lazy; the JIT engines compile
 on the first `call()`, so a fresh runner is also how compile time is measured.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -12,9 +13,10 @@ import shutil
 import subprocess
 import timeit
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 import kernels
 from kernels import Kernel
@@ -64,8 +66,9 @@ class CRunner:
     def __init__(self, lib: ctypes.CDLL, kernel: Kernel):
         self.entry = getattr(lib, f"time_{kernel.name}")
         self.result_ctype = ctypes.c_double if kernel.returns is float else ctypes.c_int64
-        arg_ctypes = [ctypes.c_double if isinstance(a, float) else ctypes.c_int64
-                      for a in kernel.args]
+        arg_ctypes = [
+            ctypes.c_double if isinstance(a, float) else ctypes.c_int64 for a in kernel.args
+        ]
         self.entry.argtypes = [*arg_ctypes, ctypes.c_int64, ctypes.POINTER(self.result_ctype)]
         self.entry.restype = ctypes.c_double
         self.args = kernel.args

@@ -5,10 +5,11 @@ Each engine runs exactly these functions (CPython as they are, astjit via
 in C. `KERNELS` lists what `run.py` measures: the entry function and the
 arguments it is called with.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 def pi_sum(n):

@@ -6,6 +6,7 @@ at least `min_sample_s`, then timed in interleaved rounds (A, B, C, D, A, B,
 ...) so that slow drifts of the machine hit every engine alike; the median of
 the rounds is reported. The dispatch probe always uses 10**5 calls per sample.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,6 +35,8 @@ class KernelResult:
     samples: dict[str, list[float]] = field(default_factory=dict)
     """Seconds per call, one entry per round."""
     median: dict[str, float] = field(default_factory=dict)
+    spread: dict[str, float] = field(default_factory=dict)
+    """Interquartile range of the samples over their median: the noise of a cell."""
     compile: dict[str, float] = field(default_factory=dict)
     """First call on a fresh jit object minus the steady-state call, in seconds."""
     errors: dict[str, str] = field(default_factory=dict)
@@ -53,6 +56,14 @@ def same_result(expected: object, got: object) -> bool:
     if isinstance(expected, float):
         return math.isclose(got, expected, rel_tol=1e-12)
     return got == expected
+
+
+def relative_iqr(samples: list[float]) -> float:
+    """(Q3 - Q1) / median; 0 for fewer than two samples."""
+    if len(samples) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(samples, n=4)
+    return (q3 - q1) / statistics.median(samples)
 
 
 def warm_up(engines: list[Engine], kernel: Kernel, out: KernelResult) -> dict[str, Runner]:
@@ -79,27 +90,29 @@ def calls_per_sample(runner: Runner, kernel: Kernel, min_sample_s: float) -> int
     return max(1, math.ceil(min_sample_s / max(per_call, 1e-9)))
 
 
-def time_kernel(engines: list[Engine], kernel: Kernel, rounds: int,
-                min_sample_s: float) -> KernelResult:
+def time_kernel(
+    engines: list[Engine], kernel: Kernel, rounds: int, min_sample_s: float
+) -> KernelResult:
     """Warm up, calibrate, then time all engines in interleaved rounds."""
     out = KernelResult(kernel.name, expected=kernel.fn(*kernel.args))
     runners = warm_up(engines, kernel, out)
-    for name, runner in list(runners.items()):
-        try:
-            out.numbers[name] = calls_per_sample(runner, kernel, min_sample_s)
-        except Exception as error:
-            out.errors[name] = describe(error)
-            del runners[name]
     out.samples = {name: [] for name in runners}
-    for _ in range(rounds):
-        for name, runner in runners.items():
-            out.samples[name].append(runner.time(out.numbers[name]))
+    for round_index in range(-1, rounds):  # round -1 calibrates
+        for name, runner in list(runners.items()):
+            try:
+                if round_index < 0:
+                    out.numbers[name] = calls_per_sample(runner, kernel, min_sample_s)
+                else:
+                    out.samples[name].append(runner.time(out.numbers[name]))
+            except Exception as error:  # e.g. a later call raising: drop this engine
+                out.errors[name] = describe(error)
+                del runners[name], out.samples[name]
     out.median = {name: statistics.median(s) for name, s in out.samples.items()}
+    out.spread = {name: relative_iqr(s) for name, s in out.samples.items()}
     return out
 
 
-def measure_compile(engines: list[Engine], kernel: Kernel, out: KernelResult,
-                    repeats: int) -> None:
+def measure_compile(engines: list[Engine], kernel: Kernel, out: KernelResult, repeats: int) -> None:
     """First-call time of fresh jit objects minus the steady-state time; the median."""
     for engine in engines:
         if not engine.compiles or engine.name not in out.median:
@@ -130,20 +143,24 @@ STARTUP_JITS = {"astjit": ("astjit", "jit"), "Numba": ("numba", "njit")}
 """Per engine: the module to import and its jit decorator."""
 
 
+class StartupFailed(Exception):
+    """The cold-start subprocess failed; the message is its last line of stderr."""
+
+
 def measure_startup(engine: str, repeats: int) -> float:
     """`import <engine>` + the first compile and call of pi_sum(10) in a fresh interpreter.
 
-    The median over `repeats` subprocesses, in seconds. Raises RuntimeError with
-    the subprocess's last error line when it fails.
+    The median over `repeats` subprocesses, in seconds.
     """
     module, jit = STARTUP_JITS[engine]
     script = STARTUP_SCRIPT.format(module=module, jit=jit)
     times = []
     for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", script], cwd=HERE, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=HERE, capture_output=True, text=True, timeout=120
+        )
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-            raise RuntimeError(lines[-1][:160])
+            raise StartupFailed(lines[-1][:160])
         times.append(float(done.stdout.strip().splitlines()[-1]))
     return statistics.median(times)

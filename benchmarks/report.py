@@ -1,4 +1,5 @@
 """Turning measurements into the printed tables, the target checks and results.json."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,7 @@ def fmt_time(seconds: float) -> str:
 
 
 def fmt_ratio(ratio: float) -> str:
-    return f"{ratio:.0f}×" if ratio >= 100 else f"{ratio:.3g}×"
+    return f"{ratio:.0f}×" if ratio >= 100 else f"{ratio:.1f}×" if ratio >= 10 else f"{ratio:.2f}×"
 
 
 def ratio(result: KernelResult, engine: str, base: str) -> float | None:
@@ -50,8 +51,9 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        first, rest = cells[0].ljust(widths[0]), [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]
-        return "  ".join([first, *rest])
+        aligned = [cell.rjust(width) for cell, width in zip(cells, widths, strict=True)]
+        aligned[0] = cells[0].ljust(widths[0])
+        return "  ".join(aligned)
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
@@ -72,25 +74,51 @@ def steady_state_table(report: Report) -> str:
         if result.kernel == "dispatch":
             continue
         astjit_numba = ratio(result, "astjit", "Numba")
-        rows.append([result.kernel, *(engine_cell(result, e, True) for e in ENGINES),
-                     fmt_ratio(astjit_numba) if astjit_numba is not None else "n/a"])
-    return table(["kernel", "CPython ×C", "astjit ×C", "Numba ×C", "C (time)", "astjit/Numba"],
-                 rows)
+        rows.append(
+            [
+                result.kernel,
+                *(engine_cell(result, e, True) for e in ENGINES),
+                fmt_ratio(astjit_numba) if astjit_numba is not None else "n/a",
+            ]
+        )
+    header = ["kernel", "CPython ×C", "astjit ×C", "Numba ×C", "C (time)", "astjit/Numba"]
+    return table(header, rows)
+
+
+def noise_line(report: Report) -> str:
+    """The noisiest cell of the run, so a reader knows how far to trust a difference."""
+    spreads = [
+        (spread, engine, r.kernel) for r in report.kernels for engine, spread in r.spread.items()
+    ]
+    if not spreads:
+        return ""
+    spread, engine, kernel = max(spreads)
+    return (
+        f"(noise: interquartile range / median ≤ {spread:.1%} in every cell; "
+        f"largest: {engine} on {kernel})"
+    )
 
 
 def dispatch_table(result: KernelResult) -> str:
     astjit_numba = ratio(result, "astjit", "Numba")
     row = [engine_cell(result, e, False) for e in ENGINES]
     row.append(fmt_ratio(astjit_numba) if astjit_numba is not None else "n/a")
-    return table(["dispatch", *ENGINES, "astjit/Numba"], [["ns per call", *row]])
+    return table(["dispatch", *ENGINES, "astjit/Numba"], [["per call", *row]])
 
 
 def compile_table(report: Report) -> str:
-    rows = [[r.kernel, *(fmt_time(r.compile[e]) if e in r.compile else "n/a"
-                         for e in ("astjit", "Numba"))] for r in report.kernels]
+    rows = [
+        [
+            r.kernel,
+            *(fmt_time(r.compile[e]) if e in r.compile else "n/a" for e in ("astjit", "Numba")),
+        ]
+        for r in report.kernels
+    ]
     if report.startup or report.startup_errors:
-        startup = [fmt_time(report.startup[e]) if e in report.startup else "n/a"
-                   for e in ("astjit", "Numba")]
+        startup = [
+            fmt_time(report.startup[e]) if e in report.startup else "n/a"
+            for e in ("astjit", "Numba")
+        ]
         rows.append(["import + first compile", *startup])
     return table(["compile time", "astjit", "Numba"], rows)
 
@@ -105,14 +133,17 @@ def target_values(report: Report, quantity: str) -> tuple[list[str], dict[str, f
     if quantity == "dispatch":
         probes = [r for r in report.kernels if r.kernel == "dispatch"]
         return ["dispatch"] if probes else [], {
-            r.kernel: r.median["astjit"] for r in probes if "astjit" in r.median}
+            r.kernel: r.median["astjit"] for r in probes if "astjit" in r.median
+        }
     if quantity == "compile":
         return [r.kernel for r in report.kernels], {
-            r.kernel: r.compile["astjit"] for r in report.kernels if "astjit" in r.compile}
+            r.kernel: r.compile["astjit"] for r in report.kernels if "astjit" in r.compile
+        }
     if not report.startup and not report.startup_errors:
         return [], {}  # not measured in this run (--only)
-    return ["startup"], ({"startup": report.startup["astjit"]} if "astjit" in report.startup
-                         else {})
+    return ["startup"], (
+        {"startup": report.startup["astjit"]} if "astjit" in report.startup else {}
+    )
 
 
 def check_targets(report: Report) -> list[dict]:
@@ -124,8 +155,16 @@ def check_targets(report: Report) -> list[dict]:
             continue
         over = {k: v for k, v in values.items() if v > limit}
         status = "fail" if over else "pass" if len(values) == len(labels) else "n/a"
-        checks.append({"target": name, "limit": limit, "unit": unit, "status": status,
-                       "values": values, "over": over})
+        checks.append(
+            {
+                "target": name,
+                "limit": limit,
+                "unit": unit,
+                "status": status,
+                "values": values,
+                "over": over,
+            }
+        )
     return checks
 
 
@@ -148,12 +187,17 @@ def problems_section(report: Report) -> str:
             failures.setdefault((engine, reason), []).append(result.kernel)
     for engine, reason in report.startup_errors.items():
         failures.setdefault((engine, reason), []).append("import + first compile")
-    lines = [f"{engine}: n/a ({reason}) — {', '.join(kernels)}"
-             for (engine, reason), kernels in failures.items()]
+    lines = [
+        f"{engine}: n/a ({reason}) — {', '.join(kernels)}"
+        for (engine, reason), kernels in failures.items()
+    ]
     for result in report.kernels:
-        lines += [f"✗ {engine} on {result.kernel}: got {result.results[engine]!r}, "
-                  f"CPython gave {result.expected!r}"
-                  for engine, ok in result.correct.items() if not ok]
+        lines += [
+            f"✗ {engine} on {result.kernel}: got {result.results[engine]!r}, "
+            f"CPython gave {result.expected!r}"
+            for engine, ok in result.correct.items()
+            if not ok
+        ]
     return "\n".join(lines)
 
 
@@ -165,12 +209,18 @@ def format_report(report: Report) -> str:
     ]
     dispatch = [r for r in report.kernels if r.kernel == "dispatch"]
     if dispatch:
-        sections += ["Dispatch: raw time per call of f(1.0), f(x) = x + 1, from timeit "
-                     "(timeit's loop overhead included; C: a non-inlined call in a C loop).",
-                     dispatch_table(dispatch[0])]
-    sections += ["Compile: first call of a fresh jit object minus the steady-state call.",
-                 compile_table(report),
-                 "astjit targets:", targets_section(check_targets(report))]
+        sections += [
+            "Dispatch: raw time per call of f(1.0), f(x) = x + 1, from timeit "
+            "(timeit's loop overhead included; C: a non-inlined call in a C loop).",
+            dispatch_table(dispatch[0]),
+        ]
+    sections.append(noise_line(report))
+    sections += [
+        "Compile: first call of a fresh jit object minus the steady-state call.",
+        compile_table(report),
+        "astjit targets:",
+        targets_section(check_targets(report)),
+    ]
     problems = problems_section(report)
     if problems:
         sections += ["Problems:", problems]

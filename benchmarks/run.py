@@ -1,8 +1,11 @@
-"""Benchmark astjit against CPython, Numba and C: `python benchmarks/run.py [--quick] [--only NAME]`.
+"""Benchmark astjit against CPython, Numba and C.
+
+Usage: python benchmarks/run.py [--quick] [--only NAME]...
 
 Prints the ratio tables (see README.md for what each column means) and
 writes every measurement to benchmarks/_build/results.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +17,7 @@ from importlib import metadata
 
 from engines import BUILD_DIR, C_FLAGS, all_engines
 from kernels import KERNELS, Kernel
-from measure import measure_compile, measure_startup, time_kernel, describe
+from measure import StartupFailed, describe, measure_compile, measure_startup, time_kernel
 from report import Report, format_report, write_json
 
 RESULTS_JSON = BUILD_DIR / "results.json"
@@ -22,25 +25,35 @@ RESULTS_JSON = BUILD_DIR / "results.json"
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer rounds and shorter samples (noisier, ~4x faster)")
-    parser.add_argument("--only", metavar="NAME", action="append",
-                        choices=[k.name for k in KERNELS],
-                        help="run only this kernel (repeatable); skips the cold-start test")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer rounds and shorter samples (noisier, ~4x faster)",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="NAME",
+        action="append",
+        choices=[k.name for k in KERNELS],
+        help="run only this kernel (repeatable); skips the cold-start test",
+    )
     return parser.parse_args(argv)
 
 
 def settings_for(args: argparse.Namespace) -> dict:
     """Rounds, minimum sample length and repeat counts; recorded in the JSON."""
     quick = args.quick
-    return {"rounds": 5 if quick else 11,
-            "min_sample_s": 0.02 if quick else 0.05,
-            "compile_repeats": 1 if quick else 3,
-            "startup_repeats": 1 if quick else 3}
+    return {
+        "rounds": 5 if quick else 15,
+        "min_sample_s": 0.02 if quick else 0.05,
+        "compile_repeats": 1 if quick else 3,
+        "startup_repeats": 1 if quick else 3,
+    }
 
 
 def environment() -> dict:
     """What the numbers depend on: interpreter, peers' versions, compiler, CPU."""
+
     def version(package: str) -> str:
         try:
             return metadata.version(package)
@@ -51,10 +64,17 @@ def environment() -> dict:
         gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
     except OSError:
         gcc = "not found"
-    return {"python": sys.version.split()[0], "astjit": version("astjit"),
-            "numba": version("numba"), "llvmlite": version("llvmlite"),
-            "gcc": gcc.splitlines()[0] if gcc else "", "c_flags": C_FLAGS,
-            "machine": platform.machine(), "cpu": cpu_name(), "date": time.strftime("%F %T")}
+    return {
+        "python": sys.version.split()[0],
+        "astjit": version("astjit"),
+        "numba": version("numba"),
+        "llvmlite": version("llvmlite"),
+        "gcc": gcc.splitlines()[0] if gcc else "",
+        "c_flags": C_FLAGS,
+        "machine": platform.machine(),
+        "cpu": cpu_name(),
+        "date": time.strftime("%F %T"),
+    }
 
 
 def cpu_name() -> str:
@@ -88,7 +108,9 @@ def run_startup(report: Report, repeats: int) -> None:
     for engine in ("astjit", "Numba"):
         try:
             report.startup[engine] = measure_startup(engine, repeats)
-        except Exception as error:
+        except StartupFailed as error:
+            report.startup_errors[engine] = str(error)
+        except (OSError, subprocess.SubprocessError, ValueError) as error:
             report.startup_errors[engine] = describe(error)
 
 
@@ -97,8 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = settings_for(args)
     kernels = [k for k in KERNELS if not args.only or k.name in args.only]
     started = time.perf_counter()
-    print(f"Benchmarking {len(kernels)} kernel(s), {settings['rounds']} rounds:",
-          file=sys.stderr)
+    print(f"Benchmarking {len(kernels)} kernel(s), {settings['rounds']} rounds:", file=sys.stderr)
     report = Report(run_kernels(kernels, settings), settings=settings | environment())
     if not args.only:
         run_startup(report, settings["startup_repeats"])

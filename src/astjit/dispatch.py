@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
-
-import numpy as np
 
 from .ir.types import TupleType, Type, python_type_of
 
@@ -78,7 +77,8 @@ def normalize_argument(value: Any) -> Any:
     Compiled entries accept only the exact built-in types, so this is what keeps
     the slow path from handing them something they pass back.
     """
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # never imported here: a NumPy scalar implies numpy
+    if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
     if isinstance(value, bool):
         return bool(value)

@@ -32,6 +32,8 @@ from ..errors import Loc
 from .types import Type
 
 STRUCTURAL_OPS = frozenset({"if", "while", "call"})
+REGION_ROLES = {"if": ("then", "else"), "while": ("cond", "body")}
+"""What each region of a structural op is, in order."""
 
 _ids = itertools.count()
 

@@ -11,7 +11,8 @@ regions' parameters and their yields back to the op.
 from __future__ import annotations
 
 from .core import Graph, Module, Node, Value
-from .printer import REGION_ROLES, ValueNames, format_op
+from .core import REGION_ROLES
+from .printer import ValueNames, format_op
 
 
 def format_dot(module: Module) -> str:

@@ -17,8 +17,6 @@ import functools
 import operator
 from typing import Any, Callable
 
-import numpy as np
-
 from .core import Graph, Module, Node, Value
 from .ops import OPS
 from .types import BOOL, F32, F64, I32, I64, TupleType, Type
@@ -32,7 +30,9 @@ def interpret(module: Module, args: list | tuple, graph_name: str | None = None)
     graph = module.graphs[graph_name or module.entry]
     if len(args) != len(graph.params):
         raise TypeError(f"@{graph.name} takes {len(graph.params)} arguments, got {len(args)}")
-    results = _Interpreter(module).program(graph).run(list(args))
+    converts = [coercion(p.type) or _identity for p in graph.params]
+    args = [convert(arg) for convert, arg in zip(converts, args)]
+    results = _Interpreter(module).program(graph).run(args)
     return results[0] if len(results) == 1 else tuple(results)
 
 
@@ -47,7 +47,13 @@ def _wrapping(bits: int) -> Callable[[Any], int]:
     return wrap
 
 
+def _identity(x):
+    return x
+
+
 def _to_f32(x) -> float:
+    import numpy as np  # only f32 values need it; importing astjit stays light
+
     return float(np.float32(x))
 
 
@@ -61,41 +67,24 @@ def coercion(t: Type | None) -> Callable[[Any], Any] | None:
     if t in _SCALAR_COERCIONS:
         return _SCALAR_COERCIONS[t]
     if isinstance(t, TupleType):
-        parts = [coercion(e) or (lambda x: x) for e in t.elements]
+        parts = [coercion(e) or _identity for e in t.elements]
         return lambda xs: tuple(part(x) for part, x in zip(parts, xs))
     return None
-
-
-def _coerced(fn: Callable[..., Any], t: Type | None) -> Callable[..., Any]:
-    """`fn` followed by the conversion to `t`, when `t` needs one (and the result isn't None)."""
-    convert = coercion(t)
-    if convert is None:
-        return fn
-
-    def run(*args):
-        result = fn(*args)
-        return result if result is None else convert(result)
-    return run
 
 
 # ---- graphs as programs over frames of slots -----------------------------------------
 
 class _Program:
-    """One graph translated for execution: parameter slots, steps, output slots."""
+    """One graph translated for execution: steps over a frame whose first slots are the params."""
 
-    def __init__(self, n_slots: int, param_slots: list[int], steps: list[Step],
-                 output_slots: list[int], param_coercions: list):
-        self.n_slots = n_slots
-        self.param_slots = param_slots
+    def __init__(self, n_params: int, n_slots: int, steps: list[Step], output_slots: list[int]):
+        self.padding = [None] * (n_slots - n_params)
         self.steps = steps
         self.output_slots = output_slots
-        self.param_coercions = param_coercions
-        """Per parameter: the conversion to its type, or None."""
 
     def run(self, args: list) -> list:
-        frame = [None] * self.n_slots
-        for slot, convert, arg in zip(self.param_slots, self.param_coercions, args):
-            frame[slot] = arg if convert is None else convert(arg)
+        """The graph's outputs for `args`, which already have the parameters' representation."""
+        frame = args + self.padding
         for step in self.steps:
             step(frame)
         return [frame[slot] for slot in self.output_slots]
@@ -114,20 +103,22 @@ class _Interpreter:
         return self.programs[graph]
 
     def translate(self, graph: Graph) -> _Program:
-        slots: dict[Value, int] = {}
+        """Give each value of `graph` a frame slot (parameters first) and each node a step."""
+        slots = {param: i for i, param in enumerate(graph.params)}
 
         def slot_of(value: Value) -> int:
-            return slots.setdefault(value, len(slots))
+            if value not in slots:
+                raise ValueError(f"{value!r} is used in @{graph.name} but not defined before; "
+                                 "the IR is ill-formed (see verify_module)")
+            return slots[value]
 
-        param_slots = [slot_of(p) for p in graph.params]
         steps = []
         for node in graph.nodes:
-            inputs = [slots[v] for v in node.inputs]
-            outputs = [slot_of(v) for v in node.outputs]
+            inputs = [slot_of(v) for v in node.inputs]
+            outputs = [slots.setdefault(v, len(slots)) for v in node.outputs]
             steps.append(self.step_for(node, inputs, outputs))
-        output_slots = [slots[v] for v in graph.outputs]
-        return _Program(len(slots), param_slots, steps, output_slots,
-                        [coercion(p.type) for p in graph.params])
+        output_slots = [slot_of(v) for v in graph.outputs]
+        return _Program(len(graph.params), len(slots), steps, output_slots)
 
     def step_for(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
         if node.op == "if":
@@ -156,11 +147,10 @@ class _Interpreter:
         n_invariants = node.attrs["n_invariants"]
 
         def run_while(frame: Frame) -> None:
-            values = [frame[i] for i in inputs]
-            invariants, carried = values[:n_invariants], values[n_invariants:]
-            while cond_region.run(invariants + carried)[0]:
-                carried = body_region.run(invariants + carried)
-            for slot, value in zip(outputs, carried):
+            values = [frame[i] for i in inputs]  # invariants, then the carried values
+            while cond_region.run(values)[0]:
+                values[n_invariants:] = body_region.run(values)
+            for slot, value in zip(outputs, values[n_invariants:]):
                 frame[slot] = value
         return run_while
 
@@ -179,21 +169,26 @@ def leaf_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
     evaluate = OPS[node.op].evaluate
     if node.attrs:
         evaluate = functools.partial(evaluate, **node.attrs)
+    convert = coercion(node.outputs[0].type) or _identity
     (output,) = outputs
-    evaluate = _coerced(evaluate, node.outputs[0].type)
+    if not inputs:
+        def run_nullary(frame: Frame) -> None:
+            result = evaluate()  # `undef` gives None whatever its type
+            frame[output] = None if result is None else convert(result)
+        return run_nullary
     if len(inputs) == 1:
         (a,) = inputs
 
         def run_unary(frame: Frame) -> None:
-            frame[output] = evaluate(frame[a])
+            frame[output] = convert(evaluate(frame[a]))
         return run_unary
     if len(inputs) == 2:
         a, b = inputs
 
         def run_binary(frame: Frame) -> None:
-            frame[output] = evaluate(frame[a], frame[b])
+            frame[output] = convert(evaluate(frame[a], frame[b]))
         return run_binary
 
     def run_any(frame: Frame) -> None:
-        frame[output] = evaluate(*[frame[i] for i in inputs])
+        frame[output] = convert(evaluate(*[frame[i] for i in inputs]))
     return run_any

@@ -210,9 +210,9 @@ def int_pow(a, b):
 
 def float_pow(a, b):
     """Python's `float ** float`, minus the complex results it would give."""
-    if a == 0.0 and b < 0.0:
+    if a == 0.0 and b < 0.0 and math.isfinite(b):
         raise ZeroDivisionError("0.0 cannot be raised to a negative power")
-    if a < 0.0 and b != math.floor(b) and math.isfinite(b):
+    if a < 0.0 and math.isfinite(a) and math.isfinite(b) and b != math.floor(b):
         raise ValueError("negative number cannot be raised to a fractional power")
     return a ** b
 
@@ -231,12 +231,27 @@ def py_max(a, b):
     return b if b > a else a
 
 
+def in_int64(n: int) -> int:
+    """`n` if it fits astjit's int, else the OverflowError compiled code raises."""
+    if not -(2 ** 63) <= n < 2 ** 63:
+        raise OverflowError("float too large to convert to int64")
+    return n
+
+
+def int_result(fn):
+    """A float -> int function (floor, round, ...) with int64's range check."""
+    def checked(x):
+        return in_int64(fn(x))
+    checked.__name__ = fn.__name__
+    return checked
+
+
 def py_cast(x, to):
     if to == BOOL:
         return bool(x)
     if to.is_float:
         return float(x)
-    return int(x)
+    return in_int64(int(x)) if isinstance(x, float) else int(x)
 
 
 def py_shift_left(a, b):
@@ -340,14 +355,14 @@ for _name, _fn, _low, _ovf in _MATH_UNARY:
 
 _MATH_BINARY = [
     ("atan2", math.atan2, LibCall("atan2"), False),
-    ("hypot", math.hypot, LibCall("hypot"), True),
+    ("hypot", math.hypot, LibCall("hypot"), False),
     ("copysign", math.copysign, Intrinsic("llvm.copysign"), False),
     ("fmod", math.fmod, LibCall("fmod"), False),
     ("fpow", math.pow, Routine("math_pow"), True),
 ]
 for _name, _fn, _low, _ovf in _MATH_BINARY:
     _def(_name, 2, float_rule, _fn, {"f": _low}, ("pure", "raises", "elementwise"),
-         check=None if _name == "copysign" else "math1", can_overflow=_ovf)
+         check=None if _name in ("copysign", "hypot") else "math1", can_overflow=_ovf)
 
 _def("isnan", 1, float_pred_rule, math.isnan, {"f": Routine("isnan")}, ("pure", "elementwise"))
 _def("isinf", 1, float_pred_rule, math.isinf, {"f": Routine("isinf")}, ("pure", "elementwise"))
@@ -355,13 +370,13 @@ _def("isfinite", 1, float_pred_rule, math.isfinite, {"f": Routine("isfinite")},
      ("pure", "elementwise"))
 
 # float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range
-_def("floor", 1, to_int_rule, math.floor, {"f": Routine("floor"), "i": Routine("identity")},
+_def("floor", 1, to_int_rule, int_result(math.floor), {"f": Routine("floor"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"))
-_def("ceil", 1, to_int_rule, math.ceil, {"f": Routine("ceil"), "i": Routine("identity")},
+_def("ceil", 1, to_int_rule, int_result(math.ceil), {"f": Routine("ceil"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"))
-_def("trunc", 1, to_int_rule, math.trunc, {"f": Routine("trunc"), "i": Routine("identity")},
+_def("trunc", 1, to_int_rule, int_result(math.trunc), {"f": Routine("trunc"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"))
-_def("round", 1, to_int_rule, round, {"f": Routine("round"), "i": Routine("identity")},
+_def("round", 1, to_int_rule, int_result(round), {"f": Routine("round"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"), doc="round(x): half to even, an int")
 
 

@@ -27,10 +27,9 @@ import os
 from dataclasses import dataclass
 
 from ..errors import Loc
-from .core import Graph, Module, Node, Value
+from .core import REGION_ROLES, Graph, Module, Node, Value
 from .types import Type
 
-REGION_ROLES = {"if": ("then", "else"), "while": ("cond", "body")}
 """The role of each region of a structural op, by position."""
 
 OPERAND_ATTRS = ("value", "index")

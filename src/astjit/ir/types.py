@@ -98,15 +98,16 @@ def join(a: Type, b: Type) -> Type | None:
 
 
 def python_type_of(value) -> Type | None:
-    """The IR type of a Python constant or argument value, or None if it has none."""
-    import numpy as np
+    """The IR type of a Python constant or argument value, or None if it has none.
 
-    if isinstance(value, (bool, np.bool_)):
+    NumPy scalars are normalized to Python scalars before they get here.
+    """
+    if isinstance(value, bool):
         return BOOL
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, int):
         return I64
-    if isinstance(value, (float, np.floating)):
-        return F64 if not isinstance(value, np.float32) else F32
+    if isinstance(value, float):
+        return F64
     if value is None:
         return NONE
     if isinstance(value, tuple):

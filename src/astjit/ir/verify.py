@@ -19,7 +19,7 @@ location. What is checked:
 """
 from __future__ import annotations
 
-from .core import Graph, Module, Node, Value
+from .core import REGION_ROLES, Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
 from .types import BOOL, Type
 
@@ -109,8 +109,9 @@ class _GraphChecker:
         if value in scope:
             return
         if value in self.definitions:
-            self.fail(path, node, f"{what} {value!r} is defined in {self.definitions[value]}, "
-                                  "outside this graph: a free variable; pass it in as an input")
+            self.fail(path, node, f"{what} {value!r} is a free variable: defined in "
+                                  f"{self.definitions[value]}, not in this graph (values enter "
+                                  "and leave regions only as node inputs and region outputs)")
         self.fail(path, node, f"{what} {value!r} is used before its definition")
 
     # ---- node shapes and types ---------------------------------------------------------
@@ -129,7 +130,7 @@ class _GraphChecker:
         if not node.inputs:
             self.fail(path, node, "'if' needs a condition input")
         captured = node.inputs[1:]
-        self.check_regions(node, path, ("then", "else"), captured)
+        self.check_regions(node, path, REGION_ROLES["if"], captured)
         for region in node.regions:
             self.expect_count(path, node, f"'{region.name}' outputs", region.outputs,
                               len(node.outputs))
@@ -145,7 +146,7 @@ class _GraphChecker:
             self.fail(path, node, f"'while' needs attrs['n_invariants'] in 0..{len(node.inputs)}, "
                                   f"got {n_invariants!r}")
         carried = node.inputs[n_invariants:]
-        self.check_regions(node, path, ("cond", "body"), node.inputs)
+        self.check_regions(node, path, REGION_ROLES["while"], node.inputs)
         cond, body = node.regions
         self.expect_count(path, node, "'cond' outputs", cond.outputs, 1)
         self.expect_count(path, node, "'body' outputs", body.outputs, len(carried))

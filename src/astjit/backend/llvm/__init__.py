@@ -1,0 +1,24 @@
+"""The CPU backend: typed graphs -> LLVM IR -> native code behind a CPython builtin.
+
+- `build_entry(module, fallback, error_handler) -> CompiledEntry`: the whole path.
+- `emit_module(module) -> LoweredModule`: typed graphs to llvmlite IR (codegen).
+- `engine()`: the process-wide host TargetMachine + O3 pipeline + MCJIT.
+
+Modules: `codegen` (graphs and structural ops), `routines` / `arith` (the table's
+Routine lowerings and error checks), `compare` and `lltypes` (IR helpers),
+`messages` (CPython's error messages), `engine`, `pyapi` + `wrapper` (the
+METH_FASTCALL entry in LLVM), `entry` (build_entry).
+"""
+from .codegen import ErrorSite, LoweredModule, emit_module
+from .engine import CompiledModule, engine
+from .entry import CompiledEntry, build_entry
+
+__all__ = [
+           "CompiledEntry",
+           "CompiledModule",
+           "ErrorSite",
+           "LoweredModule",
+           "build_entry",
+           "emit_module",
+           "engine",
+]

@@ -1,0 +1,237 @@
+"""Routine lowerings of Python's arithmetic: division, modulo, powers, shifts, abs, min, max.
+
+Each routine is `(emitter, node, operands) -> result` and reproduces CPython
+exactly, with one documented difference: integers are int64 and wrap. Division
+rounds toward minus infinity and the remainder takes the divisor's sign;
+`INT64_MIN // -1` wraps instead of trapping; shifts of 64 or more are defined
+(`<<` gives 0, `>>` the sign); float `//` and `%` follow CPython's
+`_float_div_mod` step by step, signed zeros included. Errors are raised through
+`emitter.fail_if` with CPython's messages (`messages`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from . import messages as msg
+from .compare import all_of, compare, compare_const, const_like, is_finite, is_inf
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .codegen import FunctionEmitter
+
+
+# ---- integers -----------------------------------------------------------------------
+
+def divmod_int(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Python's (a // b, a % b) for a nonzero b; a // -1 is a wrapping negation."""
+    minus_one = compare_const(builder, "==", b, -1)
+    divisor = builder.select(minus_one, const_like(b, 1), b)
+    quotient = builder.sdiv(a, divisor)
+    remainder = builder.srem(a, divisor)
+    quotient = builder.select(minus_one, builder.neg(a), quotient)
+    # C truncates; Python floors: step down when the remainder's sign differs from b's.
+    differs = all_of(builder, [compare_const(builder, "!=", remainder, 0),
+                               compare_const(builder, "<", builder.xor(remainder, b), 0)])
+    quotient = builder.sub(quotient, builder.zext(differs, a.type))
+    remainder = builder.select(differs, builder.add(remainder, b), remainder)
+    return quotient, remainder
+
+
+def _check_divisor(em: FunctionEmitter, node: Node, b: ir.Value, message: str) -> None:
+    em.fail_if(node, compare_const(em.builder, "==", b, 0), "ZeroDivisionError", message)
+
+
+def _power_of_two(b: ir.Value) -> int | None:
+    """log2(b) when b is a constant positive power of two (LLVM misses `floor(a / 2**k)`)."""
+    if isinstance(b, ir.Constant) and b.constant > 0 and b.constant & (b.constant - 1) == 0:
+        return b.constant.bit_length() - 1
+    return None
+
+
+def floordiv_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    a, b = args
+    shift = _power_of_two(b)
+    if shift is not None:
+        return em.builder.ashr(a, const_like(a, shift))
+    _check_divisor(em, node, b, msg.INT_DIVISION)
+    return divmod_int(em.builder, a, b)[0]
+
+
+def mod_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    a, b = args
+    if _power_of_two(b) is not None:
+        return em.builder.and_(a, const_like(a, b.constant - 1))
+    _check_divisor(em, node, b, msg.INT_MODULO)
+    return divmod_int(em.builder, a, b)[1]
+
+
+def pow_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """a ** b by squaring (wrapping); a negative b is a ValueError, as `ops.int_pow` says."""
+    a, b = args
+    if isinstance(b, ir.Constant) and b.constant >= 0:
+        return _pow_by_constant(em.builder, a, b.constant)
+    em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError", msg.INT_NEGATIVE_POWER)
+    return _pow_loop(em, a, b)
+
+
+def _pow_by_constant(builder: ir.IRBuilder, base: ir.Value, exponent: int) -> ir.Value:
+    """The multiplications of square-and-multiply, unrolled for a known exponent."""
+    result = const_like(base, 1)
+    first = True
+    while exponent:
+        if exponent & 1:
+            result = base if first else builder.mul(result, base)
+            first = False
+        exponent >>= 1
+        if exponent:
+            base = builder.mul(base, base)
+    return result
+
+
+def _pow_loop(em: FunctionEmitter, base: ir.Value, exponent: ir.Value) -> ir.Value:
+    """Square-and-multiply as a loop over the exponent's bits (exponent >= 0)."""
+    builder = em.builder
+    entry = builder.block
+    header = em.function.append_basic_block("ipow.cond")
+    body = em.function.append_basic_block("ipow.body")
+    end = em.function.append_basic_block("ipow.end")
+    builder.branch(header)
+    builder.position_at_end(header)
+    result, power, bits = (builder.phi(base.type) for _ in range(3))
+    result.add_incoming(const_like(base, 1), entry)
+    power.add_incoming(base, entry)
+    bits.add_incoming(exponent, entry)
+    builder.cbranch(compare_const(builder, "!=", bits, 0), body, end)
+    builder.position_at_end(body)
+    odd = builder.trunc(bits, ir.IntType(1))
+    result.add_incoming(builder.select(odd, builder.mul(result, power), result), body)
+    power.add_incoming(builder.mul(power, power), body)
+    bits.add_incoming(builder.lshr(bits, const_like(bits, 1)), body)
+    builder.branch(header)
+    builder.position_at_end(end)
+    return result
+
+
+def _check_shift(em: FunctionEmitter, node: Node, count: ir.Value) -> None:
+    em.fail_if(node, compare_const(em.builder, "<", count, 0), "ValueError", msg.NEGATIVE_SHIFT)
+
+
+def lshift(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """a << b, wrapping; 0 once b reaches the width."""
+    a, b = args
+    _check_shift(em, node, b)
+    builder, width = em.builder, a.type.width
+    shifted = builder.shl(a, builder.and_(b, const_like(b, width - 1)))
+    too_far = builder.icmp_unsigned(">=", b, const_like(b, width))
+    return builder.select(too_far, const_like(a, 0), shifted)
+
+
+def rshift(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """a >> b, arithmetic; the sign (0 or -1) once b reaches the width."""
+    a, b = args
+    _check_shift(em, node, b)
+    builder, last = em.builder, const_like(b, a.type.width - 1)
+    return builder.ashr(a, builder.select(builder.icmp_unsigned(">", b, last), last, b))
+
+
+def abs_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """abs(a), wrapping: abs(INT64_MIN) is INT64_MIN."""
+    (a,) = args
+    return em.builder.select(compare_const(em.builder, "<", a, 0), em.builder.neg(a), a)
+
+
+def py_min(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`b if b < a else a`, as `ops.py_min` (a NaN first operand wins, a NaN second loses)."""
+    a, b = args
+    return em.builder.select(compare(em.builder, "<", b, a), b, a)
+
+
+def py_max(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`b if b > a else a`, as `ops.py_max`."""
+    a, b = args
+    return em.builder.select(compare(em.builder, ">", b, a), b, a)
+
+
+# ---- floats -------------------------------------------------------------------------
+
+def truediv(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    a, b = args
+    _check_divisor(em, node, b, msg.FLOAT_DIVISION)
+    return em.builder.fdiv(a, b)
+
+
+def divmod_float(em: FunctionEmitter, vx: ir.Value, wx: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """CPython's `_float_div_mod(vx, wx)` for wx != 0: (floor quotient, remainder)."""
+    builder = em.builder
+    mod = builder.frem(vx, wx)
+    div = builder.fdiv(builder.fsub(vx, mod), wx)
+    mod_nonzero = builder.fcmp_unordered("!=", mod, const_like(mod, 0))
+    signs_differ = builder.xor(compare_const(builder, "<", wx, 0),
+                               compare_const(builder, "<", mod, 0))
+    adjust = builder.and_(mod_nonzero, signs_differ)
+    div = builder.select(adjust, builder.fsub(div, const_like(div, 1)), div)
+    mod = builder.select(adjust, builder.fadd(mod, wx), mod)
+    mod = builder.select(mod_nonzero, mod, _copysign(em, const_like(wx, 0), wx))
+    # Snap the quotient to an integer; a zero quotient takes the sign of vx / wx.
+    floordiv = em.call_intrinsic("llvm.floor", [div])
+    rounds_up = compare_const(builder, ">", builder.fsub(div, floordiv), 0.5)
+    floordiv = builder.select(rounds_up, builder.fadd(floordiv, const_like(div, 1)), floordiv)
+    div_nonzero = builder.fcmp_unordered("!=", div, const_like(div, 0))
+    zero_quotient = _copysign(em, const_like(div, 0), builder.fdiv(vx, wx))
+    return builder.select(div_nonzero, floordiv, zero_quotient), mod
+
+
+def _copysign(em: FunctionEmitter, magnitude: ir.Value, sign: ir.Value) -> ir.Value:
+    return em.call_intrinsic("llvm.copysign", [magnitude, sign])
+
+
+def floordiv_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    a, b = args
+    _check_divisor(em, node, b, msg.FLOAT_FLOOR_DIVISION)
+    return divmod_float(em, a, b)[0]
+
+
+def mod_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    a, b = args
+    _check_divisor(em, node, b, msg.FLOAT_MODULO)
+    return divmod_float(em, a, b)[1]
+
+
+def pow_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """CPython's float `**` (C99 pow's special values) and its three errors."""
+    a, b = args
+    builder = em.builder
+    result = em.call_intrinsic("llvm.pow", [a, b])
+    a_finite, b_finite = is_finite(builder, a), is_finite(builder, b)
+    zero_to_negative = all_of(builder, [compare_const(builder, "==", a, 0),
+                                        compare_const(builder, "<", b, 0), b_finite])
+    # b != floor(b), ordered: false for NaN and the infinities.
+    fractional = builder.fcmp_ordered("!=", b, em.call_intrinsic("llvm.floor", [b]))
+    negative_to_fraction = all_of(builder, [compare_const(builder, "<", a, 0), a_finite,
+                                            fractional])
+    overflow = all_of(builder, [is_inf(builder, result), a_finite, b_finite])
+    em.fail_if_any(node, [(zero_to_negative, "ZeroDivisionError", msg.ZERO_NEGATIVE_POWER),
+                          (negative_to_fraction, "ValueError", msg.NEGATIVE_FRACTIONAL_POWER),
+                          (overflow, "OverflowError", msg.POWER_OVERFLOW)])
+    return result
+
+
+def math_pow(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """math.pow: C pow; 0.0 ** negative finite is a domain error (the table's 'math1'
+    check, applied after this, reports NaN results and overflow)."""
+    a, b = args
+    builder = em.builder
+    zero_to_negative = all_of(builder, [compare_const(builder, "==", a, 0),
+                                        compare_const(builder, "<", b, 0), is_finite(builder, b)])
+    em.fail_if(node, zero_to_negative, "ValueError", msg.MATH_DOMAIN)
+    return em.call_intrinsic("llvm.pow", [a, b])
+
+
+ROUTINES = {
+    "floordiv_int": floordiv_int, "mod_int": mod_int, "pow_int": pow_int,
+    "lshift": lshift, "rshift": rshift, "abs_int": abs_int, "min": py_min, "max": py_max,
+    "truediv": truediv, "floordiv_float": floordiv_float, "mod_float": mod_float,
+    "pow_float": pow_float, "math_pow": math_pow,
+}

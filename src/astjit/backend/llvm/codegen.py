@@ -1,0 +1,303 @@
+"""Typed graphs to llvmlite IR: one LLVM function per graph, returning a status.
+
+Calling convention: a graph becomes ``i32 @name(<params>..., <result>* noalias out)``.
+It stores its result through `out` and returns 0, or returns k > 0: the error
+site k (an entry of the module's error table, `ErrorSite(exc, message, loc)`)
+that failed. A `call` checks its callee's status and returns it unchanged, so
+a status travels up to the entry. Graphs other than the entry have internal
+linkage, so LLVM inlines them and folds the status checks away.
+
+The structural ops (`if`, `while`, `call`) are emitted by hand here: `if`
+becomes two blocks and phis, `while` a natural loop (header = the cond region,
+body, exit) whose carried values are header phis. Every leaf op is emitted
+from its table entry's lowering descriptor (`ops.OPS[op].llvm`): an IRBuilder
+method, an intrinsic, a libm call, or a Routine from `routines.ROUTINES`,
+followed by the entry's error check (`routines.CHECKS`).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from llvmlite import ir
+
+from ...errors import CompileError, Loc
+from ...ir.core import Graph, Module, Node, Value
+from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
+from ...ir.types import ScalarType
+from .lltypes import DOUBLE, STATUS, lltype
+from .routines import CHECKS, ROUTINES
+
+OK = ir.Constant(STATUS, 0)
+
+
+class ErrorSite(NamedTuple):
+    """A place where compiled code can raise: status k means `errors[k - 1]`."""
+
+    exc: str
+    """The exception class name, a key of `ops.EXCEPTIONS`."""
+    message: str
+    loc: Loc | None
+
+
+class ErrorTable:
+    """The error sites of one LLVM module, numbered from 1; equal sites share a number."""
+
+    def __init__(self) -> None:
+        self.sites: list[ErrorSite] = []
+        self._numbers: dict[ErrorSite, int] = {}
+
+    def status(self, exc: str, message: str, loc: Loc | None) -> int:
+        site = ErrorSite(exc, message, loc)
+        if site not in self._numbers:
+            self.sites.append(site)
+            self._numbers[site] = len(self.sites)
+        return self._numbers[site]
+
+
+@dataclass
+class LoweredModule:
+    """A typed Module lowered to LLVM IR, before optimization."""
+
+    module: ir.Module
+    source: Module
+    """The typed Module it was lowered from."""
+    functions: dict[str, ir.Function]
+    """Graph name -> its LLVM function."""
+    errors: list[ErrorSite]
+
+    @property
+    def entry_function(self) -> ir.Function:
+        return self.functions[self.source.entry]
+
+    @property
+    def text(self) -> str:
+        """The LLVM IR as emitted (including anything added since, like a wrapper)."""
+        return str(self.module)
+
+
+_module_numbers = itertools.count(1)
+
+
+def emit_module(module: Module) -> LoweredModule:
+    """Lower the entry graph of a typed Module and every graph it calls."""
+    prefix = f"astjit.{next(_module_numbers)}."
+    llmodule = ir.Module(name=prefix + module.entry)
+    names = reachable_graphs(module)
+    functions = {name: declare_graph(llmodule, module.graphs[name], prefix + name,
+                                     internal=name != module.entry) for name in names}
+    errors = ErrorTable()
+    for name in names:
+        FunctionEmitter(functions, errors, functions[name]).emit_body(module.graphs[name])
+    return LoweredModule(llmodule, module, functions, errors.sites)
+
+
+def reachable_graphs(module: Module) -> list[str]:
+    """The entry's name, then every graph it calls directly or not, in discovery order."""
+    order, pending = [module.entry], [module.entry]
+    while pending:
+        for callee in sorted(module.callees(module.graphs[pending.pop()])):
+            if callee not in order:
+                order.append(callee)
+                pending.append(callee)
+    return order
+
+
+def declare_graph(llmodule: ir.Module, graph: Graph, name: str, internal: bool) -> ir.Function:
+    """The LLVM function of `graph`: `i32 (params..., result* out)`."""
+    if len(graph.outputs) != 1:
+        raise CompileError(f"graph @{graph.name} must have one output", graph.loc)
+    params = [lltype(p.type) for p in graph.params]
+    result = lltype(graph.outputs[0].type)
+    function = ir.Function(llmodule, ir.FunctionType(STATUS, params + [result.as_pointer()]), name)
+    if internal:
+        function.linkage = "internal"
+    function.attributes.add("nounwind")
+    function.args[-1].add_attribute("noalias")
+    for arg, param in zip(function.args, graph.params):
+        arg.name = param.name
+    function.args[-1].name = "out"
+    return function
+
+
+class FunctionEmitter:
+    """Emits one graph into its LLVM function; Routines use `builder` and `fail_if`."""
+
+    def __init__(self, functions: dict[str, ir.Function], errors: ErrorTable,
+                 function: ir.Function):
+        self.functions = functions
+        self.errors = errors
+        self.function = function
+        self.builder = ir.IRBuilder(function.append_basic_block("entry"))
+        self.values: dict[Value, ir.Value] = {}
+
+    @property
+    def module(self) -> ir.Module:
+        return self.function.module
+
+    # ---- graphs and structural ops ---------------------------------------------------
+
+    def emit_body(self, graph: Graph) -> None:
+        """The whole function: the graph, then store its result and return OK."""
+        (result,) = self.emit_graph(graph, list(self.function.args[:-1]))
+        self.builder.store(result, self.function.args[-1])
+        self.builder.ret(OK)
+
+    def emit_graph(self, graph: Graph, args: list[ir.Value]) -> list[ir.Value]:
+        """Emit a graph's nodes with its parameters bound to `args`; return its outputs."""
+        self.values.update(zip(graph.params, args))
+        for node in graph.nodes:
+            if node.op == "if":
+                results = self.emit_if(node)
+            elif node.op == "while":
+                results = self.emit_while(node)
+            elif node.op == "call":
+                results = [self.emit_call(node)]
+            else:
+                results = [self.emit_leaf(node)]
+            self.values.update(zip(node.outputs, results))
+        return [self.value(v) for v in graph.outputs]
+
+    def emit_if(self, node: Node) -> list[ir.Value]:
+        """Both regions in their own blocks, merged by one phi per output."""
+        cond, captured = self.value(node.inputs[0]), self.values_of(node.inputs[1:])
+        branches = [self.function.append_basic_block(n) for n in ("if.then", "if.else")]
+        merge = self.function.append_basic_block("if.end")
+        self.builder.cbranch(cond, *branches)
+        incoming = []
+        for region, block in zip(node.regions, branches):
+            self.builder.position_at_end(block)
+            outs = self.emit_graph(region, captured)
+            incoming.append((outs, self.builder.block))
+            self.builder.branch(merge)
+        self.builder.position_at_end(merge)
+        return [self.merge(out.type, [(outs[i], block) for outs, block in incoming])
+                for i, out in enumerate(node.outputs)]
+
+    def emit_while(self, node: Node) -> list[ir.Value]:
+        """A natural loop: header phis, the cond region, the body region, one exit."""
+        n_inv = node.attrs["n_invariants"]
+        invariants = self.values_of(node.inputs[:n_inv])
+        initial = self.values_of(node.inputs[n_inv:])
+        preheader = self.builder.block
+        header, body, end = (self.function.append_basic_block(n)
+                             for n in ("while.cond", "while.body", "while.end"))
+        self.builder.branch(header)
+        self.builder.position_at_end(header)
+        carried = [self.builder.phi(lltype(v.type)) for v in node.outputs]
+        for phi, value in zip(carried, initial):
+            phi.add_incoming(value, preheader)
+        cond_region, body_region = node.regions
+        (cond,) = self.emit_graph(cond_region, invariants + carried)
+        self.builder.cbranch(cond, body, end)
+        self.builder.position_at_end(body)
+        updated = self.emit_graph(body_region, invariants + carried)
+        for phi, value in zip(carried, updated):
+            phi.add_incoming(value, self.builder.block)
+        self.builder.branch(header)
+        self.builder.position_at_end(end)
+        return carried
+
+    def emit_call(self, node: Node) -> ir.Value:
+        """Call another graph; a nonzero status returns from this function too."""
+        callee = self.functions[node.attrs["callee"]]
+        slot = self.alloca(lltype(node.outputs[0].type))
+        status = self.builder.call(callee, self.values_of(node.inputs) + [slot])
+        with self.builder.if_then(self.builder.icmp_signed("!=", status, OK), likely=False):
+            self.builder.ret(status)
+        return self.builder.load(slot)
+
+    # ---- leaf ops, generically from the table -----------------------------------------
+
+    def emit_leaf(self, node: Node) -> ir.Value:
+        """A primitive, through its table entry's lowering and error check."""
+        opdef = OPS.get(node.op)
+        if opdef is None:
+            raise CompileError(f"the CPU backend has no operation '{node.op}'", node.loc)
+        args = self.values_of(node.inputs)
+        lowering = self.lowering_of(node)
+        match lowering:
+            case Builder(method, extra):
+                result = getattr(self.builder, method)(*extra, *args)
+            case Intrinsic(name):
+                result = self.call_intrinsic(name, args)
+            case LibCall(name):
+                result = self.call_libm(name, args)
+            case Routine(name):
+                result = ROUTINES[name](self, node, args)
+            case _:
+                raise CompileError(f"unknown lowering {lowering!r} for '{node.op}'", node.loc)
+        if opdef.check:
+            CHECKS[opdef.check](self, node, args, result)
+        return result
+
+    @staticmethod
+    def lowering_of(node: Node):
+        """The descriptor for the node's operand kind ('f', 'i', 'b'), else the '*' one."""
+        table = OPS[node.op].llvm
+        first = node.inputs[0].type if node.inputs else None
+        key = kind(first) if isinstance(first, ScalarType) else "*"
+        found = table.get(key) or table.get("*")
+        if found is None:
+            raise CompileError(f"'{node.op}' has no CPU lowering for operands of type {first}",
+                               node.loc)
+        return found
+
+    def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """An LLVM intrinsic overloaded on the type of its first operand."""
+        ty = args[0].type
+        fnty = ir.FunctionType(ty, [a.type for a in args])
+        return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
+
+    def call_libm(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """A C math function on doubles; float operands are widened, the result narrowed."""
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(DOUBLE, [DOUBLE] * len(args)), name)
+            fn.attributes.add("nounwind")
+        ty = args[0].type
+        if ty == DOUBLE:
+            return self.builder.call(fn, args)
+        result = self.builder.call(fn, [self.builder.fpext(a, DOUBLE) for a in args])
+        return self.builder.fptrunc(result, ty)
+
+    # ---- services for routines ------------------------------------------------------------
+
+    def fail_if(self, node: Node, cond: ir.Value, exc: str, message: str) -> None:
+        """Return the status of error site (exc, message, node.loc) when `cond` holds."""
+        self.fail_if_any(node, [(cond, exc, message)])
+
+    def fail_if_any(self, node: Node, cases: list[tuple[ir.Value, str, str]]) -> None:
+        """One unlikely branch for several error conditions; the first true one wins."""
+        builder = self.builder
+        failed = cases[0][0]
+        for cond, _, _ in cases[1:]:
+            failed = builder.or_(failed, cond)
+        with builder.if_then(failed, likely=False):
+            status = None
+            for cond, exc, message in reversed(cases):
+                number = ir.Constant(STATUS, self.errors.status(exc, message, node.loc))
+                status = number if status is None else builder.select(cond, number, status)
+            builder.ret(status)
+
+    def alloca(self, ty: ir.Type) -> ir.Value:
+        """A stack slot in the entry block, where SROA turns it back into registers."""
+        with self.builder.goto_entry_block():
+            return self.builder.alloca(ty)
+
+    def merge(self, t, incoming: list[tuple[ir.Value, ir.Block]]) -> ir.Value:
+        phi = self.builder.phi(lltype(t))
+        for value, block in incoming:
+            phi.add_incoming(value, block)
+        return phi
+
+    def value(self, v: Value) -> ir.Value:
+        try:
+            return self.values[v]
+        except KeyError:
+            raise CompileError(f"value {v!r} is used before it is defined "
+                               f"(in @{self.function.name})") from None
+
+    def values_of(self, vs: list[Value]) -> list[ir.Value]:
+        return [self.value(v) for v in vs]

@@ -1,0 +1,114 @@
+"""The process-wide LLVM engine: host target machine, O3 pipeline, MCJIT.
+
+Created once, on first use (`engine()`), and kept: initializing the native
+target, building the host TargetMachine and the MCJIT instance costs far more
+than compiling a small function. `compile_ir` then parses one module's IR,
+runs LLVM's default O3 pipeline (new pass manager, loop and SLP vectorization
+on) for the host CPU, adds the module to MCJIT and returns the addresses of
+its external functions. Compiled code lives as long as the process.
+
+Symbols: the C math functions that lowered code calls (directly or through
+intrinsics such as `llvm.sin`) are registered with `add_symbol` from the C
+library's own addresses, so resolution never depends on how Python was linked.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import threading
+import time
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+
+LIBM_FUNCTIONS = (
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "fmod",
+    "hypot", "erf", "erfc", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "roundeven",
+    "rint", "nearbyint", "copysign", "fabs", "fmin", "fmax", "sincos", "ldexp", "frexp",
+)
+
+
+@dataclass
+class CompiledModule:
+    """One optimized, loaded LLVM module."""
+
+    addresses: dict[str, int]
+    """Name -> address of each external function."""
+    llvm_ir_optimized: str
+    compile_seconds: float
+    """Parse + optimize + machine code, in seconds."""
+    _asm: str | None = field(default=None, repr=False)
+
+    @property
+    def asm(self) -> str:
+        """The host assembly, generated on first request from the optimized IR."""
+        if self._asm is None:
+            self._asm = engine().assembly(self.llvm_ir_optimized)
+        return self._asm
+
+
+class Engine:
+    """The host TargetMachine, the O3 pipeline options and the MCJIT execution engine."""
+
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_triple(llvm.get_process_triple())
+        self.target_machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+            opt=3, codemodel="jitdefault", jit=True)
+        self.tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        self.tuning.loop_vectorization = True
+        self.tuning.slp_vectorization = True
+        self.triple = self.target_machine.triple
+        self.data_layout = str(self.target_machine.target_data)
+        self.jit = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
+        register_libm()
+        self.lock = threading.Lock()
+
+    def compile_ir(self, text: str) -> CompiledModule:
+        """Parse, verify, optimize (O3) and load LLVM IR; return its entry points."""
+        start = time.perf_counter()
+        module = self.parse(text)
+        self.optimize(module)
+        with self.lock:
+            self.jit.add_module(module)
+            self.jit.finalize_object()
+            addresses = {f.name: self.jit.get_function_address(f.name)
+                         for f in module.functions
+                         if not f.is_declaration and f.linkage == llvm.Linkage.external}
+        return CompiledModule(addresses, str(module), time.perf_counter() - start)
+
+    def parse(self, text: str) -> llvm.ModuleRef:
+        module = llvm.parse_assembly(text)
+        module.triple = self.triple
+        module.data_layout = self.data_layout
+        module.verify()
+        return module
+
+    def optimize(self, module: llvm.ModuleRef) -> None:
+        """LLVM's default per-module O3 pipeline for the host CPU."""
+        builder = llvm.create_pass_builder(self.target_machine, self.tuning)
+        builder.getModulePassManager().run(module, builder)
+
+    def assembly(self, text: str) -> str:
+        """Host assembly for (already optimized) LLVM IR."""
+        return self.target_machine.emit_assembly(self.parse(text))
+
+
+@functools.cache
+def engine() -> Engine:
+    """The process-wide engine, created on first use."""
+    return Engine()
+
+
+def register_libm() -> None:
+    """Make the C math library's functions resolvable by name in JIT-compiled code."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    for name in LIBM_FUNCTIONS:
+        for variant in (name, name + "f"):
+            function = getattr(libm, variant, None)
+            if function is not None:
+                llvm.add_symbol(variant, ctypes.cast(function, ctypes.c_void_p).value)

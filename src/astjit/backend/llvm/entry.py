@@ -1,0 +1,96 @@
+"""`build_entry`: a typed Module to a CPython builtin function running native code.
+
+The pipeline: `codegen.emit_module` (graphs -> LLVM IR), `wrapper.emit_wrapper`
+(the METH_FASTCALL entry, in the same LLVM module so LLVM inlines the graph
+into it), `engine().compile_ir` (O3, machine code), then `PyCFunction_NewEx`
+on a PyMethodDef pointing at the wrapper. The builtin's `__self__` is an
+`EntryPins` that owns the PyMethodDef, the fallback and the error handler
+(whose addresses the machine code embeds), so they live exactly as long as
+the builtin does.
+"""
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...ir.core import Module
+from . import pyapi
+from .codegen import ErrorSite, emit_module
+from .engine import CompiledModule, engine
+from .wrapper import emit_wrapper
+
+METH_FASTCALL = 0x0080
+METH_KEYWORDS = 0x0002
+
+
+class PyMethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
+_new_builtin.argtypes = [ctypes.POINTER(PyMethodDef), ctypes.py_object, ctypes.c_void_p]
+_new_builtin.restype = ctypes.py_object
+
+
+class EntryPins:
+    """What a compiled entry's machine code points at, kept alive by the builtin."""
+
+    __slots__ = ("error_handler", "fallback", "method_def")
+
+    def __init__(self, method_def: PyMethodDef, fallback: Any, error_handler: Any):
+        self.method_def = method_def
+        self.fallback = fallback
+        self.error_handler = error_handler
+
+    def __repr__(self) -> str:
+        return f"<astjit entry {self.method_def.ml_name.decode()}>"
+
+
+@dataclass
+class CompiledEntry:
+    """A compiled specialization: the builtin to call and every text stage behind it."""
+
+    call: Callable
+    """The builtin function: call it like the Python function, positionally."""
+    llvm_ir: str
+    """LLVM IR as emitted (graphs and wrapper), before optimization."""
+    errors: list[ErrorSite]
+    """The error sites: status k reports `errors[k - 1]` = (exc, message, loc)."""
+    compiled: CompiledModule
+
+    @property
+    def llvm_ir_optimized(self) -> str:
+        return self.compiled.llvm_ir_optimized
+
+    @property
+    def asm(self) -> str:
+        return self.compiled.asm
+
+
+def build_entry(module: Module, fallback: Callable, error_handler: Callable) -> CompiledEntry:
+    """Compile a typed Module's entry graph into a builtin with CPython's fast calling convention.
+
+    Calls the builtin does not take exactly (other types, keywords, ...) go to
+    `fallback(*args, **kwargs)`; a compiled error calls `error_handler(status)`,
+    which should raise the exception of `errors[status - 1]`.
+    """
+    lowered = emit_module(module)
+    wrapper_name = emit_wrapper(lowered, fallback, error_handler)
+    # The wrapper is the only way in: LLVM inlines the graph into it and drops the copy.
+    lowered.entry_function.linkage = "internal"
+    llvm_ir = lowered.text
+    pyapi.register_functions()
+    compiled = engine().compile_ir(llvm_ir)
+    call = make_builtin(compiled.addresses[wrapper_name], module.entry, fallback, error_handler)
+    return CompiledEntry(call, llvm_ir, lowered.errors, compiled)
+
+
+def make_builtin(address: int, name: str, fallback: Any, error_handler: Any) -> Callable:
+    """A builtin function object calling the METH_FASTCALL | METH_KEYWORDS code at `address`."""
+    doc = f"astjit-compiled {name}".encode()
+    method_def = PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS, doc)
+    pins = EntryPins(method_def, fallback, error_handler)
+    return _new_builtin(ctypes.byref(method_def), pins, None)

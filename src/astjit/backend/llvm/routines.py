@@ -1,0 +1,162 @@
+"""The Routine registry, the conversions and data ops, and the error checks of the table.
+
+`ROUTINES` maps every `ops.Routine(name)` of the primitive table to its
+lowering `(emitter, node, operands) -> value`; `CHECKS` maps an `OpDef.check`
+to `(emitter, node, operands, result) -> None`, which emits the error branch.
+The arithmetic routines live in `arith`; this module holds the conversions
+(casts, float -> int with CPython's NaN / infinity / range errors, rounding),
+float classification, truth tests, and the tuple / constant / placeholder ops.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.ops import OPS
+from ...ir.types import BOOL, I64, NONE, TupleType, Type
+from . import arith
+from . import messages as msg
+from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
+from .lltypes import DOUBLE, constant, lltype, zero
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .codegen import FunctionEmitter
+
+
+# ---- conversions --------------------------------------------------------------------
+
+def cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """int(x), float(x), bool(x) and the implicit widenings type inference inserts."""
+    (x,) = args
+    source, target = node.inputs[0].type, node.attrs["to"]
+    builder, ty = em.builder, lltype(target)
+    if source == target:
+        return x
+    if target == BOOL:
+        return truth(builder, x)
+    if target.is_float:
+        if source.is_float:
+            return builder.fpext(x, ty) if ty == DOUBLE else builder.fptrunc(x, ty)
+        return builder.uitofp(x, ty) if source == BOOL else builder.sitofp(x, ty)
+    if source == BOOL:
+        return builder.zext(x, ty)
+    if source.is_int:
+        return builder.sext(x, ty) if x.type.width < ty.width else builder.trunc(x, ty)
+    return float_to_int(em, node, x, target)
+
+
+def float_to_int(em: FunctionEmitter, node: Node, x: ir.Value, target: Type) -> ir.Value:
+    """Truncate toward zero; NaN is a ValueError, infinities and out-of-range OverflowError."""
+    builder, ty = em.builder, lltype(target)
+    if x.type != DOUBLE:
+        x = builder.fpext(x, DOUBLE)
+    low, high = -(2.0 ** (ty.width - 1)), 2.0 ** (ty.width - 1)
+    # trunc(x) >= low: for int64 no double lies strictly between low - 1 and low.
+    above = (compare_const(builder, ">=", x, low) if low - 1.0 == low
+             else compare_const(builder, ">", x, low - 1.0))
+    in_range = builder.and_(above, compare_const(builder, "<", x, high))
+    em.fail_if_any(node, [(is_nan(builder, x), "ValueError", msg.NAN_TO_INT),
+                          (is_inf(builder, x), "OverflowError", msg.INF_TO_INT),
+                          (builder.not_(in_range), "OverflowError",
+                           msg.INT_RANGE.format(bits=ty.width))])
+    return builder.fptosi(x, ty)
+
+
+def _rounding(intrinsic: str):
+    """floor / ceil / trunc / round (half to even) of a float, as an int."""
+    def lower(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+        rounded = em.call_intrinsic(intrinsic, args)
+        return float_to_int(em, node, rounded, node.outputs[0].type)
+    lower.__name__ = intrinsic.removeprefix("llvm.")
+    lower.__doc__ = f"`{intrinsic}`, then the checked conversion to int."
+    return lower
+
+
+def identity(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return args[0]
+
+
+def logical_not(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`not x`: x == 0 (NaN is truthy, so `not nan` is False)."""
+    return em.builder.not_(truth(em.builder, args[0]))
+
+
+# ---- float classification -------------------------------------------------------------
+
+def isnan(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return is_nan(em.builder, args[0])
+
+
+def isinf(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return is_inf(em.builder, args[0])
+
+
+def isfinite(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return is_finite(em.builder, args[0])
+
+
+# ---- data ops: constants, placeholders, tuples, raise ---------------------------------
+
+def const(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return constant(node.outputs[0].type, node.attrs["value"])
+
+
+def undef(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """A defined zero: the placeholder is never read on a real path, and a zero keeps
+    undef-based surprises out of the optimizer's reach."""
+    return zero(node.outputs[0].type)
+
+
+def make_tuple(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    value = zero(node.outputs[0].type)
+    for i, element in enumerate(args):
+        value = em.builder.insert_value(value, element, i)
+    return value
+
+
+def getitem(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """A constant index into a tuple (negative counts from the end)."""
+    size = len(node.inputs[0].type.elements)
+    return em.builder.extract_value(args[0], node.attrs["index"] % size)
+
+
+def length(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    t = node.inputs[0].type
+    assert isinstance(t, TupleType)
+    return constant(I64, len(t.elements))
+
+
+def raise_if(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    em.fail_if(node, args[0], node.attrs["exc"], node.attrs["message"])
+    return zero(NONE)
+
+
+# ---- error checks ---------------------------------------------------------------------
+
+def check_math1(em: FunctionEmitter, node: Node, args: list[ir.Value], result: ir.Value) -> None:
+    """CPython's rule for math functions: NaN from non-NaN arguments is a domain error;
+    an infinity from finite arguments a range error if the op can overflow, else domain."""
+    builder = em.builder
+    nan_from_numbers = all_of(builder, [is_nan(builder, result)]
+                              + [builder.not_(is_nan(builder, a)) for a in args])
+    inf_from_finite = all_of(builder, [is_inf(builder, result)]
+                             + [is_finite(builder, a) for a in args])
+    overflow = ("OverflowError", msg.MATH_RANGE) if OPS[node.op].can_overflow \
+        else ("ValueError", msg.MATH_DOMAIN)
+    em.fail_if_any(node, [(nan_from_numbers, "ValueError", msg.MATH_DOMAIN),
+                          (inf_from_finite, *overflow)])
+
+
+CHECKS = {"math1": check_math1}
+
+ROUTINES = {
+    **arith.ROUTINES,
+    "cast": cast, "identity": identity, "not": logical_not,
+    "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
+    "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+    "const": const, "undef": undef, "tuple": make_tuple, "getitem": getitem, "len": length,
+    "raise_if": raise_if,
+}
