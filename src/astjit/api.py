@@ -102,7 +102,8 @@ class Dispatcher:
         if spec is None:
             spec = self.compile(types)
             self.specializations[types] = spec
-            dispatch.retarget(self.entry, spec.compiled.call)
+            if self.signature.all_positional:
+                dispatch.retarget(self.entry, spec.compiled.call)
         return spec
 
     def compile(self, types: tuple[Type, ...]) -> Specialization:

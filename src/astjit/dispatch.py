@@ -50,11 +50,21 @@ class Signature:
     def names(self) -> list[str]:
         return list(self.inspected.parameters)
 
+    @property
+    def all_positional(self) -> bool:
+        """Whether a positional call can fill every parameter (no keyword-only ones).
+
+        Only then may the compiled entry, which takes every parameter
+        positionally, be called directly.
+        """
+        return all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                   for p in self.inspected.parameters.values())
+
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
         """Positional argument values after keywords and defaults, as Python binds them."""
         bound = self.inspected.bind(*args, **kwargs)
         bound.apply_defaults()
-        return [normalize_argument(v) for v in bound.args]
+        return [normalize_argument(v) for v in bound.arguments.values()]
 
     def types_of(self, values: list[Any]) -> tuple[Type, ...]:
         """The IR types of bound argument values; TypeError naming a bad parameter."""

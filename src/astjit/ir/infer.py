@@ -226,9 +226,11 @@ def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
 
 
 def _check_resolved(module: Module) -> None:
-    """After the fixed point no value may still wait on a recursive result.
+    """After the fixed point no result may still wait on a recursive call.
 
-    Placeholders (`undef` of BOTTOM type) left unused by coercions are dropped.
+    Values of BOTTOM type may remain where no path produces a value (a loop's
+    return slot that is never assigned): they are placeholders, never read.
+    Unused `undef` placeholders are dropped.
     """
     for graph in module.graphs.values():
         if contains_bottom(graph.outputs[0].type):
@@ -243,11 +245,10 @@ def _drop_placeholders(graph: Graph) -> None:
     for node in graph.nodes:
         for region in node.regions:
             _drop_placeholders(region)
-        out_types = [v.type for v in node.outputs]
-        if any(contains_bottom(t) for t in out_types):
-            if node.op == "undef" and node.outputs[0] not in used:
-                continue
-            raise TypingError("a value here depends on a recursive call that never returns",
+        if node.op == "undef" and node.outputs[0] not in used:
+            continue
+        if node.op == "call" and contains_bottom(node.outputs[0].type):
+            raise TypingError("this call depends on a recursion that never returns a value",
                               node.loc)
         kept.append(node)
     graph.nodes = kept

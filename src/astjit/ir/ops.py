@@ -270,8 +270,21 @@ def _getitem(t, index):
     return t[index]
 
 
-def _undef(**attrs):
+def zero_of(t: Type | None):
+    """The value an `undef` of type `t` evaluates to: a zero, so it is deterministic."""
+    if isinstance(t, TupleType):
+        return tuple(zero_of(e) for e in t.elements)
+    if t == BOOL:
+        return False
+    if t is not None and getattr(t, "is_float", False):
+        return 0.0
+    if t is not None and getattr(t, "is_int", False):
+        return 0
     return None
+
+
+def _undef(type=None):
+    return zero_of(type)
 
 
 # ---- the table ---------------------------------------------------------------

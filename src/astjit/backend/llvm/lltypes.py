@@ -3,13 +3,15 @@
 bool is `i1`, ints are `i32`/`i64`, floats `float`/`double`, a tuple is a
 literal struct of its elements, and `none` is the empty struct `{}` (a value
 that takes no space, so it can flow through phis and tuples like any other).
+`bottom`, the type of a value no path ever produces (a loop's return slot
+that is never assigned), is the empty struct too.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ...errors import CompileError
-from ...ir.types import BOOL, F32, F64, I32, I64, NoneType, TupleType, Type
+from ...ir.types import BOOL, F32, F64, I32, I64, BottomType, NoneType, TupleType, Type
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -28,7 +30,7 @@ def lltype(t: Type) -> ir.Type:
         return _SCALARS[t]
     if isinstance(t, TupleType):
         return ir.LiteralStructType([lltype(e) for e in t.elements])
-    if isinstance(t, NoneType):
+    if isinstance(t, (NoneType, BottomType)):
         return ir.LiteralStructType([])
     raise CompileError(f"the CPU backend cannot represent values of type {t}")
 

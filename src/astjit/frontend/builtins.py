@@ -1,0 +1,130 @@
+"""The builtins and `math` functions compiled code may call, and the primitives they lower to.
+
+`call_handler(obj)` finds the handler of a builtin or math function by identity
+(so `from math import sqrt` and `math.sqrt` are the same). A handler receives
+the lowered positional arguments and an `emit(op, inputs, attrs)` callback and
+returns the result; it raises `CallError` for a form that is not supported
+(wrong arity, `round(x, n)`), with a suggested rewrite.
+
+`math_attribute(name)` gives what `math.<name>` means: a constant's value, a
+supported function, or None.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable
+
+from ..ir.core import Value
+from ..ir.ops import OPS
+from ..ir.types import BOOL, F64, I64
+
+Emit = Callable[..., Value]
+Handler = Callable[[Emit, list[Value]], Value]
+
+
+class CallError(Exception):
+    """A call of a supported function in an unsupported form."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+MATH_CONSTANTS = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "nan")}
+
+_MATH_OPS = {
+    **{name: name for name in (
+        "sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin",
+        "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "fabs",
+        "atan2", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "floor", "ceil",
+        "trunc")},
+    "pow": "fpow",
+}
+
+
+def _fixed(op: str, what: str) -> Handler:
+    """A function of exactly the op's arity."""
+    arity = OPS[op].arity
+
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        if len(args) != arity:
+            raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)}, "
+                            f"got {len(args)}")
+        return emit(op, args)
+    return handle
+
+
+def _min_max(op: str) -> Handler:
+    """min/max of two or more numbers, folded left to right as Python compares them."""
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        if len(args) < 2:
+            raise CallError(f"{op}() of one iterable argument is not supported",
+                            f"pass the numbers themselves: {op}(a, b, ...)")
+        result = args[0]
+        for arg in args[1:]:
+            result = emit(op, [result, arg])
+        return result
+    return handle
+
+
+def _conversion(to, empty: object) -> Handler:
+    """int(x), float(x), bool(x); with no argument, the type's zero."""
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        if not args:
+            return emit("const", [], {"value": empty})
+        if len(args) > 1:
+            raise CallError(f"{type(empty).__name__}() with more than one argument is not supported",
+                            "strings and bases are not supported in compiled code")
+        return emit("cast", args, {"to": to})
+    return handle
+
+
+def _round(emit: Emit, args: list[Value]) -> Value:
+    if len(args) == 2:
+        raise CallError("round() with a number of digits is not supported",
+                        "round(x) gives the nearest int; for n digits write "
+                        "round(x * 10.0 ** n) / 10.0 ** n (the last digit may differ)")
+    return _fixed("round", "round")(emit, args)
+
+
+def _pow(emit: Emit, args: list[Value]) -> Value:
+    if len(args) != 2:
+        raise CallError("pow() takes 2 arguments here", "pow(a, b, mod) is not supported")
+    return emit("pow", args)
+
+
+def _range(emit: Emit, args: list[Value]) -> Value:
+    raise CallError("range() is supported only as the iterable of a for loop",
+                    "write: for i in range(...):")
+
+
+_BUILTIN_HANDLERS: dict[object, Handler] = {
+    builtins.abs: _fixed("abs", "abs"),
+    builtins.min: _min_max("min"),
+    builtins.max: _min_max("max"),
+    builtins.int: _conversion(I64, 0),
+    builtins.float: _conversion(F64, 0.0),
+    builtins.bool: _conversion(BOOL, False),
+    builtins.round: _round,
+    builtins.len: _fixed("len", "len"),
+    builtins.pow: _pow,
+    builtins.range: _range,
+}
+_MATH_HANDLERS = {getattr(math, name): _fixed(op, f"math.{name}") for name, op in _MATH_OPS.items()}
+
+
+def call_handler(obj: object) -> Handler | None:
+    """The handler compiling calls of `obj`, or None when `obj` is not a supported builtin."""
+    try:
+        return _BUILTIN_HANDLERS.get(obj) or _MATH_HANDLERS.get(obj)
+    except TypeError:  # an unhashable callable
+        return None
+
+
+def math_attribute(name: str) -> object:
+    """The value of `math.<name>` if compiled code supports it, else None."""
+    if name in MATH_CONSTANTS:
+        return MATH_CONSTANTS[name]
+    return getattr(math, name) if name in _MATH_OPS else None

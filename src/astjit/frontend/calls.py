@@ -1,0 +1,136 @@
+"""Lowering calls: to other Python functions (`call` nodes), builtins and `math` (primitives).
+
+The callee is found at compile time (`static_object`): a Python function (or a
+jitted object's `py_func`) becomes a `call` node naming its graph, which the
+`FunctionTable` queues for lowering into the same module; its arguments are bound to its
+parameters with `inspect.signature`, so keywords and defaults work (a default
+becomes a `const` at the call site). Builtins and math functions go through the
+table in builtins.py. Anything else is an UnsupportedCallError naming the callee.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import types
+from collections import deque
+
+from ..errors import CompileError, NameResolutionError, UnsupportedCallError
+from ..ir.core import Value
+from .builtins import CallError, Handler, call_handler
+from .lower import LOCAL, ExpressionLowerer
+from .scope import Scope
+from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value
+
+SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, the math "
+                   "functions that have a primitive (math.sqrt, math.sin, ...), and the builtins "
+                   "abs, min, max, int, float, bool, round, len and pow")
+
+
+class FunctionTable:
+    """The graph name of each function of the module being built, and those not lowered yet."""
+
+    def __init__(self):
+        self.names: dict[types.FunctionType, str] = {}
+        self.pending: deque[tuple[types.FunctionType, str]] = deque()
+
+    def request(self, fn: types.FunctionType) -> str:
+        """The name of `fn`'s graph: its `__qualname__`, with `#2`, `#3` ... if already taken."""
+        if fn not in self.names:
+            taken = set(self.names.values())
+            name, serial = fn.__qualname__, 1
+            while name in taken:
+                serial += 1
+                name = f"{fn.__qualname__}#{serial}"
+            self.names[fn] = name
+            self.pending.append((fn, name))
+        return self.names[fn]
+
+
+class CallLowerer(ExpressionLowerer):
+    """Expressions, plus calls."""
+
+    def __init__(self, source: FunctionSource, functions: FunctionTable):
+        super().__init__(source)
+        self.functions = functions
+
+    def expr_Call(self, scope: Scope, node: ast.Call) -> Value:
+        name = ast.unparse(node.func)
+        callee = self.static_object(scope, node.func)
+        if callee is LOCAL:
+            return self.fail(scope, node, UnsupportedCallError,
+                             f"call to '{name}' is not supported: it is a local variable",
+                             "call functions by their global name")
+        if callee is NOT_FOUND and isinstance(node.func, ast.Name):
+            return self.fail(scope, node, NameResolutionError, f"name '{name}' is not defined")
+        if callee is NOT_FOUND:
+            base = self.static_object(scope, node.func.value) \
+                if isinstance(node.func, ast.Attribute) else None
+            why = "this math function has no compiled version" if base is math else \
+                "other modules cannot be called" if isinstance(base, types.ModuleType) else \
+                "method calls are not supported"
+            return self.fail(scope, node, UnsupportedCallError,
+                             f"call to '{name}' is not supported", f"{why}; {SUPPORTED_CALLS}")
+        callee = getattr(callee, "py_func", callee)
+        if isinstance(callee, types.FunctionType):
+            return self.call_function(scope, node, callee)
+        handler = call_handler(callee)
+        if handler is None:
+            return self.fail(scope, node, UnsupportedCallError,
+                             f"call to '{name}' is not supported", SUPPORTED_CALLS)
+        return self.call_builtin(scope, node, handler, name)
+
+    def lower_arguments(self, scope: Scope, node: ast.Call) -> tuple[list[Value], dict] | None:
+        """The positional and keyword argument values; None (reported) for * and ** arguments."""
+        starred = [a for a in node.args if isinstance(a, ast.Starred)]
+        starred += [k.value for k in node.keywords if k.arg is None]
+        for arg in starred:
+            self.report(UnsupportedCallError, "*args and **kwargs arguments are not supported", arg,
+                        "pass each argument explicitly")
+        args = [self.lower_expr(scope, arg) for arg in node.args if arg not in starred]
+        kwargs = {k.arg: self.lower_expr(scope, k.value) for k in node.keywords if k.arg}
+        return None if starred else (args, kwargs)
+
+    def call_builtin(self, scope: Scope, node: ast.Call, handler: Handler, name: str) -> Value:
+        arguments = self.lower_arguments(scope, node)
+        if arguments is None:
+            return scope.emit("undef", [], self.loc(node))
+        args, kwargs = arguments
+        if kwargs:
+            return self.fail(scope, node, UnsupportedCallError,
+                             f"keyword arguments to {name}() are not supported",
+                             "pass the arguments by position")
+        loc = self.loc(node)
+        try:
+            return handler(lambda op, inputs, attrs=None: scope.emit(op, inputs, loc, attrs), args)
+        except CallError as error:
+            return self.fail(scope, node, UnsupportedCallError, error.message, error.hint)
+
+    def call_function(self, scope: Scope, node: ast.Call, fn: types.FunctionType) -> Value:
+        """A `call` node of `fn`'s graph, with the arguments bound to its parameters."""
+        loc = self.loc(node)
+        signature = inspect.signature(fn, follow_wrapped=False)
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature.parameters.values()):
+            self.functions.request(fn)  # lowering it reports its *args / **kwargs
+            return scope.emit("undef", [], loc)
+        arguments = self.lower_arguments(scope, node)
+        if arguments is None:
+            return scope.emit("undef", [], loc)
+        try:
+            bound = signature.bind(*arguments[0], **arguments[1])
+        except TypeError as error:
+            return self.fail(scope, node, CompileError, f"call to '{fn.__name__}': {error}")
+        inputs = []
+        for param in signature.parameters.values():
+            if param.name in bound.arguments:
+                inputs.append(bound.arguments[param.name])
+                continue
+            default = constant_value(param.default)
+            if default is NOT_CONSTANT:
+                return self.fail(scope, node, UnsupportedCallError,
+                                 f"the default value of parameter '{param.name}' of "
+                                 f"'{fn.__name__}' is a {type(param.default).__name__}",
+                                 "defaults must be numbers, booleans, None or tuples of them; "
+                                 "pass the argument explicitly")
+            inputs.append(scope.const(default, loc))
+        return scope.emit("call", inputs, loc, {"callee": self.functions.request(fn)})

@@ -1,0 +1,240 @@
+"""Lowering expressions to IR, and the per-function state every lowering step shares.
+
+`ExpressionLowerer` owns one function's lowering state (its source, its local
+names, the problems found so far) and turns expression ASTs into Values of a
+`Scope`: operators to primitives, names to locals / frozen globals, and the
+short-circuiting forms (`and`, `or`, `x if c else y`, chained comparisons) to
+`if` nodes whose regions evaluate the lazy operands only when Python would.
+
+Problems do not stop lowering: each is recorded (`fail`) and the expression
+becomes an `undef` placeholder, so one compile reports every problem at once.
+Calls (calls.py), statements (statements.py) and loops (loops.py) extend this
+class; `lower_expr` dispatches on the node's class name (`expr_<Name>`).
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+from ..errors import CompileError, Loc, NameResolutionError, Problem, UnsupportedSyntaxError
+from ..ir.core import Value
+from ..ir.types import BOOL
+from .analysis import assigned_names
+from .builtins import math_attribute
+from .scope import Scope, Unbound, branch_value
+from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value, resolve_free_name
+from .syntax import describe, describe_constant
+
+BINARY_OPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift", ast.RShift: "rshift",
+    ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
+}
+UNARY_OPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
+COMPARE_OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+               ast.NotEq: "ne"}
+
+LOCAL = object()
+"""`static_object`'s answer for a name that is a local variable, not a compile-time object."""
+
+
+class ExpressionLowerer:
+    """One function's lowering state, and the lowering of its expressions."""
+
+    def __init__(self, source: FunctionSource):
+        self.source = source
+        args = source.tree.args
+        self.params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        self.local_names = set(self.params) | set(assigned_names(source.tree.body))
+        self.local_names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        self.problems: list[tuple[type[CompileError], Problem]] = []
+
+    # ---- problems -------------------------------------------------------------------
+
+    def loc(self, node: ast.AST) -> Loc:
+        return self.source.loc(node)
+
+    def report(self, kind: type[CompileError], message: str, node: ast.AST, hint: str = "") -> None:
+        self.problems.append((kind, Problem(message, self.loc(node), hint)))
+
+    def fail(self, scope: Scope, node: ast.AST, kind: type[CompileError], message: str,
+             hint: str = "") -> Value:
+        """Record a problem; the expression becomes a placeholder so lowering goes on."""
+        self.report(kind, message, node, hint)
+        return scope.emit("undef", [], self.loc(node))
+
+    def unsupported(self, scope: Scope, node: ast.AST) -> Value:
+        what, hint = describe(node)
+        return self.fail(scope, node, UnsupportedSyntaxError, f"{what} is not supported", hint)
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def lower_expr(self, scope: Scope, node: ast.expr) -> Value:
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        return self.unsupported(scope, node) if method is None else method(scope, node)
+
+    def expr_Constant(self, scope: Scope, node: ast.Constant) -> Value:
+        if constant_value(node.value) is NOT_CONSTANT:
+            what, hint = describe_constant(node.value)
+            return self.fail(scope, node, UnsupportedSyntaxError, f"{what} is not supported", hint)
+        return scope.const(node.value, self.loc(node))
+
+    def expr_BinOp(self, scope: Scope, node: ast.BinOp) -> Value:
+        op = BINARY_OPS.get(type(node.op))
+        left, right = self.lower_expr(scope, node.left), self.lower_expr(scope, node.right)
+        if op is None:
+            return self.fail(scope, node, UnsupportedSyntaxError,
+                             "the '@' operator is not supported on numbers", "use '*'")
+        return scope.emit(op, [left, right], self.loc(node))
+
+    def expr_UnaryOp(self, scope: Scope, node: ast.UnaryOp) -> Value:
+        operand = self.lower_expr(scope, node.operand)
+        return scope.emit(UNARY_OPS[type(node.op)], [operand], self.loc(node))
+
+    def expr_Tuple(self, scope: Scope, node: ast.Tuple) -> Value:
+        elements = [self.lower_expr(scope, element) for element in node.elts]
+        result = scope.emit("tuple", elements, self.loc(node))
+        scope.sizes[result] = len(elements)
+        return result
+
+    def expr_Subscript(self, scope: Scope, node: ast.Subscript) -> Value:
+        value = self.lower_expr(scope, node.value)
+        index = constant_index(node.slice)
+        if index is None:
+            if isinstance(node.slice, ast.Slice):
+                return self.unsupported(scope, node.slice)
+            return self.fail(scope, node.slice, UnsupportedSyntaxError,
+                             "a tuple index must be a constant integer",
+                             "index with a literal, e.g. t[0] or t[-1]; "
+                             "to visit every element write: for x in t:")
+        return scope.emit("getitem", [value], self.loc(node), {"index": index})
+
+    def expr_IfExp(self, scope: Scope, node: ast.IfExp) -> Value:
+        cond = self.condition(scope, node.test)
+        return branch_value(scope, cond, lambda s: self.lower_expr(s, node.body),
+                            lambda s: self.lower_expr(s, node.orelse), self.loc(node))
+
+    def expr_BoolOp(self, scope: Scope, node: ast.BoolOp) -> Value:
+        return self.lower_bool_op(scope, node, node.values)
+
+    def lower_bool_op(self, scope: Scope, node: ast.BoolOp, operands: list[ast.expr]) -> Value:
+        """`a and b` is `b if a else a`, `a or b` is `a if a else b`: b runs only when needed."""
+        left = self.lower_expr(scope, operands[0])
+        if len(operands) == 1:
+            return left
+        test = self.truth(scope, left, operands[0])
+        rest = lambda s: self.lower_bool_op(s, node, operands[1:])
+        keep = lambda s: left
+        then, otherwise = (rest, keep) if isinstance(node.op, ast.And) else (keep, rest)
+        return branch_value(scope, test, then, otherwise, self.loc(node))
+
+    def expr_Compare(self, scope: Scope, node: ast.Compare) -> Value:
+        left = self.lower_expr(scope, node.left)
+        return self.lower_compare(scope, node, left, node.ops, node.comparators)
+
+    def lower_compare(self, scope: Scope, node: ast.Compare, left: Value, ops: list[ast.cmpop],
+                      comparators: list[ast.expr]) -> Value:
+        """`a < b < c` is `b < c if a < b else False`, evaluating b once and c only if needed."""
+        right = self.lower_expr(scope, comparators[0])
+        op = COMPARE_OPS.get(type(ops[0]))
+        if op is None:
+            word = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+            return self.fail(scope, node, UnsupportedSyntaxError,
+                             f"the '{word[type(ops[0])]}' comparison is not supported",
+                             "compare numbers with ==, !=, <, <=, > or >=")
+        result = scope.emit(op, [left, right], self.loc(node))
+        if len(ops) == 1:
+            return result
+        return branch_value(
+            scope, result, lambda s: self.lower_compare(s, node, right, ops[1:], comparators[1:]),
+            lambda s: s.const(False, self.loc(node)), self.loc(node))
+
+    # ---- truth values ------------------------------------------------------------------
+
+    def condition(self, scope: Scope, node: ast.expr) -> Value:
+        """The truth value of an expression, as a bool."""
+        return self.truth(scope, self.lower_expr(scope, node), node)
+
+    def truth(self, scope: Scope, value: Value, node: ast.expr) -> Value:
+        """`bool(value)`; no cast where the expression is obviously a bool already."""
+        if is_boolean(node):
+            return value
+        return scope.emit("cast", [value], self.loc(node), {"to": BOOL})
+
+    # ---- names ---------------------------------------------------------------------------
+
+    def expr_Name(self, scope: Scope, node: ast.Name) -> Value:
+        entry = scope.lookup(node.id)
+        if isinstance(entry, Value):
+            return scope.use(entry)
+        if isinstance(entry, Unbound):
+            return self.fail(scope, node, NameResolutionError,
+                             f"'{node.id}' may be unassigned here: {entry.why}", entry.hint)
+        if node.id in self.local_names:
+            return self.fail(scope, node, NameResolutionError,
+                             f"local variable '{node.id}' is read before it is assigned",
+                             f"assign '{node.id}' before this line")
+        return self.global_value(scope, node, resolve_free_name(self.source.fn, node.id), node.id)
+
+    def expr_Attribute(self, scope: Scope, node: ast.Attribute) -> Value:
+        base = self.static_object(scope, node.value)
+        if base is not math:
+            return self.fail(scope, node, UnsupportedSyntaxError,
+                             f"attribute access '{ast.unparse(node)}' is not supported",
+                             "only math.<name> can be used, e.g. math.pi or math.sqrt(x)")
+        value = math_attribute(node.attr)
+        if value is None:
+            return self.fail(scope, node, UnsupportedSyntaxError,
+                             f"math.{node.attr} is not supported in compiled code")
+        return self.global_value(scope, node, value, f"math.{node.attr}")
+
+    def global_value(self, scope: Scope, node: ast.expr, obj: object, name: str) -> Value:
+        """A global or closure value read at compile time: a number becomes a constant."""
+        if obj is NOT_FOUND:
+            return self.fail(scope, node, NameResolutionError, f"name '{name}' is not defined")
+        value = constant_value(obj)
+        if value is not NOT_CONSTANT:
+            return scope.const(value, self.loc(node))
+        if callable(obj):
+            return self.fail(scope, node, UnsupportedSyntaxError,
+                             f"function '{name}' is used as a value", "only calls to it are supported")
+        return self.fail(scope, node, NameResolutionError,
+                         f"'{name}' is a {type(obj).__name__}, which compiled code cannot use",
+                         "globals used in compiled code must be numbers, booleans, None, "
+                         "tuples of them, functions or the math module")
+
+    def static_object(self, scope: Scope, node: ast.expr) -> object:
+        """The compile-time object a name or `math.<name>` denotes; LOCAL or NOT_FOUND otherwise."""
+        if isinstance(node, ast.Name):
+            if node.id in self.local_names or scope.lookup(node.id) is not None:
+                return LOCAL
+            return resolve_free_name(self.source.fn, node.id)
+        if isinstance(node, ast.Attribute) and self.static_object(scope, node.value) is math:
+            value = math_attribute(node.attr)
+            return NOT_FOUND if value is None else value
+        return NOT_FOUND
+
+
+def constant_index(node: ast.expr) -> int | None:
+    """The value of a literal integer index (`0`, `-1`), or None."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign = -1 if isinstance(node.op, ast.USub) else 1
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return sign * node.value
+    return None
+
+
+def is_boolean(node: ast.expr) -> bool:
+    """Whether an expression's value is a bool by its form alone."""
+    if isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp)
+                                         and isinstance(node.op, ast.Not)):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.BoolOp):
+        return all(is_boolean(value) for value in node.values)
+    if isinstance(node, ast.IfExp):
+        return is_boolean(node.body) and is_boolean(node.orelse)
+    return False

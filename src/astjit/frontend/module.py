@@ -1,0 +1,68 @@
+"""The frontend's entry point: a Python function, and all it calls, as untyped graphs of one Module.
+
+`lower_function(fn)` lowers `fn` and, transitively, every Python function it
+calls (recursion and mutual recursion included): each function object is
+parsed once and gets one graph, named by its `__qualname__` (with a `#2`, `#3`
+... suffix when different function objects share one). Every problem found in
+any of them is raised at once, as one CompileError listing them all.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from ..errors import CompileError, Loc, Problem, SourceUnavailableError
+from ..ir.core import Graph, Module
+from .calls import FunctionTable
+from .function import FunctionLowerer
+from .source import FunctionSource
+
+Found = list[tuple[type[CompileError], Problem]]
+
+_RECURSION_LIMIT = 20_000
+"""Lowering recurses once per nesting level (an `elif` chain is nested `if`s)."""
+
+
+def lower_function(fn) -> Module:
+    """Parse `fn` (or a jitted object's `py_func`) and its callees into untyped graphs."""
+    fn = getattr(fn, "py_func", fn)
+    if not isinstance(fn, types.FunctionType):
+        raise SourceUnavailableError(
+            f"cannot compile {fn!r}: only Python functions defined with def can be compiled",
+            hint="pass a function defined with def in a .py file")
+    table = FunctionTable()
+    module = Module(entry=table.request(fn))
+    found: Found = []
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+    try:
+        while table.pending:
+            callee, name = table.pending.popleft()
+            graph, problems = _lower_one(callee, name, table)
+            found += problems
+            if graph is not None:
+                module.graphs[name] = graph
+    finally:
+        sys.setrecursionlimit(limit)
+    if found:
+        kind, first = found[0]
+        raise kind(first.message, problems=[problem for _, problem in found])
+    return module
+
+
+def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable) -> tuple[Graph | None, Found]:
+    """One function's graph (None if its source cannot be read) and its problems."""
+    where = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
+    try:
+        lowerer = FunctionLowerer(FunctionSource.read(fn), table, name)
+        return lowerer.lower(), lowerer.problems
+    except CompileError as error:
+        return None, [(type(error), problem) for problem in error.problems]
+    except RecursionError:
+        raise CompileError(f"{fn.__qualname__}() is nested too deeply to compile", where,
+                           hint="split it into several functions") from None
+    except Exception as error:  # a bug in the frontend: still a CompileError, with the cause
+        raise CompileError(
+            f"internal error in astjit's frontend while compiling {fn.__qualname__}(): "
+            f"{type(error).__name__}: {error}", where,
+            hint="please report this together with the function's source") from error

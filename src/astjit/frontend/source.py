@@ -1,0 +1,122 @@
+"""Reading a Python function for compilation: its source, AST, locations and free names.
+
+`FunctionSource.read(fn)` gets the source with `inspect.getsourcelines`, dedents
+and parses it, and keeps what lowering needs to point back into the user's file:
+absolute line numbers, columns in the original (indented) line, and the line's
+text (`loc`).
+
+Free names (those not local to the function) resolve as Python resolves them
+when the function runs: closure cells, then the function's module globals, then
+builtins. astjit reads them once, at compile time: a global number is frozen into
+the compiled code (`constant_value`), and rebinding it later does not recompile.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass
+
+from ..errors import Loc, SourceUnavailableError, UnsupportedSyntaxError
+
+NOT_FOUND = object()
+"""`resolve_free_name`'s answer for a name bound nowhere."""
+
+NOT_CONSTANT = object()
+"""`constant_value`'s answer for an object that is no IR constant."""
+
+
+@dataclass
+class FunctionSource:
+    """A function's parsed definition and the map from AST positions to source locations."""
+
+    fn: types.FunctionType
+    tree: ast.FunctionDef
+    filename: str
+    lines: list[str]
+    """The source lines of the definition, as in the file (indented, with newlines)."""
+    first_line: int
+    """The file's line number of `lines[0]`."""
+    indent: int
+    """How many leading columns dedenting removed before parsing."""
+
+    @classmethod
+    def read(cls, fn: types.FunctionType) -> FunctionSource:
+        """Parse `fn`'s definition; raise a CompileError when there is no `def` to read."""
+        filename = fn.__code__.co_filename
+        where = Loc(filename, fn.__code__.co_firstlineno)
+        if fn.__code__.co_name == "<lambda>":
+            raise UnsupportedSyntaxError(
+                "a lambda cannot be compiled", where,
+                hint="define the function with def at module level")
+        try:
+            # the code object, not the function: a wrapper's source, not the `__wrapped__` one's
+            lines, first_line = inspect.getsourcelines(fn.__code__)
+        except (OSError, TypeError) as error:
+            raise SourceUnavailableError(
+                f"cannot read the source of {fn.__qualname__}() ({error})", where,
+                hint="astjit compiles functions defined with def in a .py file") from None
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        indent = len(lines[0]) - len(dedented.splitlines(True)[0]) if lines else 0
+        tree = _parse_definition(dedented, fn)
+        if tree is None:
+            raise SourceUnavailableError(
+                f"cannot find the definition of {fn.__qualname__}() in its source", where,
+                hint="astjit compiles functions defined with def in a .py file")
+        return cls(fn, tree, filename, lines, first_line, indent)
+
+    def loc(self, node: ast.AST) -> Loc:
+        """The source location of an AST node of this function."""
+        row = getattr(node, "lineno", self.tree.lineno) - 1
+        text = self.lines[row].rstrip("\r\n") if 0 <= row < len(self.lines) else ""
+        col_bytes = getattr(node, "col_offset", 0) + self.indent
+        col = len(text.encode()[:col_bytes].decode("utf-8", "ignore"))
+        return Loc(self.filename, self.first_line + row, col, text)
+
+
+def _parse_definition(text: str, fn: types.FunctionType) -> ast.FunctionDef | None:
+    """The `def` of `fn` in `text`, or None when the text holds no such definition."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return None
+    for stmt in module.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and stmt.name == fn.__code__.co_name:
+            return stmt
+    return None
+
+
+def resolve_free_name(fn: types.FunctionType, name: str) -> object:
+    """What `name` means inside `fn` when it is not a local: closure, global, builtin."""
+    code = fn.__code__
+    if name in code.co_freevars:
+        cell = fn.__closure__[code.co_freevars.index(name)]
+        try:
+            return cell.cell_contents
+        except ValueError:  # an empty cell: the enclosing function has not bound it yet
+            return NOT_FOUND
+    if name in fn.__globals__:
+        return fn.__globals__[name]
+    return getattr(builtins, name, NOT_FOUND)
+
+
+def constant_value(obj: object) -> object:
+    """`obj` as the value of a `const` node (bool, int, float, None or a tuple of them).
+
+    NumPy scalars become the Python scalars they equal; anything else gives NOT_CONSTANT.
+    """
+    if obj is None:
+        return None
+    for kind in (bool, int, float):  # bool first: it is an int too
+        if isinstance(obj, kind):
+            return kind(obj)
+    if isinstance(obj, tuple):
+        parts = tuple(constant_value(part) for part in obj)
+        return NOT_CONSTANT if any(p is NOT_CONSTANT for p in parts) else parts
+    if type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        return constant_value(obj.item())
+    return NOT_CONSTANT

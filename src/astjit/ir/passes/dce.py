@@ -1,0 +1,112 @@
+"""Dead code elimination: remove what computes values nobody uses, and nothing else.
+
+Walking each graph backwards from its outputs:
+
+- a node without effects (see `effects.py`) whose outputs are unused goes;
+- an `if` loses its unused outputs (and the matching region outputs), then its
+  captured inputs that neither region uses; with no outputs left and no
+  effects inside, it goes;
+- a `while` keeps the carried values that are used after the loop, by its
+  condition, or by the body's computation of another kept carried value
+  (a fixed point), and the invariants some region uses; the loop itself stays,
+  as it may not terminate;
+- `call` nodes stay (the callee may raise), and so do function parameters.
+
+Regions are cleaned after their node's outputs are pruned, so everything that
+only fed a removed output goes too.
+"""
+from __future__ import annotations
+
+from ..core import Graph, Module, Node, Value
+from .effects import has_effects
+
+
+def eliminate_dead_code(module: Module) -> Module:
+    """Remove dead code from every graph of `module` and all their regions."""
+    for graph in module.graphs.values():
+        _dce_graph(graph)
+    return module
+
+
+def _dce_graph(graph: Graph) -> None:
+    live: set[Value] = set(graph.outputs)
+    kept: list[Node] = []
+    for node in reversed(graph.nodes):
+        if node.op == "if":
+            _dce_if(node, live)
+        elif node.op == "while":
+            _dce_while(node, live)
+        if has_effects(node) or any(out in live for out in node.outputs):
+            kept.append(node)
+            live.update(node.inputs)
+    graph.nodes = kept[::-1]
+
+
+def _dce_if(node: Node, live: set[Value]) -> None:
+    """Prune the unused outputs of an `if`, clean its regions, drop captures they don't use."""
+    keep = [i for i, out in enumerate(node.outputs) if out in live]
+    node.outputs = [node.outputs[i] for i in keep]
+    for region in node.regions:
+        region.outputs = [region.outputs[i] for i in keep]
+        _dce_graph(region)
+    unused = {k for k in range(len(node.inputs) - 1)
+              if not any(_uses(region, region.params[k]) for region in node.regions)}
+    _drop_params(node, unused, first_input=1)
+
+
+def _dce_while(node: Node, live: set[Value]) -> None:
+    """Drop the dead carried values of a loop, clean its regions, drop unused invariants."""
+    n_invariants = node.attrs["n_invariants"]
+    cond, body = node.regions
+    slots = _live_slots(node, live)
+    node.outputs = [out for i, out in enumerate(node.outputs) if i in slots]
+    body.outputs = [out for i, out in enumerate(body.outputs) if i in slots]
+    _dce_graph(cond)
+    _dce_graph(body)
+    dead_carried = {n_invariants + i for i in range(len(node.inputs) - n_invariants)
+                    if i not in slots}
+    unused_invariants = {k for k in range(n_invariants)
+                         if not any(_uses(region, region.params[k]) for region in node.regions)}
+    _drop_params(node, dead_carried | unused_invariants, first_input=0)
+    node.attrs["n_invariants"] = n_invariants - len(unused_invariants)
+
+
+def _live_slots(node: Node, live: set[Value]) -> set[int]:
+    """The carried slots of a `while` that must stay: the liveness fixed point."""
+    n_invariants = node.attrs["n_invariants"]
+    cond, body = node.regions
+    carried = range(len(node.outputs))
+    read_by_cond = _needed(cond, cond.outputs)
+    slots = {i for i in carried
+             if node.outputs[i] in live or cond.params[n_invariants + i] in read_by_cond}
+    while True:
+        read_by_body = _needed(body, [body.outputs[i] for i in slots])
+        grown = slots | {i for i in carried if body.params[n_invariants + i] in read_by_body}
+        if grown == slots:
+            return slots
+        slots = grown
+
+
+def _needed(graph: Graph, outputs: list[Value]) -> set[Value]:
+    """The values `graph` may read to compute `outputs` and run its effects.
+
+    Conservative (a nested `if` needs all its inputs), so it covers what DCE keeps.
+    """
+    needed = set(outputs)
+    for node in reversed(graph.nodes):
+        if has_effects(node) or any(out in needed for out in node.outputs):
+            needed.update(node.inputs)
+    return needed
+
+
+def _uses(graph: Graph, value: Value) -> bool:
+    """Whether `graph`'s own nodes or outputs read `value`."""
+    return value in graph.outputs or any(value in node.inputs for node in graph.nodes)
+
+
+def _drop_params(node: Node, positions: set[int], first_input: int) -> None:
+    """Remove region parameter `k` of each region, and the node input that feeds it."""
+    for region in node.regions:
+        region.params = [p for k, p in enumerate(region.params) if k not in positions]
+    fed = node.inputs[first_input:]
+    node.inputs = node.inputs[:first_input] + [v for k, v in enumerate(fed) if k not in positions]

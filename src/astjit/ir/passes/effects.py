@@ -1,0 +1,35 @@
+"""What running a node may do besides computing its outputs.
+
+A node *has effects* when it may raise, may not terminate, or acts
+(`raise_if`). Passes may delete, merge or speculate only nodes without
+effects; everything else must run exactly when and as often as the program
+says. Where the primitive table's traits are coarser than the operand types,
+the types refine them: `float(n)` of an int cannot raise, `int(x)` of a float can.
+"""
+from __future__ import annotations
+
+from ..core import Node
+from ..ops import OPS
+
+TO_INT_CONVERSIONS = frozenset({"cast", "floor", "ceil", "trunc", "round"})
+"""Ops that raise only when they turn a float (NaN, infinite, too large) into an int."""
+
+
+def has_effects(node: Node) -> bool:
+    """Whether running `node` may raise, loop forever or act, so it must stay as it is."""
+    if node.op == "if":
+        return any(has_effects(inner) for region in node.regions for inner in region.nodes)
+    if node.op in ("while", "call") or node.op not in OPS:
+        return True  # a loop may not end; a callee may raise or recurse forever
+    traits = OPS[node.op].traits
+    if "pure" not in traits:
+        return True
+    if node.op in TO_INT_CONVERSIONS:
+        return _float_to_int(node)
+    return "raises" in traits
+
+
+def _float_to_int(node: Node) -> bool:
+    """Whether a conversion may see a float and must produce an int (unknown types: yes)."""
+    source, target = node.inputs[0].type, node.outputs[0].type
+    return getattr(source, "is_float", True) and getattr(target, "is_int", True)

@@ -1,0 +1,72 @@
+"""Inlining: every `call` of a graph outside any call-graph cycle becomes a copy of its body.
+
+Graphs on a cycle (recursive, mutually recursive) stay as calls; what they call
+off the cycle is inlined into them. A copy has fresh Values (with the callee's
+names, for readability), the callee's parameters replaced by the call's
+arguments, and each node keeps its own source location. Calls inside inlined
+bodies are inlined in turn, which ends because no callee off a cycle reaches
+itself. Graphs no longer reachable from the entry are dropped afterwards.
+"""
+from __future__ import annotations
+
+from ..core import Graph, Module, Node, Value
+from .rewrite import Replacement, rewrite_graph
+
+
+def inline_calls(module: Module) -> Module:
+    """Inline every call whose callee is on no call-graph cycle; drop unreachable graphs."""
+    calls = {name: module.callees(graph) & module.graphs.keys()
+             for name, graph in module.graphs.items()}
+    on_cycle = {name for name in calls if name in _reachable(calls, name)}
+    for graph in module.graphs.values():
+        _inline_in(graph, module, on_cycle)
+    if module.entry in module.graphs:
+        calls = {name: module.callees(graph) for name, graph in module.graphs.items()}
+        live = _reachable(calls, module.entry) | {module.entry}
+        module.graphs = {name: g for name, g in module.graphs.items() if name in live}
+    return module
+
+
+def _reachable(calls: dict[str, set[str]], start: str) -> set[str]:
+    """The graphs some chain of one or more calls leads to from `start`."""
+    seen: set[str] = set()
+    todo = list(calls.get(start, ()))
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(calls.get(name, ()))
+    return seen
+
+
+def _inline_in(graph: Graph, module: Module, on_cycle: set[str]) -> None:
+    """Replace the inlinable calls of `graph` and of its regions by copies of the callees."""
+
+    def visit(node: Node) -> Replacement | None:
+        for region in node.regions:
+            _inline_in(region, module, on_cycle)
+        callee = module.graphs.get(node.attrs.get("callee")) if node.op == "call" else None
+        if callee is None or callee.name in on_cycle or len(callee.params) != len(node.inputs):
+            return None
+        mapping = dict(zip(callee.params, node.inputs))
+        body = [clone_node(inner, mapping) for inner in callee.nodes]
+        return Replacement(body, {node.outputs[0]: mapping[callee.outputs[0]]})
+
+    rewrite_graph(graph, visit)
+
+
+def clone_node(node: Node, mapping: dict[Value, Value]) -> Node:
+    """A copy of `node` reading `mapping`'s values, with fresh outputs added to `mapping`."""
+    outputs = [Value(v.name, v.type) for v in node.outputs]
+    copy = Node(node.op, [mapping[v] for v in node.inputs], outputs, dict(node.attrs),
+                [clone_graph(region) for region in node.regions], node.loc)
+    mapping.update(zip(node.outputs, outputs))
+    return copy
+
+
+def clone_graph(graph: Graph) -> Graph:
+    """A copy of a region (or any graph) with fresh Values throughout."""
+    params = [Value(p.name, p.type) for p in graph.params]
+    mapping = dict(zip(graph.params, params))
+    nodes = [clone_node(node, mapping) for node in graph.nodes]
+    return Graph(graph.name, params, nodes, [mapping[v] for v in graph.outputs], graph.loc)

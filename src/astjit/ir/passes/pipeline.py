@@ -1,0 +1,75 @@
+"""The optimization pipeline: inline once, then fold, simplify, CSE and DCE until nothing changes.
+
+Every pass is a function Module -> Module that keeps the invariants of
+`core.py`; `PASSES` lists them by name so each can be run (and tested) alone.
+`optimize` runs the rounds while they still change the module, at most
+`MAX_ROUNDS` times; "changed" compares a structural fingerprint of the module
+(ops, operand wiring, attrs and types), so it needs no cooperation from the passes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core import Graph, Module, Value
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .fold import fold_constants
+from .inline import inline_calls
+from .simplify import simplify
+
+Pass = Callable[[Module], Module]
+
+PASSES: list[tuple[str, Pass]] = [
+    ("inline", inline_calls),
+    ("fold", fold_constants),
+    ("simplify", simplify),
+    ("cse", eliminate_common_subexpressions),
+    ("dce", eliminate_dead_code),
+]
+ROUND = PASSES[1:]
+"""The passes repeated after inlining."""
+MAX_ROUNDS = 4
+
+
+def optimize(module: Module, *, verify: Callable[[Module], None] | None = None) -> Module:
+    """Run the pipeline on `module` (in place) and return it; `verify` runs after every pass."""
+    module = _run(inline_calls, module, verify)
+    for _ in range(MAX_ROUNDS):
+        before = fingerprint(module)
+        for _name, run_pass in ROUND:
+            module = _run(run_pass, module, verify)
+        if fingerprint(module) == before:
+            break
+    return module
+
+
+def _run(run_pass: Pass, module: Module, verify: Callable[[Module], None] | None) -> Module:
+    module = run_pass(module)
+    if verify is not None:
+        verify(module)
+    return module
+
+
+def fingerprint(module: Module) -> str:
+    """A text equal for two modules exactly when they have the same structure.
+
+    Values are numbered by definition order, so fresh Values with the same
+    wiring give the same text.
+    """
+    numbers: dict[Value, int] = {}
+
+    def number(value: Value) -> str:
+        return f"%{numbers.setdefault(value, len(numbers))}"
+
+    def graph_text(graph: Graph) -> str:
+        lines = [f"{graph.name}({', '.join(number(p) + f':{p.type}' for p in graph.params)})"]
+        for node in graph.nodes:
+            outs = ", ".join(number(v) + f":{v.type}" for v in node.outputs)
+            ins = ", ".join(map(number, node.inputs))
+            attrs = sorted((k, repr(v)) for k, v in node.attrs.items())
+            regions = "".join("{" + graph_text(r) + "}" for r in node.regions)
+            lines.append(f"{outs} = {node.op}({ins}) {attrs}{regions}")
+        lines.append("return " + ", ".join(map(number, graph.outputs)))
+        return "\n".join(lines)
+
+    return f"entry {module.entry}\n" + "\n".join(graph_text(g) for g in module.graphs.values())
