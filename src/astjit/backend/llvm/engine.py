@@ -53,6 +53,11 @@ class Engine:
     """The host TargetMachine, the O3 pipeline options and the MCJIT execution engine."""
 
     def __init__(self) -> None:
+        # Vectorize float reductions (`s += 1.0 / (k * k)`) while keeping their
+        # order: the divisions run 4 or 8 wide, the sum stays bit-identical to
+        # CPython's left-to-right one. Without it LLVM vectorizes no float
+        # reduction at all unless allowed to reassociate (fast-math).
+        llvm.set_option("", "-force-ordered-reductions=true")
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
