@@ -68,8 +68,8 @@ class Specialization:
             return format_dot(module) if fmt == "dot" else format_module(module)
         if fmt == "dot":
             raise ValueError(f"stage {stage!r} has no DOT form; use format='text'")
-        return {"llvm": self.compiled.llvm_ir, "llvm-opt": self.compiled.llvm_ir_optimized,
-                "asm": self.compiled.asm}[stage]
+        attribute = {"llvm": "llvm_ir", "llvm-opt": "llvm_ir_optimized", "asm": "asm"}[stage]
+        return getattr(self.compiled, attribute)
 
 
 @dataclass

@@ -53,11 +53,6 @@ class Engine:
     """The host TargetMachine, the O3 pipeline options and the MCJIT execution engine."""
 
     def __init__(self) -> None:
-        # Vectorize float reductions (`s += 1.0 / (k * k)`) while keeping their
-        # order: the divisions run 4 or 8 wide, the sum stays bit-identical to
-        # CPython's left-to-right one. Without it LLVM vectorizes no float
-        # reduction at all unless allowed to reassociate (fast-math).
-        llvm.set_option("", "-force-ordered-reductions=true")
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
@@ -94,9 +89,22 @@ class Engine:
         return module
 
     def optimize(self, module: llvm.ModuleRef) -> None:
-        """LLVM's default per-module O3 pipeline for the host CPU."""
+        """LLVM's default per-module O3 pipeline for the host CPU.
+
+        Float reductions (`s += 1.0 / (k * k)`) are vectorized in order: the
+        divisions run 4 or 8 wide while the sum stays bit-identical to CPython's
+        left to right one (without this LLVM vectorizes no float reduction
+        unless allowed to reassociate). The option is global to LLVM, so it is
+        on only while astjit optimizes, leaving other llvmlite users (Numba) as
+        they were.
+        """
         builder = llvm.create_pass_builder(self.target_machine, self.tuning)
-        builder.getModulePassManager().run(module, builder)
+        with self.lock:
+            llvm.set_option("", "-force-ordered-reductions=true")
+            try:
+                builder.getModulePassManager().run(module, builder)
+            finally:
+                llvm.set_option("", "-force-ordered-reductions=false")
 
     def assembly(self, text: str) -> str:
         """Host assembly for (already optimized) LLVM IR."""
