@@ -300,9 +300,22 @@ def fib(n):
     return fib(n - 1) + fib(n - 2)
 
 
-@case(I64, optimized=True)
+@case(I64)
 def call_recursive(n):
     return fib(n)
+
+
+def is_even(n):
+    return True if n == 0 else is_odd(n - 1)
+
+
+def is_odd(n):
+    return False if n == 0 else is_even(n - 1)
+
+
+@case(I64, optimized=True)
+def call_mutually_recursive(n):
+    return is_even(n)
 
 
 @case(F64, I64)
@@ -314,7 +327,8 @@ def math_functions(x, n):
 
 @case(F64, I64, TupleType((I64, F64, BOOL)))
 def builtin_functions(x, n, t):
-    return (abs(x), abs(n), min(n, x, 3), max(n, 2), int(x), float(n), bool(n), bool(),
+    return (abs(x), abs(n), min(n, x, 3), max(n, 2), int(x), float(n), bool(n),
+            bool(),  # noqa: UP018 (the form under test)
             round(x), len(t))
 
 
@@ -346,8 +360,8 @@ def common_subexpressions(a, b):
 
 @case(I64, optimized=True)
 def dead_code(n):
-    unused = n * n + 1
-    flag = n > 3
+    unused = n * n + 1  # noqa: F841 (dead code is the point)
+    flag = n > 3  # noqa: F841
     s = 0
     for i in range(n):
         s += i

@@ -1,6 +1,5 @@
 """The public surface: @jit forms, dispatch, dumps, the command line, errors at run time."""
 import math
-import os
 import subprocess
 import sys
 import textwrap

@@ -5,6 +5,7 @@ reference interpreter on the parsed, typed and optimized IR vs CPython; and
 each optimization pass alone vs the interpreter, with the verifier after it.
 """
 import pytest
+from corpus import CASE_IDS, NAMES, VALUE_ONLY, outcome, same
 
 from astjit import jit
 from astjit.api import clone_module
@@ -14,7 +15,6 @@ from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
 from astjit.ir.passes.pipeline import PASSES, optimize
 from astjit.ir.verify import verify_module
-from corpus import CASE_IDS, NAMES, VALUE_ONLY, outcome, same
 
 
 def typed_module(fn, args):

@@ -14,7 +14,6 @@ from astjit.ir.printer import format_graph, format_module
 from astjit.ir.types import BOOL, F32, F64, I64, TupleType
 from astjit.ir.verify import IRVerificationError, verify_graph, verify_module
 
-
 # ---- building graphs by hand ------------------------------------------------------
 
 def at(line, filename="loops.py"):

@@ -4,9 +4,15 @@
 control flow, infers types from the arguments, optimizes, and compiles it
 to native code with LLVM.
 """
-from .errors import (CompileError, NameResolutionError, SourceUnavailableError,
-                     TypingError, UnsupportedCallError, UnsupportedSyntaxError)
 from .api import jit
+from .errors import (
+                     CompileError,
+                     NameResolutionError,
+                     SourceUnavailableError,
+                     TypingError,
+                     UnsupportedCallError,
+                     UnsupportedSyntaxError,
+)
 
 __all__ = ["jit", "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "SourceUnavailableError"]

@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .ir.types import TupleType, Type, python_type_of
 

@@ -25,8 +25,9 @@ Invariants (checked by `verify.py`):
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import Loc
 from .types import Type
@@ -62,7 +63,7 @@ class Node:
     outputs: list[Value]
     attrs: dict[str, Any] = field(default_factory=dict)
     """Op parameters: `value` of a const, `to` of a cast, `index` of getitem, ..."""
-    regions: list["Graph"] = field(default_factory=list)
+    regions: list[Graph] = field(default_factory=list)
     loc: Loc | None = None
 
     def __repr__(self) -> str:
@@ -80,7 +81,7 @@ class Graph:
     loc: Loc | None = None
 
     def add(self, op: str, inputs: list[Value], n_outputs: int = 1, *, attrs: dict | None = None,
-            regions: list["Graph"] | None = None, loc: Loc | None = None,
+            regions: list[Graph] | None = None, loc: Loc | None = None,
             names: list[str] | None = None, types: list[Type] | None = None) -> Node:
         """Append a node and return it; its outputs are fresh Values."""
         names = names or [""] * n_outputs

@@ -10,8 +10,7 @@ regions' parameters and their yields back to the op.
 """
 from __future__ import annotations
 
-from .core import Graph, Module, Node, Value
-from .core import REGION_ROLES
+from .core import REGION_ROLES, Graph, Module, Node, Value
 from .printer import ValueNames, format_op
 
 

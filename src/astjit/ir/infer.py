@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
-from .types import BOOL, BOTTOM, NONE, Type, TupleType, is_numeric, join, python_type_of
+from .types import BOOL, BOTTOM, NONE, TupleType, Type, is_numeric, join, python_type_of
 
 MAX_ROUNDS = 20
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .core import Graph, Module, Node, Value
 from .ops import OPS

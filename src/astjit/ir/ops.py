@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .types import BOOL, F64, I64, NONE, TupleType, Type, is_numeric, promote, python_type_of
 
