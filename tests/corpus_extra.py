@@ -40,6 +40,15 @@ def variable_step(start, stop, step):
     return s
 
 
+def range_at_int64_limits(start, stop, step):
+    count = 0
+    last = 0
+    for i in range(start, stop, step):
+        count += 1
+        last = i
+    return count, last
+
+
 def tuple_loop(x):
     total = 0.0
     for c in OFFSETS:
@@ -228,6 +237,8 @@ CASES = [
     (while_else, [(3,), (10,), (0,)]),
     (for_else, [(3,), (20,), (0,)]),
     (variable_step, [(0, 10, 3), (10, 0, -3), (5, 5, 1), (-4, 9, 5), (9, -4, -5)]),
+    (range_at_int64_limits, [(2 ** 63 - 4, 2 ** 63 - 1, 3), (2 ** 63 - 3, 2 ** 63 - 1, 5),
+                             (-(2 ** 63) + 3, -(2 ** 63), -3), (-(2 ** 63) + 2, -(2 ** 63), -7)]),
     (tuple_loop, [(2.0,), (-1.5,)]),
     (tuple_loop_break, [(1.0,), (2.0,), (10.0,)]),
     (deep_return, [(3,), (10,), (5,)]),

@@ -155,7 +155,9 @@ class LoopLowerer(StatementLowerer):
         def start_body(s: Scope) -> None:
             i = s.value_of(counter, loc)
             increment = s.const(step, loc) if step else bounds[2]
-            s.assign(counter, s.emit("add", [i, increment], loc))
+            # Past stop, a step of +-1 never overflows; a larger one may, so it saturates.
+            add = "add" if step in (1, -1) else "add_sat"
+            s.assign(counter, s.emit(add, [i, increment], loc))
             s.assign(stmt.target.id, i)
         self.lower_loop(scope, stmt, [(counter, stmt.target.id, start)], cond, start_body)
 

@@ -126,6 +126,8 @@ class _Inferencer:
             return self.infer_leaf(Node("tuple", [], node.outputs, loc=node.loc),
                                    [p.outputs[0] for p in parts], out)
         in_types = [v.type for v in inputs]
+        if node.op == "cast" and in_types[0] == attrs["to"]:
+            return inputs  # bool(b) of a bool, float(x) of a float: nothing to do
         if node.op != "tuple" and any(contains_bottom(t) for t in in_types):
             # Depends on a recursive result not known yet: a placeholder this round.
             return [self.undef(out, BOTTOM, node.loc) for _ in node.outputs]

@@ -303,6 +303,9 @@ _def("add", 2, arith_rule, operator.add,
      {"f": Builder("fadd"), "i": Builder("add")}, ("pure", "commutative", "elementwise"))
 _def("sub", 2, arith_rule, operator.sub,
      {"f": Builder("fsub"), "i": Builder("sub")}, ("pure", "elementwise"))
+_def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, a + b)),
+     {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"),
+     doc="int64 addition clamped to the int64 range: a range() counter's step, which must not wrap")
 _def("mul", 2, arith_rule, operator.mul,
      {"f": Builder("fmul"), "i": Builder("mul")}, ("pure", "commutative", "elementwise"))
 _def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")},
