@@ -2,18 +2,21 @@
 
 `@jit` parses a function's source into an SSA graph IR with structured
 control flow, infers types from the arguments, optimizes, and compiles it
-to native code with LLVM.
+to native code with LLVM. `grad` and friends differentiate that IR.
 """
 from .api import jit
+from .autodiff import check_grad, grad, jvp, stop_gradient, value_and_grad
 from .errors import (
-                     CompileError,
-                     NameResolutionError,
-                     SourceUnavailableError,
-                     TypingError,
-                     UnsupportedCallError,
-                     UnsupportedSyntaxError,
+    CompileError,
+    DifferentiationError,
+    NameResolutionError,
+    SourceUnavailableError,
+    TypingError,
+    UnsupportedCallError,
+    UnsupportedSyntaxError,
 )
 
-__all__ = ["jit", "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
-           "NameResolutionError", "TypingError", "SourceUnavailableError"]
+__all__ = ["jit", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
+           "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
+           "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]
 __version__ = "0.1.0"

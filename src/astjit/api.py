@@ -49,7 +49,19 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", **options: Any):
         raise ValueError(f"unknown target {target!r}; available: 'cpu'")
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
+    if hasattr(fn, "__astjit_derived__"):
+        return fn.entry  # jit(grad(f)) is grad(f)'s own compiled entry
     return Dispatcher(fn, options).entry
+
+
+def interpret_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """Run `fn` through the reference interpreter instead of compiled code (for debugging)."""
+    from .ir.interp import interpret
+
+    signature = dispatch.Signature(fn)
+    values = signature.bind(args, kwargs)
+    module = optimize(infer_types(lower_function(fn), list(signature.types_of(values))))
+    return interpret(module, values)
 
 
 @dataclass

@@ -83,5 +83,9 @@ class TypingError(CompileError):
     """Types do not agree: a conflict between paths, an operator on wrong types, a bad argument."""
 
 
+class DifferentiationError(TypingError, TypeError):
+    """A gradient that cannot be taken: w.r.t. an int argument, of a non-float result, ..."""
+
+
 class SourceUnavailableError(CompileError):
     """The function's source cannot be read (a lambda in a REPL, a builtin, a C function)."""

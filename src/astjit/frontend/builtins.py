@@ -128,3 +128,9 @@ def math_attribute(name: str) -> object:
     if name in MATH_CONSTANTS:
         return MATH_CONSTANTS[name]
     return getattr(math, name) if name in _MATH_OPS else None
+
+
+def primitive_handler(obj: object) -> Handler | None:
+    """Calls of a function marked `__astjit_op__ = "name"` (astjit.stop_gradient ...): that op."""
+    op = getattr(obj, "__astjit_op__", None)
+    return _fixed(op, getattr(obj, "__name__", op)) if op in OPS else None

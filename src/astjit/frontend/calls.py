@@ -17,7 +17,7 @@ from collections import deque
 
 from ..errors import CompileError, NameResolutionError, UnsupportedCallError
 from ..ir.core import Value
-from .builtins import CallError, Handler, call_handler
+from .builtins import CallError, Handler, call_handler, primitive_handler
 from .lower import LOCAL, ExpressionLowerer
 from .scope import Scope
 from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value
@@ -72,9 +72,11 @@ class CallLowerer(ExpressionLowerer):
             return self.fail(scope, node, UnsupportedCallError,
                              f"call to '{name}' is not supported", f"{why}; {SUPPORTED_CALLS}")
         callee = getattr(callee, "py_func", callee)
-        if isinstance(callee, types.FunctionType):
+        if isinstance(callee, types.FunctionType) or hasattr(callee, "__astjit_derived__"):
             return self.call_function(scope, node, callee)
-        handler = call_handler(callee)
+        if hasattr(callee, "__astjit_jvp__"):
+            return self.call_jvp(scope, node, callee)
+        handler = call_handler(callee) or primitive_handler(callee)
         if handler is None:
             return self.fail(scope, node, UnsupportedCallError,
                              f"call to '{name}' is not supported", SUPPORTED_CALLS)
@@ -105,6 +107,24 @@ class CallLowerer(ExpressionLowerer):
             return handler(lambda op, inputs, attrs=None: scope.emit(op, inputs, loc, attrs), args)
         except CallError as error:
             return self.fail(scope, node, UnsupportedCallError, error.message, error.hint)
+
+    def call_jvp(self, scope: Scope, node: ast.Call, jvp) -> Value:
+        """`jvp(f, (x, y), (dx, dy))`: a call of the derived function jvp(f) on x, y, dx, dy."""
+        if len(node.args) != 3 or node.keywords or not all(
+                isinstance(a, ast.Tuple) for a in node.args[1:]):
+            return self.fail(scope, node, UnsupportedCallError,
+                             "jvp() in compiled code takes (function, primals, tangents)",
+                             "write the primals and tangents as tuple displays: "
+                             "jvp(f, (x,), (1.0,))")
+        fn = self.static_object(scope, node.args[0])
+        fn = getattr(fn, "py_func", fn)
+        if not (isinstance(fn, types.FunctionType) or hasattr(fn, "__astjit_derived__")):
+            return self.fail(scope, node, UnsupportedCallError,
+                             f"jvp() of '{ast.unparse(node.args[0])}' is not supported",
+                             "pass a function defined with def")
+        values = [self.lower_expr(scope, e) for t in node.args[1:] for e in t.elts]
+        derived = jvp.__astjit_jvp__(fn)
+        return scope.emit("call", values, self.loc(node), {"callee": self.functions.request(derived)})
 
     def call_function(self, scope: Scope, node: ast.Call, fn: types.FunctionType) -> Value:
         """A `call` node of `fn`'s graph, with the arguments bound to its parameters."""

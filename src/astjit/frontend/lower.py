@@ -22,7 +22,8 @@ from ..ir.types import BOOL
 from .analysis import assigned_names
 from .builtins import math_attribute
 from .scope import Scope, Unbound, branch_value
-from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value, resolve_free_name
+from .source import (NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value,
+                     resolve_free_name)
 from .syntax import describe, describe_constant
 
 BINARY_OPS = {
@@ -212,7 +213,32 @@ class ExpressionLowerer:
         if isinstance(node, ast.Attribute) and self.static_object(scope, node.value) is math:
             value = math_attribute(node.attr)
             return NOT_FOUND if value is None else value
+        if isinstance(node, ast.Call):
+            return self.static_transform(scope, node)
         return NOT_FOUND
+
+    def static_transform(self, scope: Scope, node: ast.Call) -> object:
+        """`grad(f, argnums=1)` and the like, evaluated at compile time into a function object.
+
+        The callee must be marked `__astjit_transform__` and every argument must be
+        a function or a constant known at compile time.
+        """
+        transform = self.static_object(scope, node.func)
+        if not getattr(transform, "__astjit_transform__", False):
+            return NOT_FOUND
+        args = [self.static_argument(scope, a) for a in node.args]
+        kwargs = {k.arg: self.static_argument(scope, k.value) for k in node.keywords}
+        if NOT_FOUND in args or NOT_FOUND in kwargs.values() or None in kwargs:
+            return NOT_FOUND
+        return transform(*args, **kwargs)
+
+    def static_argument(self, scope: Scope, node: ast.expr) -> object:
+        """A transform's argument: a function known at compile time or a literal."""
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, SyntaxError, TypeError):
+            found = self.static_object(scope, node)
+            return NOT_FOUND if found in (LOCAL, NOT_CONSTANT) else found
 
 
 def constant_index(node: ast.expr) -> int | None:

@@ -12,7 +12,7 @@ import sys
 import types
 
 from ..errors import CompileError, Loc, Problem, SourceUnavailableError
-from ..ir.core import Graph, Module
+from ..ir.core import Graph, Module, Value
 from .calls import FunctionTable
 from .function import FunctionLowerer
 from .source import FunctionSource
@@ -26,7 +26,7 @@ _RECURSION_LIMIT = 20_000
 def lower_function(fn) -> Module:
     """Parse `fn` (or a jitted object's `py_func`) and its callees into untyped graphs."""
     fn = getattr(fn, "py_func", fn)
-    if not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, types.FunctionType) and not hasattr(fn, "__astjit_derived__"):
         raise SourceUnavailableError(
             f"cannot compile {fn!r}: only Python functions defined with def can be compiled",
             hint="pass a function defined with def in a .py file")
@@ -50,8 +50,22 @@ def lower_function(fn) -> Module:
     return module
 
 
+def _lower_derived(derived, name: str, table: FunctionTable) -> Graph:
+    """The graph of a derived function (`grad(f)`, `jvp(f)` ...): one `call` of the base
+    function marked with what to derive, which type inference carries out.
+    """
+    spec = derived.__astjit_derived__
+    graph = Graph(name, [Value(p) for p in spec.params], loc=spec.loc)
+    call = graph.add("call", graph.params, attrs={"callee": table.request(spec.base),
+                                                  "derive": spec.derive}, loc=spec.loc)
+    graph.outputs = call.outputs
+    return graph
+
+
 def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable) -> tuple[Graph | None, Found]:
     """One function's graph (None if its source cannot be read) and its problems."""
+    if hasattr(fn, "__astjit_derived__"):
+        return _lower_derived(fn, name, table), []
     where = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
     try:
         lowerer = FunctionLowerer(FunctionSource.read(fn), table, name)

@@ -143,6 +143,8 @@ class _Inferencer:
         return new.outputs
 
     def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        if "derive" in node.attrs:
+            return self.infer_derived_call(node, inputs, out)
         arg_types = [v.type for v in inputs]
         callee = node.attrs["callee"]
         if any(contains_bottom(t) for t in arg_types):
@@ -150,6 +152,25 @@ class _Inferencer:
         typed_callee = self.specialize(callee, arg_types, node.loc)
         result = self.result_type(callee, arg_types)
         new = out.add("call", inputs, attrs={"callee": typed_callee}, loc=node.loc,
+                      names=[node.outputs[0].name], types=[result])
+        return new.outputs
+
+    def infer_derived_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """A call of grad(f), jvp(f) ...: specialize f, differentiate it (ir.ad), call that."""
+        from .ad.derive import derive
+
+        spec = node.attrs["derive"]
+        primals = inputs[:spec[1]] if spec[0] == "jvp" else inputs
+        if any(contains_bottom(v.type) for v in inputs):
+            return [self.undef(out, BOTTOM, node.loc)]
+        callee = self.specialize(node.attrs["callee"], [v.type for v in primals], node.loc)
+        if callee not in self.out.graphs:
+            raise TypingError("a function cannot be differentiated inside its own recursion",
+                              node.loc)
+        tangents = [coerce(out, t, p.type, node.loc) for t, p in zip(inputs[len(primals):], primals)]
+        derived = derive(self.out, callee, spec)
+        result = self.out.graphs[derived].outputs[0].type
+        new = out.add("call", [*primals, *tangents], attrs={"callee": derived}, loc=node.loc,
                       names=[node.outputs[0].name], types=[result])
         return new.outputs
 

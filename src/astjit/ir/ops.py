@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import BOOL, F64, I64, NONE, TupleType, Type, is_numeric, promote, python_type_of
+from .types import (BOOL, F64, I64, NONE, TapeType, TupleType, Type, is_numeric, promote,
+                    python_type_of)
 
 
 class OpTypeError(Exception):
@@ -416,8 +417,244 @@ def py_raise_if(cond, exc, message):
 
 
 EXCEPTIONS = {e.__name__: e for e in (ZeroDivisionError, ValueError, OverflowError, IndexError,
-                                      AssertionError, TypeError, RuntimeError)}
+                                      AssertionError, TypeError, RuntimeError,
+                                      MemoryError)}
 
 _def("len", 1, len_rule, len, {"*": Routine("len")})
 _def("raise_if", 1, raise_if_rule, py_raise_if, {"b": Routine("raise_if")}, ("raises",),
      doc="raise attrs['exc'](attrs['message']) when the operand is true; output is none")
+
+
+# ---- primitives that derivative code uses ---------------------------------------
+
+def ieee_div(a, b):
+    """a / b as IEEE 754 computes it: never raises (x / 0.0 is +-inf or nan)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def ieee_pow(a, b):
+    """C's pow(a, b): never raises (0.0 ** -1.0 is inf, (-1.0) ** 0.5 is nan)."""
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return math.inf
+    except ValueError:
+        return math.inf if a == 0.0 else math.nan
+
+
+def identity_rule(types, attrs):
+    _numeric(types, "stop_gradient")
+    return [types[0]], types[0]
+
+
+_def("fdiv", 2, float_rule, ieee_div, {"f": Builder("fdiv")}, ("pure", "elementwise"),
+     doc="IEEE float division, never raises: derivative code divides by values a forward pass made")
+_def("powr", 2, float_rule, ieee_pow, {"f": Intrinsic("llvm.pow")}, ("pure", "elementwise"),
+     doc="C's pow, never raises: derivative code of `**`")
+_def("stop_gradient", 1, identity_rule, lambda x: x, {"*": Routine("identity")}, ("pure",),
+     doc="the identity, whose derivative is zero")
+
+
+# ---- tapes: what a differentiated `while` records, one entry per iteration -------
+
+def tape_new_rule(types, attrs):
+    return [], TapeType(attrs["element"])
+
+
+def tape_push_rule(types, attrs):
+    tape, value = types
+    if not isinstance(tape, TapeType) or tape.element != value:
+        raise OpTypeError(f"cannot push {value} onto {tape}")
+    return [tape, value], tape
+
+
+def tape_get_rule(types, attrs):
+    tape, index = types
+    if not isinstance(tape, TapeType) or index != I64:
+        raise OpTypeError(f"cannot index {tape} with {index}")
+    return [tape, I64], tape.element
+
+
+def tape_free_rule(types, attrs):
+    if not isinstance(types[0], TapeType):
+        raise OpTypeError(f"cannot free {types[0]}")
+    return [types[0]], NONE
+
+
+def _tape_push(tape, value):
+    tape.append(value)
+    return tape
+
+
+def _tape_free(tape):
+    tape.clear()
+
+
+_def("tape_new", 0, tape_new_rule, lambda element: [], {"*": Routine("tape_new")}, (),
+     doc="an empty tape of attrs['element'] values (allocates: never merged or moved)")
+_def("tape_push", 2, tape_push_rule, _tape_push, {"*": Routine("tape_push")}, (),
+     doc="append a value; the result is the same tape, threaded on as a new SSA value")
+_def("tape_get", 2, tape_get_rule, lambda tape, i: tape[i], {"*": Routine("tape_get")}, ("pure",),
+     doc="the value pushed at position i (0 = first)")
+_def("tape_free", 1, tape_free_rule, _tape_free, {"*": Routine("tape_free")}, (),
+     doc="release the tape's memory; it is not used afterwards")
+
+
+# ---- reverse-mode rules: the adjoint of each input, given the output's adjoint g ----
+# A rule is vjp(e, g, inputs, out, needs) -> one Value or None per input, where
+# `e` is an ad.emit.Emitter, `out` the op's result and `needs[i]` whether input
+# i wants an adjoint (rules skip work for the others: `log(a)` in the adjoint of
+# `a ** b` must not run when b is a constant and a is negative). Derivative code
+# uses only ops that never raise (fdiv, powr), so it can be dropped when unused.
+# Ops without a rule and with float inputs cannot be differentiated in reverse;
+# ops on ints and bools, comparisons and roundings have zero derivative.
+
+def _vjp(name: str, rule: Callable) -> None:
+    import dataclasses
+
+    OPS[name] = dataclasses.replace(OPS[name], vjp=rule)
+
+
+def _one(fn: Callable) -> Callable:
+    """A unary rule from `fn(e, g, x, out) -> adjoint of x`."""
+    return lambda e, g, ins, out, needs: [fn(e, g, ins[0], out)]
+
+
+def _c(e, value, like):
+    return e.const(value, like.type)
+
+
+def _sq(e, x):
+    return e.op("mul", x, x)
+
+
+_vjp("add", lambda e, g, ins, out, needs: [g, g])
+_vjp("sub", lambda e, g, ins, out, needs: [g, e.op("neg", g)])
+_vjp("mul", lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
+                                           e.op("mul", g, ins[0]) if needs[1] else None])
+_vjp("truediv", lambda e, g, ins, out, needs: [
+    e.op("fdiv", g, ins[1]) if needs[0] else None,
+    e.op("neg", e.op("fdiv", e.op("mul", g, out), ins[1])) if needs[1] else None])
+_vjp("fdiv", OPS["truediv"].vjp)
+_vjp("neg", _one(lambda e, g, x, out: e.op("neg", g)))
+_vjp("pos", _one(lambda e, g, x, out: g))
+_vjp("stop_gradient", lambda e, g, ins, out, needs: [None])
+_vjp("select", lambda e, g, ins, out, needs: [
+    None, e.op("select", ins[0], g, _c(e, 0.0, g)), e.op("select", ins[0], _c(e, 0.0, g), g)])
+_vjp("cast", _one(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None))
+
+
+def _pow_vjp(e, g, ins, out, needs):
+    """d(a**b) = b * a**(b-1) da + a**b * log(a) db."""
+    a, b = ins
+    da = db = None
+    if needs[0]:
+        da = e.op("mul", g, e.op("mul", b, e.op("powr", a, e.op("sub", b, _c(e, 1.0, b)))))
+    if needs[1]:
+        db = e.op("mul", g, e.op("mul", out, e.op("log", a)))
+    return [da, db]
+
+
+_vjp("pow", _pow_vjp)
+_vjp("fpow", _pow_vjp)
+_vjp("powr", _pow_vjp)
+
+
+def _min_max_vjp(pick_second: str):
+    """min(a, b) is b when b < a, else a (max: b when b > a): the adjoint follows the pick."""
+    def rule(e, g, ins, out, needs):
+        second = e.op(pick_second, ins[1], ins[0])
+        zero = _c(e, 0.0, g)
+        return [e.op("select", second, zero, g), e.op("select", second, g, zero)]
+    return rule
+
+
+_vjp("min", _min_max_vjp("lt"))
+_vjp("max", _min_max_vjp("gt"))
+
+
+def _sign_times(e, g, x):
+    return e.op("select", e.op("lt", x, _c(e, 0.0, x)), e.op("neg", g), g)
+
+
+_vjp("abs", _one(lambda e, g, x, out: _sign_times(e, g, x)))
+_vjp("fabs", _one(lambda e, g, x, out: _sign_times(e, g, x)))
+_vjp("sqrt", _one(lambda e, g, x, out: e.op("fdiv", e.op("mul", g, _c(e, 0.5, g)), out)))
+_vjp("exp", _one(lambda e, g, x, out: e.op("mul", g, out)))
+_vjp("expm1", _one(lambda e, g, x, out: e.op("mul", g, e.op("add", out, _c(e, 1.0, out)))))
+_vjp("log", _one(lambda e, g, x, out: e.op("fdiv", g, x)))
+_vjp("log2", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("mul", x, _c(e, math.log(2.0), x)))))
+_vjp("log10", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("mul", x, _c(e, math.log(10.0), x)))))
+_vjp("log1p", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("add", x, _c(e, 1.0, x)))))
+_vjp("sin", _one(lambda e, g, x, out: e.op("mul", g, e.op("cos", x))))
+_vjp("cos", _one(lambda e, g, x, out: e.op("neg", e.op("mul", g, e.op("sin", x)))))
+_vjp("tan", _one(lambda e, g, x, out: e.op("mul", g, e.op("add", _c(e, 1.0, out), _sq(e, out)))))
+_vjp("sinh", _one(lambda e, g, x, out: e.op("mul", g, e.op("cosh", x))))
+_vjp("cosh", _one(lambda e, g, x, out: e.op("mul", g, e.op("sinh", x))))
+_vjp("tanh", _one(lambda e, g, x, out: e.op("mul", g, e.op("sub", _c(e, 1.0, out), _sq(e, out)))))
+_vjp("atan", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("add", _c(e, 1.0, x), _sq(e, x)))))
+_vjp("asin", _one(lambda e, g, x, out: e.op("fdiv", g, e.op(
+    "sqrt", e.op("sub", _c(e, 1.0, x), _sq(e, x))))))
+_vjp("acos", _one(lambda e, g, x, out: e.op("neg", e.op("fdiv", g, e.op(
+    "sqrt", e.op("sub", _c(e, 1.0, x), _sq(e, x)))))))
+_vjp("asinh", _one(lambda e, g, x, out: e.op("fdiv", g, e.op(
+    "sqrt", e.op("add", _sq(e, x), _c(e, 1.0, x))))))
+_vjp("acosh", _one(lambda e, g, x, out: e.op("fdiv", g, e.op(
+    "sqrt", e.op("sub", _sq(e, x), _c(e, 1.0, x))))))
+_vjp("atanh", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("sub", _c(e, 1.0, x), _sq(e, x)))))
+_vjp("erf", _one(lambda e, g, x, out: e.op("mul", g, e.op(
+    "mul", _c(e, 2.0 / math.sqrt(math.pi), x), e.op("exp", e.op("neg", _sq(e, x)))))))
+_vjp("erfc", _one(lambda e, g, x, out: e.op("neg", OPS["erf"].vjp(e, g, [x], out, [True])[0])))
+
+
+def _atan2_vjp(e, g, ins, out, needs):
+    """atan2(y, x): dy = x / (x^2 + y^2), dx = -y / (x^2 + y^2)."""
+    y, x = ins
+    scale = e.op("fdiv", g, e.op("add", _sq(e, x), _sq(e, y)))
+    return [e.op("mul", scale, x), e.op("neg", e.op("mul", scale, y))]
+
+
+def _hypot_vjp(e, g, ins, out, needs):
+    """hypot(x, y): dx = x / out, dy = y / out."""
+    scale = e.op("fdiv", g, out)
+    return [e.op("mul", scale, ins[0]), e.op("mul", scale, ins[1])]
+
+
+def _copysign_vjp(e, g, ins, out, needs):
+    """copysign(a, b) = |a| sign(b): da = sign(a) sign(b) g; b only chooses a sign."""
+    one = _c(e, 1.0, g)
+    sign = e.op("mul", e.op("copysign", one, ins[0]), e.op("copysign", one, ins[1]))
+    return [e.op("mul", g, sign), None]
+
+
+def _fmod_vjp(e, g, ins, out, needs):
+    """fmod(a, b) = a - b * trunc(a / b): da = g, db = -g trunc(a / b)."""
+    quotient = e.op("cast", e.op("trunc", e.op("fdiv", ins[0], ins[1])), to=g.type)
+    return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
+
+
+def _mod_vjp(e, g, ins, out, needs):
+    """a % b = a - b * floor(a / b) (floats): da = g, db = -g floor(a / b)."""
+    if not g.type.is_float:
+        return [None, None]
+    quotient = e.op("cast", e.op("floor", e.op("fdiv", ins[0], ins[1])), to=g.type)
+    return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
+
+
+_vjp("atan2", _atan2_vjp)
+_vjp("hypot", _hypot_vjp)
+_vjp("copysign", _copysign_vjp)
+_vjp("fmod", _fmod_vjp)
+_vjp("mod", _mod_vjp)
+
+ZERO_DERIVATIVE = frozenset({
+    "floordiv", "floor", "ceil", "trunc", "round", "lt", "le", "gt", "ge", "eq", "ne", "not",
+    "isnan", "isinf", "isfinite", "raise_if", "len", "const", "undef", "tape_new", "tape_free",
+    "bitand", "bitor", "bitxor", "lshift", "rshift", "invert", "add_sat",
+})
+"""Ops whose result does not change with their float inputs (or that have none)."""

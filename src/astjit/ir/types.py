@@ -40,6 +40,16 @@ class TupleType(Type):
 
 
 @dataclass(frozen=True)
+class TapeType(Type):
+    """A growable stack of `element` values: what a differentiated `while` records per iteration."""
+
+    element: Type
+
+    def __str__(self) -> str:
+        return f"tape<{self.element}>"
+
+
+@dataclass(frozen=True)
 class NoneType(Type):
     def __str__(self) -> str:
         return "none"

@@ -1,0 +1,175 @@
+"""Public differentiation API: grad, value_and_grad, jvp, stop_gradient, check_grad.
+
+`grad(f)` returns a *derived function*: a small object that names its base
+function and what to derive. Compiling it (on its first call, or when jitted
+code calls it) gives an untyped graph with one `call` of the base marked
+`derive`; type inference then differentiates the typed, optimized base graph
+IR → IR (`ir.ad.derive`) and the result compiles like any other graph. So
+`jit(grad(f))`, `grad(jit(f))` and `grad(f)` called inside jitted code are all
+the same compiled thing, and `grad(grad(f))` differentiates a gradient graph.
+
+Derived functions are cached per (function, argnums): creating `grad(f)` again
+in a loop costs nothing.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import Loc
+
+
+@dataclass(frozen=True)
+class DerivedSpec:
+    """What the frontend needs to build a derived function's graph."""
+
+    base: Any
+    """The function differentiated: a Python function or another derived function."""
+    params: tuple[str, ...]
+    derive: tuple
+    """("grad", argnums, with_value, single) or ("jvp", n_primals): read by ir.ad.derive."""
+    loc: Loc | None = None
+
+
+class Derived:
+    """A function derived from another by a transform; callable, jittable, differentiable."""
+
+    def __init__(self, base: Any, name: str, params: tuple[str, ...], derive: tuple):
+        self.base = base
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = f"{name}: derived by astjit from {getattr(base, '__name__', base)!r}"
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+        self.__astjit_derived__ = DerivedSpec(base, params, derive, _loc_of(base))
+        self._entry = None
+
+    def __repr__(self) -> str:
+        return f"<astjit derived function {self.__name__}>"
+
+    @property
+    def entry(self):
+        """The compiled entry (built on first use), as `jit(self)` returns it."""
+        if self._entry is None:
+            from .api import Dispatcher
+
+            self._entry = Dispatcher(self, {}).entry
+        return self._entry
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
+            from .api import interpret_call
+
+            return interpret_call(self, args, kwargs)
+        return self.entry(*args, **kwargs)
+
+    def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
+        """The IR of this derived function for these example arguments (see `jit(...).ir`)."""
+        return self.entry.ir(*example_args, stage=stage, format=format)
+
+
+def _loc_of(fn: Any) -> Loc | None:
+    code = getattr(fn, "__code__", None)
+    return Loc(code.co_filename, code.co_firstlineno) if code is not None else None
+
+
+def _params_of(fn: Any) -> tuple[str, ...]:
+    return tuple(inspect.signature(fn).parameters)
+
+
+def _unwrap(fn: Any) -> Any:
+    return getattr(fn, "py_func", fn)
+
+
+def _argnum_tuple(argnums: int | tuple[int, ...], n_params: int, name: str) -> tuple[int, ...]:
+    wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not wanted:
+        raise ValueError(f"argnums of grad({name}) is empty")
+    for i in wanted:
+        if not isinstance(i, int) or not -n_params <= i < n_params:
+            raise ValueError(f"argnums {argnums!r} out of range for {name}() "
+                             f"with {n_params} parameters")
+    return tuple(i % n_params for i in wanted)
+
+
+@functools.cache
+def _derive(fn: Any, kind: str, argnums: int | tuple[int, ...]) -> Derived:
+    params = _params_of(fn)
+    name = getattr(fn, "__name__", "f")
+    if kind == "jvp":
+        tangents = tuple(f"d{p}" for p in params)
+        return Derived(fn, f"jvp({name})", params + tangents, ("jvp", len(params)))
+    wrt = _argnum_tuple(argnums, len(params), name)
+    single = isinstance(argnums, int)
+    return Derived(fn, f"{kind}({name})", params, (kind, wrt, single))
+
+
+def grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+    """The gradient of scalar-valued `fn` with respect to its arguments `argnums`.
+
+    An int `argnums` gives a float; a tuple gives a tuple of floats. The
+    arguments differentiated must be floats: a gradient with respect to an
+    int or a bool is a TypeError naming the parameter.
+    """
+    return _derive(_unwrap(fn), "grad", argnums)
+
+
+def value_and_grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+    """Like `grad`, but returns `(fn(*args), gradient)` from one compiled pass."""
+    return _derive(_unwrap(fn), "value_and_grad", argnums)
+
+
+def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
+    """Forward mode: `(fn(*primals), directional derivative along tangents)`."""
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    return _derive(_unwrap(fn), "jvp", 0)(*primals, *tangents)
+
+
+def stop_gradient(x: Any) -> Any:
+    """The identity; inside a differentiated function its derivative is zero."""
+    return x
+
+
+stop_gradient.__astjit_op__ = "stop_gradient"
+for _transform in (grad, value_and_grad):
+    _transform.__astjit_transform__ = True
+jvp.__astjit_jvp__ = functools.partial(_derive, kind="jvp", argnums=0)
+
+
+@dataclass(frozen=True)
+class GradCheck:
+    """`check_grad`'s report: per argument, the compiled gradient, the finite difference,
+    and their relative error."""
+
+    gradient: tuple[float, ...]
+    finite_difference: tuple[float, ...]
+    relative_error: tuple[float, ...]
+
+    @property
+    def worst(self) -> float:
+        return max(self.relative_error, default=0.0)
+
+
+def check_grad(fn: Callable, *args: float, step: float = 1e-6) -> GradCheck:
+    """Compare the compiled gradient of `fn` at `args` with central finite differences.
+
+    Every float argument is checked; the report gives the relative error of each
+    (|g - fd| / max(1, |fd|)), `worst` the largest.
+    """
+    base = _unwrap(fn)
+    argnums = tuple(i for i, a in enumerate(args) if isinstance(a, float))
+    gradient = grad(base, argnums)(*args)
+    estimates = []
+    for i in argnums:
+        h = step * max(1.0, abs(args[i]))
+        up, down = list(args), list(args)
+        up[i] += h
+        down[i] -= h
+        estimates.append((base(*up) - base(*down)) / (2 * h))
+    errors = tuple(abs(g - f) / max(1.0, abs(f)) if math.isfinite(f) else math.inf
+                   for g, f in zip(gradient, estimates))
+    return GradCheck(tuple(gradient), tuple(estimates), errors)

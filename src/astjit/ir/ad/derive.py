@@ -1,0 +1,154 @@
+"""Derived graphs: the typed graph of `grad(f)`, `value_and_grad(f)` or `jvp(f)` for one signature.
+
+`derive(module, name, spec)` takes graph `name` of a typed module (with what it
+calls), differentiates an optimized copy of it, shapes the result as the API
+returns it, optimizes again (AD after optimization, then optimization of the
+AD output), and adds the graphs to `module` under names prefixed with the
+derived function's own name. It returns that name.
+
+Reverse mode is used for gradients. A graph reverse mode cannot handle — one
+that is itself a gradient, whose loops record tapes — is differentiated in
+forward mode instead, one pass per argument (forward-over-reverse: how
+`grad(grad(f))` gets second derivatives through loops).
+"""
+from __future__ import annotations
+
+import copy
+
+from ...errors import DifferentiationError
+from ..core import Graph, Module, Value
+from ..types import F32, F64, TupleType
+
+
+def derive(module: Module, name: str, spec: tuple) -> str:
+    """Add the derived graph for `spec` of typed graph `name` to `module`; return its name."""
+    from ..passes.pipeline import optimize
+
+    scratch = Module(graphs=_reachable_copy(module, name), entry=name)
+    optimize(scratch)
+    kind = spec[0]
+    if kind == "jvp":
+        core = _jvp(scratch, spec[1])
+    else:
+        core = _gradient(scratch, list(spec[1]))
+    scratch.entry = _shape(scratch, core, spec)
+    optimize(scratch)
+    prefix = f"{_spec_name(spec)}({name})"
+    return _merge(module, scratch, prefix)
+
+
+def _spec_name(spec: tuple) -> str:
+    if spec[0] == "jvp":
+        return "jvp"
+    wrt = ",".join(map(str, spec[1]))
+    return f"{spec[0]}[{wrt}]"
+
+
+def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:
+    """Deep copies of graph `name` and of every graph it calls, by name."""
+    names, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in names:
+            names.add(current)
+            todo.extend(module.callees(module.graphs[current]))
+    return copy.deepcopy({n: module.graphs[n] for n in names})
+
+
+def _gradient(module: Module, wrt: list[int]) -> str:
+    """Graph returning (value, d/d wrt[0], ...): reverse mode, or forward mode per argument."""
+    from .reverse import NotDifferentiableError, reverse_graph
+
+    _check_float_params(module.entry_graph, wrt)
+    try:
+        return reverse_graph(module, module.entry, wrt)
+    except NotDifferentiableError as error:
+        if getattr(error, "op", None) not in ("tape_new", "tape_push", "tape_get", "tape_free"):
+            raise DifferentiationError(str(error), getattr(error, "loc", None)) from None
+    return _gradient_by_forward_mode(module, wrt)
+
+
+def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
+    """(value, d/d wrt[0], ...) from one forward-mode pass per argument, tangent 1.0 each."""
+    from .forward import forward_graph
+
+    inner = module.entry_graph
+    outer = Graph(f"{inner.name}.fwdgrad", [Value(p.name, p.type) for p in inner.params],
+                  loc=inner.loc)
+    value = None
+    derivatives = []
+    for i in wrt:
+        jvp_name = forward_graph(module, inner.name, [i])
+        one = outer.add("const", [], attrs={"value": 1.0, "type": inner.params[i].type},
+                        loc=inner.loc, types=[inner.params[i].type]).outputs[0]
+        result = _call(outer, module.graphs[jvp_name], [*outer.params, one])
+        value = _item(outer, result, 0)
+        derivatives.append(_item(outer, result, 1))
+    outer.outputs = [_tuple(outer, [value, *derivatives])]
+    module.graphs[outer.name] = outer
+    return outer.name
+
+
+def _jvp(module: Module, n_primals: int) -> str:
+    from .forward import forward_graph
+
+    _check_float_params(module.entry_graph, list(range(n_primals)))
+    return forward_graph(module, module.entry, list(range(n_primals)))
+
+
+def _check_float_params(graph: Graph, wrt: list[int]) -> None:
+    for i in wrt:
+        param = graph.params[i]
+        if param.type not in (F64, F32):
+            raise DifferentiationError(
+                f"cannot differentiate with respect to argument '{param.name}' of type "
+                f"{param.type}: only float arguments have a gradient", graph.loc,
+                hint="pass a float (2.0, not 2), or leave this argument out of argnums")
+    output = graph.outputs[0].type
+    if output not in (F64, F32) and not wrt == []:
+        raise DifferentiationError(f"cannot take the gradient of a function returning {output}: "
+                                   "the result must be a float", graph.loc)
+
+
+def _shape(module: Module, core: str, spec: tuple) -> str:
+    """A graph giving the derived function's result in the shape the API promises."""
+    inner = module.graphs[core]
+    outer = Graph(f"{core}.result", [Value(p.name, p.type) for p in inner.params], loc=inner.loc)
+    result = _call(outer, inner, outer.params)
+    if spec[0] == "jvp":
+        outer.outputs = [result]
+    else:
+        _, wrt, single = spec
+        grads = [_item(outer, result, k + 1) for k in range(len(wrt))]
+        gradient = grads[0] if single else _tuple(outer, grads)
+        outer.outputs = [_tuple(outer, [_item(outer, result, 0), gradient])
+                         if spec[0] == "value_and_grad" else gradient]
+    module.graphs[outer.name] = outer
+    return outer.name
+
+
+def _call(graph: Graph, callee: Graph, args: list[Value]) -> Value:
+    return graph.add("call", args, attrs={"callee": callee.name}, loc=callee.loc,
+                     types=[callee.outputs[0].type]).outputs[0]
+
+
+def _item(graph: Graph, value: Value, index: int) -> Value:
+    return graph.add("getitem", [value], attrs={"index": index}, loc=graph.loc,
+                     types=[value.type.elements[index]]).outputs[0]
+
+
+def _tuple(graph: Graph, parts: list[Value]) -> Value:
+    return graph.add("tuple", parts, loc=graph.loc,
+                     types=[TupleType(tuple(p.type for p in parts))]).outputs[0]
+
+
+def _merge(module: Module, scratch: Module, prefix: str) -> str:
+    """Add `scratch`'s graphs to `module` renamed `prefix/...`; return the entry's new name."""
+    renamed = {old: f"{prefix}/{old}" for old in scratch.graphs}
+    for old, graph in scratch.graphs.items():
+        graph.name = renamed[old]
+        for node in graph.walk():
+            if node.op == "call":
+                node.attrs["callee"] = renamed[node.attrs["callee"]]
+        module.graphs[graph.name] = graph
+    return renamed[scratch.entry]

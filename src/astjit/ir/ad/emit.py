@@ -1,0 +1,30 @@
+"""Building typed IR from transforms: the `Emitter` that derivative rules call.
+
+A rule writes `e.op("mul", g, x)` and gets the typed result Value; the
+result type comes from the op's own type rule in `ops.py`, and the operands
+must already have the types that rule asks for (derivative code works on
+values of one float type, so it never needs casts).
+"""
+from __future__ import annotations
+
+from ...errors import Loc
+from ..core import Graph, Value
+from ..ops import OPS
+from ..types import Type
+
+
+class Emitter:
+    """Appends typed nodes to `graph`, each with the location `loc`."""
+
+    def __init__(self, graph: Graph, loc: Loc | None = None):
+        self.graph = graph
+        self.loc = loc
+
+    def op(self, name: str, *inputs: Value, **attrs) -> Value:
+        operand_types, result = OPS[name].rule([v.type for v in inputs], attrs)
+        if list(operand_types) != [v.type for v in inputs]:
+            raise TypeError(f"{name} of {[str(v.type) for v in inputs]} needs {operand_types}")
+        return self.graph.add(name, list(inputs), attrs=attrs, loc=self.loc, types=[result]).outputs[0]
+
+    def const(self, value, t: Type) -> Value:
+        return self.op("const", value=value, type=t)

@@ -1,0 +1,106 @@
+"""Gradients of the whole scalar corpus and of random programs against finite differences.
+
+A central difference is only a trustworthy reference where the function is
+smooth, so a point is checked when differences with two step sizes agree; the
+points that are not (a branch boundary, a floor) are counted, not checked.
+"""
+import math
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from astjit import grad, value_and_grad
+from corpus import CASE_IDS, NAMES
+from program_gen import programs
+from test_random_programs import load
+
+EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "200")) // 4
+
+
+def central_difference(fn, args, i, h):
+    up, down = list(args), list(args)
+    up[i] += h
+    down[i] -= h
+    return (fn(*up) - fn(*down)) / (2 * h)
+
+
+def smooth_reference(fn, args, i):
+    """The derivative by finite differences, or None where the function is not smooth."""
+    scale = max(1.0, abs(args[i]))
+    try:
+        coarse = central_difference(fn, args, i, 1e-4 * scale)
+        fine = central_difference(fn, args, i, 1e-6 * scale)
+    except (ArithmeticError, ValueError):
+        return None
+    if not (math.isfinite(coarse) and math.isfinite(fine)):
+        return None
+    if abs(coarse - fine) > 1e-4 * max(1.0, abs(fine)):
+        return None
+    return fine
+
+
+def float_argnums(args):
+    return tuple(i for i, a in enumerate(args) if type(a) is float)
+
+
+def differentiable(fn, args):
+    try:
+        return type(fn(*args)) is float and float_argnums(args)
+    except (ArithmeticError, ValueError):
+        return False
+
+
+GRAD_CASES = [(fn, args) for fn, args in CASE_IDS if differentiable(fn, args)]
+
+
+@pytest.mark.parametrize("fn,args", GRAD_CASES,
+                         ids=[n for (f, a), n in zip(CASE_IDS, NAMES) if differentiable(f, a)])
+def test_corpus_gradient_matches_finite_differences(fn, args):
+    argnums = float_argnums(args)
+    value, gradient = value_and_grad(fn, argnums=argnums)(*args)
+    assert value == fn(*args)
+    for i, g in zip(argnums, gradient):
+        reference = smooth_reference(fn, args, i)
+        if reference is not None:
+            assert math.isclose(g, reference, rel_tol=1e-5, abs_tol=1e-6), (i, g, reference)
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(source=programs(), a=st.integers(-20, 20), b=st.integers(-20, 20),
+       x=st.floats(-5, 5), y=st.floats(-5, 5))
+def test_random_program_gradient_matches_finite_differences(tmp_path_factory, source, a, b, x, y):
+    fn = load(source, tmp_path_factory.mktemp("grads"))
+    args = (a, b, x, y)
+    try:
+        fn(*args)
+    except (ArithmeticError, ValueError):
+        return
+    gx, gy = grad(fn, argnums=(2, 3))(*args)
+    for i, g in ((2, gx), (3, gy)):
+        reference = smooth_reference(fn, args, i)
+        if reference is not None:
+            assert math.isclose(g, reference, rel_tol=1e-4, abs_tol=1e-5), \
+                f"\n{source}\nargs={args}: d/darg{i} {g} vs {reference}"
+
+
+def linear_square(x, w, b):
+    z = w * x + b
+    return z ** 2
+
+
+def seed_graph(x1, x2):
+    return math.log(x1) + x1 * x2 - math.sin(x2)
+
+
+def test_reference_examples():
+    assert grad(linear_square, argnums=(0, 1, 2))(2.0, 3.0, 1.0) == (42.0, 28.0, 14.0)
+    gx1, gx2 = grad(seed_graph, argnums=(0, 1))(2.0, 5.0)
+    assert math.isclose(gx1, 0.5 + 5.0) and math.isclose(gx2, 2.0 - math.cos(5.0))
+
+
+def test_grad_objects_are_cached():
+    assert grad(seed_graph, argnums=(0, 1)) is grad(seed_graph, argnums=(0, 1))
+    assert grad(seed_graph) is not grad(seed_graph, argnums=1)
