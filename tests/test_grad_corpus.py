@@ -26,18 +26,28 @@ def central_difference(fn, args, i, h):
     return (fn(*up) - fn(*down)) / (2 * h)
 
 
+def one_sided_difference(fn, args, i, h):
+    moved = list(args)
+    moved[i] += h
+    return (fn(*moved) - fn(*args)) / h
+
+
 def smooth_reference(fn, args, i):
     """The derivative by finite differences, or None where the function is not smooth."""
     scale = max(1.0, abs(args[i]))
+    h = 1e-6 * scale
     try:
         coarse = central_difference(fn, args, i, 1e-4 * scale)
-        fine = central_difference(fn, args, i, 1e-6 * scale)
+        fine = central_difference(fn, args, i, h)
+        right = one_sided_difference(fn, args, i, h)
+        left = one_sided_difference(fn, args, i, -h)
     except (ArithmeticError, ValueError):
         return None
-    if not (math.isfinite(coarse) and math.isfinite(fine)):
+    estimates = (coarse, fine, right, left)
+    if not all(math.isfinite(e) for e in estimates):
         return None
-    if abs(coarse - fine) > 1e-4 * max(1.0, abs(fine)):
-        return None
+    if max(estimates) - min(estimates) > 1e-3 * max(1.0, abs(fine)):
+        return None  # a kink or a jump: the left and right derivatives differ
     return fine
 
 
@@ -52,11 +62,17 @@ def differentiable(fn, args):
         return False
 
 
-GRAD_CASES = [(fn, args) for fn, args in CASE_IDS if differentiable(fn, args)]
+# AD differentiates the path the program takes. At newton_sqrt(1.0) that path
+# is `y = 1.0` and a loop that runs zero times: derivative 0, while sqrt's
+# derivative there is 0.5 (any nearby x takes the loop). Documented in the README.
+PATH_DEPENDENT = {("newton_sqrt", (1.0,))}
+
+GRAD_CASES = [(fn, args) for fn, args in CASE_IDS if differentiable(fn, args)
+              and (fn.__name__, args) not in PATH_DEPENDENT]
 
 
 @pytest.mark.parametrize("fn,args", GRAD_CASES,
-                         ids=[n for (f, a), n in zip(CASE_IDS, NAMES) if differentiable(f, a)])
+                         ids=[f"{fn.__name__}{args}" for fn, args in GRAD_CASES])
 def test_corpus_gradient_matches_finite_differences(fn, args):
     argnums = float_argnums(args)
     value, gradient = value_and_grad(fn, argnums=argnums)(*args)

@@ -26,6 +26,9 @@ from .ir.verify import verify_module
 IR_STAGES = ("parsed", "typed", "optimized")
 TEXT_STAGES = ("llvm", "llvm-opt", "asm")
 STAGES = IR_STAGES + TEXT_STAGES
+DERIVED_STAGES = ("grad",)
+"""Stages only derived functions have: `grad` puts the optimized primal and gradient
+graphs side by side, lined up by source line."""
 DUMP_SUFFIX = {"parsed": "ir", "typed": "ir", "optimized": "ir", "llvm": "ll",
                "llvm-opt": "ll", "asm": "s"}
 
@@ -76,6 +79,8 @@ class Specialization:
     """The backend's CompiledEntry: `.call`, `.llvm_ir`, `.llvm_ir_optimized`, `.asm`, `.errors`."""
 
     def stage_text(self, stage: str, fmt: str) -> str:
+        if stage == "grad":
+            return self.side_by_side()
         if stage in IR_STAGES:
             module = getattr(self, stage)
             return format_dot(module) if fmt == "dot" else format_module(module)
@@ -83,6 +88,18 @@ class Specialization:
             raise ValueError(f"stage {stage!r} has no DOT form; use format='text'")
         attribute = {"llvm": "llvm_ir", "llvm-opt": "llvm_ir_optimized", "asm": "asm"}[stage]
         return getattr(self.compiled, attribute)
+
+
+    def side_by_side(self) -> str:
+        from .ir.sidebyside import format_side_by_side
+
+        calls = [n for n in self.typed.entry_graph.walk() if "primal" in n.attrs]
+        if not calls:
+            raise ValueError("stage 'grad' is only for derived functions (grad, value_and_grad, jvp)")
+        primal = clone_module(self.typed)
+        primal.entry = calls[0].attrs["primal"]
+        primal.graphs = {n: g for n, g in primal.graphs.items() if "/" not in n}
+        return format_side_by_side(optimize(primal), self.optimized)
 
 
 @dataclass
@@ -148,8 +165,9 @@ class Dispatcher:
         Stages: parsed, typed, optimized (IR as text or DOT), llvm (as emitted),
         llvm-opt (after LLVM's O3) and asm.
         """
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}; valid stages: {', '.join(STAGES)}")
+        if stage not in STAGES + DERIVED_STAGES:
+            raise ValueError(f"unknown stage {stage!r}; valid stages: {', '.join(STAGES)} "
+                             f"(and {', '.join(DERIVED_STAGES)} for derived functions)")
         if format not in ("text", "dot"):
             raise ValueError(f"unknown format {format!r}; use 'text' or 'dot'")
         values = self.signature.bind(example_args, {})

@@ -72,11 +72,13 @@ class CallLowerer(ExpressionLowerer):
             return self.fail(scope, node, UnsupportedCallError,
                              f"call to '{name}' is not supported", f"{why}; {SUPPORTED_CALLS}")
         callee = getattr(callee, "py_func", callee)
+        if primitive_handler(callee) is not None:  # astjit.stop_gradient: an op, not a call
+            return self.call_builtin(scope, node, primitive_handler(callee), name)
         if isinstance(callee, types.FunctionType) or hasattr(callee, "__astjit_derived__"):
             return self.call_function(scope, node, callee)
         if hasattr(callee, "__astjit_jvp__"):
             return self.call_jvp(scope, node, callee)
-        handler = call_handler(callee) or primitive_handler(callee)
+        handler = call_handler(callee)
         if handler is None:
             return self.fail(scope, node, UnsupportedCallError,
                              f"call to '{name}' is not supported", SUPPORTED_CALLS)

@@ -170,7 +170,8 @@ class _Inferencer:
         tangents = [coerce(out, t, p.type, node.loc) for t, p in zip(inputs[len(primals):], primals)]
         derived = derive(self.out, callee, spec)
         result = self.out.graphs[derived].outputs[0].type
-        new = out.add("call", [*primals, *tangents], attrs={"callee": derived}, loc=node.loc,
+        new = out.add("call", [*primals, *tangents], attrs={"callee": derived, "primal": callee},
+                      loc=node.loc,
                       names=[node.outputs[0].name], types=[result])
         return new.outputs
 

@@ -4,7 +4,9 @@ Leaf ops run their `evaluate` from `ops.OPS`; the structural ops (`if`,
 `while`, `call`) are interpreted by hand below. Where a value has a type, the
 interpreter converts the result to it as compiled code represents it: integers
 wrap to two's complement of their width, `bool` is a bool, floats are Python
-floats (f32 rounded to single precision), tuples elementwise. Python
+floats (f32 rounded to single precision), tuples elementwise; a tape is a
+Python list (`tape_new` makes one, `tape_push` appends to it and returns it),
+passed through as it is, carried by loops like any value. Python
 exceptions raised by `evaluate` (ZeroDivisionError, ValueError, ...) propagate
 unchanged: they are the behaviour compiled code must reproduce.
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..errors import Loc
 from .core import REGION_ROLES, Graph, Module, Node, Value
-from .types import Type
+from .types import TapeType, Type
 
 """The role of each region of a structural op, by position."""
 
@@ -37,6 +37,10 @@ OPERAND_ATTRS = ("value", "index")
 
 KEYWORD_ATTRS = ("to",)
 """Attributes printed as a keyword and a value: `cast %x to i64`."""
+
+IMPLIED_ATTRS = {"type": lambda t: t, "element": TapeType}
+"""Attributes left out when the result type says them: `const 1.0 : f64` (not
+`{type=f64}`), `tape_new : tape<f64>` (not `{element=f64}`)."""
 
 MAX_CODE_WIDTH = 80
 """Location comments align after the longest line, up to this column."""
@@ -142,15 +146,16 @@ def types_suffix(values: list[Value]) -> str:
 def format_op(node: Node, operands: list[str]) -> str:
     """A leaf op with its operands and attributes: `const 1.0`, `cast %x to i64`, `op %a {k=v}`.
 
-    A `type` attribute equal to the result type (typed `const`, `undef`) is not repeated.
+    Attributes the result type implies (`IMPLIED_ATTRS`) are not repeated.
     """
     operands = operands + [format_literal(node.attrs[a]) for a in OPERAND_ATTRS if a in node.attrs]
     text = node.op + (" " + ", ".join(operands) if operands else "")
     text += "".join(f" {a} {format_literal(node.attrs[a])}" for a in KEYWORD_ATTRS
                     if a in node.attrs)
     shown = set(OPERAND_ATTRS + KEYWORD_ATTRS)
-    if [v.type for v in node.outputs] == [node.attrs.get("type")]:
-        shown.add("type")
+    result_types = [v.type for v in node.outputs]
+    shown.update(name for name, implied in IMPLIED_ATTRS.items()
+                 if name in node.attrs and result_types == [implied(node.attrs[name])])
     others = [f"{k}={format_literal(v)}" for k, v in node.attrs.items() if k not in shown]
     return text + (" {" + ", ".join(others) + "}" if others else "")
 

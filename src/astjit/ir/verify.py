@@ -7,6 +7,8 @@ location. What is checked:
 - SSA: each Value is defined once in the Module (a parameter or a node output),
   used only after its definition and within the graph that defines it; a
   region sees only its own parameters (no free variables).
+- Tapes: no value of a graph is used after `tape_free` released it, or the
+  same tape under another name (`tape_push` returns the tape it was given).
 - Shapes of the structural ops (``if``, ``while``, ``call``), handled by hand
   below; every other op is a leaf from `ops.OPS` with its declared arity, one
   output and no regions.
@@ -65,6 +67,28 @@ def _types(values: list[Value]) -> list[Type | None]:
     return [v.type for v in values]
 
 
+class _ReleasedTapes:
+    """The tapes `tape_free` has freed so far in one graph, each known by its first name."""
+
+    ALIASES = {"tape_push": 0}
+    """Ops whose output is the tape they got as input k."""
+    RELEASES = frozenset({"tape_free"})
+
+    def __init__(self) -> None:
+        self.first_name: dict[Value, Value] = {}
+        self.freed: set[Value] = set()
+
+    def has(self, value: Value) -> bool:
+        return bool(self.freed) and self.first_name.get(value, value) in self.freed
+
+    def record(self, node: Node) -> None:
+        if node.op in self.ALIASES and node.inputs:
+            tape = node.inputs[self.ALIASES[node.op]]
+            self.first_name[node.outputs[0]] = self.first_name.get(tape, tape)
+        if node.op in self.RELEASES and node.inputs:
+            self.freed.add(self.first_name.get(node.inputs[0], node.inputs[0]))
+
+
 class _GraphChecker:
     """Walks one function graph and its regions, keeping the set of values in scope."""
 
@@ -85,14 +109,18 @@ class _GraphChecker:
     def check_body(self, graph: Graph, path: str) -> None:
         """Check `graph`'s nodes in order; its scope starts with its own parameters only."""
         scope: set[Value] = set()
+        released = _ReleasedTapes()
         self.define(graph.params, scope, path, None)
         for node in graph.nodes:
             for i, value in enumerate(node.inputs):
                 self.check_in_scope(value, scope, path, node, f"input {i}")
+                self.check_not_released(value, released, path, node, f"input {i}")
             self.check_node(node, path)
             self.define(node.outputs, scope, path, node)
+            released.record(node)
         for i, value in enumerate(graph.outputs):
             self.check_in_scope(value, scope, path, None, f"output {i}")
+            self.check_not_released(value, released, path, None, f"output {i}")
 
     def define(self, values: list[Value], scope: set[Value], path: str, node: Node | None):
         for value in values:
@@ -113,6 +141,11 @@ class _GraphChecker:
                                   f"{self.definitions[value]}, not in this graph (values enter "
                                   "and leave regions only as node inputs and region outputs)")
         self.fail(path, node, f"{what} {value!r} is used before its definition")
+
+    def check_not_released(self, value: Value, released: _ReleasedTapes, path: str,
+                           node: Node | None, what: str) -> None:
+        if released.has(value):
+            self.fail(path, node, f"{what} {value!r} is a tape used after tape_free freed it")
 
     # ---- node shapes and types ---------------------------------------------------------
 

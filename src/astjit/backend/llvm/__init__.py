@@ -4,8 +4,9 @@
 - `emit_module(module) -> LoweredModule`: typed graphs to llvmlite IR (codegen).
 - `engine()`: the process-wide host TargetMachine + O3 pipeline + MCJIT.
 
-Modules: `codegen` (graphs and structural ops), `routines` / `arith` (the table's
-Routine lowerings and error checks), `compare` and `lltypes` (IR helpers),
+Modules: `codegen` (graphs and structural ops), `routines` / `arith` / `tapes`
+(the table's Routine lowerings and error checks; tapes on the C heap and who
+frees them), `compare` and `lltypes` (IR helpers),
 `messages` (CPython's error messages), `engine`, `pyapi` + `wrapper` (the
 METH_FASTCALL entry in LLVM), `entry` (build_entry).
 """

@@ -13,6 +13,11 @@ body, exit) whose carried values are header phis. Every leaf op is emitted
 from its table entry's lowering descriptor (`ops.OPS[op].llvm`): an IRBuilder
 method, an intrinsic, a libm call, or a Routine from `routines.ROUTINES`,
 followed by the entry's error check (`routines.CHECKS`).
+
+Tapes (`tapes.py`) are owned by the invocation that made them: a function that
+may own some keeps a tape list, and every return path settles it
+(`return_status` on failure, `emit_body` on success, `emit_call` adopts what a
+callee hands back).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
 from ...ir.types import ScalarType
+from . import tapes
 from .lltypes import DOUBLE, STATUS, lltype
 from .routines import CHECKS, ROUTINES
 
@@ -131,6 +137,8 @@ class FunctionEmitter:
         self.function = function
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
         self.values: dict[Value, ir.Value] = {}
+        self.tape_list: ir.Value | None = None
+        """The stack slot heading the list of tapes this invocation owns, if it may own any."""
 
     @property
     def module(self) -> ir.Module:
@@ -140,7 +148,9 @@ class FunctionEmitter:
 
     def emit_body(self, graph: Graph) -> None:
         """The whole function: the graph, then store its result and return OK."""
+        self.tape_list = tapes.open_list(self, graph)
         (result,) = self.emit_graph(graph, list(self.function.args[:-1]))
+        tapes.close_list(self, graph.outputs[0].type, result)
         self.builder.store(result, self.function.args[-1])
         self.builder.ret(OK)
 
@@ -205,8 +215,10 @@ class FunctionEmitter:
         slot = self.alloca(lltype(node.outputs[0].type))
         status = self.builder.call(callee, self.values_of(node.inputs) + [slot])
         with self.builder.if_then(self.builder.icmp_signed("!=", status, OK), likely=False):
-            self.builder.ret(status)
-        return self.builder.load(slot)
+            self.return_status(status)
+        result = self.builder.load(slot)
+        tapes.adopt_results(self, node.outputs[0].type, result)
+        return result
 
     # ---- leaf ops, generically from the table -----------------------------------------
 
@@ -279,7 +291,12 @@ class FunctionEmitter:
             for cond, exc, message in reversed(cases):
                 number = ir.Constant(STATUS, self.errors.status(exc, message, node.loc))
                 status = number if status is None else builder.select(cond, number, status)
-            builder.ret(status)
+            self.return_status(status)
+
+    def return_status(self, status: ir.Value) -> None:
+        """Return a failure status, first freeing the tapes this invocation owns."""
+        tapes.release_list(self)
+        self.builder.ret(status)
 
     def alloca(self, ty: ir.Type) -> ir.Value:
         """A stack slot in the entry block, where SROA turns it back into registers."""

@@ -9,13 +9,15 @@ its external functions. Compiled code lives as long as the process.
 
 Symbols: the C math functions that lowered code calls (directly or through
 intrinsics such as `llvm.sin`) are registered with `add_symbol` from the C
-library's own addresses, so resolution never depends on how Python was linked.
+library's own addresses, so resolution never depends on how Python was linked;
+so are malloc, realloc and free (tapes), as the process itself resolves them.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import functools
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +30,8 @@ LIBM_FUNCTIONS = (
     "hypot", "erf", "erfc", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "roundeven",
     "rint", "nearbyint", "copysign", "fabs", "fmin", "fmax", "sincos", "ldexp", "frexp",
 )
+LIBC_FUNCTIONS = ("malloc", "calloc", "realloc", "free")
+"""The allocator: what tapes call, and calloc, which LLVM makes of malloc + zeroing."""
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Engine:
         self.data_layout = str(self.target_machine.target_data)
         self.jit = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
         register_libm()
+        register_libc()
         self.lock = threading.Lock()
 
     def compile_ir(self, text: str) -> CompiledModule:
@@ -125,3 +130,11 @@ def register_libm() -> None:
             function = getattr(libm, variant, None)
             if function is not None:
                 llvm.add_symbol(variant, ctypes.cast(function, ctypes.c_void_p).value)
+
+
+def register_libc() -> None:
+    """Make the C allocator resolvable in JIT-compiled code: the one the process uses
+    (dlopen(NULL) sees an interposed malloc too), so frees always match allocations."""
+    libc = ctypes.CDLL(None) if os.name == "posix" else ctypes.CDLL(ctypes.util.find_library("c"))
+    for name in LIBC_FUNCTIONS:
+        llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)

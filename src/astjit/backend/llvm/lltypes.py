@@ -4,14 +4,15 @@ bool is `i1`, ints are `i32`/`i64`, floats `float`/`double`, a tuple is a
 literal struct of its elements, and `none` is the empty struct `{}` (a value
 that takes no space, so it can flow through phis and tuples like any other).
 `bottom`, the type of a value no path ever produces (a loop's return slot
-that is never assigned), is the empty struct too.
+that is never assigned), is the empty struct too. A tape, whatever its element,
+is a pointer to the `TAPE_HEADER` that `tapes.py` describes.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ...errors import CompileError
-from ...ir.types import BOOL, F32, F64, I32, I64, BottomType, NoneType, TupleType, Type
+from ...ir.types import BOOL, F32, F64, I32, I64, BottomType, NoneType, TapeType, TupleType, Type
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -20,6 +21,11 @@ I64_T = ir.IntType(64)
 DOUBLE = ir.DoubleType()
 STATUS = I32_T
 """The return type of every compiled graph: 0 = OK, k > 0 = error site k."""
+BYTES = I8.as_pointer()
+TAPE_HEADER = ir.LiteralStructType([I64_T, I64_T, BYTES, BYTES, BYTES.as_pointer(),
+                                    BYTES.as_pointer()])
+"""{len, cap, data, next, link, owner} of a tape, on the C heap (see `tapes.py`)."""
+TAPE = TAPE_HEADER.as_pointer()
 
 _SCALARS = {BOOL: I1, I32: I32_T, I64: I64_T, F32: ir.FloatType(), F64: DOUBLE}
 
@@ -32,6 +38,8 @@ def lltype(t: Type) -> ir.Type:
         return ir.LiteralStructType([lltype(e) for e in t.elements])
     if isinstance(t, (NoneType, BottomType)):
         return ir.LiteralStructType([])
+    if isinstance(t, TapeType):
+        return TAPE
     raise CompileError(f"the CPU backend cannot represent values of type {t}")
 
 
@@ -58,3 +66,10 @@ def constant(t: Type, value) -> ir.Constant:
 def zero(t: Type) -> ir.Constant:
     """The all-zero value of type `t` (what `undef` placeholders become)."""
     return ir.Constant(lltype(t), None)
+
+
+def size_of(ty: ir.Type) -> ir.Constant:
+    """The allocation size of `ty` in bytes, as an i64 constant expression (the distance
+    between consecutive elements of an array of `ty`)."""
+    one_past_null = ir.Constant(ty.as_pointer(), None).gep([ir.Constant(I32_T, 1)])
+    return one_past_null.ptrtoint(I64_T)

@@ -39,3 +39,6 @@ INF_TO_INT = message_of(lambda: int(_inf))
 INT_RANGE = "float too large to convert to int{bits}"
 MATH_DOMAIN = message_of(lambda: math.sqrt(-1.0))
 MATH_RANGE = message_of(lambda: math.exp(1000.0))
+TAPE_MEMORY = "out of memory for a tape (what a differentiated loop records)"
+OUT_OF_MEMORY = "MemoryError" if "MemoryError" in ops.EXCEPTIONS else "RuntimeError"
+"""The exception of a failed allocation: MemoryError once `ops.EXCEPTIONS` knows it."""

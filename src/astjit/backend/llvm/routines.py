@@ -3,9 +3,10 @@
 `ROUTINES` maps every `ops.Routine(name)` of the primitive table to its
 lowering `(emitter, node, operands) -> value`; `CHECKS` maps an `OpDef.check`
 to `(emitter, node, operands, result) -> None`, which emits the error branch.
-The arithmetic routines live in `arith`; this module holds the conversions
-(casts, float -> int with CPython's NaN / infinity / range errors, rounding),
-float classification, truth tests, and the tuple / constant / placeholder ops.
+The arithmetic routines live in `arith`, the tape ones in `tapes`; this
+module holds the conversions (casts, float -> int with CPython's NaN /
+infinity / range errors, rounding), float classification, truth tests, and the
+tuple / constant / placeholder ops.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from llvmlite import ir
 
 from ...ir.ops import OPS
 from ...ir.types import BOOL, I64, NONE, TupleType, Type
-from . import arith
+from . import arith, tapes
 from . import messages as msg
 from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
 from .lltypes import DOUBLE, constant, lltype, zero
@@ -153,6 +154,7 @@ CHECKS = {"math1": check_math1}
 
 ROUTINES = {
     **arith.ROUTINES,
+    **tapes.ROUTINES,
     "cast": cast, "identity": identity, "not": logical_not,
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),

@@ -1,10 +1,15 @@
 """What running a node may do besides computing its outputs.
 
-A node *has effects* when it may raise, may not terminate, or acts
-(`raise_if`). Passes may delete, merge or speculate only nodes without
-effects; everything else must run exactly when and as often as the program
-says. Where the primitive table's traits are coarser than the operand types,
-the types refine them: `float(n)` of an int cannot raise, `int(x)` of a float can.
+A node *has effects* when it may raise, may not terminate, acts (`raise_if`,
+and the tape ops that allocate, write and free: `tape_new`, `tape_push`,
+`tape_free`), or reads memory that is valid only where the program reads it
+(`tape_get`: its index is in range only there, and compiled code does not
+check it, so it must not be speculated; deleting an unused one would be safe,
+but the passes have one notion for deleting, merging and speculating). Passes
+may delete, merge or speculate only nodes without effects; everything else
+must run exactly when and as often as the program says. Where the primitive
+table's traits are coarser than the operand types, the types refine them:
+`float(n)` of an int cannot raise, `int(x)` of a float can.
 """
 from __future__ import annotations
 
@@ -14,6 +19,9 @@ from ..ops import OPS
 TO_INT_CONVERSIONS = frozenset({"cast", "floor", "ceil", "trunc", "round"})
 """Ops that raise only when they turn a float (NaN, infinite, too large) into an int."""
 
+GUARDED_READS = frozenset({"tape_get"})
+"""Pure ops whose operands are valid only where the program runs them."""
+
 
 def has_effects(node: Node) -> bool:
     """Whether running `node` may raise, loop forever or act, so it must stay as it is."""
@@ -22,7 +30,7 @@ def has_effects(node: Node) -> bool:
     if node.op in ("while", "call") or node.op not in OPS:
         return True  # a loop may not end; a callee may raise or recurse forever
     traits = OPS[node.op].traits
-    if "pure" not in traits:
+    if "pure" not in traits or node.op in GUARDED_READS:
         return True
     if node.op in TO_INT_CONVERSIONS:
         return _float_to_int(node)

@@ -1,0 +1,308 @@
+"""Tapes in compiled code: growable stacks on the C heap, and who frees them.
+
+A tape value, whatever its element type, is a pointer to a header on the C heap:
+
+    {i64 len, i64 cap, i8* data, i8* next, i8** link, i8** owner}
+
+`data` holds `cap` elements of the element's LLVM type (a scalar, or the
+literal struct of a tuple), the first `len` of them pushed. It starts NULL and
+grows by doubling through `realloc`, the first growth making room for
+`INITIAL_CAPACITY`. `tape_push` stores at data[len], growing first when full,
+and returns the same pointer; `tape_get` loads data[i] without a check (the
+transforms that emit it read only what was pushed); `tape_free` releases data
+and header, and ignores the null tape (what an `undef` of tape type is).
+A failed malloc or realloc, or a size beyond i64, is a MemoryError.
+
+Ownership, so that no exit leaks a tape: each invocation of a function that
+makes tapes (or gets them back from a call) keeps a list of the tapes it owns,
+its head in a stack slot (`FunctionEmitter.tape_list`). `next` chains the list,
+`link` is the address of the pointer to the header (the head or the previous
+`next`) and `owner` the address of the head. `tape_new` and a call returning
+tapes the callee gave up (`owner` NULL) put them on the list; `tape_free`
+takes its tape off. On a failure status the function frees every tape on its
+list before returning; on a normal return it gives up the tapes its result
+holds (they become the caller's) and frees the rest. Tapes a function gets as
+arguments stay on their owner's list.
+
+The work is done by small internal functions made once per LLVM module
+(`astjit.tape.*`), which LLVM inlines where it pays. malloc, realloc and free
+are the C library's (`engine.register_libc`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.core import Graph, Node
+from ...ir.types import NONE, TapeType, TupleType, Type
+from . import messages as msg
+from .lltypes import BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
+
+if TYPE_CHECKING:
+    from .codegen import FunctionEmitter
+
+LEN, CAP, DATA, NEXT, LINK, OWNER = range(6)
+"""The fields of `TAPE_HEADER`."""
+INITIAL_CAPACITY = 16
+LIST = BYTES.as_pointer()
+"""The address of a list head, or of a header's `next`: an `i8**`."""
+VOID = ir.VoidType()
+LIBC = {"malloc": ir.FunctionType(BYTES, [I64_T]),
+        "realloc": ir.FunctionType(BYTES, [BYTES, I64_T]),
+        "free": ir.FunctionType(VOID, [BYTES])}
+
+
+# ---- header access --------------------------------------------------------------------
+
+def field(b: ir.IRBuilder, header: ir.Value, index: int) -> ir.Value:
+    return b.gep(header, [ir.Constant(I32_T, 0), ir.Constant(I32_T, index)], inbounds=True)
+
+
+def load(b: ir.IRBuilder, header: ir.Value, index: int) -> ir.Value:
+    return b.load(field(b, header, index))
+
+
+def store(b: ir.IRBuilder, value: ir.Value, header: ir.Value, index: int) -> None:
+    b.store(value, field(b, header, index))
+
+
+def null(ty: ir.Type) -> ir.Constant:
+    return ir.Constant(ty, None)
+
+
+def is_null(b: ir.IRBuilder, pointer: ir.Value) -> ir.Value:
+    return b.icmp_unsigned("==", pointer, null(pointer.type))
+
+
+def libc(module: ir.Module, name: str) -> ir.Function:
+    function = module.globals.get(name)
+    if function is None:
+        function = ir.Function(module, LIBC[name], name)
+        function.attributes.add("nounwind")
+    return function
+
+
+# ---- the helper functions, one of each per LLVM module ----------------------------------
+
+HELPERS: dict[str, tuple[ir.FunctionType, Callable]] = {}
+
+
+def helper_body(result: ir.Type, params: list[ir.Type]):
+    """Register the body emitter of helper `astjit.tape.<name>` of the given signature."""
+    def register(emit_body: Callable) -> Callable:
+        HELPERS[emit_body.__name__] = (ir.FunctionType(result, params), emit_body)
+        return emit_body
+    return register
+
+
+def helper(module: ir.Module, name: str) -> ir.Function:
+    """The internal function `astjit.tape.<name>` of `module`, made on first use."""
+    full_name = f"astjit.tape.{name}"
+    function = module.globals.get(full_name)
+    if function is None:
+        fnty, emit_body = HELPERS[name]
+        function = ir.Function(module, fnty, full_name)
+        function.linkage = "internal"
+        function.attributes.add("nounwind")
+        emit_body(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
+    return function
+
+
+@helper_body(TAPE, [LIST])
+def new(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value) -> None:
+    """An empty tape on list `owner`, or NULL when malloc fails."""
+    raw = b.call(libc(fn.module, "malloc"), [size_of(TAPE_HEADER)])
+    with b.if_then(is_null(b, raw), likely=False):
+        b.ret(null(TAPE))
+    header = b.bitcast(raw, TAPE)
+    b.store(null(TAPE_HEADER), header)
+    b.call(helper(fn.module, "adopt"), [owner, header])
+    b.ret(header)
+
+
+@helper_body(VOID, [LIST, TAPE])
+def adopt(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, header: ir.Value) -> None:
+    """Put `header` at the head of list `owner`, unless it is NULL or already owned."""
+    with b.if_then(is_null(b, header), likely=False):
+        b.ret_void()
+    with b.if_then(b.not_(is_null(b, load(b, header, OWNER))), likely=False):
+        b.ret_void()
+    first = b.load(owner)
+    store(b, first, header, NEXT)
+    store(b, owner, header, LINK)
+    store(b, owner, header, OWNER)
+    with b.if_then(b.not_(is_null(b, first))):
+        store(b, field(b, header, NEXT), b.bitcast(first, TAPE), LINK)
+    b.store(b.bitcast(header, BYTES), owner)
+    b.ret_void()
+
+
+@helper_body(VOID, [TAPE])
+def unlink(fn: ir.Function, b: ir.IRBuilder, header: ir.Value) -> None:
+    """Take `header` off its owner's list, if it is on one."""
+    link = load(b, header, LINK)
+    with b.if_then(is_null(b, link), likely=False):
+        b.ret_void()
+    following = load(b, header, NEXT)
+    b.store(following, link)
+    with b.if_then(b.not_(is_null(b, following))):
+        store(b, link, b.bitcast(following, TAPE), LINK)
+    for index in (NEXT, LINK, OWNER):
+        store(b, null(TAPE_HEADER.elements[index]), header, index)
+    b.ret_void()
+
+
+@helper_body(I1, [TAPE, I64_T])
+def grow(fn: ir.Function, b: ir.IRBuilder, header: ir.Value, element_size: ir.Value) -> None:
+    """Double the capacity (or make the first room); false when out of memory."""
+    capacity = load(b, header, CAP)
+    new_capacity = b.select(b.icmp_unsigned("==", capacity, ir.Constant(I64_T, 0)),
+                            ir.Constant(I64_T, INITIAL_CAPACITY),
+                            b.shl(capacity, ir.Constant(I64_T, 1)))
+    product = b.umul_with_overflow(new_capacity, element_size)
+    size, overflow = b.extract_value(product, 0), b.extract_value(product, 1)
+    too_big = b.or_(overflow, b.icmp_signed("<", size, ir.Constant(I64_T, 0)))
+    with b.if_then(too_big, likely=False):
+        b.ret(ir.Constant(I1, 0))
+    # realloc(p, 0) may free p: elements of no size (`none`) still get a byte.
+    size = b.select(b.icmp_unsigned("==", size, ir.Constant(I64_T, 0)),
+                    ir.Constant(I64_T, 1), size)
+    data = b.call(libc(fn.module, "realloc"), [load(b, header, DATA), size])
+    with b.if_then(is_null(b, data), likely=False):
+        b.ret(ir.Constant(I1, 0))
+    store(b, data, header, DATA)
+    store(b, new_capacity, header, CAP)
+    b.ret(ir.Constant(I1, 1))
+
+
+@helper_body(VOID, [TAPE])
+def free(fn: ir.Function, b: ir.IRBuilder, header: ir.Value) -> None:
+    """Take the tape off its list and free its data and header; NULL is ignored."""
+    with b.if_then(is_null(b, header), likely=False):
+        b.ret_void()
+    b.call(helper(fn.module, "unlink"), [header])
+    b.call(libc(fn.module, "free"), [load(b, header, DATA)])
+    b.call(libc(fn.module, "free"), [b.bitcast(header, BYTES)])
+    b.ret_void()
+
+
+@helper_body(VOID, [LIST])
+def release(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value) -> None:
+    """Free every tape on list `owner` (each free takes the head off the list)."""
+    loop, body, done = (fn.append_basic_block(n) for n in ("loop", "body", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    first = b.load(owner)
+    b.cbranch(is_null(b, first), done, body)
+    b.position_at_end(body)
+    b.call(helper(fn.module, "free"), [b.bitcast(first, TAPE)])
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+
+
+@helper_body(VOID, [LIST, TAPE])
+def disown(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, header: ir.Value) -> None:
+    """Give up `header` if list `owner` has it: it is being returned to the caller."""
+    with b.if_then(is_null(b, header), likely=False):
+        b.ret_void()
+    with b.if_then(b.icmp_unsigned("==", load(b, header, OWNER), owner)):
+        b.call(helper(fn.module, "unlink"), [header])
+    b.ret_void()
+
+
+# ---- the Routines of the table ------------------------------------------------------------
+
+def tape_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    assert em.tape_list is not None, "emit_body opens a tape list for graphs with tape_new"
+    header = em.builder.call(helper(em.module, "new"), [em.tape_list])
+    em.fail_if(node, is_null(em.builder, header), msg.OUT_OF_MEMORY, msg.TAPE_MEMORY)
+    return header
+
+
+def tape_push(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """data[len] = value, after growing when len == cap; len += 1."""
+    b = em.builder
+    header, value = args
+    length = load(b, header, LEN)
+    with b.if_then(b.icmp_unsigned("==", length, load(b, header, CAP)), likely=False):
+        grown = b.call(helper(em.module, "grow"), [header, size_of(value.type)])
+        em.fail_if(node, b.not_(grown), msg.OUT_OF_MEMORY, msg.TAPE_MEMORY)
+    data = b.bitcast(load(b, header, DATA), value.type.as_pointer())
+    b.store(value, b.gep(data, [length], inbounds=True))
+    store(b, b.add(length, ir.Constant(I64_T, 1), flags=["nuw", "nsw"]), header, LEN)
+    return header
+
+
+def tape_get(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """data[i], unchecked."""
+    b = em.builder
+    header, index = args
+    element = lltype(node.outputs[0].type)
+    data = b.bitcast(load(b, header, DATA), element.as_pointer())
+    return b.load(b.gep(data, [index], inbounds=True))
+
+
+def tape_free(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    em.builder.call(helper(em.module, "free"), args)
+    return zero(NONE)
+
+
+ROUTINES = {"tape_new": tape_new, "tape_push": tape_push, "tape_get": tape_get,
+            "tape_free": tape_free}
+
+
+# ---- ownership at function entry, calls and exits --------------------------------------------
+
+def tapes_in(value: ir.Value, t: Type, b: ir.IRBuilder) -> Iterator[ir.Value]:
+    """The tape pointers inside `value` of IR type `t` (itself, or in nested tuples)."""
+    if isinstance(t, TapeType):
+        yield value
+    elif isinstance(t, TupleType):
+        for i, element in enumerate(t.elements):
+            if holds_tape(element):
+                yield from tapes_in(b.extract_value(value, i), element, b)
+
+
+def holds_tape(t: Type | None) -> bool:
+    if isinstance(t, TupleType):
+        return any(holds_tape(e) for e in t.elements)
+    return isinstance(t, TapeType)
+
+
+def makes_tapes(graph: Graph) -> bool:
+    """Whether an invocation of `graph` may come to own tapes: it makes some or gets some back."""
+    return any(node.op == "tape_new" or (node.op == "call" and holds_tape(node.outputs[0].type))
+               for node in graph.walk())
+
+
+def open_list(em: FunctionEmitter, graph: Graph) -> ir.Value | None:
+    """At function entry: the stack slot of an empty tape list, if `graph` may need one."""
+    if not makes_tapes(graph):
+        return None
+    head = em.alloca(BYTES)
+    em.builder.store(null(BYTES), head)
+    return head
+
+
+def adopt_results(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
+    """After a call: own the tapes of its result that the callee gave up."""
+    for header in tapes_in(result, t, em.builder):
+        em.builder.call(helper(em.module, "adopt"), [em.tape_list, header])
+
+
+def close_list(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
+    """On a normal return of `result`: give up the tapes it holds, free the others."""
+    if em.tape_list is None:
+        return
+    for header in tapes_in(result, t, em.builder):
+        em.builder.call(helper(em.module, "disown"), [em.tape_list, header])
+    em.builder.call(helper(em.module, "release"), [em.tape_list])
+
+
+def release_list(em: FunctionEmitter) -> None:
+    """Before returning a failure status: free every tape the invocation owns."""
+    if em.tape_list is not None:
+        em.builder.call(helper(em.module, "release"), [em.tape_list])

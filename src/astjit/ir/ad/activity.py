@@ -1,0 +1,110 @@
+"""Activity analysis: which values of a graph carry a derivative with respect to chosen parameters.
+
+A value is *active* when its type holds floats (a float scalar, or a tuple with
+a float somewhere inside) and it depends on an active parameter through ops
+that propagate derivatives. Only active values get adjoints; integers, bools
+and tapes never do. Ops with zero derivative (`ops.ZERO_DERIVATIVE`) and
+`stop_gradient` produce inactive values whatever they read.
+
+Regions are analysed in place, so one set holds the answer for a graph and all
+its regions (Values are unique across a module):
+
+- `if`: a region parameter is active when the captured value it receives is;
+  an output is active when either region's matching output is.
+- `while`: the carried slots that are active form a fixed point (a slot becomes
+  active when the body's output for it is), iterated until it stops growing.
+  The `cond` region yields a bool and is never differentiated, so it is skipped.
+- `call`: the result is active when any argument is; the callee is analysed on
+  its own when its vjp graph is built.
+
+The analysis is also where a missing rule is found: a leaf op that reads an
+active value and has neither a `vjp` rule nor zero derivative raises
+`NotDifferentiableError` naming the op and its source location, before any IR
+is built.
+"""
+from __future__ import annotations
+
+from ..core import Graph, Node, Value
+from ..ops import OPS, ZERO_DERIVATIVE
+from ..types import ScalarType, TupleType, Type
+from .errors import NotDifferentiableError
+
+TUPLE_OPS = frozenset({"tuple", "getitem"})
+"""Leaf ops the reverse sweep differentiates by hand: they move values, not numbers."""
+CUT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
+"""Leaf ops whose result is inactive whatever they read."""
+
+
+def is_differentiable(t: Type | None) -> bool:
+    """Whether values of type `t` hold floats, and so can have an adjoint."""
+    if isinstance(t, ScalarType):
+        return t.is_float
+    if isinstance(t, TupleType):
+        return any(is_differentiable(e) for e in t.elements)
+    return False
+
+
+def active_values(graph: Graph, active_params: list[Value]) -> set[Value]:
+    """The values of `graph` and its regions that depend on `active_params` and hold floats."""
+    active = {p for p in active_params if is_differentiable(p.type)}
+    _mark_body(graph, active)
+    return active
+
+
+def _mark_body(graph: Graph, active: set[Value]) -> None:
+    for node in graph.nodes:
+        if node.op == "if":
+            _mark_if(node, active)
+        elif node.op == "while":
+            _mark_while(node, active)
+        elif node.op == "call":
+            _mark_outputs(node.outputs, active, any(v in active for v in node.inputs))
+        else:
+            _mark_leaf(node, active)
+
+
+def _mark_outputs(values: list[Value], active: set[Value], flows: bool) -> None:
+    """Make the float-holding `values` active when a derivative `flows` into them."""
+    if flows:
+        active.update(v for v in values if is_differentiable(v.type))
+
+
+def _mark_leaf(node: Node, active: set[Value]) -> None:
+    if not any(v in active for v in node.inputs):
+        return
+    opdef = OPS.get(node.op)
+    has_rule = node.op in TUPLE_OPS or node.op in ZERO_DERIVATIVE or (
+        opdef is not None and opdef.vjp is not None)
+    if not has_rule:
+        raise NotDifferentiableError(
+            f"cannot differentiate '{node.op}' in reverse mode: it has no derivative rule",
+            node.op, node.loc)
+    _mark_outputs(node.outputs, active, node.op not in CUT_OPS)
+
+
+def _mark_if(node: Node, active: set[Value]) -> None:
+    captured = node.inputs[1:]
+    for region in node.regions:
+        for param, value in zip(region.params, captured):
+            _mark_outputs([param], active, value in active)
+        _mark_body(region, active)
+    for j, out in enumerate(node.outputs):
+        _mark_outputs([out], active, any(r.outputs[j] in active for r in node.regions))
+
+
+def _mark_while(node: Node, active: set[Value]) -> None:
+    """Grow the set of active carried slots until the body adds no new one."""
+    n_invariants = node.attrs["n_invariants"]
+    body = node.regions[1]
+    entering = [v in active for v in node.inputs]
+    while True:
+        for param, flows in zip(body.params, entering):
+            _mark_outputs([param], active, flows)
+        _mark_body(body, active)
+        leaving = entering[:n_invariants] + [
+            was or out in active for was, out in zip(entering[n_invariants:], body.outputs)]
+        if leaving == entering:
+            break
+        entering = leaving
+    for out, flows in zip(node.outputs, entering[n_invariants:]):
+        _mark_outputs([out], active, flows)

@@ -1,0 +1,175 @@
+"""The reverse sweep over one region: a forward copy, then adjoints in reverse node order.
+
+`Differentiator.sweep_region(src, dst, inputs, output_adjoints)` appends to
+graph `dst` the forward computation of region `src` (its parameters bound to
+`inputs`), then walks `src`'s nodes backwards keeping a map from each active
+`src` value to its adjoint (a `dst` value), and returns the adjoints of
+`src`'s parameters. Adjoints along different paths are summed (`add`,
+elementwise for tuples); the chain rule along a path is each op's VJP rule.
+
+- Leaf ops: `OPS[op].vjp(Emitter, g, inputs, out, needs)`. Only active
+  values get adjoints, and activity analysis makes a leaf's result active
+  only when it reads an active value through an op with a rule, so every
+  leaf reached here has one (ops of zero derivative never are).
+- `tuple` / `getitem`, by hand: an element's adjoint is `getitem` of the
+  tuple's adjoint; a `getitem`'s adjoint is a tuple of zeros with it in place.
+- `if`: an `if` on the same condition, each region taking (captured values,
+  output adjoints) and returning the captured values' adjoints. A region
+  recomputes its branch's forward from the captured values and sweeps it
+  back, so nothing crosses a region boundary but parameters.
+- `while`: a taped forward loop and a counted backward loop (`loops.py`).
+- `call` of a recursive graph F: `call F.vjp(args, g)`, a tuple of the
+  adjoints of all F's arguments (the graph comes from `Differentiator.callee_vjp`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core import Graph, Node, Value
+from ..ops import OPS
+from ..passes.inline import clone_node
+from ..types import TupleType
+from .emit import Emitter
+from .loops import backward_while, carries_active, emit_taped_while
+from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
+
+
+class Differentiator:
+    """What the sweeps of one differentiated graph share.
+
+    `active`: the graph's active values (`activity.active_values`);
+    `callee_vjp(name)`: the name of the vjp graph of callee `name`.
+    """
+
+    def __init__(self, active: set[Value], callee_vjp: Callable[[str], str]):
+        self.active = active
+        self.callee_vjp = callee_vjp
+
+    def sweep_region(self, src: Graph, dst: Graph, inputs: list[Value],
+                     output_adjoints: list[Value | None]) -> tuple[list[Value], list[Value | None]]:
+        """Emit `src`'s forward and backward into `dst`: (its outputs, its params' adjoints).
+
+        `inputs` are `dst` values for `src`'s parameters; `output_adjoints[j]`
+        is the adjoint of output j (None: nothing flows back from it).
+        """
+        sweep = RegionSweep(self, src, dst, dict(zip(src.params, inputs)))
+        sweep.run_forward()
+        sweep.run_backward(output_adjoints)
+        return [sweep.primal[v] for v in src.outputs], [sweep.adjoints.get(p) for p in src.params]
+
+    def wants_adjoint(self, value: Value) -> bool:
+        return value in self.active
+
+
+class RegionSweep:
+    """The forward copy and the adjoint map of one region swept into one graph."""
+
+    def __init__(self, ad: Differentiator, src: Graph, dst: Graph, primal: dict[Value, Value]):
+        self.ad = ad
+        self.src = src
+        self.dst = dst
+        self.primal = primal
+        """`src` value -> the `dst` value holding it in the forward copy."""
+        self.adjoints: dict[Value, Value] = {}
+        """Active `src` value -> the `dst` value holding its adjoint so far."""
+        self.tapes: dict[Node, tuple[Value, Value]] = {}
+        """A `while` of `src` -> (its tape, its trip count) in the forward copy."""
+
+    def run_forward(self) -> None:
+        for node in self.src.nodes:
+            if node.op == "while" and carries_active(node, self.ad.active):
+                emit_taped_while(self, node)
+            else:
+                self.dst.nodes.append(clone_node(node, self.primal))
+
+    def run_backward(self, output_adjoints: list[Value | None]) -> None:
+        e = Emitter(self.dst, self.src.loc)
+        for value, adjoint in zip(self.src.outputs, output_adjoints):
+            self.accumulate(e, value, adjoint)
+        for node in reversed(self.src.nodes):
+            if node.op == "while":
+                backward_while(self, node)
+                continue
+            grads = [self.adjoints.get(v) for v in node.outputs]
+            if all(g is None for g in grads):
+                continue
+            e = Emitter(self.dst, node.loc)
+            if node.op == "if":
+                self.backward_if(node, grads)
+            elif node.op == "call":
+                self.backward_call(e, node, grads[0])
+            elif node.op == "tuple":
+                self.backward_tuple(e, node, grads[0])
+            elif node.op == "getitem":
+                self.backward_getitem(e, node, grads[0])
+            else:
+                self.backward_leaf(e, node, grads[0])
+
+    def accumulate(self, e: Emitter, value: Value, adjoint: Value | None) -> None:
+        """Add `adjoint` to `value`'s adjoint (sum over paths); inactive values take none."""
+        if adjoint is None or not self.ad.wants_adjoint(value):
+            return
+        before = self.adjoints.get(value)
+        self.adjoints[value] = adjoint if before is None else add_adjoints(e, before, adjoint)
+
+    # ---- leaf ops --------------------------------------------------------------------
+
+    def backward_leaf(self, e: Emitter, node: Node, g: Value) -> None:
+        needs = [self.ad.wants_adjoint(v) for v in node.inputs]
+        inputs = [self.primal[v] for v in node.inputs]
+        adjoints = OPS[node.op].vjp(e, g, inputs, self.primal[node.outputs[0]], needs)
+        for value, adjoint in zip(node.inputs, adjoints):
+            self.accumulate(e, value, adjoint)
+
+    def backward_tuple(self, e: Emitter, node: Node, g: Value) -> None:
+        for i, value in enumerate(node.inputs):
+            if self.ad.wants_adjoint(value):
+                self.accumulate(e, value, e.op("getitem", g, index=i))
+
+    def backward_getitem(self, e: Emitter, node: Node, g: Value) -> None:
+        whole = node.inputs[0]
+        elements = whole.type.elements
+        index = node.attrs["index"] % len(elements)
+        parts = [g if i == index else zero(e, t) for i, t in enumerate(elements)]
+        self.accumulate(e, whole, e.op("tuple", *parts))
+
+    # ---- structural ops --------------------------------------------------------------
+
+    def backward_call(self, e: Emitter, node: Node, g: Value) -> None:
+        """The adjoints of a recursive call's arguments: `call F.vjp(args..., g)`, unpacked."""
+        callee_vjp = self.ad.callee_vjp(node.attrs["callee"])
+        arguments = [self.primal[v] for v in node.inputs]
+        result_type = TupleType(tuple(v.type for v in node.inputs))
+        result = self.dst.add("call", [*arguments, g], attrs={"callee": callee_vjp}, loc=node.loc,
+                              types=[result_type]).outputs[0]
+        for i, value in enumerate(node.inputs):
+            if self.ad.wants_adjoint(value):
+                self.accumulate(e, value, e.op("getitem", result, index=i))
+
+    def backward_if(self, node: Node, grads: list[Value | None]) -> None:
+        """An `if` on the same condition whose regions sweep the branches back."""
+        captured = node.inputs[1:]
+        wanted = [k for k, p in enumerate(node.regions[0].params) if self.ad.wants_adjoint(p)]
+        flowing = [j for j, g in enumerate(grads) if g is not None]
+        regions = [self.backward_branch(region, flowing, wanted) for region in node.regions]
+        inputs = [self.primal[v] for v in node.inputs] + [grads[j] for j in flowing]
+        backward = self.dst.add("if", inputs, len(wanted), regions=regions, loc=node.loc,
+                                names=[adjoint_name(captured[k]) for k in wanted],
+                                types=[captured[k].type for k in wanted])
+        e = Emitter(self.dst, node.loc)
+        for k, adjoint in zip(wanted, backward.outputs):
+            self.accumulate(e, captured[k], adjoint)
+
+    def backward_branch(self, region: Graph, flowing: list[int], wanted: list[int]) -> Graph:
+        """A region taking (captured values, adjoints of outputs `flowing`), returning the
+        adjoints of the captured values `wanted`, by recomputing and sweeping `region`."""
+        params = fresh_copies(region.params)
+        adjoint_params = fresh_copies([region.outputs[j] for j in flowing], adjoint_name)
+        branch = Graph(region.name, params + adjoint_params, loc=region.loc)
+        output_adjoints: list[Value | None] = [None] * len(region.outputs)
+        for j, adjoint in zip(flowing, adjoint_params):
+            output_adjoints[j] = adjoint
+        _, param_adjoints = self.ad.sweep_region(region, branch, params, output_adjoints)
+        e = Emitter(branch, region.loc)
+        branch.outputs = [adjoint_or_zero(e, param_adjoints[k], params[k].type) for k in wanted]
+        return branch

@@ -1,0 +1,135 @@
+"""Activity analysis for forward mode: which values of a graph carry a tangent.
+
+A value is *active* when it depends on an active parameter and its type can
+carry a derivative (`differentiable`). Inactive values get no tangent nodes.
+The rules, one per kind of node:
+
+- leaf op: active when some input is active, unless the op has a zero
+  derivative (`ZERO_DERIVATIVE`, `stop_gradient`);
+- ``if``: a region parameter is active when its captured value is; an output
+  is active when either region's output is;
+- ``while``: an invariant's parameters are active when the invariant is; a
+  carried slot is active when its initial value or its body update is (a
+  fixed point, as the body's update may depend on another carried slot);
+- ``call``: the result is active when some argument is.
+
+Tapes need one more rule. A tape is created empty (`tape_new`, a constant) and
+then pushed onto; its tangent is a tape of tangents that must hold one entry
+per entry of the tape. So every tape value in a *family* (the values one tape
+takes as it is threaded through pushes, loops and branches) is active as soon
+as one is: the tangent tape is created where the tape is. The analysis repeats
+until the families and the rules agree.
+"""
+from __future__ import annotations
+
+from ..core import Graph, Node, Value
+from ..ops import ZERO_DERIVATIVE
+from ..types import ScalarType, TapeType, TupleType, Type
+
+CONSTANT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
+"""Leaf ops whose result never carries a tangent."""
+
+
+def differentiable(t: Type | None) -> bool:
+    """Whether a value of type `t` can carry a derivative (a float somewhere inside)."""
+    if isinstance(t, ScalarType):
+        return t.is_float
+    if isinstance(t, TupleType):
+        return any(differentiable(e) for e in t.elements)
+    if isinstance(t, TapeType):
+        return differentiable(t.element)
+    return False
+
+
+def active_values(graph: Graph, params: list[Value]) -> set[Value]:
+    """The values of function graph `graph` (its regions included) that carry a tangent,
+    when `params` are the parameters given one."""
+    families = tape_families(graph)
+    active = set(params)
+    while True:
+        before = len(active)
+        _propagate(graph, active)
+        for family in families:
+            if not active.isdisjoint(family):
+                active.update(family)
+        if len(active) == before:
+            return active
+
+
+def _propagate(graph: Graph, active: set[Value]) -> None:
+    """Mark, in order, what `graph`'s nodes make active; `active` only grows."""
+    for node in graph.nodes:
+        if node.op == "if":
+            _propagate_if(node, active)
+        elif node.op == "while":
+            _propagate_while(node, active)
+        elif node.op in CONSTANT_OPS:
+            continue
+        elif any(v in active for v in node.inputs):  # a leaf op or a call
+            _mark(node.outputs, active)
+
+
+def _mark(values: list[Value], active: set[Value]) -> None:
+    active.update(v for v in values if differentiable(v.type))
+
+
+def _propagate_if(node: Node, active: set[Value]) -> None:
+    captured = node.inputs[1:]
+    for region in node.regions:
+        _mark([p for p, v in zip(region.params, captured) if v in active], active)
+        _propagate(region, active)
+    _mark([out for k, out in enumerate(node.outputs)
+           if any(region.outputs[k] in active for region in node.regions)], active)
+
+
+def _propagate_while(node: Node, active: set[Value]) -> None:
+    """The carried slots' fixed point: a slot is active if its init or its update is."""
+    n_invariants = node.attrs["n_invariants"]
+    cond, body = node.regions
+    while True:
+        before = len(active)
+        for region in (cond, body):
+            _mark([p for p, v in zip(region.params, node.inputs) if v in active], active)
+        for k, out in enumerate(node.outputs):
+            if body.outputs[k] in active or body.params[n_invariants + k] in active:
+                _mark([out, cond.params[n_invariants + k], body.params[n_invariants + k]], active)
+        _propagate(cond, active)
+        _propagate(body, active)
+        if len(active) == before:
+            return
+
+
+def tape_families(graph: Graph) -> list[set[Value]]:
+    """The tape values of `graph` grouped by the tape they are: linked by `tape_push`
+    and across loop and branch boundaries."""
+    parent: dict[Value, Value] = {}
+
+    def root(v: Value) -> Value:
+        while parent.setdefault(v, v) is not v:
+            v = parent[v]
+        return v
+
+    def link(*values: Value) -> None:
+        tapes = [v for v in values if isinstance(v.type, TapeType)]
+        for v in tapes[1:]:
+            parent[root(v)] = root(tapes[0])
+
+    for node in graph.walk():
+        if node.op == "tape_push":
+            link(node.inputs[0], node.outputs[0])
+        elif node.op == "if":
+            for k, v in enumerate(node.inputs[1:]):
+                link(v, *(region.params[k] for region in node.regions))
+            for k, out in enumerate(node.outputs):
+                link(out, *(region.outputs[k] for region in node.regions))
+        elif node.op == "while":
+            n_invariants = node.attrs["n_invariants"]
+            cond, body = node.regions
+            for j, v in enumerate(node.inputs):
+                link(v, cond.params[j], body.params[j])
+            for k, out in enumerate(node.outputs):
+                link(out, node.inputs[n_invariants + k], body.outputs[k])
+    families: dict[Value, set[Value]] = {}
+    for v in parent:
+        families.setdefault(root(v), set()).add(v)
+    return list(families.values())

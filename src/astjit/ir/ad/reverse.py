@@ -1,0 +1,115 @@
+"""Reverse-mode automatic differentiation: a typed graph in, a typed gradient graph out.
+
+`reverse_graph(module, name, wrt)` adds to `module` a graph `{name}.vjp[i,j,...]`
+with graph `name`'s parameters, returning
+
+    tuple(value, d value / d param[wrt[0]], ..., d value / d param[wrt[-1]])
+
+— the original float output first, then one adjoint per index in `wrt`, each of
+its parameter's type. The input module is typed and optimized (calls left are
+recursive); the result verifies, and is meant to be optimized again.
+
+The scheme (no CFG; structured regions throughout):
+
+1. Activity analysis (`activity.py`) finds the float values that depend on the
+   `wrt` parameters, and rejects ops on them that have no derivative rule.
+2. The reverse sweep (`adjoints.py`) copies the graph's forward computation,
+   seeds the output's adjoint with 1.0, and walks the nodes backwards applying
+   each op's VJP rule, summing adjoints over paths. `if` becomes a backward
+   `if` on the same condition whose regions recompute their branch and sweep
+   it back; `while` is taped forward and swept back by a counted loop (`loops.py`).
+3. A `call` of a recursive graph F is differentiated by `call F.vjp(args, g)`:
+   a helper graph with F's parameters plus the output adjoint `g`, returning the
+   adjoints of all F's parameters (zero for non-floats), built the same way with
+   every float parameter active. Helpers of a whole call cycle are built once
+   each (mutual recursion), memoized by name within one `reverse_graph` call.
+
+Nothing is added to `module` unless the whole transform succeeds.
+"""
+from __future__ import annotations
+
+from ..core import Graph, Module, Value
+from ..types import ScalarType
+from .activity import active_values
+from .adjoints import Differentiator
+from .emit import Emitter
+from .errors import NotDifferentiableError
+from .values import adjoint_or_zero, fresh_copies
+
+__all__ = ["NotDifferentiableError", "reverse_graph", "vjp_graph_name"]
+
+
+def vjp_graph_name(name: str, wrt: list[int]) -> str:
+    """The name `reverse_graph` gives the gradient graph of graph `name`."""
+    return f"{name}.vjp[{','.join(map(str, wrt))}]"
+
+
+def reverse_graph(module: Module, name: str, wrt: list[int]) -> str:
+    """Add the graph of (value, gradients wrt params `wrt`) of graph `name`; return its name.
+
+    Raises `NotDifferentiableError` when the output is not a float scalar, a
+    `wrt` parameter is not a float, or an op on an active value has no
+    derivative rule (the error names the op and carries its location).
+    """
+    graph = module.graphs[name]
+    _check_signature(graph, wrt)
+    builder = _VjpBuilder(module)
+    builder.gradient_graph(graph, wrt, vjp_graph_name(name, wrt))
+    module.graphs.update(builder.built)
+    return vjp_graph_name(name, wrt)
+
+
+def _check_signature(graph: Graph, wrt: list[int]) -> None:
+    output = graph.outputs[0].type
+    if not (isinstance(output, ScalarType) and output.is_float):
+        raise NotDifferentiableError(
+            f"cannot differentiate @{graph.name}: its result is {output}, not a float", None,
+            graph.loc)
+    for i in wrt:
+        if not -len(graph.params) <= i < len(graph.params):
+            raise IndexError(f"@{graph.name} has no parameter {i}")
+        param = graph.params[i]
+        if not (isinstance(param.type, ScalarType) and param.type.is_float):
+            raise NotDifferentiableError(
+                f"cannot differentiate @{graph.name} with respect to parameter "
+                f"'{param.name or i}' of type {param.type}: only float parameters have "
+                "a gradient", None, graph.loc)
+
+
+class _VjpBuilder:
+    """Builds the gradient graph of one request and the vjp graphs of the callees it needs."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.built: dict[str, Graph] = {}
+        """The graphs built so far, by name; added to the module once all succeed."""
+
+    def gradient_graph(self, graph: Graph, wrt: list[int], name: str) -> None:
+        """(value, adjoints of params `wrt`) of `graph`, for its own parameters."""
+        params = fresh_copies(graph.params)
+        gradient = Graph(name, params, loc=graph.loc)
+        self.built[name] = gradient
+        differentiator = Differentiator(active_values(graph, [graph.params[i] for i in wrt]),
+                                        self.callee_vjp)
+        e = Emitter(gradient, graph.loc)
+        seed = e.const(1.0, graph.outputs[0].type)
+        (value,), adjoints = differentiator.sweep_region(graph, gradient, params, [seed])
+        gradients = [adjoint_or_zero(e, adjoints[i], params[i].type) for i in wrt]
+        gradient.outputs = [e.op("tuple", value, *gradients)]
+
+    def callee_vjp(self, callee: str) -> str:
+        """The name of `callee`'s vjp graph: (callee's params..., g) -> adjoints of all params."""
+        name = f"{callee}.vjp"
+        if name in self.built:
+            return name
+        graph = self.module.graphs[callee]
+        params = fresh_copies(graph.params)
+        output_adjoint = Value("$g", graph.outputs[0].type)
+        vjp = Graph(name, params + [output_adjoint], loc=graph.loc)
+        self.built[name] = vjp  # before the sweep: the callee may call itself
+        differentiator = Differentiator(active_values(graph, graph.params), self.callee_vjp)
+        _, adjoints = differentiator.sweep_region(graph, vjp, params, [output_adjoint])
+        e = Emitter(vjp, graph.loc)
+        vjp.outputs = [e.op("tuple", *[adjoint_or_zero(e, adjoint, p.type)
+                                       for adjoint, p in zip(adjoints, params)])]
+        return name
