@@ -5,7 +5,7 @@ control flow, infers types from the arguments, optimizes, and compiles it
 to native code with LLVM. `grad` and friends differentiate that IR.
 """
 from .api import jit
-from .autodiff import check_grad, grad, jvp, stop_gradient, value_and_grad
+from .autodiff import check_grad, custom_vjp, grad, jvp, stop_gradient, value_and_grad
 from .errors import (
     CompileError,
     DifferentiationError,
@@ -16,7 +16,7 @@ from .errors import (
     UnsupportedSyntaxError,
 )
 
-__all__ = ["jit", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
+__all__ = ["jit", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad", "custom_vjp",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]
 __version__ = "0.1.0"

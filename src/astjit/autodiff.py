@@ -84,6 +84,7 @@ def _unwrap(fn: Any) -> Any:
     return getattr(fn, "py_func", fn)
 
 
+
 def _argnum_tuple(argnums: int | tuple[int, ...], n_params: int, name: str) -> tuple[int, ...]:
     wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not wanted:
@@ -138,6 +139,44 @@ stop_gradient.__astjit_op__ = "stop_gradient"
 for _transform in (grad, value_and_grad):
     _transform.__astjit_transform__ = True
 jvp.__astjit_jvp__ = functools.partial(_derive, kind="jvp", argnums=0)
+
+
+class custom_vjp:  # noqa: N801 - used as a decorator, like functools.wraps
+    """Give a function a hand-written reverse-mode rule, honoured in compiled gradients.
+
+        @custom_vjp
+        def clip(x):
+            return x
+
+        @clip.defvjp
+        def clip_vjp(x, out, g):          # the arguments, the result, its adjoint
+            return (max(-1.0, min(1.0, g)),)   # one adjoint per argument
+
+    Called normally (or from compiled code) the function runs as written;
+    inside `grad` its arguments' adjoints come from the rule. Forward mode
+    (`jvp`) differentiates the function's own body.
+    """
+
+    def __init__(self, fn: Callable):
+        self.fn = _unwrap(fn)
+        self.rule: Callable | None = None
+        functools.update_wrapper(self, self.fn)
+        self.__signature__ = inspect.signature(self.fn)
+
+    def defvjp(self, rule: Callable) -> Callable:
+        """Attach `rule(*args, out, g) -> adjoints`; returns it, so it works as a decorator."""
+        self.rule = _unwrap(rule)
+        return rule
+
+    @property
+    def __astjit_custom_vjp__(self) -> tuple[Callable, Callable]:
+        if self.rule is None:
+            raise TypeError(f"custom_vjp function {self.fn.__name__}() has no rule: "
+                            f"attach one with @{self.fn.__name__}.defvjp")
+        return self.fn, self.rule
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,13 @@ SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, th
                    "abs, min, max, int, float, bool, round, len and pow")
 
 
+def is_compilable(obj: object) -> bool:
+    """A Python function, or an astjit function object that lowers to a graph of its own
+    (a derived function such as grad(f), a custom_vjp function)."""
+    return isinstance(obj, types.FunctionType) or hasattr(obj, "__astjit_derived__") \
+        or hasattr(obj, "__astjit_custom_vjp__")
+
+
 class FunctionTable:
     """The graph name of each function of the module being built, and those not lowered yet."""
 
@@ -74,7 +81,7 @@ class CallLowerer(ExpressionLowerer):
         callee = getattr(callee, "py_func", callee)
         if primitive_handler(callee) is not None:  # astjit.stop_gradient: an op, not a call
             return self.call_builtin(scope, node, primitive_handler(callee), name)
-        if isinstance(callee, types.FunctionType) or hasattr(callee, "__astjit_derived__"):
+        if is_compilable(callee):
             return self.call_function(scope, node, callee)
         if hasattr(callee, "__astjit_jvp__"):
             return self.call_jvp(scope, node, callee)
@@ -120,7 +127,7 @@ class CallLowerer(ExpressionLowerer):
                              "jvp(f, (x,), (1.0,))")
         fn = self.static_object(scope, node.args[0])
         fn = getattr(fn, "py_func", fn)
-        if not (isinstance(fn, types.FunctionType) or hasattr(fn, "__astjit_derived__")):
+        if not is_compilable(fn):
             return self.fail(scope, node, UnsupportedCallError,
                              f"jvp() of '{ast.unparse(node.args[0])}' is not supported",
                              "pass a function defined with def")

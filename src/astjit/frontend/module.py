@@ -8,12 +8,13 @@ any of them is raised at once, as one CompileError listing them all.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 
 from ..errors import CompileError, Loc, Problem, SourceUnavailableError
 from ..ir.core import Graph, Module, Value
-from .calls import FunctionTable
+from .calls import FunctionTable, is_compilable
 from .function import FunctionLowerer
 from .source import FunctionSource
 
@@ -26,7 +27,7 @@ _RECURSION_LIMIT = 20_000
 def lower_function(fn) -> Module:
     """Parse `fn` (or a jitted object's `py_func`) and its callees into untyped graphs."""
     fn = getattr(fn, "py_func", fn)
-    if not isinstance(fn, types.FunctionType) and not hasattr(fn, "__astjit_derived__"):
+    if not is_compilable(fn):
         raise SourceUnavailableError(
             f"cannot compile {fn!r}: only Python functions defined with def can be compiled",
             hint="pass a function defined with def in a .py file")
@@ -62,10 +63,24 @@ def _lower_derived(derived, name: str, table: FunctionTable) -> Graph:
     return graph
 
 
+def _lower_custom_vjp(custom, name: str, table: FunctionTable) -> Graph:
+    """The graph of a custom_vjp function: a `call` of its Python function that names
+    the graph of its rule, which reverse mode calls instead of differentiating."""
+    fn, rule = custom.__astjit_custom_vjp__
+    loc = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
+    graph = Graph(name, [Value(p) for p in inspect.signature(fn).parameters], loc=loc)
+    call = graph.add("call", graph.params, attrs={"callee": table.request(fn),
+                                                  "custom_vjp": table.request(rule)}, loc=loc)
+    graph.outputs = call.outputs
+    return graph
+
+
 def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable) -> tuple[Graph | None, Found]:
     """One function's graph (None if its source cannot be read) and its problems."""
     if hasattr(fn, "__astjit_derived__"):
         return _lower_derived(fn, name, table), []
+    if hasattr(fn, "__astjit_custom_vjp__"):
+        return _lower_custom_vjp(fn, name, table), []
     where = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
     try:
         lowerer = FunctionLowerer(FunctionSource.read(fn), table, name)

@@ -111,4 +111,6 @@ class Module:
         return self.graphs[self.entry]
 
     def callees(self, graph: Graph) -> set[str]:
-        return {n.attrs["callee"] for n in graph.walk() if n.op == "call"}
+        """The graphs `graph` calls, and the custom_vjp rules of those calls."""
+        return {n.attrs[key] for n in graph.walk() if n.op == "call"
+                for key in ("callee", "custom_vjp") if key in n.attrs}

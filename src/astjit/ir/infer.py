@@ -151,9 +151,34 @@ class _Inferencer:
             return [self.undef(out, BOTTOM, node.loc)]
         typed_callee = self.specialize(callee, arg_types, node.loc)
         result = self.result_type(callee, arg_types)
-        new = out.add("call", inputs, attrs={"callee": typed_callee}, loc=node.loc,
+        attrs = {"callee": typed_callee}
+        if "custom_vjp" in node.attrs and not contains_bottom(result):
+            attrs["custom_vjp"] = self.custom_rule(node, arg_types, result)
+        new = out.add("call", inputs, attrs=attrs, loc=node.loc,
                       names=[node.outputs[0].name], types=[result])
         return new.outputs
+
+    def custom_rule(self, node: Node, arg_types: list[Type], result: Type) -> str:
+        """The typed graph of a custom_vjp rule, `rule(args..., out, g)`, wrapped so it
+        returns a tuple of one adjoint per argument, each of its argument's type."""
+        rule = self.specialize(node.attrs["custom_vjp"], [*arg_types, result, result], node.loc)
+        rule_result = self.result_type(node.attrs["custom_vjp"], [*arg_types, result, result])
+        name = f"{rule}.adjoints"
+        params = [Value(f"a{i}", t) for i, t in enumerate([*arg_types, result, result])]
+        wrapper = Graph(name, params, loc=node.loc)
+        call = wrapper.add("call", params, attrs={"callee": rule}, loc=node.loc, types=[rule_result])
+        parts = [call.outputs[0]] if not isinstance(rule_result, TupleType) else [
+            wrapper.add("getitem", call.outputs, attrs={"index": i}, loc=node.loc, types=[t]).outputs[0]
+            for i, t in enumerate(rule_result.elements)]
+        if len(parts) != len(arg_types):
+            raise TypingError(f"the custom_vjp rule returns {len(parts)} adjoints for "
+                              f"{len(arg_types)} arguments", node.loc,
+                              hint="return a tuple with one adjoint per argument")
+        adjoints = [coerce(wrapper, v, t, node.loc) for v, t in zip(parts, arg_types)]
+        wrapper.outputs = [wrapper.add("tuple", adjoints, loc=node.loc,
+                                       types=[TupleType(tuple(arg_types))]).outputs[0]]
+        self.out.graphs[name] = wrapper
+        return name
 
     def infer_derived_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         """A call of grad(f), jvp(f) ...: specialize f, differentiate it (ir.ad), call that."""

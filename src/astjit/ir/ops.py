@@ -447,6 +447,13 @@ def ieee_pow(a, b):
         return math.inf if a == 0.0 else math.nan
 
 
+def ieee_log(x):
+    """C's log(x): never raises (log(0.0) is -inf, log of a negative number nan)."""
+    if x > 0.0:
+        return math.log(x)
+    return -math.inf if x == 0.0 else math.nan
+
+
 def identity_rule(types, attrs):
     _numeric(types, "stop_gradient")
     return [types[0]], types[0]
@@ -456,6 +463,8 @@ _def("fdiv", 2, float_rule, ieee_div, {"f": Builder("fdiv")}, ("pure", "elementw
      doc="IEEE float division, never raises: derivative code divides by values a forward pass made")
 _def("powr", 2, float_rule, ieee_pow, {"f": Intrinsic("llvm.pow")}, ("pure", "elementwise"),
      doc="C's pow, never raises: derivative code of `**`")
+_def("logr", 1, float_rule, ieee_log, {"f": Intrinsic("llvm.log")}, ("pure", "elementwise"),
+     doc="C's log, never raises: derivative code of `**` with respect to the exponent")
 _def("stop_gradient", 1, identity_rule, lambda x: x, {"*": Routine("identity")}, ("pure",),
      doc="the identity, whose derivative is zero")
 
@@ -556,7 +565,7 @@ def _pow_vjp(e, g, ins, out, needs):
     if needs[0]:
         da = e.op("mul", g, e.op("mul", b, e.op("powr", a, e.op("sub", b, _c(e, 1.0, b)))))
     if needs[1]:
-        db = e.op("mul", g, e.op("mul", out, e.op("log", a)))
+        db = e.op("mul", g, e.op("mul", out, e.op("logr", a)))
     return [da, db]
 
 
@@ -588,6 +597,7 @@ _vjp("sqrt", _one(lambda e, g, x, out: e.op("fdiv", e.op("mul", g, _c(e, 0.5, g)
 _vjp("exp", _one(lambda e, g, x, out: e.op("mul", g, out)))
 _vjp("expm1", _one(lambda e, g, x, out: e.op("mul", g, e.op("add", out, _c(e, 1.0, out)))))
 _vjp("log", _one(lambda e, g, x, out: e.op("fdiv", g, x)))
+_vjp("logr", OPS["log"].vjp)
 _vjp("log2", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("mul", x, _c(e, math.log(2.0), x)))))
 _vjp("log10", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("mul", x, _c(e, math.log(10.0), x)))))
 _vjp("log1p", _one(lambda e, g, x, out: e.op("fdiv", g, e.op("add", x, _c(e, 1.0, x)))))

@@ -136,11 +136,15 @@ class RegionSweep:
     # ---- structural ops --------------------------------------------------------------
 
     def backward_call(self, e: Emitter, node: Node, g: Value) -> None:
-        """The adjoints of a recursive call's arguments: `call F.vjp(args..., g)`, unpacked."""
-        callee_vjp = self.ad.callee_vjp(node.attrs["callee"])
+        """The adjoints of a call's arguments: `call F.vjp(args..., g)`, unpacked; for a
+        function with a user rule (custom_vjp), `call rule(args..., out, g)`."""
         arguments = [self.primal[v] for v in node.inputs]
         result_type = TupleType(tuple(v.type for v in node.inputs))
-        result = self.dst.add("call", [*arguments, g], attrs={"callee": callee_vjp}, loc=node.loc,
+        rule = node.attrs.get("custom_vjp")
+        if rule is not None:
+            arguments.append(self.primal[node.outputs[0]])
+        callee = rule or self.ad.callee_vjp(node.attrs["callee"])
+        result = self.dst.add("call", [*arguments, g], attrs={"callee": callee}, loc=node.loc,
                               types=[result_type]).outputs[0]
         for i, value in enumerate(node.inputs):
             if self.ad.wants_adjoint(value):

@@ -25,7 +25,7 @@ def derive(module: Module, name: str, spec: tuple) -> str:
     from ..passes.pipeline import optimize
 
     scratch = Module(graphs=_reachable_copy(module, name), entry=name)
-    optimize(scratch)
+    optimize(scratch, keep_custom_rules=spec[0] != "jvp")
     kind = spec[0]
     if kind == "jvp":
         core = _jvp(scratch, spec[1])
@@ -148,7 +148,8 @@ def _merge(module: Module, scratch: Module, prefix: str) -> str:
     for old, graph in scratch.graphs.items():
         graph.name = renamed[old]
         for node in graph.walk():
-            if node.op == "call":
-                node.attrs["callee"] = renamed[node.attrs["callee"]]
+            for key in ("callee", "custom_vjp"):
+                if node.op == "call" and key in node.attrs:
+                    node.attrs[key] = renamed[node.attrs[key]]
         module.graphs[graph.name] = graph
     return renamed[scratch.entry]

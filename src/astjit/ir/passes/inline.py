@@ -21,8 +21,17 @@ SELF_INLINE_MAX_NODES = 200
 SELF_INLINE_LEVELS = 3
 
 
-def inline_calls(module: Module) -> Module:
-    """Inline every call whose callee is on no call-graph cycle; drop unreachable graphs."""
+def inline_calls(module: Module, *, keep_custom_rules: bool = False) -> Module:
+    """Inline every call whose callee is on no call-graph cycle; drop unreachable graphs.
+
+    A call of a function with a custom_vjp rule is kept as a call (with its rule)
+    when `keep_custom_rules`, as reverse mode needs before differentiating;
+    otherwise the rule is dropped and the call inlined like any other.
+    """
+    for graph in module.graphs.values():
+        for node in graph.walk():
+            if node.op == "call" and "custom_vjp" in node.attrs and not keep_custom_rules:
+                del node.attrs["custom_vjp"]
     calls = {name: module.callees(graph) & module.graphs.keys()
              for name, graph in module.graphs.items()}
     on_cycle = {name for name in calls if name in _reachable(calls, name)}
@@ -57,7 +66,8 @@ def _inline_in(graph: Graph, module: Module, on_cycle: set[str]) -> None:
         for region in node.regions:
             _inline_in(region, module, on_cycle)
         callee = module.graphs.get(node.attrs.get("callee")) if node.op == "call" else None
-        if callee is None or callee.name in on_cycle or len(callee.params) != len(node.inputs):
+        if callee is None or callee.name in on_cycle or len(callee.params) != len(node.inputs) \
+                or "custom_vjp" in node.attrs:
             return None
         mapping = dict(zip(callee.params, node.inputs))
         body = [clone_node(inner, mapping) for inner in callee.nodes]

@@ -31,9 +31,13 @@ ROUND = PASSES[1:]
 MAX_ROUNDS = 4
 
 
-def optimize(module: Module, *, verify: Callable[[Module], None] | None = None) -> Module:
-    """Run the pipeline on `module` (in place) and return it; `verify` runs after every pass."""
-    module = _run(inline_calls, module, verify)
+def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
+             keep_custom_rules: bool = False) -> Module:
+    """Run the pipeline on `module` (in place) and return it; `verify` runs after every pass.
+
+    `keep_custom_rules` keeps calls of functions with a custom_vjp rule (see inline.py).
+    """
+    module = _run(lambda m: inline_calls(m, keep_custom_rules=keep_custom_rules), module, verify)
     for _ in range(MAX_ROUNDS):
         before = fingerprint(module)
         for _name, run_pass in ROUND:
