@@ -439,12 +439,14 @@ def ieee_div(a, b):
 
 def ieee_pow(a, b):
     """C's pow(a, b): never raises (0.0 ** -1.0 is inf, (-1.0) ** 0.5 is nan)."""
+    odd = math.isfinite(b) and b == math.floor(b) and b % 2 == 1
+    sign = math.copysign(1.0, a) if odd else 1.0
     try:
         return math.pow(a, b)
     except OverflowError:
-        return math.inf
+        return sign * math.inf
     except ValueError:
-        return math.inf if a == 0.0 else math.nan
+        return sign * math.inf if a == 0.0 else math.nan
 
 
 def ieee_log(x):
@@ -501,7 +503,8 @@ def _tape_push(tape, value):
 
 
 def _tape_free(tape):
-    tape.clear()
+    if tape is not None:  # an `undef` tape: nothing was recorded
+        tape.clear()
 
 
 _def("tape_new", 0, tape_new_rule, lambda element: [], {"*": Routine("tape_new")}, (),
