@@ -147,3 +147,17 @@ def _squared_error(w, x, target):
 def test_training_loop_differentiates_inside_compiled_code():
     assert jit(training_loop)(0.0, 2.0, 1.0, 0.05, 300) == pytest.approx(0.5, rel=1e-9)
     assert jit(training_loop)(0.0, 2.0, 1.0, 0.05, 300) == training_loop(0.0, 2.0, 1.0, 0.05, 300)
+
+
+def _scaled_sine(x, y):
+    return x * math.sin(y)
+
+
+def uses_every_transform(x):
+    value, tangent = jvp(_scaled_sine, (x, 2.0), (1.0, 0.0))
+    also_value, (gx, gy) = value_and_grad(_scaled_sine, argnums=(0, 1))(x, 2.0)
+    return value + tangent + also_value + gx + gy + stop_gradient(x)
+
+
+def test_every_transform_inside_compiled_code_matches_python():
+    assert jit(uses_every_transform)(1.5) == uses_every_transform(1.5)

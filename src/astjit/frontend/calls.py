@@ -81,10 +81,10 @@ class CallLowerer(ExpressionLowerer):
         callee = getattr(callee, "py_func", callee)
         if primitive_handler(callee) is not None:  # astjit.stop_gradient: an op, not a call
             return self.call_builtin(scope, node, primitive_handler(callee), name)
-        if is_compilable(callee):
-            return self.call_function(scope, node, callee)
         if hasattr(callee, "__astjit_jvp__"):
             return self.call_jvp(scope, node, callee)
+        if is_compilable(callee):
+            return self.call_function(scope, node, callee)
         handler = call_handler(callee)
         if handler is None:
             return self.fail(scope, node, UnsupportedCallError,
