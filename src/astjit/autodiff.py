@@ -35,10 +35,16 @@ class DerivedSpec:
     loc: Loc | None = None
 
 
-class Derived:
-    """A function derived from another by a transform; callable, jittable, differentiable."""
+class Derived(functools.partial):
+    """A function derived from another by a transform; callable, jittable, differentiable.
 
-    def __init__(self, base: Any, name: str, params: tuple[str, ...], derive: tuple):
+    It is a `functools.partial` that re-targets itself on its first call to the
+    compiled entry (or, with ASTJIT_DISABLE_JIT=1, to the interpreter), so later
+    calls go straight there: no Python frame of astjit's on the call path.
+    """
+
+    def __new__(cls, base: Any, name: str, params: tuple[str, ...], derive: tuple):
+        self = super().__new__(cls, _unstarted)
         self.base = base
         self.__name__ = self.__qualname__ = name
         self.__doc__ = f"{name}: derived by astjit from {getattr(base, '__name__', base)!r}"
@@ -46,6 +52,8 @@ class Derived:
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
         self.__astjit_derived__ = DerivedSpec(base, params, derive, _loc_of(base))
         self._entry = None
+        self.__setstate__((self._start, (), None, self.__dict__))
+        return self
 
     def __repr__(self) -> str:
         return f"<astjit derived function {self.__name__}>"
@@ -59,16 +67,22 @@ class Derived:
             self._entry = Dispatcher(self, {}).entry
         return self._entry
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _start(self, *args: Any, **kwargs: Any) -> Any:
+        """The first call: choose compiled code or the interpreter, and call it from now on."""
         if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
             from .api import interpret_call
 
-            return interpret_call(self, args, kwargs)
+            return interpret_call(self, args, kwargs)  # asks again on the next call
+        self.__setstate__((self.entry, (), None, self.__dict__))
         return self.entry(*args, **kwargs)
 
     def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
         """The IR of this derived function for these example arguments (see `jit(...).ir`)."""
         return self.entry.ir(*example_args, stage=stage, format=format)
+
+
+def _unstarted(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a derived function was called before it was set up")
 
 
 def _loc_of(fn: Any) -> Loc | None:
