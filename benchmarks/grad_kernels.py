@@ -203,9 +203,7 @@ def jax_version(name: str) -> Callable:
 
     def newton_sqrt_jax(x):
         y = jnp.where(x > 1.0, x, 1.0)
-        return lax.while_loop(
-            lambda y: jnp.abs(y * y - x) > 1e-12 * x, lambda y: 0.5 * (y + x / y), y
-        )
+        return lax.while_loop(lambda y: jnp.abs(y * y - x) > 1e-12 * x, lambda y: 0.5 * (y + x / y), y)
 
     def horner_jax(x, n):
         return lax.fori_loop(0, n, lambda k, s: s * x + 1.0 / (k + 1), 0.0 * x)
