@@ -165,3 +165,14 @@ def uses_every_transform(x):
 
 def test_every_transform_inside_compiled_code_matches_python():
     assert jit(uses_every_transform)(1.5) == uses_every_transform(1.5)
+
+
+def _weighted_count(x, n):
+    s = 0.0
+    for i in range(n):
+        s += x * i
+    return s
+
+
+def test_jvp_takes_int_primals_with_ignored_tangents():
+    assert jvp(_weighted_count, (2.0, 10), (1.0, 0)) == (90.0, 45.0)

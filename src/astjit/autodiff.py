@@ -122,6 +122,10 @@ def _derive(fn: Any, kind: str, argnums: int | tuple[int, ...]) -> Derived:
     return Derived(fn, f"{kind}({name})", params, (kind, wrt, single))
 
 
+_GRADS: dict = {}
+"""(function, argnums) -> grad(function, argnums): the fast path of `grad(f)(x)` in a loop."""
+
+
 def grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
     """The gradient of scalar-valued `fn` with respect to its arguments `argnums`.
 
@@ -129,7 +133,11 @@ def grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
     arguments differentiated must be floats: a gradient with respect to an
     int or a bool is a TypeError naming the parameter.
     """
-    return _derive(_unwrap(fn), "grad", argnums)
+    try:
+        return _GRADS[fn, argnums]
+    except KeyError:
+        derived = _GRADS[fn, argnums] = _derive(_unwrap(fn), "grad", argnums)
+        return derived
 
 
 def value_and_grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:

@@ -90,10 +90,20 @@ def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
 
 
 def _jvp(module: Module, n_primals: int) -> str:
+    """(value, tangent) for primals and one tangent per primal; the tangents of int and
+    bool primals are taken and ignored (their derivative is zero), as JAX does."""
     from .forward import forward_graph
 
-    _check_float_params(module.entry_graph, list(range(n_primals)))
-    return forward_graph(module, module.entry, list(range(n_primals)))
+    inner = module.entry_graph
+    floats = [i for i, p in enumerate(inner.params) if p.type in (F64, F32)]
+    core = module.graphs[forward_graph(module, inner.name, floats)]
+    tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
+    outer = Graph(f"{inner.name}.jvp", [Value(p.name, p.type) for p in inner.params] + tangents,
+                  loc=inner.loc)
+    result = _call(outer, core, [*outer.params[:n_primals], *(tangents[i] for i in floats)])
+    outer.outputs = [result]
+    module.graphs[outer.name] = outer
+    return outer.name
 
 
 def _check_float_params(graph: Graph, wrt: list[int]) -> None:
