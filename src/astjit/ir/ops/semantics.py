@@ -1,0 +1,104 @@
+"""Reference semantics (Python) of primitives whose Python operator is not enough."""
+
+from __future__ import annotations
+
+import math
+
+from ..types import BOOL, TupleType, Type
+
+# ---- reference semantics that Python's operators do not give directly ----------
+
+def int_pow(a, b):
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(b, bool) and b < 0:
+        raise ValueError("integer ** negative integer has a float result; write float(a) ** b")
+    return a ** b
+
+
+def float_pow(a, b):
+    """Python's `float ** float`, minus the complex results it would give."""
+    if a == 0.0 and b < 0.0 and math.isfinite(b):
+        raise ZeroDivisionError("0.0 cannot be raised to a negative power")
+    if a < 0.0 and math.isfinite(a) and math.isfinite(b) and b != math.floor(b):
+        raise ValueError("negative number cannot be raised to a fractional power")
+    return a ** b
+
+
+def py_pow(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return float_pow(float(a), float(b))
+    return int_pow(a, b)
+
+
+def py_min(a, b):
+    return b if b < a else a
+
+
+def py_max(a, b):
+    return b if b > a else a
+
+
+def in_int64(n: int) -> int:
+    """`n` if it fits astjit's int, else the OverflowError compiled code raises."""
+    if not -(2 ** 63) <= n < 2 ** 63:
+        raise OverflowError("float too large to convert to int64")
+    return n
+
+
+def int_result(fn):
+    """A float -> int function (floor, round, ...) with int64's range check."""
+    def checked(x):
+        return in_int64(fn(x))
+    checked.__name__ = fn.__name__
+    return checked
+
+
+def py_cast(x, to):
+    if to == BOOL:
+        return bool(x)
+    if to.is_float:
+        return float(x)
+    return in_int64(int(x)) if isinstance(x, float) else int(x)
+
+
+def py_shift_left(a, b):
+    if b < 0:
+        raise ValueError("negative shift count")
+    return a << b
+
+
+def py_shift_right(a, b):
+    if b < 0:
+        raise ValueError("negative shift count")
+    return a >> b
+
+
+def _getitem(t, index):
+    return t[index]
+
+
+def zero_of(t: Type | None):
+    """The value an `undef` of type `t` evaluates to: a zero, so it is deterministic."""
+    if isinstance(t, TupleType):
+        return tuple(zero_of(e) for e in t.elements)
+    if t == BOOL:
+        return False
+    if t is not None and getattr(t, "is_float", False):
+        return 0.0
+    if t is not None and getattr(t, "is_int", False):
+        return 0
+    return None
+
+
+def _undef(type=None):
+    return zero_of(type)
+
+
+def py_raise_if(cond, exc, message):
+    if cond:
+        raise EXCEPTIONS[exc](message)
+    return None
+
+
+EXCEPTIONS = {e.__name__: e for e in (ZeroDivisionError, ValueError, OverflowError, IndexError,
+                                      AssertionError, TypeError, RuntimeError,
+                                      MemoryError)}

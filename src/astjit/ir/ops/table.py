@@ -1,0 +1,179 @@
+"""The primitive table's data model: OpDef, lowering descriptors, the OPS registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import BOOL, F64, I64, TupleType, Type, is_numeric, promote, python_type_of
+
+
+class OpTypeError(Exception):
+    """An operator applied to types it does not accept; inference adds the location."""
+
+
+# ---- lowering descriptors (data, so this package never imports llvmlite) -----
+
+@dataclass(frozen=True)
+class Builder:
+    """An `llvmlite.ir.IRBuilder` method called on the operands, with extra leading args."""
+    method: str
+    args: tuple = ()
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    """An LLVM intrinsic overloaded on the operand type, e.g. 'llvm.sqrt'."""
+    name: str
+
+
+@dataclass(frozen=True)
+class LibCall:
+    """A C math library function on doubles, e.g. 'tan'."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Routine:
+    """A multi-instruction lowering the backend provides under this name."""
+    name: str
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    arity: int
+    rule: Callable[[list[Type], dict], tuple[list[Type], Type]]
+    evaluate: Callable[..., Any]
+    llvm: dict[str, Any]
+    traits: frozenset = frozenset({"pure"})
+    check: str | None = None
+    can_overflow: bool = False
+    doc: str = ""
+    vjp: Callable | None = None
+    cuda: dict[str, str] = field(default_factory=dict)
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _def(name, arity, rule, evaluate, llvm, traits=("pure",), **kw) -> None:
+    """Declare one primitive; names are unique."""
+    assert name not in OPS, name
+    OPS[name] = OpDef(name, arity, rule, evaluate, llvm, frozenset(traits), **kw)
+
+
+def kind(t: Type) -> str:
+    """The lowering key of a scalar type: 'f', 'i' or 'b'."""
+    if t == BOOL:
+        return "b"
+    return "f" if t.is_float else "i"
+
+
+# ---- type rules ---------------------------------------------------------------
+
+def _numeric(types, what):
+    for t in types:
+        if not is_numeric(t):
+            raise OpTypeError(f"{what} needs numbers, got {t}")
+
+
+def arith_rule(types, attrs):
+    _numeric(types, "this operator")
+    t = promote(*types)
+    return [t] * len(types), t
+
+
+def truediv_rule(types, attrs):
+    _numeric(types, "'/'")
+    t = promote(*types)
+    t = t if t.is_float else F64
+    return [t, t], t
+
+
+def int_only_rule(types, attrs):
+    _numeric(types, "this operator")
+    if any(t.is_float for t in types):
+        raise OpTypeError(f"this operator needs integers, got {', '.join(map(str, types))}")
+    return [I64] * len(types), I64
+
+
+def bitwise_rule(types, attrs):
+    if all(t == BOOL for t in types):
+        return [BOOL] * len(types), BOOL
+    return int_only_rule(types, attrs)
+
+
+def compare_rule(types, attrs):
+    _numeric(types, "comparison")
+    t = promote(*types)
+    return [t, t], BOOL
+
+
+def unary_arith_rule(types, attrs):
+    _numeric(types, "this operator")
+    t = promote(types[0])
+    return [t], t
+
+
+def truth_rule(types, attrs):
+    _numeric(types, "a truth test")
+    return [types[0]], BOOL
+
+
+def float_rule(types, attrs):
+    _numeric(types, "this math function")
+    t = promote(*types)
+    t = t if t.is_float else F64
+    return [t] * len(types), t
+
+
+def float_pred_rule(types, attrs):
+    operands, _ = float_rule(types, attrs)
+    return operands, BOOL
+
+
+def to_int_rule(types, attrs):
+    _numeric(types, "this function")
+    t = promote(types[0])
+    return [t], I64
+
+
+def cast_rule(types, attrs):
+    _numeric(types, "a conversion")
+    return [types[0]], attrs["to"]
+
+
+def select_rule(types, attrs):
+    from ..types import join
+    t = join(types[1], types[2])
+    if t is None:
+        raise OpTypeError(f"the two alternatives have different types: {types[1]} and {types[2]}")
+    return [BOOL, t, t], t
+
+
+def const_rule(types, attrs):
+    t = attrs.get("type") or python_type_of(attrs["value"])
+    if t is None:
+        raise OpTypeError(f"constant {attrs['value']!r} has no IR type")
+    return [], t
+
+
+def tuple_rule(types, attrs):
+    return list(types), TupleType(tuple(types))
+
+
+def getitem_rule(types, attrs):
+    (t,) = types
+    if not isinstance(t, TupleType):
+        raise OpTypeError(f"indexing needs a tuple, got {t}")
+    i = attrs["index"]
+    if not -len(t.elements) <= i < len(t.elements):
+        raise OpTypeError(f"tuple index {i} out of range for {t}")
+    return [t], t.elements[i]
+
+
+def undef_rule(types, attrs):
+    from ..types import BOTTOM
+    return [], attrs.get("type") or BOTTOM
