@@ -43,10 +43,10 @@ def smooth_reference(fn, args, i):
         left = one_sided_difference(fn, args, i, -h)
     except (ArithmeticError, ValueError):
         return None
-    estimates = (coarse, fine, right, left)
-    if not all(math.isfinite(e) for e in estimates):
+    if not all(math.isfinite(e) for e in (coarse, fine, right, left)):
         return None
-    if max(estimates) - min(estimates) > 1e-3 * max(1.0, abs(fine)):
+    scale = max(1.0, abs(fine))
+    if abs(right - left) > 1e-5 * scale or abs(coarse - fine) > 1e-4 * scale:
         return None  # a kink or a jump: the left and right derivatives differ
     return fine
 

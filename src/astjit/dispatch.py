@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir.types import TupleType, Type, python_type_of
+from .ir.types import NUMPY_DTYPES, TupleType, Type, python_type_of
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
@@ -65,6 +65,10 @@ class Signature:
         """Positional argument values after keywords and defaults, as Python binds them."""
         bound = self.inspected.bind(*args, **kwargs)
         bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            problem = array_problem(value)
+            if problem:
+                raise TypeError(f"argument '{name}' of {self.function.__name__}() is {problem}")
         return [normalize_argument(v) for v in bound.arguments.values()]
 
     def types_of(self, values: list[Any]) -> tuple[Type, ...]:
@@ -73,24 +77,45 @@ class Signature:
         for name, value in zip(self.names, values):
             t = python_type_of(value)
             if t is None:
-                raise TypeError(
-                    f"argument '{name}' of {self.function.__name__}() is "
-                    f"{type(value).__name__} ({value!r:.40}); compiled functions take int, "
-                    "float, bool and tuples of them")
+                raise TypeError(f"argument '{name}' of {self.function.__name__}() is "
+                                f"{describe_argument(value)}; {ACCEPTED}")
             check_int_range(name, value)
             types.append(t)
         return tuple(types)
+
+
+ACCEPTED = ("compiled functions take int, float, bool, tuples of them and NumPy arrays of "
+            f"dtype {', '.join(NUMPY_DTYPES)}")
+
+
+def describe_argument(value: Any) -> str:
+    """What an argument compiled code cannot take is, for the TypeError: its type, or its
+    dtype for a NumPy array, or the first such element of a tuple."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return f"a NumPy array of dtype {value.dtype}"
+    if isinstance(value, tuple):
+        for i, element in enumerate(value):
+            if python_type_of(element) is None:
+                return f"a tuple whose element {i} is {describe_argument(element)}"
+    hint = " (convert it with numpy.asarray)" if isinstance(value, list) else ""
+    return f"{type(value).__name__} ({value!r:.40}){hint}"
 
 
 def normalize_argument(value: Any) -> Any:
     """Exactly bool, int or float (NumPy scalars, int subclasses...); tuples elementwise.
 
     Compiled entries accept only the exact built-in types, so this is what keeps
-    the slow path from handing them something they pass back.
+    the slow path from handing them something they pass back. A NumPy array is
+    never copied, as compiled code writes into the caller's array: it is returned
+    as it is, or for a subclass (`numpy.memmap` ...) as a plain `ndarray` view of
+    the same memory.
     """
     numpy = sys.modules.get("numpy")  # never imported here: a NumPy scalar implies numpy
     if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return value if type(value) is numpy.ndarray else value.view(numpy.ndarray)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -100,6 +125,37 @@ def normalize_argument(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(normalize_argument(v) for v in value)
     return value
+
+
+def array_problem(value: Any) -> str:
+    """Why compiled code cannot take this array (or an array in this tuple), or ''.
+
+    The compiled entry takes native-byte-order, aligned arrays (data address and
+    the byte stride of every axis longer than 1 multiples of the item size) of a
+    supported dtype. Converting any other array would copy it, and writes would
+    not reach the caller's, so it is refused; so are masked arrays and matrices,
+    whose elements mean something else than their memory.
+    """
+    numpy = sys.modules.get("numpy")
+    if isinstance(value, tuple):
+        return next((f"a tuple whose element {i} is {problem}" for i, element in enumerate(value)
+                     if (problem := array_problem(element))), "")
+    if numpy is None or not isinstance(value, numpy.ndarray) or python_type_of(value) is None:
+        return ""
+    dtype = value.dtype
+    copy = "(a copy: writes to it do not reach the original)"
+    if isinstance(value, (numpy.ma.MaskedArray, numpy.matrix)):
+        return (f"a {type(value).__name__}, which compiled code does not take; pass an ndarray, "
+                "e.g. x.filled(0.0) or np.asarray(x)")
+    if not dtype.isnative:
+        return (f"a {dtype.name} array in non-native byte order ({dtype.str}), which compiled "
+                f"code does not take; pass x.astype(x.dtype.newbyteorder('=')) {copy}")
+    item = dtype.itemsize
+    if value.size and (value.ctypes.data % item or any(
+            stride % item for size, stride in zip(value.shape, value.strides) if size > 1)):
+        return (f"an unaligned {dtype.name} array (its address or strides are not multiples of "
+                f"{item} bytes), which compiled code does not take; pass np.array(x) {copy}")
+    return ""
 
 
 def check_int_range(name: str, value: Any) -> None:

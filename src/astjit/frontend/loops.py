@@ -185,7 +185,8 @@ class LoopLowerer(StatementLowerer):
             self.unsupported_stmt(
                 scope, stmt, f"for loop over '{ast.unparse(stmt.iter)}' is not supported: "
                 "only range(...) and tuples of a length known at compile time can be iterated",
-                "loop over range(...), or over a tuple display: for x in (a, b, c):")
+                "loop over range(...), e.g. for an array: for i in range(len(x)): ... x[i], "
+                "or over a tuple display: for x in (a, b, c):")
 
     def unrolled_loop(self, scope: Scope, stmt: ast.For, count: int, element) -> None:
         """One copy of the body per element; `element(scope, k)` gives the k-th element."""

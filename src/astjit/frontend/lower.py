@@ -6,6 +6,24 @@ names, the problems found so far) and turns expression ASTs into Values of a
 short-circuiting forms (`and`, `or`, `x if c else y`, chained comparisons) to
 `if` nodes whose regions evaluate the lazy operands only when Python would.
 
+Subscripts and attributes, without knowing types (the frontend never does):
+
+- `v[k]` with a literal integer `k` (`t[0]`, `x[-1]`) is `getitem {index=k}`,
+  the tuple element; type inference turns a `getitem` whose operand is an
+  array into `array_get(v, const k)`. Any other index (`x[i]`, `a[i, j]`) is
+  `array_get(v, *indices)`, as a tuple takes only literal indices: inference
+  rejects an `array_get` of a tuple with that hint. So the tuple IR stays as
+  it was, and no op needs resolving later except that one `getitem` case.
+- Slices, `...`, `None` and starred indices are reported (not supported yet).
+- `v.shape`, `v.size`, `v.ndim` of any expression but a module are
+  `array_shape` / `array_size` / `array_ndim` of its value (inference rejects
+  a value that is not an array; lowering a global array reports it, as arrays
+  come in only as arguments); `v.shape[k]` is a getitem of that tuple (the
+  simplifier makes it `array_dim`). Other attributes are reported, but
+  `math.<name>`: a constant or a function.
+- Element assignment is in statements.py: `x[i] = v` is `array_set`, and
+  `x[i] += v` reads with `array_get` then writes with `array_set`.
+
 Problems do not stop lowering: each is recorded (`fail`) and the expression
 becomes an `undef` placeholder, so one compile reports every problem at once.
 Calls (calls.py), statements (statements.py) and loops (loops.py) extend this
@@ -15,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import math
+import types
 
 from ..errors import CompileError, Loc, NameResolutionError, Problem, UnsupportedSyntaxError
 from ..ir.core import Value
@@ -22,8 +41,7 @@ from ..ir.types import BOOL
 from .analysis import assigned_names
 from .builtins import math_attribute
 from .scope import Scope, Unbound, branch_value
-from .source import (NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value,
-                     resolve_free_name)
+from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value, resolve_free_name
 from .syntax import describe, describe_constant
 
 BINARY_OPS = {
@@ -32,6 +50,8 @@ BINARY_OPS = {
     ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
 }
 UNARY_OPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
+ARRAY_ATTRIBUTES = {"shape": "array_shape", "size": "array_size", "ndim": "array_ndim"}
+"""The attributes of a value (an array) compiled code reads, and their primitives."""
 COMPARE_OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
                ast.NotEq: "ne"}
 
@@ -99,16 +119,43 @@ class ExpressionLowerer:
         return result
 
     def expr_Subscript(self, scope: Scope, node: ast.Subscript) -> Value:
-        value = self.lower_expr(scope, node.value)
+        """`t[0]` -> getitem (inference makes it an array_get when `t` is an array);
+        `x[i]`, `x[i, j]` -> array_get."""
+        base = self.lower_expr(scope, node.value)
+        if self.unsupported_index(scope, node):
+            return scope.emit("undef", [], self.loc(node))
         index = constant_index(node.slice)
-        if index is None:
-            if isinstance(node.slice, ast.Slice):
-                return self.unsupported(scope, node.slice)
+        if index is not None:
+            return scope.emit("getitem", [base], self.loc(node), {"index": index})
+        if base in scope.sizes:  # a tuple display or a tuple constant: only literal indices
             return self.fail(scope, node.slice, UnsupportedSyntaxError,
                              "a tuple index must be a constant integer",
                              "index with a literal, e.g. t[0] or t[-1]; "
                              "to visit every element write: for x in t:")
-        return scope.emit("getitem", [value], self.loc(node), {"index": index})
+        return scope.emit("array_get", [base, *self.lower_indices(scope, node)], self.loc(node))
+
+    def lower_indices(self, scope: Scope, node: ast.Subscript) -> list[Value]:
+        """The index values of `x[i]` or `x[i, j]`, left to right."""
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return [self.lower_expr(scope, part) for part in parts]
+
+    def unsupported_index(self, scope: Scope, node: ast.Subscript) -> bool:
+        """Report (and return True for) an index with a slice, `...`, `None` or `*`."""
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for part in parts:
+            if isinstance(part, ast.Slice):
+                what = f"slicing ({ast.unparse(node)})"
+            elif isinstance(part, ast.Constant) and (part.value is Ellipsis or part.value is None):
+                what = f"indexing with {ast.unparse(part)} ({ast.unparse(node)})"
+            elif isinstance(part, ast.Starred):
+                what = f"a starred index ({ast.unparse(node)})"
+            else:
+                continue
+            self.report(UnsupportedSyntaxError, f"{what} is not supported yet", part,
+                        "index one element at a time with integers, e.g. x[i] or a[i, j], "
+                        "in a for loop over range()")
+            return True
+        return False
 
     def expr_IfExp(self, scope: Scope, node: ast.IfExp) -> Value:
         cond = self.condition(scope, node.test)
@@ -179,15 +226,20 @@ class ExpressionLowerer:
 
     def expr_Attribute(self, scope: Scope, node: ast.Attribute) -> Value:
         base = self.static_object(scope, node.value)
-        if base is not math:
-            return self.fail(scope, node, UnsupportedSyntaxError,
-                             f"attribute access '{ast.unparse(node)}' is not supported",
-                             "only math.<name> can be used, e.g. math.pi or math.sqrt(x)")
-        value = math_attribute(node.attr)
-        if value is None:
-            return self.fail(scope, node, UnsupportedSyntaxError,
-                             f"math.{node.attr} is not supported in compiled code")
-        return self.global_value(scope, node, value, f"math.{node.attr}")
+        if base is math:
+            value = math_attribute(node.attr)
+            if value is None:
+                return self.fail(scope, node, UnsupportedSyntaxError,
+                                 f"math.{node.attr} is not supported in compiled code")
+            return self.global_value(scope, node, value, f"math.{node.attr}")
+        if node.attr in ARRAY_ATTRIBUTES and not isinstance(base, types.ModuleType):
+            # an array's (else a TypingError), or the problem of the base, reported by its lowering
+            array = self.lower_expr(scope, node.value)
+            return scope.emit(ARRAY_ATTRIBUTES[node.attr], [array], self.loc(node))
+        return self.fail(scope, node, UnsupportedSyntaxError,
+                         f"attribute access '{ast.unparse(node)}' is not supported",
+                         "arrays have .shape, .size and .ndim here; otherwise only "
+                         "math.<name> can be used, e.g. math.pi or math.sqrt(x)")
 
     def global_value(self, scope: Scope, node: ast.expr, obj: object, name: str) -> Value:
         """A global or closure value read at compile time: a number becomes a constant."""
@@ -199,10 +251,12 @@ class ExpressionLowerer:
         if callable(obj):
             return self.fail(scope, node, UnsupportedSyntaxError,
                              f"function '{name}' is used as a value", "only calls to it are supported")
+        hint = "pass the array as an argument: compiled code takes arrays only as arguments" \
+            if type(obj).__name__ == "ndarray" else \
+            "globals used in compiled code must be numbers, booleans, None, tuples of them, " \
+            "functions or the math module"
         return self.fail(scope, node, NameResolutionError,
-                         f"'{name}' is a {type(obj).__name__}, which compiled code cannot use",
-                         "globals used in compiled code must be numbers, booleans, None, "
-                         "tuples of them, functions or the math module")
+                         f"'{name}' is a {type(obj).__name__}, which compiled code cannot use", hint)
 
     def static_object(self, scope: Scope, node: ast.expr) -> object:
         """The compile-time object a name or `math.<name>` denotes; LOCAL or NOT_FOUND otherwise."""

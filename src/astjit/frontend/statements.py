@@ -8,6 +8,11 @@ statements inside `if not (flag or ...)` (`guard`). When one branch of an `if`
 always exits, the statements after the `if` are lowered into the other branch
 instead, which needs no flag at all (`lower_if`).
 
+Assignment to an element, `x[i] = v` / `x[i, j] = v`, is an `array_set` node,
+evaluated as Python does: the value, then `x`, then the indices. `x[i] += v`
+evaluates `x` and `i` once, reads `array_get`, evaluates `v`, then writes back.
+An element of a value known to be a tuple cannot be assigned.
+
 Unsupported statements are reported; their nested blocks are still lowered into
 a throwaway region, to report the problems inside them too, and the names they
 bind get placeholders so that later reads do not add spurious errors.
@@ -171,18 +176,50 @@ class StatementLowerer(CallLowerer):
             self.assign_target(scope, stmt.target, self.lower_rhs(scope, stmt.value, stmt.target))
 
     def stmt_AugAssign(self, scope: Scope, stmt: ast.AugAssign) -> None:
-        if not isinstance(stmt.target, ast.Name):
-            self.bad_target(stmt.target)
+        target = stmt.target
+        if isinstance(target, ast.Subscript):
+            self.augment_element(scope, stmt)
             return
-        current = self.expr_Name(scope, stmt.target)
+        if not isinstance(target, ast.Name):
+            self.bad_target(target)
+            return
+        current = self.expr_Name(scope, target)
+        scope.assign(target.id, self.augmented(scope, stmt, current))
+
+    def augmented(self, scope: Scope, stmt: ast.AugAssign, current: Value) -> Value:
+        """`current <op> value`: the new value of an augmented assignment's target."""
         value = self.lower_expr(scope, stmt.value)
         op = BINARY_OPS.get(type(stmt.op))
         if op is None:
-            result = self.fail(scope, stmt, UnsupportedSyntaxError,
-                               "the '@=' operator is not supported on numbers", "use '*='")
-        else:
-            result = scope.emit(op, [current, value], self.loc(stmt))
-        scope.assign(stmt.target.id, result)
+            return self.fail(scope, stmt, UnsupportedSyntaxError,
+                             "the '@=' operator is not supported on numbers", "use '*='")
+        return scope.emit(op, [current, value], self.loc(stmt))
+
+    def augment_element(self, scope: Scope, stmt: ast.AugAssign) -> None:
+        """`x[i] += v`: x and i evaluated once, then read x[i], evaluate v, write back."""
+        target = stmt.target
+        loc = self.loc(target)
+        array = self.lower_expr(scope, target.value)
+        if self.unsupported_index(scope, target) or array in scope.sizes:
+            if array in scope.sizes:
+                self.bad_target(target)
+            self.lower_expr(scope, stmt.value)  # for the problems it may have
+            return
+        indices = self.lower_indices(scope, target)
+        current = scope.emit("array_get", [array, *indices], loc)
+        scope.emit("array_set", [array, self.augmented(scope, stmt, current), *indices], loc)
+
+    def store_element(self, scope: Scope, target: ast.Subscript, value: Value) -> None:
+        """`x[i] = value`, `x[i, j] = value`: an array_set (x, then the indices, evaluated
+        after the value, as Python does)."""
+        array = self.lower_expr(scope, target.value)
+        if self.unsupported_index(scope, target):
+            return
+        if array in scope.sizes:  # a tuple display or constant
+            self.bad_target(target)
+            return
+        indices = self.lower_indices(scope, target)
+        scope.emit("array_set", [array, value, *indices], self.loc(target))
 
     # ---- assignment targets -----------------------------------------------------------
 
@@ -197,6 +234,8 @@ class StatementLowerer(CallLowerer):
     def assign_target(self, scope: Scope, target: ast.expr, value: Value | list) -> None:
         if isinstance(target, ast.Name):
             scope.assign(target.id, value)
+        elif isinstance(target, ast.Subscript):
+            self.store_element(scope, target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(scope, target, value)
         else:
@@ -227,10 +266,14 @@ class StatementLowerer(CallLowerer):
             self.assign_target(scope, t, scope.emit("getitem", [value], loc, {"index": index}))
 
     def bad_target(self, target: ast.expr) -> None:
-        what = "an element (x[i] = ...)" if isinstance(target, ast.Subscript) else \
-            f"'{ast.unparse(target)}'"
-        self.report(UnsupportedSyntaxError, f"assignment to {what} is not supported", target,
-                    "assign to a variable name; tuples cannot be changed in place")
+        if isinstance(target, ast.Subscript):
+            self.report(UnsupportedSyntaxError,
+                        f"assignment to an element of a tuple ({ast.unparse(target)} = ...) "
+                        "is not supported", target,
+                        "tuples cannot be changed in place; build a new tuple")
+            return
+        self.report(UnsupportedSyntaxError, f"assignment to '{ast.unparse(target)}' is not supported",
+                    target, "assign to a variable name or to an array element (x[i] = ...)")
 
     # ---- unsupported statements ---------------------------------------------------------
 

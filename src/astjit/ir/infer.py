@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
-from .types import BOOL, BOTTOM, NONE, TupleType, Type, is_numeric, join, python_type_of
+from .types import BOOL, BOTTOM, I64, NONE, ArrayType, TupleType, Type, is_numeric, join, python_type_of
 
 MAX_ROUNDS = 20
 
@@ -131,16 +131,25 @@ class _Inferencer:
         if node.op != "tuple" and any(contains_bottom(t) for t in in_types):
             # Depends on a recursive result not known yet: a placeholder this round.
             return [self.undef(out, BOTTOM, node.loc) for _ in node.outputs]
+        if node.op == "getitem" and isinstance(in_types[0], ArrayType):
+            return self.element_read(node, inputs, out)
         try:
             operand_types, result_type = OPS[node.op].rule(in_types, attrs)
         except OpTypeError as error:
-            raise TypingError(str(error), node.loc) from None
+            raise TypingError(str(error), node.loc, hint=_hint(node.op, in_types)) from None
         if node.op in ("const", "undef"):
             attrs["type"] = result_type
         operands = [coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
         new = out.add(node.op, operands, len(node.outputs), attrs=attrs, loc=node.loc,
                       names=[v.name for v in node.outputs], types=[result_type])
         return new.outputs
+
+    def element_read(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """`x[0]` of an array (a getitem with a literal index): an array_get of that index."""
+        index = out.add("const", [], attrs={"value": node.attrs["index"], "type": I64},
+                        loc=node.loc, types=[I64]).outputs[0]
+        read = Node("array_get", [], node.outputs, loc=node.loc)
+        return self.infer_leaf(read, [inputs[0], index], out)
 
     def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         if "derive" in node.attrs:
@@ -272,6 +281,29 @@ def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
     if have == NONE and target == NONE:
         return value
     raise TypingError(f"cannot convert {have} to {target}", loc)
+
+
+def _hint(op: str, types: list[Type]) -> str:
+    """What to write instead, for the type errors that have a usual cause."""
+    if op not in ("array_get", "array_set") or not types:
+        if any(isinstance(t, ArrayType) for t in types) and not op.startswith("array_"):
+            return ("operations on whole arrays are not supported yet; loop over the elements: "
+                    "for i in range(len(x)): ... x[i] ...")
+        return ""
+    base, indices = types[0], types[1:] if op == "array_get" else types[2:]
+    if isinstance(base, TupleType):
+        return ("a tuple is indexed with a literal integer, e.g. t[0], and cannot be changed "
+                "in place; to visit every element write: for x in t:")
+    if not isinstance(base, ArrayType):
+        return ""
+    if len(indices) < base.ndim:
+        return (f"index every axis, e.g. a[{', '.join('ijklmnopqr'[:base.ndim])}]; "
+                "slices and rows (a[i] of a 2-d array) are not supported yet")
+    if op == "array_set" and not is_numeric(types[1]):
+        return "an array element holds one number"
+    if len(indices) == base.ndim:
+        return "index with integers: int(i) converts a float or a bool"
+    return ""
 
 
 def _check_resolved(module: Module) -> None:

@@ -6,7 +6,9 @@ interpreter converts the result to it as compiled code represents it: integers
 wrap to two's complement of their width, `bool` is a bool, floats are Python
 floats (f32 rounded to single precision), tuples elementwise; a tape is a
 Python list (`tape_new` makes one, `tape_push` appends to it and returns it),
-passed through as it is, carried by loops like any value. Python
+passed through as it is, carried by loops like any value. An array is the
+caller's NumPy array itself, never converted or copied: `array_set` writes into
+it, and the caller sees the writes, as with compiled code. Python
 exceptions raised by `evaluate` (ZeroDivisionError, ValueError, ...) propagate
 unchanged: they are the behaviour compiled code must reproduce.
 

@@ -7,6 +7,7 @@ being inferred); it joins with anything to that thing.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 
@@ -37,6 +38,21 @@ class TupleType(Type):
 
     def __str__(self) -> str:
         return "tuple<" + ", ".join(map(str, self.elements)) + ">"
+
+
+@dataclass(frozen=True)
+class ArrayType(Type):
+    """A strided NumPy array of `dtype` elements with `ndim` dimensions (NumPy semantics)."""
+
+    dtype: ScalarType
+    ndim: int
+
+    def __str__(self) -> str:
+        return f"array<{self.dtype}, {self.ndim}>"
+
+
+NUMPY_DTYPES = {"float64": "f64", "float32": "f32", "int64": "i64", "bool": "bool"}
+"""The NumPy dtypes compiled code takes, by name, and their IR scalar type names."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +126,13 @@ def join(a: Type, b: Type) -> Type | None:
 def python_type_of(value) -> Type | None:
     """The IR type of a Python constant or argument value, or None if it has none.
 
-    NumPy scalars are normalized to Python scalars before they get here.
+    NumPy scalars are normalized to Python scalars before they get here; a NumPy
+    array of a supported dtype is an ArrayType.
     """
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        name = NUMPY_DTYPES.get(value.dtype.name)
+        return ArrayType(ScalarType(name), value.ndim) if name else None
     if isinstance(value, bool):
         return BOOL
     if isinstance(value, int):

@@ -5,8 +5,9 @@
 - `engine()`: the process-wide host TargetMachine + O3 pipeline + MCJIT.
 
 Modules: `codegen` (graphs and structural ops), `routines` / `arith` / `tapes`
-(the table's Routine lowerings and error checks; tapes on the C heap and who
-frees them), `compare` and `lltypes` (IR helpers),
+/ `arrays` (the table's Routine lowerings and error checks; tapes on the C heap
+and who frees them; array elements and shapes, NumPy's array layout and which
+ndarrays the entry takes), `compare` and `lltypes` (IR helpers),
 `messages` (CPython's error messages), `engine`, `pyapi` + `wrapper` (the
 METH_FASTCALL entry in LLVM), `entry` (build_entry).
 """

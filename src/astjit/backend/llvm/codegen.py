@@ -3,7 +3,9 @@
 Calling convention: a graph becomes ``i32 @name(<params>..., <result>* noalias out)``.
 It stores its result through `out` and returns 0, or returns k > 0: the error
 site k (an entry of the module's error table, `ErrorSite(exc, message, loc)`)
-that failed. A `call` checks its callee's status and returns it unchanged, so
+that failed (a site may also report numbers, left in the module's
+`error_values` just before the status is returned: `fail_with_values`). A
+`call` checks its callee's status and returns it unchanged, so
 a status travels up to the entry. Graphs other than the entry have internal
 linkage, so LLVM inlines them and folds the status checks away.
 
@@ -18,6 +20,10 @@ Tapes (`tapes.py`) are owned by the invocation that made them: a function that
 may own some keeps a tape list, and every return path settles it
 (`return_status` on failure, `emit_body` on success, `emit_call` adopts what a
 callee hands back).
+
+Arrays (`arrays.py`) are structs passed by value like tuples: they flow
+through phis, region parameters and calls unchanged, and their elements are
+read and written through the data pointer they hold.
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
 from ...ir.types import ScalarType
 from . import tapes
-from .lltypes import DOUBLE, STATUS, lltype
+from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype
 from .routines import CHECKS, ROUTINES
 
 OK = ir.Constant(STATUS, 0)
@@ -48,18 +54,50 @@ class ErrorSite(NamedTuple):
 
 
 class ErrorTable:
-    """The error sites of one LLVM module, numbered from 1; equal sites share a number."""
+    """The error sites of one LLVM module, numbered from 1; equal sites share a number.
+
+    A site's message is fixed. A site may also have a `detail`: a `str.format`
+    template for a fuller message built from run-time numbers (NumPy's
+    "index {0} is out of bounds for axis 0 with size {1}"), which the failing
+    code leaves in the module's `error_values` global for the wrapper to pass on
+    (see `FunctionEmitter.fail_with_values` and `entry.ErrorReporter`).
+    """
 
     def __init__(self) -> None:
         self.sites: list[ErrorSite] = []
+        self.details: dict[int, str] = {}
+        """Site number -> its detail template, for the sites that have one."""
         self._numbers: dict[ErrorSite, int] = {}
 
-    def status(self, exc: str, message: str, loc: Loc | None) -> int:
+    def status(self, exc: str, message: str, loc: Loc | None, detail: str | None = None) -> int:
         site = ErrorSite(exc, message, loc)
         if site not in self._numbers:
             self.sites.append(site)
             self._numbers[site] = len(self.sites)
-        return self._numbers[site]
+        number = self._numbers[site]
+        if detail is not None:
+            assert self.details.setdefault(number, detail) == detail, (site, detail)
+        return number
+
+
+MAX_ERROR_VALUES = 4
+"""How many i64 numbers a failing site can report (`error_values`)."""
+
+
+def error_values(module: ir.Module) -> ir.GlobalVariable:
+    """The module's `[MAX_ERROR_VALUES x i64]` where a failing site leaves its numbers.
+
+    One per LLVM module, written just before a failure status is returned and read
+    by the wrapper right after the call: compiled code holds the GIL throughout,
+    so no other call of the module runs in between.
+    """
+    name = "astjit.error_values"
+    variable = module.globals.get(name)
+    if variable is None:
+        variable = ir.GlobalVariable(module, ir.ArrayType(I64_T, MAX_ERROR_VALUES), name)
+        variable.linkage = "internal"
+        variable.initializer = ir.Constant(variable.value_type, None)
+    return variable
 
 
 @dataclass
@@ -71,7 +109,17 @@ class LoweredModule:
     """The typed Module it was lowered from."""
     functions: dict[str, ir.Function]
     """Graph name -> its LLVM function."""
-    errors: list[ErrorSite]
+    error_table: ErrorTable
+
+    @property
+    def errors(self) -> list[ErrorSite]:
+        """The error sites: status k reports `errors[k - 1]`."""
+        return self.error_table.sites
+
+    @property
+    def error_details(self) -> dict[int, str]:
+        """Status -> the detail template of the sites that report numbers."""
+        return self.error_table.details
 
     @property
     def entry_function(self) -> ir.Function:
@@ -96,7 +144,7 @@ def emit_module(module: Module) -> LoweredModule:
     errors = ErrorTable()
     for name in names:
         FunctionEmitter(functions, errors, functions[name]).emit_body(module.graphs[name])
-    return LoweredModule(llmodule, module, functions, errors.sites)
+    return LoweredModule(llmodule, module, functions, errors)
 
 
 def reachable_graphs(module: Module) -> list[str]:
@@ -292,6 +340,19 @@ class FunctionEmitter:
                 number = ir.Constant(STATUS, self.errors.status(exc, message, node.loc))
                 status = number if status is None else builder.select(cond, number, status)
             self.return_status(status)
+
+    def fail_with_values(self, node: Node, cond: ir.Value, exc: str, message: str, detail: str,
+                         values: list[ir.Value]) -> None:
+        """`fail_if`, also reporting `values` (i64) for the site's `detail` template."""
+        assert len(values) <= MAX_ERROR_VALUES
+        builder = self.builder
+        with builder.if_then(cond, likely=False):
+            slots = error_values(self.module)
+            for i, value in enumerate(values):
+                builder.store(value, builder.gep(slots, [ir.Constant(I32_T, 0),
+                                                         ir.Constant(I32_T, i)], inbounds=True))
+            number = self.errors.status(exc, message, node.loc, detail)
+            self.return_status(ir.Constant(STATUS, number))
 
     def return_status(self, status: ir.Value) -> None:
         """Return a failure status, first freeing the tapes this invocation owns."""

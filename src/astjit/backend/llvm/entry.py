@@ -6,19 +6,26 @@ into it), `engine().compile_ir` (O3, machine code), then `PyCFunction_NewEx`
 on a PyMethodDef pointing at the wrapper. The builtin's `__self__` is an
 `EntryPins` that owns the PyMethodDef, the fallback and the error handler
 (whose addresses the machine code embeds), so they live exactly as long as
-the builtin does.
+the builtin does. When some error site reports numbers (an array index out of
+bounds), the wrapper calls an `ErrorReporter` around the handler, which puts
+the numbers into the message of the exception the handler raises.
+
+Returning an array (or a tuple holding one) is not supported yet: the
+builtin would hand out a borrowed view, so `build_entry` refuses it.
 """
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import CompileError
 from ...ir.core import Module
 from . import pyapi
 from .codegen import ErrorSite, emit_module
 from .engine import CompiledModule, engine
+from .lltypes import contains_array
 from .wrapper import emit_wrapper
 
 METH_FASTCALL = 0x0080
@@ -60,6 +67,9 @@ class CompiledEntry:
     errors: list[ErrorSite]
     """The error sites: status k reports `errors[k - 1]` = (exc, message, loc)."""
     compiled: CompiledModule
+    error_details: dict[int, str] = field(default_factory=dict)
+    """Status -> `str.format` template of the fuller message of the sites that report
+    numbers (`ErrorReporter` fills it in); most sites have none."""
 
     @property
     def llvm_ir_optimized(self) -> str:
@@ -77,7 +87,14 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable) -> 
     `fallback(*args, **kwargs)`; a compiled error calls `error_handler(status)`,
     which should raise the exception of `errors[status - 1]`.
     """
+    result = module.entry_graph.outputs[0].type if module.entry_graph.outputs else None
+    if contains_array(result):
+        raise CompileError(f"{module.entry}() returns {result}: returning arrays is not "
+                           "supported yet", module.entry_graph.loc,
+                           hint="write into an array argument instead")
     lowered = emit_module(module)
+    if lowered.error_details:
+        error_handler = ErrorReporter(error_handler, lowered.errors, lowered.error_details)
     wrapper_name = emit_wrapper(lowered, fallback, error_handler)
     # The wrapper is the only way in: LLVM inlines the graph into it and drops the copy.
     lowered.entry_function.linkage = "internal"
@@ -85,7 +102,41 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable) -> 
     pyapi.register_functions()
     compiled = engine().compile_ir(llvm_ir)
     call = make_builtin(compiled.addresses[wrapper_name], module.entry, fallback, error_handler)
-    return CompiledEntry(call, llvm_ir, lowered.errors, compiled)
+    return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details)
+
+
+class ErrorReporter:
+    """The handler the wrapper calls when some sites report numbers: `(status, *values)`.
+
+    It calls `error_handler(status)`. For a site with a detail template, the
+    exception that raises has the site's fixed message (wherever the handler put
+    it in its text) replaced by the template filled with the numbers:
+    "index out of bounds for axis 0" becomes NumPy's "index 7 is out of bounds
+    for axis 0 with size 5". What the handler returns is returned.
+    """
+
+    __slots__ = ("details", "errors", "handler")
+
+    def __init__(self, handler: Callable, errors: list[ErrorSite], details: dict[int, str]):
+        self.handler = handler
+        self.errors = errors
+        self.details = details
+
+    def __call__(self, status: int, *values: int) -> Any:
+        detail = self.details.get(status)
+        if detail is None:
+            return self.handler(status)
+        try:
+            return self.handler(status)
+        except Exception as exc:
+            text = exc.args[0] if len(exc.args) == 1 else None
+            message = self.errors[status - 1].message
+            if isinstance(text, str) and message in text:
+                exc.args = (text.replace(message, detail.format(*values), 1),)
+            raise
+
+    def __repr__(self) -> str:
+        return f"ErrorReporter({self.handler!r})"
 
 
 def make_builtin(address: int, name: str, fallback: Any, error_handler: Any) -> Callable:

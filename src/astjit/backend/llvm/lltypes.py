@@ -6,13 +6,37 @@ that takes no space, so it can flow through phis and tuples like any other).
 `bottom`, the type of a value no path ever produces (a loop's return slot
 that is never assigned), is the empty struct too. A tape, whatever its element,
 is a pointer to the `TAPE_HEADER` that `tapes.py` describes.
+
+An array of `ndim` dimensions is the literal struct
+
+    {T* data, [ndim x i64] shape, [ndim x i64] strides, i8* owner}
+
+passed by value: `strides` count ELEMENTS, not bytes (the entry wrapper divides
+NumPy's byte strides by the item size), and `owner` is the `PyObject *` that
+owns the memory (the ndarray itself, borrowed, for an argument). `T` is the
+element's storage type, which is its value type except for bool: NumPy keeps
+a bool in one byte, so a bool array stores `i8` and its elements are `i1`
+once loaded (`element_type`).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ...errors import CompileError
-from ...ir.types import BOOL, F32, F64, I32, I64, BottomType, NoneType, TapeType, TupleType, Type
+from ...ir.types import (
+    BOOL,
+    F32,
+    F64,
+    I32,
+    I64,
+    ArrayType,
+    BottomType,
+    NoneType,
+    ScalarType,
+    TapeType,
+    TupleType,
+    Type,
+)
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -28,6 +52,25 @@ TAPE_HEADER = ir.LiteralStructType([I64_T, I64_T, BYTES, BYTES, BYTES.as_pointer
 TAPE = TAPE_HEADER.as_pointer()
 
 _SCALARS = {BOOL: I1, I32: I32_T, I64: I64_T, F32: ir.FloatType(), F64: DOUBLE}
+ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, ARRAY_OWNER = range(4)
+"""The fields of an array's struct."""
+
+
+def element_type(dtype: ScalarType) -> ir.Type:
+    """How an array stores one element of `dtype`: its value type, but `i8` for bool."""
+    return I8 if dtype == BOOL else lltype(dtype)
+
+
+def array_struct(t: ArrayType) -> ir.LiteralStructType:
+    dims = ir.ArrayType(I64_T, t.ndim)
+    return ir.LiteralStructType([element_type(t.dtype).as_pointer(), dims, dims, BYTES])
+
+
+def contains_array(t: Type | None) -> bool:
+    """Whether a value of type `t` is or holds (in nested tuples) an array."""
+    if isinstance(t, TupleType):
+        return any(contains_array(e) for e in t.elements)
+    return isinstance(t, ArrayType)
 
 
 def lltype(t: Type) -> ir.Type:
@@ -40,6 +83,8 @@ def lltype(t: Type) -> ir.Type:
         return ir.LiteralStructType([])
     if isinstance(t, TapeType):
         return TAPE
+    if isinstance(t, ArrayType) and t.dtype in _SCALARS:
+        return array_struct(t)
     raise CompileError(f"the CPU backend cannot represent values of type {t}")
 
 
@@ -60,6 +105,9 @@ def constant(t: Type, value) -> ir.Constant:
         return ir.Constant(ty, float(value))
     if isinstance(t, TupleType):
         return ir.Constant(ty, [constant(e, v) for e, v in zip(t.elements, value)])
+    if isinstance(t, ArrayType):
+        raise CompileError(f"an array constant ({t}) cannot be compiled yet: pass the array "
+                           "as an argument")
     return ir.Constant(ty, None)
 
 

@@ -39,6 +39,12 @@ INF_TO_INT = message_of(lambda: int(_inf))
 INT_RANGE = "float too large to convert to int{bits}"
 MATH_DOMAIN = message_of(lambda: math.sqrt(-1.0))
 MATH_RANGE = message_of(lambda: math.exp(1000.0))
+INDEX_OUT_OF_BOUNDS = "index out of bounds for axis {axis}"
+"""An array index outside its axis: the fixed message of the error site, and the detail
+template, NumPy's own message, the reporter fills in with the index and the size."""
+INDEX_OUT_OF_BOUNDS_DETAIL = "index {{0}} is out of bounds for axis {axis} with size {{1}}"
+READ_ONLY = "assignment destination is read-only"
+"""NumPy's message for a write into a read-only array."""
 TAPE_MEMORY = "out of memory for a tape (what a differentiated loop records)"
 OUT_OF_MEMORY = "MemoryError" if "MemoryError" in ops.EXCEPTIONS else "RuntimeError"
 """The exception of a failed allocation: MemoryError once `ops.EXCEPTIONS` knows it."""

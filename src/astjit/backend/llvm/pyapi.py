@@ -44,6 +44,7 @@ FUNCTIONS: dict[str, ir.FunctionType] = {
     "PyTuple_SetItem": ir.FunctionType(I32_T, [PYOBJ, SSIZE, PYOBJ]),
     "PyObject_Vectorcall": ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ.as_pointer(), SSIZE, PYOBJ]),
     "PyObject_CallOneArg": ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ]),
+    "PyObject_CallFunction": ir.FunctionType(PYOBJ, [PYOBJ, I8.as_pointer()], var_arg=True),
     "Py_IncRef": ir.FunctionType(VOID, [PYOBJ]),
     "Py_DecRef": ir.FunctionType(VOID, [PYOBJ]),
 }
@@ -64,6 +65,19 @@ def declare(module: ir.Module, name: str) -> ir.Function:
         function = ir.Function(module, FUNCTIONS[name], name)
         function.attributes.add("nounwind")
     return function
+
+
+def c_string(module: ir.Module, text: str) -> ir.Value:
+    """A `char *` to a NUL-terminated constant copy of `text` in `module`."""
+    data = bytearray(text.encode() + b"\0")
+    name = f"astjit.str.{text}"
+    variable = module.globals.get(name)
+    if variable is None:
+        variable = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)), name)
+        variable.linkage = "private"
+        variable.global_constant = True
+        variable.initializer = ir.Constant(variable.value_type, data)
+    return variable.bitcast(I8.as_pointer())
 
 
 def object_constant(obj: object) -> ir.Constant:

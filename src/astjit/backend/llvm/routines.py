@@ -3,7 +3,8 @@
 `ROUTINES` maps every `ops.Routine(name)` of the primitive table to its
 lowering `(emitter, node, operands) -> value`; `CHECKS` maps an `OpDef.check`
 to `(emitter, node, operands, result) -> None`, which emits the error branch.
-The arithmetic routines live in `arith`, the tape ones in `tapes`; this
+The arithmetic routines live in `arith`, the tape ones in `tapes`, the array
+ones in `arrays`; this
 module holds the conversions (casts, float -> int with CPython's NaN /
 infinity / range errors, rounding), float classification, truth tests, and the
 tuple / constant / placeholder ops.
@@ -15,8 +16,8 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.ops import OPS
-from ...ir.types import BOOL, I64, NONE, TupleType, Type
-from . import arith, tapes
+from ...ir.types import BOOL, I64, NONE, ArrayType, TupleType, Type
+from . import arith, arrays, tapes
 from . import messages as msg
 from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
 from .lltypes import DOUBLE, constant, lltype, zero
@@ -124,7 +125,10 @@ def getitem(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 
 def length(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """len() of a tuple (a constant) or of an array (its first dimension)."""
     t = node.inputs[0].type
+    if isinstance(t, ArrayType):
+        return arrays.array_len(em, node, args)
     assert isinstance(t, TupleType)
     return constant(I64, len(t.elements))
 
@@ -155,6 +159,7 @@ CHECKS = {"math1": check_math1}
 ROUTINES = {
     **arith.ROUTINES,
     **tapes.ROUTINES,
+    **arrays.ROUTINES,
     "cast": cast, "identity": identity, "not": logical_not,
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),

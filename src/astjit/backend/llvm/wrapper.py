@@ -6,22 +6,52 @@ It takes a call only when it matches the specialization exactly: no keywords,
 the right number of arguments, each of exactly the right built-in type (a
 float is `float` itself, an int `int` itself and within int64, a bool `True`
 or `False`, a tuple `tuple` itself with the right length, elementwise; an f32
-parameter takes a `float`, rounded, and an i32 one an `int` within int32).
+parameter takes a `float`, rounded, and an i32 one an `int` within int32; an
+array parameter an aligned `numpy.ndarray` itself of the right ndim and
+native dtype, see `arrays.accepts`).
 Anything else goes, untouched, to `PyObject_Vectorcall(fallback, args, nargs,
 kwnames)`. A taken call unboxes the arguments in place, calls the entry
 graph's function, and boxes its result; a nonzero status calls
 `error_handler(status)` and returns what it returns (NULL with its exception
-when it raises, as it should). The fallback and the handler are embedded as
-constant addresses: whoever builds the wrapper keeps them alive.
+when it raises, as it should). When some error site reports numbers (an
+array index out of bounds), the handler is called as `error_handler(status,
+v0, ..., v3)` with the numbers the failing site left (`codegen.error_values`);
+`entry.ErrorReporter` adapts a plain handler to that. The fallback and the
+handler are embedded as constant addresses: whoever builds the wrapper keeps
+them alive.
+
+Arrays are borrowed: the struct points at the caller's ndarray and its data,
+so writes are the caller's to see, and no reference is taken or dropped. An
+array that compiled code may write to (`arrays.written_parameters`) must be
+writeable: once every argument is known to match, a read-only one raises
+NumPy's ValueError ("assignment destination is read-only") at the call,
+located at a write that may reach it, before any code runs.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
+from ...errors import CompileError
 from ...ir.core import Graph
-from ...ir.types import BOOL, F32, F64, I32, I64, NoneType, TupleType, Type
-from .codegen import LoweredModule
-from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype, zero
+from ...ir.types import BOOL, F32, F64, I32, I64, ArrayType, NoneType, TupleType, Type
+from . import arrays
+from . import messages as msg
+from .codegen import MAX_ERROR_VALUES, ErrorTable, LoweredModule, error_values
+from .lltypes import (
+    ARRAY_DATA,
+    ARRAY_OWNER,
+    ARRAY_SHAPE,
+    ARRAY_STRIDES,
+    DOUBLE,
+    I1,
+    I32_T,
+    I64_T,
+    STATUS,
+    contains_array,
+    element_type,
+    lltype,
+    zero,
+)
 from .pyapi import (
     FLOAT_VALUE,
     LONG,
@@ -30,6 +60,7 @@ from .pyapi import (
     SSIZE,
     TUPLE_ITEMS,
     TUPLE_SIZE,
+    c_string,
     declare,
     load_field,
     object_constant,
@@ -43,18 +74,34 @@ NULL = ir.Constant(PYOBJ, None)
 def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object) -> str:
     """Add the fast entry of `lowered`'s entry graph to its module; return its name."""
     core = lowered.entry_function
+    graph = lowered.source.entry_graph
+    if contains_array(graph.outputs[0].type):
+        raise CompileError(f"@{graph.name} returns {graph.outputs[0].type}: returning arrays "
+                           "is not supported yet", graph.loc)
     function = ir.Function(lowered.module, WRAPPER_TYPE, core.name + ".fastcall")
-    WrapperEmitter(function, fallback, error_handler).emit(core, lowered.source.entry_graph)
+    emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,
+                             with_values=bool(lowered.error_details))
+    emitter.written = arrays.written_parameters(lowered.source)
+    emitter.emit(core, graph)
     return function.name
 
 
 class WrapperEmitter:
     """Emits the wrapper's blocks: argument checks, unboxing, the call, boxing, errors."""
 
-    def __init__(self, function: ir.Function, fallback: object, error_handler: object):
+    def __init__(self, function: ir.Function, fallback: object, error_handler: object,
+                 errors: ErrorTable | None = None, with_values: bool = False):
         self.function = function
         self.fallback_object = fallback
         self.handler_object = error_handler
+        self.errors = errors if errors is not None else ErrorTable()
+        self.with_values = with_values
+        """Whether the handler takes the error values after the status."""
+        self.written: dict = {}
+        """Parameter index -> location of a write into its arrays (`written_parameters`)."""
+        self.arrays: list[tuple[int, ir.Value]] = []
+        """(parameter index, ndarray object) of every array argument unboxed."""
+        self.param_index = 0
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
         self.fallback = function.append_basic_block("fallback")
 
@@ -68,8 +115,12 @@ class WrapperEmitter:
         self.require(builder.and_(
             builder.icmp_signed("==", nargs, ir.Constant(SSIZE, len(graph.params))),
             builder.icmp_unsigned("==", kwnames, NULL)))
-        values = [self.unbox(builder.load(builder.gep(args, [ir.Constant(I64_T, i)])), p.type)
-                  for i, p in enumerate(graph.params)]
+        values = []
+        for i, p in enumerate(graph.params):
+            self.param_index = i
+            values.append(self.unbox(builder.load(builder.gep(args, [ir.Constant(I64_T, i)])),
+                                     p.type))
+        self.check_writeable()
         result_type = graph.outputs[0].type
         with builder.goto_entry_block():
             out = builder.alloca(lltype(result_type))
@@ -109,6 +160,8 @@ class WrapperEmitter:
             return zero(t)
         if isinstance(t, TupleType):
             return self.unbox_tuple(obj, t)
+        if isinstance(t, ArrayType):
+            return self.unbox_array(obj, t)
         raise TypeError(f"the fast entry cannot take arguments of type {t}")
 
     def unbox_int(self, obj: ir.Value, ty: ir.IntType) -> ir.Value:
@@ -136,6 +189,73 @@ class WrapperEmitter:
             item = load_field(builder, obj, TUPLE_ITEMS + i * PTR_BYTES, PYOBJ)
             value = builder.insert_value(value, self.unbox(item, element), i)
         return value
+
+    def unbox_array(self, obj: ir.Value, t: ArrayType) -> ir.Value:
+        """An aligned, exact `numpy.ndarray` of `t.ndim` dimensions and `t.dtype` in native
+        byte order (`arrays.accepts`), borrowed: its data, shape and element strides."""
+        builder, layout = self.builder, arrays.numpy_layout()
+        item = arrays.ITEM_SIZES[t.dtype]
+        self.require(type_is(builder, obj, layout.ndarray))
+        self.require(builder.icmp_signed("==", load_field(builder, obj, layout.nd, I32_T),
+                                         ir.Constant(I32_T, t.ndim)))
+        descr = load_field(builder, obj, layout.descr, PYOBJ)
+        type_num = load_field(builder, descr, layout.descr_type_num, I32_T)
+        byteorder = load_field(builder, descr, layout.descr_byteorder, ir.IntType(8))
+        same = [builder.icmp_signed("==", type_num, ir.Constant(I32_T, n))
+                for n in sorted(layout.type_nums.get(t.dtype, ()))]
+        known = ir.Constant(I1, 0)
+        for test in same:
+            known = builder.or_(known, test)
+        self.require(builder.and_(known, builder.and_(
+            builder.icmp_signed("==", load_field(builder, descr, layout.descr_elsize, SSIZE),
+                                ir.Constant(SSIZE, item)),
+            builder.icmp_unsigned("!=", byteorder,
+                                  ir.Constant(byteorder.type, layout.foreign_byteorder[0])))))
+        data = load_field(builder, obj, layout.data, PYOBJ)
+        value = zero(t)
+        value = builder.insert_value(value, builder.bitcast(
+            data, element_type(t.dtype).as_pointer()), ARRAY_DATA)
+        value = builder.insert_value(value, obj, ARRAY_OWNER)
+        if t.ndim == 0:
+            return value
+        mask = ir.Constant(I64_T, item - 1)
+        misaligned = builder.and_(builder.ptrtoint(data, I64_T), mask)
+        empty = ir.Constant(I1, 0)
+        dims = load_field(builder, obj, layout.dimensions, I64_T.as_pointer())
+        strides = load_field(builder, obj, layout.strides, I64_T.as_pointer())
+        shift = ir.Constant(I64_T, item.bit_length() - 1)
+        zero_i64, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
+        for axis in range(t.ndim):
+            at = [ir.Constant(I64_T, axis)]
+            size = builder.load(builder.gep(dims, at, inbounds=True))
+            stride = builder.load(builder.gep(strides, at, inbounds=True))
+            # An axis of length 0 or 1 is never stepped along: its stride does not matter.
+            steps = builder.icmp_signed(">", size, one)
+            misaligned = builder.or_(misaligned, builder.select(
+                steps, builder.and_(stride, mask), zero_i64))
+            empty = builder.or_(empty, builder.icmp_signed("==", size, zero_i64))
+            value = builder.insert_value(value, size, [ARRAY_SHAPE, axis])
+            value = builder.insert_value(value, builder.select(
+                steps, builder.ashr(stride, shift), zero_i64), [ARRAY_STRIDES, axis])
+        if item > 1:
+            self.require(builder.or_(empty, builder.icmp_unsigned("==", misaligned, zero_i64)))
+        self.arrays.append((self.param_index, obj))
+        return value
+
+    def check_writeable(self) -> None:
+        """A read-only array where compiled code may write raises NumPy's ValueError."""
+        builder, layout = self.builder, None
+        for index, obj in self.arrays:
+            if index not in self.written:
+                continue
+            layout = layout or arrays.numpy_layout()
+            flags = load_field(builder, obj, layout.flags, I32_T)
+            read_only = builder.icmp_unsigned(
+                "==", builder.and_(flags, ir.Constant(I32_T, arrays.NPY_ARRAY_WRITEABLE)),
+                ir.Constant(I32_T, 0))
+            status = self.errors.status("ValueError", msg.READ_ONLY, self.written[index])
+            with builder.if_then(read_only, likely=False):
+                builder.ret(self.report(ir.Constant(STATUS, status)))
 
     # ---- native values -> Python objects ----------------------------------------------
 
@@ -186,6 +306,14 @@ class WrapperEmitter:
     def report(self, status: ir.Value) -> ir.Value:
         """`error_handler(status)`: its result, or NULL with the exception it raised."""
         builder = self.builder
+        if self.with_values:
+            slots = error_values(self.function.module)
+            values = [builder.load(builder.gep(slots, [ir.Constant(I32_T, 0),
+                                                       ir.Constant(I32_T, i)], inbounds=True))
+                      for i in range(MAX_ERROR_VALUES)]
+            return self.api("PyObject_CallFunction", object_constant(self.handler_object),
+                            c_string(self.function.module, "i" + "L" * MAX_ERROR_VALUES),
+                            status, *values)
         code = self.api("PyLong_FromLong", builder.sext(status, LONG))
         with builder.if_then(builder.icmp_unsigned("==", code, NULL), likely=False):
             builder.ret(NULL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ..types import BOOL, I64, NONE, TupleType
+from ..types import BOOL, I64, NONE, ArrayType, TupleType
 from .semantics import (
     _getitem,
     _undef,
@@ -155,8 +155,10 @@ _def("round", 1, to_int_rule, int_result(round), {"f": Routine("round"), "i": Ro
 
 def len_rule(types, attrs):
     (t,) = types
+    if isinstance(t, ArrayType) and t.ndim > 0:
+        return [t], I64
     if not isinstance(t, TupleType):
-        raise OpTypeError(f"len() needs a tuple here, got {t}")
+        raise OpTypeError(f"len() needs a tuple or an array here, got {t}")
     return [t], I64
 
 

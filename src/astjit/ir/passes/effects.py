@@ -7,7 +7,17 @@ and the tape ops that allocate, write and free: `tape_new`, `tape_push`,
 check it, so it must not be speculated; deleting an unused one would be safe,
 but the passes have one notion for deleting, merging and speculating). Passes
 may delete, merge or speculate only nodes without effects; everything else
-must run exactly when and as often as the program says. Where the primitive
+must run exactly when and as often as the program says.
+
+Array element reads and writes (`array_get`, `array_set`) have no 'pure'
+trait: an array is memory the caller and other nodes also see, a read's bounds
+check raises IndexError, and a write changes what later reads give. So they
+are never merged, reordered, dropped or speculated (an `if` reading `x[i]`
+does not become a `select`), and every node that touches them keeps its
+place in the node list, which is their order. Shape queries (`array_dim`,
+`array_shape`, `array_size`, `array_ndim`) are pure: shapes never change.
+
+Where the primitive
 table's traits are coarser than the operand types, the types refine them:
 `float(n)` of an int cannot raise, `int(x)` of a float can.
 """

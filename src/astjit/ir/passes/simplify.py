@@ -10,9 +10,13 @@ rules keep NaN, infinities and the sign of zero (so `x + 0.0` and `x * 0.0`
 stay). A rule never removes a check the program performs: operands that may
 raise are computed by their own nodes, which are untouched.
 
+Array shape queries become `array_dim` (one axis) and `a.ndim` a constant;
+array element reads and writes are never rewritten (effects.py).
+
 An `if` whose branches are a few effect-free leaf ops giving scalars becomes
 `select`s: both branches then run, which is safe only because they cannot
-raise.
+raise; an `array_get` has effects (its bounds check raises), so a branch that
+reads an array element is never speculated.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from typing import Any
 
 from ..core import Graph, Module, Node, Value
 from ..ops import OPS
-from ..types import BOOL, F64, I64
+from ..types import BOOL, F64, I64, ArrayType
 from .effects import has_effects
 from .rewrite import Replacement, forward, make_const, rewrite_graph
 
@@ -96,6 +100,10 @@ def is_bool(t: Term) -> bool:
     return t.type == BOOL
 
 
+def is_array(t: Term) -> bool:
+    return isinstance(t.type, ArrayType)
+
+
 def constant(t: Term) -> bool:
     return t.op == "const"
 
@@ -159,6 +167,10 @@ RULES: list[tuple[str, When, Then]] = [
      lambda e: e.y if e.x.const else e.z),                                    # x if True else y = x
     ("select", lambda e: equals(e.y, True) and equals(e.z, False),
      lambda e: e.x),                                                          # T if c else F = c
+    ("getitem", lambda e: e.x.op == "array_shape" and is_array(e.x.x),
+     lambda e: Apply("array_dim", e.x.x, axis=e.node.attrs["index"] % e.x.x.type.ndim)),  # a.shape[k]
+    ("len", lambda e: is_array(e.x), lambda e: Apply("array_dim", e.x, axis=0)),  # len(a) = a.shape[0]
+    ("array_ndim", lambda e: is_array(e.x), lambda e: Const(e.x.type.ndim)),     # a.ndim
     ("cast", lambda e: e.x.type == e.type, lambda e: e.x),                    # T(x: T) = x
     ("cast", lambda e: e.x.op == "cast" and is_bool(e.x.x),
      lambda e: Apply("cast", e.x.x, to=e.type)),                              # T(U(b)) = T(b)

@@ -1,0 +1,96 @@
+"""Array primitives: element reads and writes, shape queries (NumPy semantics).
+
+Arrays here are strided views of memory someone else may also see, so reads
+and writes are ordered effects: `array_get` and `array_set` are never merged,
+moved or dropped by the passes (a read's bounds check must still raise). Shape
+queries are pure: an array's shape never changes.
+
+Indices are int64; a negative index counts from the end, and an index outside
+the axis raises IndexError as NumPy does ("index 5 is out of bounds for axis 0
+with size 5"), unless the node's attrs say `boundscheck=False`.
+"""
+from __future__ import annotations
+
+from ..types import I64, NONE, ArrayType, TupleType
+from .table import OpTypeError, Routine, _def
+
+
+def _array(t, what):
+    if not isinstance(t, ArrayType):
+        raise OpTypeError(f"{what} needs an array, got {t}")
+    return t
+
+
+def _indices(array: ArrayType, index_types, what):
+    if len(index_types) != array.ndim:
+        plural = "index" if array.ndim == 1 else "indices"
+        raise OpTypeError(f"{what} of a {array.ndim}-d array needs {array.ndim} {plural}, "
+                          f"got {len(index_types)}")
+    for t in index_types:
+        if t != I64:
+            raise OpTypeError(f"array indices must be integers, got {t}")
+    return [I64] * len(index_types)
+
+
+def get_rule(types, attrs):
+    array = _array(types[0], "indexing")
+    return [array, *_indices(array, types[1:], "indexing")], array.dtype
+
+
+def set_rule(types, attrs):
+    array = _array(types[0], "item assignment")
+    from ..types import is_numeric
+
+    if not is_numeric(types[1]):
+        raise OpTypeError(f"cannot store {types[1]} into {array}")
+    return [array, array.dtype, *_indices(array, types[2:], "item assignment")], NONE
+
+
+def dim_rule(types, attrs):
+    array = _array(types[0], ".shape")
+    if not 0 <= attrs["axis"] < array.ndim:
+        raise OpTypeError(f"axis {attrs['axis']} is out of range for a {array.ndim}-d array")
+    return [array], I64
+
+
+def shape_rule(types, attrs):
+    array = _array(types[0], ".shape")
+    return [array], TupleType((I64,) * array.ndim)
+
+
+def size_rule(types, attrs):
+    return [_array(types[0], ".size")], I64
+
+
+def ndim_rule(types, attrs):
+    return [_array(types[0], ".ndim")], I64
+
+
+def _normalize(array, index):
+    """NumPy's reading of one index tuple: negative counts from the end; out of range raises."""
+    fixed = []
+    for axis, (i, size) in enumerate(zip(index, array.shape)):
+        if not -size <= i < size:
+            raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
+        fixed.append(i + size if i < 0 else i)
+    return tuple(fixed)
+
+
+def py_array_get(array, *index, boundscheck=True):
+    return array[_normalize(array, index)].item()
+
+
+def py_array_set(array, value, *index, boundscheck=True):
+    array[_normalize(array, index)] = value
+
+
+_def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")}, ("raises",),
+     doc="x[i, j]: one element; inputs [array, *indices]")
+_def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("raises", "writes"),
+     doc="x[i, j] = v; inputs [array, value, *indices]; output none")
+_def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")},
+     doc="x.shape[axis] for attrs['axis'] (already non-negative)")
+_def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("array_shape")},
+     doc="x.shape, a tuple of ints")
+_def("array_size", 1, size_rule, lambda a: a.size, {"*": Routine("array_size")}, doc="x.size")
+_def("array_ndim", 1, ndim_rule, lambda a: a.ndim, {"*": Routine("array_ndim")}, doc="x.ndim")
