@@ -4,8 +4,7 @@ import types
 
 import pytest
 
-from astjit import (DifferentiationError, check_grad, custom_vjp, grad, jit, jvp, stop_gradient,
-                    value_and_grad)
+from astjit import DifferentiationError, check_grad, custom_vjp, grad, jit, jvp, stop_gradient, value_and_grad
 
 
 @custom_vjp

@@ -8,13 +8,13 @@ import math
 import os
 
 import pytest
+from corpus import CASE_IDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from astjit import grad, value_and_grad
-from corpus import CASE_IDS, NAMES
 from program_gen import programs
 from test_random_programs import load
+
+from astjit import grad, value_and_grad
 
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "200")) // 4
 

@@ -17,8 +17,9 @@ import functools
 import inspect
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .errors import Loc
 
