@@ -15,6 +15,7 @@ import pytest
 
 from astjit.errors import Loc
 from astjit.frontend import lower_function
+from astjit.ir.ad.duplicates import RECOMPUTED
 from astjit.ir.ad.reverse import NotDifferentiableError, reverse_graph
 from astjit.ir.core import Graph, Module, Value
 from astjit.ir.infer import infer_types
@@ -187,7 +188,81 @@ def mixed_widths(x, y):
     return 2.0 * x * y + math.sin(x) * y
 
 
+def newton_sum(x, n):
+    """A loop to tolerance in a for loop: the backward needs `i`, never the running sum."""
+    s = 0.0
+    for i in range(n):
+        t = x + i
+        y = t if t > 1.0 else 1.0
+        while abs(y * y - t) > 1e-12 * t:
+            y = 0.5 * (y + t / y)
+        s += y
+    return s
+
+
+def sum_of_x(x, n):
+    """The backward of `s = s + x` reads no carried value: a counted loop, no tape."""
+    s = 0.0
+    i = 0
+    while i < n:
+        s = s + x
+        i += 1
+    return s
+
+
+def loop_only_compared(x, n):
+    """`t` depends on x but reaches the result only through a comparison: no adjoint."""
+    t = x
+    i = 0
+    while i < n:
+        t = t * 1.5 + 0.25
+        i += 1
+    r = 2.0 if t > 10.0 else 3.0
+    return r * x
+
+
+def reads_every_carried(x):
+    """Each new carried value reads all the others: the tape keeps the three floats."""
+    a, b, c = x, 1.0, 0.5
+    k = 0
+    while k < 6:
+        a, b, c = b * c + x, a * math.sin(c), a * b * 0.5
+        k += 1
+    return a + b + c
+
+
+def branch_sum(x, n):
+    """sin in one branch: its backward needs cos only, and no second sin."""
+    s = 0.0
+    for i in range(n):
+        t = x + 0.5 * i
+        if t > 2.0:
+            s = s + math.sin(t)
+        else:
+            s = s + t * t
+    return s
+
+
+def divides_in_loop(x, n):
+    """A ZeroDivisionError inside an inner loop whose result only feeds the sum."""
+    s = 0.0
+    for i in range(n):
+        t = x
+        k = 0
+        while k < 2:
+            t = t / (x - i)
+            k += 1
+        s = s + t
+    return s
+
+
 EXTRA_CASES = [
+    (newton_sum, [(2.0, 6), (0.3, 3)]),
+    (sum_of_x, [(1.7, 4), (0.5, 0)]),
+    (loop_only_compared, [(1.1, 3), (0.2, 2)]),
+    (reads_every_carried, [(0.7,)]),
+    (branch_sum, [(0.9, 6)]),
+    (divides_in_loop, [(4.5, 3)]),
     (nested_loops, [(1.3, 3), (2.2, 2)]),
     (triple_nested, [(0.4,)]),
     (tuple_through_loop, [(0.3, 0.7)]),
@@ -311,14 +386,122 @@ def test_the_differentiated_graph_is_left_unchanged():
     assert fingerprint(module) == before
 
 
+def ops_of(module: Module, name: str) -> list[str]:
+    return [node.op for node in module.graphs[name].walk()]
+
+
+def tape_elements(module: Module, name: str) -> list[TupleType]:
+    """The element types of the tapes the graph makes, outermost first."""
+    return [n.attrs["element"] for n in module.graphs[name].walk() if n.op == "tape_new"]
+
+
+@pytest.mark.parametrize("fn,args", CASES, ids=[f"{fn.__name__}{args}" for fn, args in CASES])
+def test_every_tape_is_freed(fn, args):
+    module, name, _ = differentiate(fn, args)
+    ops = ops_of(module, name)
+    assert ops.count("tape_new") == ops.count("tape_free")
+
+
 def test_loops_are_taped_and_every_tape_is_freed():
-    module, name, _ = differentiate(nested_loops, (1.3, 3))
-    ops = [node.op for node in module.graphs[name].walk()]
+    module, name, _ = differentiate(newton_sum, (2.0, 6))
+    ops = ops_of(module, name)
     # The outer loop's tape, and the inner loop's in the outer backward body's recomputation.
     assert ops.count("tape_new") == ops.count("tape_free") == 2
     assert "tape_push" in ops and "tape_get" in ops
     tapes = [n for n in module.graphs[name].walk() if n.op == "tape_new"]
     assert all(isinstance(n.outputs[0].type, TapeType) for n in tapes)
+
+
+def test_a_tape_records_only_the_carried_values_the_backward_reads():
+    """newton_sum's backward reads `i` to recompute x + i, never the running sum `s`; the
+    Newton loop's backward reads `y` (its `t` is an invariant, its condition runs forward)."""
+    module, name, _ = differentiate(newton_sum, (2.0, 6))
+    assert tape_elements(module, name) == [TupleType((I64,)), TupleType((F64,))]
+    reads = [n for n in module.graphs[name].walk() if n.op == "tape_get"]
+    assert [n.outputs[0].type for n in reads] == tape_elements(module, name)
+    optimized = optimized_gradient(module, name)
+    assert tape_elements(optimized, name) == [TupleType((I64,)), TupleType((F64,))]
+
+
+def test_a_tape_keeps_every_carried_value_the_backward_reads():
+    module, name, _ = differentiate(reads_every_carried, (0.7,))
+    assert tape_elements(module, name) == [TupleType((F64, F64, F64))]  # not the counter k
+
+
+def test_a_loop_whose_backward_reads_no_carried_value_is_counted_without_a_tape():
+    module, name, _ = differentiate(sum_of_x, (1.7, 4))
+    ops = ops_of(module, name)
+    assert not {"tape_new", "tape_push", "tape_get", "tape_free"} & set(ops)
+    assert ops.count("while") == 2  # forward, counting; backward, counting down
+    assert interpret(module, [1.7, 4], graph_name=name) == (sum_of_x(1.7, 4), 4.0)
+
+
+def test_a_loop_no_adjoint_reaches_is_copied_plain():
+    module, name, _ = differentiate(loop_only_compared, (1.1, 3))
+    ops = ops_of(module, name)
+    assert ops.count("while") == 1 and not {"tape_new", "tape_push"} & set(ops)
+    loop = next(n for n in module.graphs[name].nodes if n.op == "while")
+    assert len(loop.outputs) == 2  # t and i, no tape or trip count
+
+
+def test_a_backward_branch_does_not_recompute_what_it_does_not_read():
+    """sin runs once per iteration, in the forward loop; the backward body computes cos."""
+    module, name, _ = differentiate(branch_sum, (0.9, 6))
+    ops = ops_of(optimized_gradient(module, name), name)
+    assert ops.count("sin") == 1 and ops.count("cos") == 1
+
+
+def drop_unused_recomputed(graph: Graph) -> None:
+    """What a pass honouring RECOMPUTED may do: delete marked nodes whose results are unused."""
+    for node in graph.nodes:
+        for region in node.regions:
+            drop_unused_recomputed(region)
+    used = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
+    graph.nodes = [n for n in graph.nodes if not n.attrs.get(RECOMPUTED)
+                   or any(out in used for out in n.outputs)]
+
+
+def gradient_only(module: Module, name: str) -> str:
+    """A graph returning only the gradient of `name`'s (value, gradient), optimized."""
+    inner = module.graphs[name]
+    params = [Value(p.name, p.type) for p in inner.params]
+    outer = Graph(f"{name}.grad", params)
+    result = outer.add("call", params, attrs={"callee": name}, types=[inner.outputs[0].type])
+    outer.outputs = outer.add("getitem", result.outputs, attrs={"index": 1},
+                              types=[F64]).outputs
+    module.graphs[outer.name] = outer
+    module.entry = outer.name
+    optimize(module, verify=verify_typed)
+    return outer.name
+
+
+def test_the_forward_loop_marks_the_inner_loops_the_backward_repeats():
+    """With only the gradient wanted, newton_sum's forward loop computes its sum for
+    nothing: the Newton loop in it is marked, and deleting it leaves the gradient exact."""
+    module, name, _ = differentiate(newton_sum, (2.0, 6))
+    expected = interpret(module, [2.0, 6], graph_name=name)[1]
+    forward = next(n for n in module.graphs[name].nodes if n.op == "while")
+    marked = [n for n in module.graphs[name].walk() if n.attrs.get(RECOMPUTED)]
+    assert [n.op for n in marked] == ["while"] and marked[0] in forward.regions[1].nodes
+    entry = gradient_only(module, name)
+    graph = module.graphs[entry]
+    drop_unused_recomputed(graph)  # if the optimizer has not
+    verify_typed(module)
+    assert [n.op for n in graph.walk()].count("while") == 4  # forward, backward, Newton twice
+    assert interpret(module, [2.0, 6], graph_name=entry) == expected
+
+
+def test_work_the_backward_repeats_still_raises_once_the_forward_copy_goes():
+    module, name, _ = differentiate(divides_in_loop, (4.5, 3))
+    entry = gradient_only(module, name)
+    drop_unused_recomputed(module.graphs[entry])
+    verify_typed(module)
+    assert math.isclose(interpret(module, [4.5, 3], graph_name=entry),
+                        finite_difference(divides_in_loop, (4.5, 3), 0), rel_tol=1e-5)
+    with pytest.raises(ZeroDivisionError):
+        divides_in_loop(2.0, 3)
+    with pytest.raises(ZeroDivisionError):
+        interpret(module, [2.0, 3], graph_name=entry)
 
 
 def test_straight_line_code_needs_no_tape():

@@ -70,7 +70,7 @@ def _types(values: list[Value]) -> list[Type | None]:
 class _ReleasedTapes:
     """The tapes `tape_free` has freed so far in one graph, each known by its first name."""
 
-    ALIASES = {"tape_push": 0}
+    ALIASES = {"tape_push": 0, "tape_clear": 0}
     """Ops whose output is the tape they got as input k."""
     RELEASES = frozenset({"tape_free"})
 

@@ -245,13 +245,19 @@ def tape_get(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return b.load(b.gep(data, [index], inbounds=True))
 
 
+def tape_clear(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """len = 0: the data stays allocated, for the pushes to come."""
+    store(em.builder, ir.Constant(I64_T, 0), args[0], LEN)
+    return args[0]
+
+
 def tape_free(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     em.builder.call(helper(em.module, "free"), args)
     return zero(NONE)
 
 
 ROUTINES = {"tape_new": tape_new, "tape_push": tape_push, "tape_get": tape_get,
-            "tape_free": tape_free}
+            "tape_clear": tape_clear, "tape_free": tape_free}
 
 
 # ---- ownership at function entry, calls and exits --------------------------------------------

@@ -16,7 +16,8 @@ elementwise for tuples); the chain rule along a path is each op's VJP rule.
 - `if`: an `if` on the same condition, each region taking (captured values,
   output adjoints) and returning the captured values' adjoints. A region
   recomputes its branch's forward from the captured values and sweeps it
-  back, so nothing crosses a region boundary but parameters.
+  back, so nothing crosses a region boundary but parameters; what it
+  recomputes and does not read is dropped (`duplicates.py`).
 - `while`: a taped forward loop and a counted backward loop (`loops.py`).
 - `call` of a recursive graph F: `call F.vjp(args, g)`, a tuple of the
   adjoints of all F's arguments (the graph comes from `Differentiator.callee_vjp`).
@@ -29,8 +30,9 @@ from ..core import Graph, Node, Value
 from ..ops import OPS
 from ..passes.inline import clone_node
 from ..types import TupleType
+from .duplicates import drop_unused_recomputation
 from .emit import Emitter
-from .loops import backward_while, carries_active, emit_taped_while
+from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
 
 
@@ -52,10 +54,16 @@ class Differentiator:
         `inputs` are `dst` values for `src`'s parameters; `output_adjoints[j]`
         is the adjoint of output j (None: nothing flows back from it).
         """
+        sweep = self.sweep(src, dst, inputs, output_adjoints)
+        return [sweep.primal[v] for v in src.outputs], [sweep.adjoints.get(p) for p in src.params]
+
+    def sweep(self, src: Graph, dst: Graph, inputs: list[Value],
+              output_adjoints: list[Value | None]) -> RegionSweep:
+        """`sweep_region`, returning the whole sweep (what each node of `src` became in `dst`)."""
         sweep = RegionSweep(self, src, dst, dict(zip(src.params, inputs)))
         sweep.run_forward()
         sweep.run_backward(output_adjoints)
-        return [sweep.primal[v] for v in src.outputs], [sweep.adjoints.get(p) for p in src.params]
+        return sweep
 
     def wants_adjoint(self, value: Value) -> bool:
         return value in self.active
@@ -72,15 +80,19 @@ class RegionSweep:
         """`src` value -> the `dst` value holding it in the forward copy."""
         self.adjoints: dict[Value, Value] = {}
         """Active `src` value -> the `dst` value holding its adjoint so far."""
-        self.tapes: dict[Node, tuple[Value, Value]] = {}
-        """A `while` of `src` -> (its tape, its trip count) in the forward copy."""
+        self.tapes: dict[Node, TapedLoop] = {}
+        """A taped `while` of `src` -> its forward copy, which records a tape."""
+        self.copies: dict[Node, Node] = {}
+        """A node of `src` -> the node computing the same in the forward copy (for a
+        taped `while`, the taped loop)."""
 
     def run_forward(self) -> None:
         for node in self.src.nodes:
             if node.op == "while" and carries_active(node, self.ad.active):
                 emit_taped_while(self, node)
             else:
-                self.dst.nodes.append(clone_node(node, self.primal))
+                self.copies[node] = clone_node(node, self.primal)
+                self.dst.nodes.append(self.copies[node])
 
     def run_backward(self, output_adjoints: list[Value | None]) -> None:
         e = Emitter(self.dst, self.src.loc)
@@ -176,4 +188,5 @@ class RegionSweep:
         _, param_adjoints = self.ad.sweep_region(region, branch, params, output_adjoints)
         e = Emitter(branch, region.loc)
         branch.outputs = [adjoint_or_zero(e, param_adjoints[k], params[k].type) for k in wanted]
+        drop_unused_recomputation(branch, deep=True)
         return branch

@@ -63,7 +63,8 @@ def _gradient(module: Module, wrt: list[int]) -> str:
     try:
         return reverse_graph(module, module.entry, wrt)
     except NotDifferentiableError as error:
-        if getattr(error, "op", None) not in ("tape_new", "tape_push", "tape_get", "tape_free"):
+        if getattr(error, "op", None) not in ("tape_new", "tape_push", "tape_get", "tape_clear",
+                                               "tape_free"):
             raise DifferentiationError(str(error), getattr(error, "loc", None)) from None
     return _gradient_by_forward_mode(module, wrt)
 

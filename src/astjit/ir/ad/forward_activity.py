@@ -115,7 +115,7 @@ def tape_families(graph: Graph) -> list[set[Value]]:
             parent[root(v)] = root(tapes[0])
 
     for node in graph.walk():
-        if node.op == "tape_push":
+        if node.op in ("tape_push", "tape_clear"):
             link(node.inputs[0], node.outputs[0])
         elif node.op == "if":
             for k, v in enumerate(node.inputs[1:]):

@@ -75,6 +75,7 @@ STRUCTURAL_RULES: dict[str, TangentRule] = {
     "undef": _fresh_tangent,
     "tape_push": _tape_push_tangent,
     "tape_get": _tape_get_tangent,
+    "tape_clear": lambda e, node, inputs, out, tangents: e.op("tape_clear", tangents[0]),
 }
 """Ops whose tangent is built the way their value is (the tape's tangent is a tape)."""
 

@@ -1,14 +1,14 @@
 """Reverse mode through a `while` loop whose trip count is known only at run time.
 
 The forward copy of a loop with active carried values records, on a tape, the
-carried values at the entry of each iteration, and counts the iterations
-(`emit_taped_while`):
+carried values at the entry of each iteration that the backward loop reads,
+and counts the iterations (`emit_taped_while`):
 
-    tape0 = tape_new {element: tuple<carried types>}
+    tape0 = tape_new {element: tuple<types of the recorded carried values>}
     c.n, tape, trips = while [inv] (c.0, tape0, 0) {
       cond (inv, c, tape, trips) { the original condition }
       body (inv, c, tape, trips) {
-        tape.1 = tape_push tape, (tuple c);  trips.1 = trips + 1
+        tape.1 = tape_push tape, (tuple recorded c);  trips.1 = trips + 1
         the original body;  yield c.1, tape.1, trips.1
       }
     }
@@ -28,10 +28,28 @@ invariants' share to their accumulators:
 
 `dc` then holds the adjoints of the loop's initial carried values, `dinv`
 those of the invariants. Only active carried slots and invariants get
-adjoint slots; the tape keeps every carried value, which the recomputation
-reads. The condition region is never differentiated (it yields a bool). A
-nested loop is handled by the same scheme inside the recomputed body: it gets
-its own tape, freed at the end of each backward iteration.
+adjoint slots. The condition region is never differentiated (it yields a
+bool), and runs only forward.
+
+The backward body repeats work the forward copy ran already, on the same
+values; so what of the recomputation it does not read is dropped, effects and
+all (at its top level: `duplicates.py`). And what it keeps, the forward copy
+need not run for anything but its results: the loops, branches and calls of
+the forward body whose twins the backward body keeps are marked `recomputed`,
+which lets dead code elimination delete them when only the gradient is wanted.
+
+What is recorded is decided once the backward body is built: the forward loop
+is first emitted recording every carried value, and `backward_while` re-emits
+it recording only those the backward body still reads once its dead code is
+gone. A carried value that only feeds others the backward does not need (a
+running sum, say) is then no longer kept alive by the tape, so when only the
+gradient is wanted the forward loop's work on it is dead code too. A loop whose
+backward reads no carried value (only the trip count) gets no tape, and a loop
+no adjoint reaches is copied plain, with neither tape nor counter.
+
+A nested loop is handled by the same scheme inside the recomputed body. Its
+tape is made once, before the backward loop, carried through it, cleared
+where each iteration used to make a fresh one, and freed after it.
 """
 from __future__ import annotations
 
@@ -39,10 +57,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core import Graph, Node, Value
-from ..passes.inline import clone_graph
-from ..types import I64, TapeType, TupleType
+from ..passes.inline import clone_graph, clone_node
+from ..types import I64, TupleType
+from .duplicates import drop_unused_recomputation, mark_recomputed
 from .emit import Emitter
-from .values import add_adjoints, adjoint_name, adjoint_or_zero, zero
+from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
 
 if TYPE_CHECKING:
     from .adjoints import RegionSweep
@@ -59,37 +78,108 @@ def carries_active(node: Node, active: set[Value]) -> bool:
 
 # ---- the forward loop, taped ----------------------------------------------------------------
 
+@dataclass
+class TapedLoop:
+    """The forward copy of a loop, as emitted into the forward graph."""
+
+    nodes: list[Node]
+    """Its nodes, consecutive in the forward graph: const 0, [tape_new,] the `while`."""
+    fields: list[int]
+    """The carried slots each tape element records, in order."""
+    tape: Value | None
+    """The tape after the loop; None when nothing is recorded."""
+    trips: Value
+    """How many iterations ran."""
+    copies: dict[Node, Node]
+    """A node of the loop's body -> its copy in the taped body."""
+
+    @property
+    def loop(self) -> Node:
+        return self.nodes[-1]
+
+
 def emit_taped_while(sweep: RegionSweep, node: Node) -> None:
-    """Append the forward copy of `node` that tapes its carried values and counts its trips."""
+    """Append the forward copy of `node` that tapes all its carried values and counts its trips."""
+    n_carried = len(node.inputs) - node.attrs["n_invariants"]
+    taped = _taped_loop(sweep, node, list(range(n_carried)))
+    sweep.dst.nodes += taped.nodes
+    sweep.primal.update(zip(node.outputs, taped.loop.outputs))
+    sweep.tapes[node] = taped
+    sweep.copies[node] = taped.loop
+
+
+def _taped_loop(sweep: RegionSweep, node: Node, fields: list[int],
+                reuse: TapedLoop | None = None) -> TapedLoop:
+    """The nodes of the forward copy of `node` recording carried `fields` (none: no tape).
+
+    With `reuse`, the loop's results are `reuse`'s Values (which later code already reads).
+    """
     n_invariants = node.attrs["n_invariants"]
     carried = node.inputs[n_invariants:]
-    e = Emitter(sweep.dst, node.loc)
-    tape = e.op("tape_new", element=TupleType(tuple(v.type for v in carried)))
-    trips = e.const(0, I64)
-    cond, body = node.regions
-    cond_copy = clone_graph(cond)
-    cond_copy.params += [Value(TAPE, tape.type), Value(TRIPS, I64)]
-    regions = [cond_copy, _taped_body(body, tape.type, n_invariants)]
-    inputs = [sweep.primal[v] for v in node.inputs] + [tape, trips]
-    loop = sweep.dst.add("while", inputs, len(node.outputs) + 2,
-                         attrs={"n_invariants": n_invariants}, regions=regions, loc=node.loc,
-                         names=[v.name for v in node.outputs] + [TAPE, TRIPS],
-                         types=[v.type for v in node.outputs] + [tape.type, I64])
-    sweep.primal.update(zip(node.outputs, loop.outputs))
-    sweep.tapes[node] = (loop.outputs[-2], loop.outputs[-1])
+    forward = Graph("forward")  # a scratch graph: the caller splices its nodes in
+    e = Emitter(forward, node.loc)
+    names, extra = [TRIPS], [e.const(0, I64)]
+    if fields:
+        element = TupleType(tuple(carried[i].type for i in fields))
+        names, extra = [TAPE, TRIPS], [e.op("tape_new", element=element), *extra]
+    cond = clone_graph(node.regions[0])
+    cond.params += _params(names, extra)
+    body, copies = _taped_body(node.regions[1], _params(names, extra), n_invariants, fields)
+    inputs = [sweep.primal[v] for v in node.inputs] + extra
+    loop = forward.add("while", inputs, len(node.outputs) + len(extra),
+                       attrs={"n_invariants": n_invariants}, regions=[cond, body], loc=node.loc,
+                       names=[v.name for v in node.outputs] + names,
+                       types=[v.type for v in node.outputs] + [v.type for v in extra])
+    if reuse is not None:
+        n = len(node.outputs)
+        loop.outputs = reuse.loop.outputs[:n] + loop.outputs[n:-1] + [reuse.trips]
+    tape = loop.outputs[-2] if fields else None
+    return TapedLoop(forward.nodes, fields, tape, loop.outputs[-1], copies)
 
 
-def _taped_body(body: Graph, tape_type: TapeType, n_invariants: int) -> Graph:
-    """A copy of `body` that first pushes its carried values onto the tape and counts."""
-    copy = clone_graph(body)
-    tape, trips = Value(TAPE, tape_type), Value(TRIPS, I64)
-    taped = Graph(body.name, copy.params + [tape, trips], loc=body.loc)
+def _taped_body(body: Graph, extra: list[Value], n_invariants: int, fields: list[int]
+                ) -> tuple[Graph, dict[Node, Node]]:
+    """A copy of `body`, with parameters `extra` ([tape,] trips) added, that first pushes
+    carried `fields` onto the tape (if any) and counts; and what each node became in it."""
+    params = fresh_copies(body.params)
+    taped = Graph(body.name, params + extra, loc=body.loc)
     e = Emitter(taped, body.loc)
-    pushed = e.op("tape_push", tape, e.op("tuple", *copy.params[n_invariants:]))
-    counted = e.op("add", trips, e.const(1, I64))
-    taped.nodes += copy.nodes
-    taped.outputs = copy.outputs + [pushed, counted]
-    return taped
+    carried = params[n_invariants:]
+    pushed = ([e.op("tape_push", extra[0], e.op("tuple", *[carried[i] for i in fields]))]
+              if fields else [])
+    counted = e.op("add", extra[-1], e.const(1, I64))
+    mapping = dict(zip(body.params, params))
+    copies = {node: clone_node(node, mapping) for node in body.nodes}
+    taped.nodes += copies.values()
+    taped.outputs = [mapping[v] for v in body.outputs] + pushed + [counted]
+    return taped, copies
+
+
+def _replace(sweep: RegionSweep, taped: TapedLoop, nodes: list[Node]) -> None:
+    """Put `nodes` where `taped`'s nodes stand in the forward graph."""
+    dst = sweep.dst.nodes
+    start = next(i for i, n in enumerate(dst) if n is taped.nodes[0])
+    dst[start:start + len(taped.nodes)] = nodes
+
+
+def _retape(sweep: RegionSweep, node: Node, taped: TapedLoop, fields: list[int]) -> TapedLoop:
+    """Re-emit the forward copy of `node` recording only carried `fields` (of all of them)."""
+    if fields == taped.fields:
+        return taped
+    narrowed = _taped_loop(sweep, node, fields, reuse=taped)
+    _replace(sweep, taped, narrowed.nodes)
+    sweep.tapes[node] = narrowed
+    sweep.copies[node] = narrowed.loop
+    return narrowed
+
+
+def _untape(sweep: RegionSweep, node: Node, taped: TapedLoop) -> None:
+    """Replace the forward copy of `node` by a plain one: no adjoint reaches the loop."""
+    plain = clone_node(node, {v: sweep.primal[v] for v in node.inputs})
+    plain.outputs = taped.loop.outputs[:len(node.outputs)]
+    _replace(sweep, taped, [plain])
+    del sweep.tapes[node]
+    sweep.copies[node] = plain
 
 
 # ---- the backward loop ----------------------------------------------------------------------
@@ -97,7 +187,8 @@ def _taped_body(body: Graph, tape_type: TapeType, n_invariants: int) -> Graph:
 @dataclass(frozen=True)
 class _BackwardLayout:
     """How the backward loop's values are laid out: invariants [tape, *inv], then carried
-    [k, *carried adjoints (of `carried_slots`), *invariant adjoints (of `invariant_slots`)]."""
+    [k, *carried adjoints (of `carried_slots`), *invariant adjoints (of `invariant_slots`)].
+    The tape is dropped from the invariants when the body reads nothing from it."""
 
     n_invariants: int
     carried_slots: list[int]
@@ -111,17 +202,21 @@ class _BackwardLayout:
 
 def backward_while(sweep: RegionSweep, node: Node) -> None:
     """Sweep the adjoints of a taped loop's results back to its inputs; free its tape."""
-    if node not in sweep.tapes:
+    taped = sweep.tapes.get(node)
+    if taped is None:
         return
-    tape, trips = sweep.tapes[node]
     grads = [sweep.adjoints.get(v) for v in node.outputs]
-    if any(g is not None for g in grads):
-        _emit_backward_loop(sweep, node, tape, trips, grads)
-    Emitter(sweep.dst, node.loc).op("tape_free", tape)
+    if all(g is None for g in grads):
+        _untape(sweep, node, taped)
+        return
+    taped = _emit_backward_loop(sweep, node, taped, grads)
+    if taped.tape is not None:
+        Emitter(sweep.dst, node.loc).op("tape_free", taped.tape)
 
 
-def _emit_backward_loop(sweep: RegionSweep, node: Node, tape: Value, trips: Value,
-                        grads: list[Value | None]) -> None:
+def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
+                        grads: list[Value | None]) -> TapedLoop:
+    """Emit the backward loop; return the forward copy, re-emitted to record what it reads."""
     n_invariants = node.attrs["n_invariants"]
     invariants, carried = node.inputs[:n_invariants], node.inputs[n_invariants:]
     body_params = node.regions[1].params
@@ -130,23 +225,69 @@ def _emit_backward_loop(sweep: RegionSweep, node: Node, tape: Value, trips: Valu
         [i for i, p in enumerate(body_params[n_invariants:]) if sweep.ad.wants_adjoint(p)],
         [k for k, p in enumerate(body_params[:n_invariants]) if sweep.ad.wants_adjoint(p)])
     e = Emitter(sweep.dst, node.loc)
-    fixed = [tape] + [sweep.primal[v] for v in invariants]
-    initial = ([trips] + [adjoint_or_zero(e, grads[i], carried[i].type) for i in layout.carried_slots]
+    fixed = [taped.tape] + [sweep.primal[v] for v in invariants]
+    initial = ([taped.trips]
+               + [adjoint_or_zero(e, grads[i], carried[i].type) for i in layout.carried_slots]
                + [zero(e, invariants[k].type) for k in layout.invariant_slots])
     names = ([TAPE] + [v.name for v in invariants] + [REMAINING]
              + [adjoint_name(carried[i]) for i in layout.carried_slots]
              + [adjoint_name(invariants[k]) for k in layout.invariant_slots])
-    inputs = fixed + initial
-    regions = [_count_down(_params(names, inputs), layout),
-               _backward_body(sweep, node, _params(names, inputs), layout)]
-    loop = sweep.dst.add("while", inputs, len(initial), attrs={"n_invariants": len(fixed)},
-                         regions=regions, loc=node.loc, names=names[len(fixed):],
-                         types=[v.type for v in initial])
+    params = _params(names, fixed + initial)
+    body, read, repeated = _backward_body(sweep, node, params, layout)
+    taped = _retape(sweep, node, taped, read)
+    for inner in repeated:
+        mark_recomputed(taped.copies[inner])
+    if taped.tape is None:  # the body reads no carried value: the loop needs only its count
+        fixed, names, params = fixed[1:], names[1:], params[1:]
+        body.params = body.params[1:]
+    else:
+        params[0].type = taped.tape.type
+        fixed[0] = taped.tape
+    reused = [e.op("tape_new", element=element) for element in _reuse_tapes(body)]
+    inputs = fixed + initial + reused
+    names += [TAPE] * len(reused)
+    cond = _count_down(_params(names, inputs), len(fixed))
+    loop = sweep.dst.add("while", inputs, len(initial) + len(reused),
+                         attrs={"n_invariants": len(fixed)}, regions=[cond, body], loc=node.loc,
+                         names=names[len(fixed):], types=[v.type for v in initial + reused])
     n_carried = len(layout.carried_slots)
     for i, adjoint in zip(layout.carried_slots, loop.outputs[1:1 + n_carried]):
         sweep.accumulate(e, carried[i], adjoint)
-    for k, adjoint in zip(layout.invariant_slots, loop.outputs[1 + n_carried:]):
+    for k, adjoint in zip(layout.invariant_slots, loop.outputs[1 + n_carried:len(initial)]):
         sweep.accumulate(e, invariants[k], adjoint)
+    for tape in loop.outputs[len(initial):]:
+        e.op("tape_free", tape)
+    return taped
+
+
+def _reuse_tapes(body: Graph) -> list[TupleType]:
+    """Make the tapes `body` makes and frees (its nested loops') carried values of the loop
+    instead, cleared where they were made; return their element types, in order.
+
+    The caller makes each before the loop and frees it after: one allocation for
+    all the iterations, rather than one per iteration (malloc, realloc, 2 frees).
+    """
+    made: dict[Value, Node] = {}
+    """A tape value of `body` -> the `tape_new` it comes from."""
+    elements = []
+    for node in list(body.nodes):
+        if node.op == "tape_new":
+            made[node.outputs[0]] = node
+        elif node.op == "tape_push" and node.inputs[0] in made:
+            made[node.outputs[0]] = made[node.inputs[0]]
+        elif node.op == "while":
+            n_invariants = node.attrs["n_invariants"]
+            made.update((out, made[v]) for v, out in zip(node.inputs[n_invariants:], node.outputs)
+                        if v in made)
+        elif node.op == "tape_free" and node.inputs[0] in made:
+            new = made[node.inputs[0]]
+            tape = Value(TAPE, new.outputs[0].type)
+            new.op, new.inputs, new.attrs = "tape_clear", [tape], {}
+            body.nodes.remove(node)
+            body.params.append(tape)
+            body.outputs.append(node.inputs[0])
+            elements.append(tape.type.element)
+    return elements
 
 
 def _params(names: list[str], inputs: list[Value]) -> list[Value]:
@@ -154,18 +295,25 @@ def _params(names: list[str], inputs: list[Value]) -> list[Value]:
     return [Value(name, v.type) for name, v in zip(names, inputs)]
 
 
-def _count_down(params: list[Value], layout: _BackwardLayout) -> Graph:
-    """The backward loop's condition: iterations remain (k > 0)."""
+def _count_down(params: list[Value], k: int) -> Graph:
+    """The backward loop's condition: iterations remain (params[k] > 0)."""
     cond = Graph("cond", params)
     e = Emitter(cond)
-    _, _, left, _, _ = layout.split(params)
-    cond.outputs = [e.op("gt", left, e.const(0, I64))]
+    cond.outputs = [e.op("gt", params[k], e.const(0, I64))]
     return cond
 
 
 def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
-                   layout: _BackwardLayout) -> Graph:
-    """One backward iteration: pop the entry values, recompute the body, sweep it back."""
+                   layout: _BackwardLayout) -> tuple[Graph, list[int], list[Node]]:
+    """One backward iteration: pop the entry values, recompute the body, sweep it back.
+
+    Returns the body; the carried slots it reads from the tape; and the nodes
+    of the loop's body it recomputes and keeps (see `duplicates.py`). It is
+    built reading every carried value from a tape of them all, then cleaned of
+    unused code, recomputed or not, and left reading only the slots it still
+    needs, as the fields, in order, of a narrower tape element (the tape
+    parameter keeps the wide type, for the caller to set).
+    """
     body = node.regions[1]
     tape, invariants, left, carried_adjoints, invariant_adjoints = layout.split(params)
     graph = Graph("body", params, loc=body.loc)
@@ -176,11 +324,26 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     output_adjoints: list[Value | None] = [None] * len(body.outputs)
     for i, adjoint in zip(layout.carried_slots, carried_adjoints):
         output_adjoints[i] = adjoint
-    _, param_adjoints = sweep.ad.sweep_region(body, graph, invariants + at_entry, output_adjoints)
+    recompute = sweep.ad.sweep(body, graph, invariants + at_entry, output_adjoints)
+    param_adjoints = [recompute.adjoints.get(p) for p in body.params]
     n = layout.n_invariants
     new_carried = [adjoint_or_zero(e, param_adjoints[n + i], at_entry[i].type)
                    for i in layout.carried_slots]
     new_invariant = [total if param_adjoints[k] is None else add_adjoints(e, total, param_adjoints[k])
                      for total, k in zip(invariant_adjoints, layout.invariant_slots)]
     graph.outputs = [remaining, *new_carried, *new_invariant]
-    return graph
+    drop_unused_recomputation(graph, deep=False)
+    kept = set(graph.nodes)
+    repeated = [inner for inner in body.nodes if recompute.copies[inner] in kept]
+    return graph, _renumber_reads(graph, entry), repeated
+
+
+def _renumber_reads(graph: Graph, entry: Value) -> list[int]:
+    """The indices of the fields of tuple `entry` that `graph` reads; its reads renumbered
+    as if `entry` held just those, which its type becomes."""
+    reads = [n for n in graph.nodes if n.op == "getitem" and n.inputs[0] is entry]
+    fields = sorted({n.attrs["index"] for n in reads})
+    for read in reads:
+        read.attrs["index"] = fields.index(read.attrs["index"])
+    entry.type = TupleType(tuple(entry.type.elements[i] for i in fields))
+    return fields

@@ -23,6 +23,8 @@ The scheme (no CFG; structured regions throughout):
    adjoints of all F's parameters (zero for non-floats), built the same way with
    every float parameter active. Helpers of a whole call cycle are built once
    each (mutual recursion), memoized by name within one `reverse_graph` call.
+   A helper only repeats what the call it differentiates ran, so what it
+   recomputes and does not read is dropped (`duplicates.py`).
 
 Nothing is added to `module` unless the whole transform succeeds.
 """
@@ -32,6 +34,7 @@ from ..core import Graph, Module, Value
 from ..types import ScalarType
 from .activity import active_values
 from .adjoints import Differentiator
+from .duplicates import drop_unused_recomputation
 from .emit import Emitter
 from .errors import NotDifferentiableError
 from .values import adjoint_or_zero, fresh_copies
@@ -112,4 +115,5 @@ class _VjpBuilder:
         e = Emitter(vjp, graph.loc)
         vjp.outputs = [e.op("tuple", *[adjoint_or_zero(e, adjoint, p.type)
                                        for adjoint, p in zip(adjoints, params)])]
+        drop_unused_recomputation(vjp, deep=True)  # the call it differentiates ran it all
         return name

@@ -80,6 +80,17 @@ def tape_free_rule(types, attrs):
     return [types[0]], NONE
 
 
+def tape_clear_rule(types, attrs):
+    if not isinstance(types[0], TapeType):
+        raise OpTypeError(f"cannot clear {types[0]}")
+    return [types[0]], types[0]
+
+
+def _tape_clear(tape):
+    tape.clear()
+    return tape
+
+
 def _tape_push(tape, value):
     tape.append(value)
     return tape
@@ -96,5 +107,7 @@ _def("tape_push", 2, tape_push_rule, _tape_push, {"*": Routine("tape_push")}, ()
      doc="append a value; the result is the same tape, threaded on as a new SSA value")
 _def("tape_get", 2, tape_get_rule, lambda tape, i: tape[i], {"*": Routine("tape_get")}, ("pure",),
      doc="the value pushed at position i (0 = first)")
+_def("tape_clear", 1, tape_clear_rule, _tape_clear, {"*": Routine("tape_clear")}, (),
+     doc="forget the values pushed, keeping the memory; the result is the same tape")
 _def("tape_free", 1, tape_free_rule, _tape_free, {"*": Routine("tape_free")}, (),
      doc="release the tape's memory; it is not used afterwards")

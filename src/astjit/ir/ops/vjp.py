@@ -40,9 +40,9 @@ _vjp("add", lambda e, g, ins, out, needs: [g, g])
 _vjp("sub", lambda e, g, ins, out, needs: [g, e.op("neg", g)])
 _vjp("mul", lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
                                            e.op("mul", g, ins[0]) if needs[1] else None])
-_vjp("truediv", lambda e, g, ins, out, needs: [
+_vjp("truediv", lambda e, g, ins, out, needs: [  # g times values: no division after g
     e.op("fdiv", g, ins[1]) if needs[0] else None,
-    e.op("neg", e.op("fdiv", e.op("mul", g, out), ins[1])) if needs[1] else None])
+    e.op("neg", e.op("mul", g, e.op("fdiv", out, ins[1]))) if needs[1] else None])
 _vjp("fdiv", OPS["truediv"].vjp)
 _vjp("neg", _one(lambda e, g, x, out: e.op("neg", g)))
 _vjp("pos", _one(lambda e, g, x, out: g))
@@ -158,7 +158,8 @@ _vjp("mod", _mod_vjp)
 
 ZERO_DERIVATIVE = frozenset({
     "floordiv", "floor", "ceil", "trunc", "round", "lt", "le", "gt", "ge", "eq", "ne", "not",
-    "isnan", "isinf", "isfinite", "raise_if", "len", "const", "undef", "tape_new", "tape_free",
+    "isnan", "isinf", "isfinite", "raise_if", "len", "const", "undef", "tape_new", "tape_clear",
+    "tape_free",
     "bitand", "bitor", "bitxor", "lshift", "rshift", "invert", "add_sat",
     "array_dim", "array_shape", "array_size", "array_ndim",
 })

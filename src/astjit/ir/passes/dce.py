@@ -10,7 +10,9 @@ Walking each graph backwards from its outputs:
   condition, or by the body's computation of another kept carried value
   (a fixed point), and the invariants some region uses; the loop itself stays,
   as it may not terminate;
-- `call` nodes stay (the callee may raise), and so do function parameters.
+- `call` nodes stay (the callee may raise), and so do function parameters;
+- except that a node marked `recomputed` by reverse mode (`ad.duplicates`) goes when its
+  results are unused, whatever its effects: the backward loop runs the same work again.
 
 Regions are cleaned after their node's outputs are pruned, so everything that
 only fed a removed output goes too.
@@ -36,7 +38,7 @@ def _dce_graph(graph: Graph) -> None:
             _dce_if(node, live)
         elif node.op == "while":
             _dce_while(node, live)
-        if has_effects(node) or any(out in live for out in node.outputs):
+        if _must_run(node) or any(out in live for out in node.outputs):
             kept.append(node)
             live.update(node.inputs)
     graph.nodes = kept[::-1]
@@ -94,9 +96,15 @@ def _needed(graph: Graph, outputs: list[Value]) -> set[Value]:
     """
     needed = set(outputs)
     for node in reversed(graph.nodes):
-        if has_effects(node) or any(out in needed for out in node.outputs):
+        if _must_run(node) or any(out in needed for out in node.outputs):
             needed.update(node.inputs)
     return needed
+
+
+def _must_run(node: Node) -> bool:
+    """Whether `node` stays even when its results are unused: it has effects, and is not
+    work that reverse mode repeats in a backward loop (`ad.duplicates.RECOMPUTED`)."""
+    return has_effects(node) and not node.attrs.get("recomputed", False)
 
 
 def _uses(graph: Graph, value: Value) -> bool:
