@@ -443,7 +443,7 @@ def test_arrays_pass_through_calls_ifs_and_tuple_arguments():
     callee = graph_of("fill", A1, F64)
     arr, v = callee.params
     callee.add("array_set", [arr, v, const(callee, -1, I64)], types=[NONE])
-    callee.outputs = [arr]  # an internal graph may return an array
+    callee.outputs = [op(callee, "array_retain", [arr], A1)]  # results are owned by the caller
     pair = TupleType((A1, I64))
     g = graph_of("outer", pair, BOOL)
     p, flag = g.params
@@ -451,9 +451,10 @@ def test_arrays_pass_through_calls_ifs_and_tuple_arguments():
     k = op(g, "getitem", [p], I64, index=1)
     then, other = graph_of("then", A1, I64), graph_of("else", A1, I64)
     then.outputs = [op(then, "call", [then.params[0], const(then, 9.0, F64)], A1, callee="fill")]
-    other.outputs = [other.params[0]]
+    other.outputs = [op(other, "array_retain", [other.params[0]], A1)]
     same = g.add("if", [flag, a, k], regions=[then, other], types=[A1]).outputs[0]
     g.outputs = [op(g, "array_get", [same, k], F64)]
+    g.add("array_release", [same], types=[NONE])
     module = module_of(g, callee)
     call = compile_module(module).call
     x = np.arange(4.0)
@@ -463,15 +464,11 @@ def test_arrays_pass_through_calls_ifs_and_tuple_arguments():
     assert interpret(module, [(y, 3), True]) == 9.0 and np.array_equal(x, y)
 
 
-def test_returning_an_array_is_refused_at_build_time():
+def test_returning_an_argument_hands_back_the_same_object():
     g = graph_of("same", A1)
-    g.outputs = [g.params[0]]
-    with pytest.raises(CompileError, match="returning arrays is not supported yet"):
-        build_entry(module_of(g), no_fallback, Handler())
-    g = graph_of("pair", A1, I64)
-    g.outputs = [op(g, "tuple", g.params, TupleType((A1, I64)))]
-    with pytest.raises(CompileError, match="returning arrays is not supported yet"):
-        build_entry(module_of(g), no_fallback, Handler())
+    g.outputs = [op(g, "array_retain", [g.params[0]], A1)]  # a returned array is owned
+    x = np.arange(3.0)
+    assert build_entry(module_of(g), no_fallback, Handler()).call(x) is x
 
 
 # ---- the entry: which arrays it takes ------------------------------------------------------------

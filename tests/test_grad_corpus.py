@@ -18,6 +18,11 @@ from astjit import grad, value_and_grad
 
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "200")) // 4
 
+# Generic points only: at 0.0 a test like `x == x + x` holds on a single point, where the
+# path taken (and so AD's derivative) differs from every neighbour's; no finite
+# difference can see that.
+GENERIC_FLOATS = st.floats(-5, 5).filter(lambda v: abs(v) > 1e-3)
+
 
 def central_difference(fn, args, i, h):
     up, down = list(args), list(args)
@@ -86,7 +91,7 @@ def test_corpus_gradient_matches_finite_differences(fn, args):
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(source=programs(), a=st.integers(-20, 20), b=st.integers(-20, 20),
-       x=st.floats(-5, 5), y=st.floats(-5, 5))
+       x=GENERIC_FLOATS, y=GENERIC_FLOATS)
 def test_random_program_gradient_matches_finite_differences(tmp_path_factory, source, a, b, x, y):
     fn = load(source, tmp_path_factory.mktemp("grads"))
     args = (a, b, x, y)

@@ -2,7 +2,9 @@
 
 parse (frontend) -> typed (ir.infer) -> optimized (ir.passes) -> llvm / llvm-opt
 / asm (backend.llvm). Every stage of every specialization is kept on its
-`Specialization` so `f.ir(...)` and `ASTJIT_DUMP` can show it.
+`Specialization` so `f.ir(...)` and `ASTJIT_DUMP` can show it. The optimized
+stage ends with the memory pass (`ir.passes.memory`), so it shows the
+`array_retain` / `array_release` nodes the backend compiles.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .frontend import lower_function
 from .ir.core import Graph, Module, Value
 from .ir.dot import format_dot
 from .ir.infer import infer_types
+from .ir.passes.memory import check_array_ownership, insert_array_ownership
 from .ir.passes.pipeline import optimize
 from .ir.printer import format_module
 from .ir.types import TupleType, Type
@@ -64,7 +67,7 @@ def interpret_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     signature = dispatch.Signature(fn)
     values = signature.bind(args, kwargs)
     module = optimize(infer_types(lower_function(fn), list(signature.types_of(values))))
-    return interpret(module, values)
+    return interpret(insert_array_ownership(module), values)
 
 
 @dataclass
@@ -147,7 +150,7 @@ class Dispatcher:
         check = verify_module if verifying() else None
         if check:
             check(typed)
-        optimized = optimize(clone_module(typed), verify=check)
+        optimized = optimize_for_backend(clone_module(typed), check)
         # Calls the new entry does not take go to the previous entry, then to call_slow.
         previous = [s.compiled.call for s in self.specializations.values()]
         handler = ErrorHandler()
@@ -207,6 +210,16 @@ def dump_stages(spec: Specialization, directory: str, name: str) -> None:
         if stage in IR_STAGES:
             with open(path[: -len(".ir")] + ".dot", "w") as fh:
                 fh.write(spec.stage_text(stage, "dot"))
+
+
+def optimize_for_backend(module: Module, check: Callable[[Module], None] | None) -> Module:
+    """The optimization pipeline, then the memory pass, which must come after every other
+    pass; `check` (the verifier) runs after each, and the ownership checker at the end."""
+    module = insert_array_ownership(optimize(module, verify=check))
+    if check is not None:
+        check(module)
+        check_array_ownership(module)
+    return module
 
 
 def clone_module(module: Module) -> Module:

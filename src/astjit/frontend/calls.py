@@ -5,7 +5,9 @@ jitted object's `py_func`) becomes a `call` node naming its graph, which the
 `FunctionTable` queues for lowering into the same module; its arguments are bound to its
 parameters with `inspect.signature`, so keywords and defaults work (a default
 becomes a `const` at the call site). Builtins and math functions go through the
-table in builtins.py. Anything else is an UnsupportedCallError naming the callee.
+table in builtins.py; NumPy's creation functions (np.zeros, np.arange, ...) through
+creation.py, which reports any other NumPy function as not supported yet. Anything
+else is an UnsupportedCallError naming the callee.
 """
 from __future__ import annotations
 
@@ -18,13 +20,15 @@ from collections import deque
 from ..errors import CompileError, NameResolutionError, UnsupportedCallError
 from ..ir.core import Value
 from .builtins import CallError, Handler, call_handler, primitive_handler
-from .lower import LOCAL, ExpressionLowerer
+from .creation import NumpyCallLowerer, is_numpy_callable, numpy_handler
+from .lower import LOCAL, is_numpy_module
 from .scope import Scope
 from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value
 
 SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, the math "
-                   "functions that have a primitive (math.sqrt, math.sin, ...), and the builtins "
-                   "abs, min, max, int, float, bool, round, len and pow")
+                   "functions that have a primitive (math.sqrt, math.sin, ...), the builtins "
+                   "abs, min, max, int, float, bool, round, len and pow, and NumPy's "
+                   "np.empty, np.zeros, np.ones, np.full, their *_like forms and np.arange")
 
 
 def is_compilable(obj: object) -> bool:
@@ -54,7 +58,7 @@ class FunctionTable:
         return self.names[fn]
 
 
-class CallLowerer(ExpressionLowerer):
+class CallLowerer(NumpyCallLowerer):
     """Expressions, plus calls."""
 
     def __init__(self, source: FunctionSource, functions: FunctionTable):
@@ -74,6 +78,7 @@ class CallLowerer(ExpressionLowerer):
             base = self.static_object(scope, node.func.value) \
                 if isinstance(node.func, ast.Attribute) else None
             why = "this math function has no compiled version" if base is math else \
+                f"{base.__name__} has no '{node.func.attr}'" if is_numpy_module(base) else \
                 "other modules cannot be called" if isinstance(base, types.ModuleType) else \
                 "method calls are not supported"
             return self.fail(scope, node, UnsupportedCallError,
@@ -83,6 +88,12 @@ class CallLowerer(ExpressionLowerer):
             return self.call_builtin(scope, node, primitive_handler(callee), name)
         if hasattr(callee, "__astjit_jvp__"):
             return self.call_jvp(scope, node, callee)
+        creation = numpy_handler(callee)
+        if creation is not None:
+            return self.call_numpy(scope, node, creation, name)
+        if is_numpy_callable(callee) or self.is_numpy_attribute(scope, node.func):
+            # before is_compilable: np.ones, np.linalg.norm ... are Python functions
+            return self.unsupported_numpy(scope, node, name)
         if is_compilable(callee):
             return self.call_function(scope, node, callee)
         handler = call_handler(callee)

@@ -20,7 +20,8 @@ Subscripts and attributes, without knowing types (the frontend never does):
   a value that is not an array; lowering a global array reports it, as arrays
   come in only as arguments); `v.shape[k]` is a getitem of that tuple (the
   simplifier makes it `array_dim`). Other attributes are reported, but
-  `math.<name>`: a constant or a function.
+  `math.<name>` and `np.<name>` (NumPy and its submodules): a constant
+  (`math.pi`, `np.inf`) or a function, resolved at compile time.
 - Element assignment is in statements.py: `x[i] = v` is `array_set`, and
   `x[i] += v` reads with `array_get` then writes with `array_set`.
 
@@ -232,6 +233,9 @@ class ExpressionLowerer:
                 return self.fail(scope, node, UnsupportedSyntaxError,
                                  f"math.{node.attr} is not supported in compiled code")
             return self.global_value(scope, node, value, f"math.{node.attr}")
+        if is_numpy_module(base):  # np.pi, np.inf: numbers; a function only in a call
+            return self.global_value(scope, node, getattr(base, node.attr, NOT_FOUND),
+                                     ast.unparse(node))
         if node.attr in ARRAY_ATTRIBUTES and not isinstance(base, types.ModuleType):
             # an array's (else a TypingError), or the problem of the base, reported by its lowering
             array = self.lower_expr(scope, node.value)
@@ -254,19 +258,24 @@ class ExpressionLowerer:
         hint = "pass the array as an argument: compiled code takes arrays only as arguments" \
             if type(obj).__name__ == "ndarray" else \
             "globals used in compiled code must be numbers, booleans, None, tuples of them, " \
-            "functions or the math module"
+            "functions, or the math and numpy modules"
         return self.fail(scope, node, NameResolutionError,
                          f"'{name}' is a {type(obj).__name__}, which compiled code cannot use", hint)
 
     def static_object(self, scope: Scope, node: ast.expr) -> object:
-        """The compile-time object a name or `math.<name>` denotes; LOCAL or NOT_FOUND otherwise."""
+        """The compile-time object a name, `math.<name>` or `np.<name>` (`np.linalg.inv`)
+        denotes; LOCAL or NOT_FOUND otherwise."""
         if isinstance(node, ast.Name):
             if node.id in self.local_names or scope.lookup(node.id) is not None:
                 return LOCAL
             return resolve_free_name(self.source.fn, node.id)
-        if isinstance(node, ast.Attribute) and self.static_object(scope, node.value) is math:
-            value = math_attribute(node.attr)
-            return NOT_FOUND if value is None else value
+        if isinstance(node, ast.Attribute):
+            base = self.static_object(scope, node.value)
+            if base is math:
+                value = math_attribute(node.attr)
+                return NOT_FOUND if value is None else value
+            if is_numpy_module(base):
+                return getattr(base, node.attr, NOT_FOUND)
         if isinstance(node, ast.Call):
             return self.static_transform(scope, node)
         return NOT_FOUND
@@ -293,6 +302,11 @@ class ExpressionLowerer:
         except (ValueError, SyntaxError, TypeError):
             found = self.static_object(scope, node)
             return NOT_FOUND if found in (LOCAL, NOT_CONSTANT) else found
+
+
+def is_numpy_module(obj: object) -> bool:
+    """NumPy or one of its submodules (`np.linalg`): their attributes resolve at compile time."""
+    return isinstance(obj, types.ModuleType) and obj.__name__.partition(".")[0] == "numpy"
 
 
 def constant_index(node: ast.expr) -> int | None:

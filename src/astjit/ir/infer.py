@@ -6,6 +6,12 @@ rule in `ops.py` asks for, because inference inserts `cast` nodes (Python's
 int -> float promotion), and values merging at an `if` or carried by a `while`
 are converted to their joined type inside the regions.
 
+Arrays flow like any value: returned, carried by loops, merged by `if` when
+both paths give the same array type (dtype and ndim). Array creation
+(`array_new`, `array_new_like`) is settled here: a shape the frontend could not
+see into becomes one int per axis, and an implicit dtype becomes explicit
+(`creation_operands`).
+
 Loops are inferred to a fixed point (a variable that starts as an int and
 becomes a float in the body is a float throughout, as in Numba). Recursion is
 inferred to a fixed point too: a call to a specialization still being inferred
@@ -133,6 +139,9 @@ class _Inferencer:
             return [self.undef(out, BOTTOM, node.loc) for _ in node.outputs]
         if node.op == "getitem" and isinstance(in_types[0], ArrayType):
             return self.element_read(node, inputs, out)
+        if node.op in ("array_new", "array_new_like"):
+            inputs = self.creation_operands(node, attrs, inputs, out)
+            in_types = [v.type for v in inputs]
         try:
             operand_types, result_type = OPS[node.op].rule(in_types, attrs)
         except OpTypeError as error:
@@ -150,6 +159,37 @@ class _Inferencer:
                         loc=node.loc, types=[I64]).outputs[0]
         read = Node("array_get", [], node.outputs, loc=node.loc)
         return self.infer_leaf(read, [inputs[0], index], out)
+
+    def creation_operands(self, node: Node, attrs: dict, inputs: list[Value],
+                          out: Graph) -> list[Value]:
+        """`np.zeros(shape)` and the like as typed IR has them (see frontend/creation.py):
+        a packed shape unpacked into one int per axis, and the dtype in `attrs` made
+        explicit (`np.full`'s is its fill value's, a `*_like`'s its argument's)."""
+        what = _CREATION_NAMES.get(attrs.get("fill"), "np.full")
+        if attrs.pop("packed_shape", False):
+            inputs = self.shape_dims(inputs[0], what, node.loc, out) + inputs[1:]
+        if attrs.get("dtype") is not None:
+            return inputs
+        if node.op == "array_new_like":
+            if isinstance(inputs[0].type, ArrayType):  # else the type rule reports it
+                attrs["dtype"] = inputs[0].type.dtype
+        elif attrs.get("fill") == "value" and is_numeric(inputs[-1].type):
+            attrs["dtype"] = inputs[-1].type
+        else:
+            raise TypingError(f"{what}() fills an array with a number, got {inputs[-1].type}",
+                              node.loc)
+        return inputs
+
+    @staticmethod
+    def shape_dims(shape: Value, what: str, loc: Loc | None, out: Graph) -> list[Value]:
+        """The dimensions of a shape value: an int, or each element of a tuple."""
+        if shape.type == I64:
+            return [shape]
+        if isinstance(shape.type, TupleType):
+            return [out.add("getitem", [shape], attrs={"index": i}, loc=loc, types=[t]).outputs[0]
+                    for i, t in enumerate(shape.type.elements)]
+        raise TypingError(f"the shape of {what}() must be an int or a tuple of ints, "
+                          f"got {shape.type}", loc, hint="e.g. np.zeros(n) or np.zeros((n, m))")
 
     def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         if "derive" in node.attrs:
@@ -250,14 +290,21 @@ class _Inferencer:
         merged = join(a, b)
         if merged is None:
             what = f"variable '{name}'" if name else "this value"
+            hint = "use a different variable name for each kind of value"
+            if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+                hint = ("an array variable keeps its dtype and number of dimensions: give both "
+                        "arrays the same, e.g. with dtype= (np.zeros(n, dtype=np.int64))")
             raise TypingError(f"{what} is {a} on one path and {b} on another; "
-                              "a variable must keep one type (numbers may mix)", loc,
-                              hint="use a different variable name for each kind of value")
+                              "a variable must keep one type (numbers may mix)", loc, hint=hint)
         return merged
 
     @staticmethod
     def undef(out: Graph, t: Type, loc: Loc | None) -> Value:
         return out.add("undef", [], attrs={"type": t}, loc=loc, types=[t]).outputs[0]
+
+
+_CREATION_NAMES = {None: "np.empty", 0: "np.zeros", 1: "np.ones", "value": "np.full"}
+"""The function an `array_new` of each `fill` comes from, for messages."""
 
 
 def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:

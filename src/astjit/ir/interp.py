@@ -8,7 +8,10 @@ floats (f32 rounded to single precision), tuples elementwise; a tape is a
 Python list (`tape_new` makes one, `tape_push` appends to it and returns it),
 passed through as it is, carried by loops like any value. An array is the
 caller's NumPy array itself, never converted or copied: `array_set` writes into
-it, and the caller sees the writes, as with compiled code. Python
+it, and the caller sees the writes, as with compiled code. Arrays the program
+makes (`array_new`, `array_new_like`, `array_arange`) are NumPy's, made by the
+ops' `evaluate`; `array_retain` and `array_release` do nothing (Python's
+reference counting owns every array here). Python
 exceptions raised by `evaluate` (ZeroDivisionError, ValueError, ...) propagate
 unchanged: they are the behaviour compiled code must reproduce.
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from .core import Graph, Module, Node, Value
 from .ops import OPS
-from .types import BOOL, F32, F64, I32, I64, TupleType, Type
+from .types import BOOL, F32, F64, I32, I64, TupleType, Type, python_type_of
 
 Frame = list
 Step = Callable[[Frame], None]
@@ -172,7 +175,9 @@ class _Interpreter:
 def leaf_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
     """A step running a primitive's `evaluate` with the node's attrs, converting its result."""
     evaluate = OPS[node.op].evaluate
-    if node.attrs:
+    if node.op == "array_new" and (node.attrs.get("packed_shape") or node.attrs.get("dtype") is None):
+        evaluate = _untyped_array_new(node.attrs)
+    elif node.attrs:
         evaluate = functools.partial(evaluate, **node.attrs)
     convert = coercion(node.outputs[0].type) or _identity
     (output,) = outputs
@@ -197,3 +202,20 @@ def leaf_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
     def run_any(frame: Frame) -> None:
         frame[output] = convert(evaluate(*[frame[i] for i in inputs]))
     return run_any
+
+
+def _untyped_array_new(attrs: dict) -> Callable[..., Any]:
+    """`array_new` as the frontend makes it, before type inference settles it (infer.py):
+    the shape may be one packed value (an int or a tuple), and `np.full`'s dtype is
+    that of its fill value."""
+    attrs = dict(attrs)
+    packed = attrs.pop("packed_shape", False)
+    evaluate = OPS["array_new"].evaluate
+
+    def run(*inputs):
+        if packed:
+            shape = inputs[0]
+            inputs = (*(shape if isinstance(shape, tuple) else (shape,)), *inputs[1:])
+        dtype = attrs.get("dtype") or python_type_of(inputs[-1])
+        return evaluate(*inputs, **{**attrs, "dtype": dtype})
+    return run

@@ -18,6 +18,9 @@ location. What is checked:
   conditions are ``bool``, calls agree with their callee's signature, and each
   leaf op's type rule accepts its operand types unchanged (typed IR has
   explicit casts) and gives its result type.
+
+Array ownership (each owned array released or consumed exactly once) holds only
+after the memory pass; `passes.ownership.check_array_ownership` checks it.
 """
 from __future__ import annotations
 

@@ -5,9 +5,11 @@
 - `engine()`: the process-wide host TargetMachine + O3 pipeline + MCJIT.
 
 Modules: `codegen` (graphs and structural ops), `routines` / `arith` / `tapes`
-/ `arrays` (the table's Routine lowerings and error checks; tapes on the C heap
-and who frees them; array elements and shapes, NumPy's array layout and which
-ndarrays the entry takes), `compare` and `lltypes` (IR helpers),
+/ `arrays` / `memory` (the table's Routine lowerings and error checks; tapes on
+the C heap and who frees them; array elements and shapes, NumPy's array layout
+and which ndarrays the entry takes; arrays compiled code makes and the
+references each invocation owns), `numpy_api` (NumPy's C API table, verified),
+`compare` and `lltypes` (IR helpers),
 `messages` (CPython's error messages), `engine`, `pyapi` + `wrapper` (the
 METH_FASTCALL entry in LLVM), `entry` (build_entry).
 """

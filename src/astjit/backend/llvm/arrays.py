@@ -253,12 +253,14 @@ def accepts(value, t: ArrayType) -> bool:
 def written_parameters(module: Module) -> dict[int, Loc | None]:
     """Entry parameter index -> where an `array_set` may write into one of its arrays.
 
-    Arrays are never made in compiled code (yet), so each one is an entry
-    argument, reaching its uses through region parameters and outputs, call
-    arguments and results, tuples and selects; this follows those flows to a
-    fixpoint (per graph, not per call site: it may over-approximate).
+    An array is an entry argument or one compiled code made (`memory.ALLOCATING`,
+    which no argument's memory flows into); arguments reach their uses through
+    region parameters and outputs, call arguments and results, tuples, selects,
+    retains and any other op with an array result (a view); this follows those
+    flows to a fixpoint (per graph, not per call site: it may over-approximate).
     """
     from .codegen import reachable_graphs
+    from .memory import ALLOCATING
 
     entry = module.entry_graph
     origins: dict = defaultdict(set)
@@ -294,6 +296,8 @@ def written_parameters(module: Module) -> dict[int, Loc | None]:
             else:
                 if node.op == "array_set":
                     writes.append(node)
+                if node.op in ALLOCATING:
+                    continue
                 for output in node.outputs:
                     if contains_array(output.type):
                         flow(node.inputs, [output] * len(node.inputs))

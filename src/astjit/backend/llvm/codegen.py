@@ -23,7 +23,11 @@ callee hands back).
 
 Arrays (`arrays.py`) are structs passed by value like tuples: they flow
 through phis, region parameters and calls unchanged, and their elements are
-read and written through the data pointer they hold.
+read and written through the data pointer they hold. Arrays compiled code
+makes (`memory.py`) are ndarrays NumPy allocates; the references an
+invocation owns (allocations, retains, call results) are on its owned list
+(`self.owned`), which `return_status` releases, so an error exit leaks none.
+A call's result arrays are owned by the caller (`emit_call` adopts them).
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
 from ...ir.types import ScalarType
-from . import tapes
+from . import memory, tapes
 from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype
 from .routines import CHECKS, ROUTINES
 
@@ -187,6 +191,8 @@ class FunctionEmitter:
         self.values: dict[Value, ir.Value] = {}
         self.tape_list: ir.Value | None = None
         """The stack slot heading the list of tapes this invocation owns, if it may own any."""
+        self.owned: memory.OwnedList | None = None
+        """The array references this invocation owns, if it may own any (`memory.py`)."""
 
     @property
     def module(self) -> ir.Module:
@@ -197,6 +203,7 @@ class FunctionEmitter:
     def emit_body(self, graph: Graph) -> None:
         """The whole function: the graph, then store its result and return OK."""
         self.tape_list = tapes.open_list(self, graph)
+        self.owned = memory.open_list(self, graph)
         (result,) = self.emit_graph(graph, list(self.function.args[:-1]))
         tapes.close_list(self, graph.outputs[0].type, result)
         self.builder.store(result, self.function.args[-1])
@@ -266,6 +273,7 @@ class FunctionEmitter:
             self.return_status(status)
         result = self.builder.load(slot)
         tapes.adopt_results(self, node.outputs[0].type, result)
+        memory.adopt_results(self, node.outputs[0].type, result)
         return result
 
     # ---- leaf ops, generically from the table -----------------------------------------
@@ -355,8 +363,10 @@ class FunctionEmitter:
             self.return_status(ir.Constant(STATUS, number))
 
     def return_status(self, status: ir.Value) -> None:
-        """Return a failure status, first freeing the tapes this invocation owns."""
+        """Return a failure status, first freeing the tapes and releasing the array
+        references this invocation owns."""
         tapes.release_list(self)
+        memory.release_list(self)
         self.builder.ret(status)
 
     def alloca(self, ty: ir.Type) -> ir.Value:

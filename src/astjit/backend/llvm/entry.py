@@ -10,8 +10,9 @@ the builtin does. When some error site reports numbers (an array index out of
 bounds), the wrapper calls an `ErrorReporter` around the handler, which puts
 the numbers into the message of the exception the handler raises.
 
-Returning an array (or a tuple holding one) is not supported yet: the
-builtin would hand out a borrowed view, so `build_entry` refuses it.
+A returned array (or a tuple holding some) is an owned reference the wrapper
+hands to the caller: the ndarray compiled code made or retained, or a new
+view of it (see `wrapper`).
 """
 from __future__ import annotations
 
@@ -20,12 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import CompileError
 from ...ir.core import Module
 from . import pyapi
 from .codegen import ErrorSite, emit_module
 from .engine import CompiledModule, engine
-from .lltypes import contains_array
 from .wrapper import emit_wrapper
 
 METH_FASTCALL = 0x0080
@@ -87,11 +86,6 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable) -> 
     `fallback(*args, **kwargs)`; a compiled error calls `error_handler(status)`,
     which should raise the exception of `errors[status - 1]`.
     """
-    result = module.entry_graph.outputs[0].type if module.entry_graph.outputs else None
-    if contains_array(result):
-        raise CompileError(f"{module.entry}() returns {result}: returning arrays is not "
-                           "supported yet", module.entry_graph.loc,
-                           hint="write into an array argument instead")
     lowered = emit_module(module)
     if lowered.error_details:
         error_handler = ErrorReporter(error_handler, lowered.errors, lowered.error_details)

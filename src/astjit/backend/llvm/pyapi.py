@@ -47,6 +47,7 @@ FUNCTIONS: dict[str, ir.FunctionType] = {
     "PyObject_CallFunction": ir.FunctionType(PYOBJ, [PYOBJ, I8.as_pointer()], var_arg=True),
     "Py_IncRef": ir.FunctionType(VOID, [PYOBJ]),
     "Py_DecRef": ir.FunctionType(VOID, [PYOBJ]),
+    "PyErr_Clear": ir.FunctionType(VOID, []),
 }
 
 

@@ -4,7 +4,7 @@
 lowering `(emitter, node, operands) -> value`; `CHECKS` maps an `OpDef.check`
 to `(emitter, node, operands, result) -> None`, which emits the error branch.
 The arithmetic routines live in `arith`, the tape ones in `tapes`, the array
-ones in `arrays`; this
+ones in `arrays` (elements, shapes) and `memory` (allocation, references); this
 module holds the conversions (casts, float -> int with CPython's NaN /
 infinity / range errors, rounding), float classification, truth tests, and the
 tuple / constant / placeholder ops.
@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from ...ir.ops import OPS
 from ...ir.types import BOOL, I64, NONE, ArrayType, TupleType, Type
-from . import arith, arrays, tapes
+from . import arith, arrays, memory, tapes
 from . import messages as msg
 from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
 from .lltypes import DOUBLE, constant, lltype, zero
@@ -160,6 +160,7 @@ ROUTINES = {
     **arith.ROUTINES,
     **tapes.ROUTINES,
     **arrays.ROUTINES,
+    **memory.ROUTINES,
     "cast": cast, "identity": identity, "not": logical_not,
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),

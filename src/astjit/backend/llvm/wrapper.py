@@ -20,21 +20,31 @@ v0, ..., v3)` with the numbers the failing site left (`codegen.error_values`);
 handler are embedded as constant addresses: whoever builds the wrapper keeps
 them alive.
 
-Arrays are borrowed: the struct points at the caller's ndarray and its data,
-so writes are the caller's to see, and no reference is taken or dropped. An
-array that compiled code may write to (`arrays.written_parameters`) must be
-writeable: once every argument is known to match, a read-only one raises
-NumPy's ValueError ("assignment destination is read-only") at the call,
-located at a write that may reach it, before any code runs.
+Array arguments are borrowed: the struct points at the caller's ndarray and
+its data, so writes are the caller's to see, and no reference is taken or
+dropped. An array that compiled code may write to
+(`arrays.written_parameters`) must be writeable: once every argument is known
+to match, a read-only one raises NumPy's ValueError ("assignment destination
+is read-only") at the call, located at a write that may reach it, before any
+code runs.
+
+A returned array (alone or in a tuple) is an owned reference to its owner,
+which boxing consumes (`box_array`): the wrapper returns the owner itself when
+the array value covers exactly the owner's data, shape and strides (same
+data pointer, ndim, dtype and dimensions; the same byte stride on every axis
+longer than 1, unless the array is empty), otherwise a new ndarray over the same memory
+(`PyArray_NewFromDescr` with byte strides, writeable when the owner is) whose
+base is the owner (`PyArray_SetBaseObject`, which takes the reference). Owners
+are always ndarrays: an argument, an array compiled code made, or the base of
+a view.
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from ...errors import CompileError
 from ...ir.core import Graph
 from ...ir.types import BOOL, F32, F64, I32, I64, ArrayType, NoneType, TupleType, Type
-from . import arrays
+from . import arrays, numpy_api
 from . import messages as msg
 from .codegen import MAX_ERROR_VALUES, ErrorTable, LoweredModule, error_values
 from .lltypes import (
@@ -75,9 +85,6 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     """Add the fast entry of `lowered`'s entry graph to its module; return its name."""
     core = lowered.entry_function
     graph = lowered.source.entry_graph
-    if contains_array(graph.outputs[0].type):
-        raise CompileError(f"@{graph.name} returns {graph.outputs[0].type}: returning arrays "
-                           "is not supported yet", graph.loc)
     function = ir.Function(lowered.module, WRAPPER_TYPE, core.name + ".fastcall")
     emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,
                              with_values=bool(lowered.error_details))
@@ -276,16 +283,135 @@ class WrapperEmitter:
             return none
         if isinstance(t, TupleType):
             return self.box_tuple(value, t)
+        if isinstance(t, ArrayType):
+            return self.box_array(value, t)
         raise TypeError(f"the fast entry cannot return values of type {t}")
 
+    def box_array(self, value: ir.Value, t: ArrayType) -> ir.Value:
+        """The ndarray for an owned array value: its owner if the value covers it exactly,
+        else a view whose base is the owner; NULL (exception set) if making the view fails.
+        Either way the value's reference is consumed."""
+        builder, layout = self.builder, arrays.numpy_layout()
+        item = arrays.ITEM_SIZES[t.dtype]
+        owner = builder.extract_value(value, ARRAY_OWNER)
+        data = builder.bitcast(builder.extract_value(value, ARRAY_DATA), PYOBJ)
+        fields = self.function.append_basic_block("array.fields")
+        view = self.function.append_basic_block("array.view")
+        done = self.function.append_basic_block("array.done")
+        # The owner's dimensions are read only once its ndim is known to match.
+        builder.cbranch(builder.icmp_signed("==", load_field(builder, owner, layout.nd, I32_T),
+                                            ir.Constant(I32_T, t.ndim)), fields, view)
+        builder.position_at_end(fields)
+        descr = load_field(builder, owner, layout.descr, PYOBJ)
+        type_num = load_field(builder, descr, layout.descr_type_num, I32_T)
+        same = builder.icmp_unsigned("==", load_field(builder, owner, layout.data, PYOBJ), data)
+        known = ir.Constant(I1, 0)
+        for n in sorted(layout.type_nums.get(t.dtype, ())):
+            known = builder.or_(known, builder.icmp_signed("==", type_num, ir.Constant(I32_T, n)))
+        same = builder.and_(same, builder.and_(known, builder.icmp_signed(
+            "==", load_field(builder, descr, layout.descr_elsize, SSIZE), ir.Constant(SSIZE, item))))
+        if t.ndim:
+            dims = load_field(builder, owner, layout.dimensions, I64_T.as_pointer())
+            strides = load_field(builder, owner, layout.strides, I64_T.as_pointer())
+        # No element of an empty array is ever addressed: its strides do not matter.
+        empty = ir.Constant(I1, 0)
+        for axis in range(t.ndim):
+            empty = builder.or_(empty, builder.icmp_signed(
+                "==", builder.extract_value(value, [ARRAY_SHAPE, axis]), ir.Constant(I64_T, 0)))
+        for axis in range(t.ndim):
+            at = [ir.Constant(I64_T, axis)]
+            size = builder.extract_value(value, [ARRAY_SHAPE, axis])
+            stride = builder.mul(builder.extract_value(value, [ARRAY_STRIDES, axis]),
+                                 ir.Constant(I64_T, item))
+            steps = builder.and_(builder.icmp_signed(">", size, ir.Constant(I64_T, 1)),
+                                 builder.not_(empty))
+            same = builder.and_(same, builder.icmp_signed(
+                "==", builder.load(builder.gep(dims, at, inbounds=True)), size))
+            same = builder.and_(same, builder.or_(builder.not_(steps), builder.icmp_signed(
+                "==", builder.load(builder.gep(strides, at, inbounds=True)), stride)))
+        covered = builder.block
+        builder.cbranch(same, done, view)
+        builder.position_at_end(view)
+        made = self.make_view(value, t, owner, data)
+        made_block = builder.block
+        builder.branch(done)
+        builder.position_at_end(done)
+        result = builder.phi(PYOBJ)
+        result.add_incoming(owner, covered)
+        result.add_incoming(made, made_block)
+        return result
+
+    def make_view(self, value: ir.Value, t: ArrayType, owner: ir.Value,
+                  data: ir.Value) -> ir.Value:
+        """A new ndarray over `value`'s memory, based on `owner` (whose reference it takes)."""
+        builder, layout = self.builder, arrays.numpy_layout()
+        item = arrays.ITEM_SIZES[t.dtype]
+        with builder.goto_entry_block():
+            shape = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
+            strides = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
+        zero_i32 = ir.Constant(I32_T, 0)
+        for axis in range(t.ndim):
+            at = [zero_i32, ir.Constant(I32_T, axis)]
+            builder.store(builder.extract_value(value, [ARRAY_SHAPE, axis]),
+                          builder.gep(shape, at, inbounds=True))
+            builder.store(builder.mul(builder.extract_value(value, [ARRAY_STRIDES, axis]),
+                                      ir.Constant(I64_T, item)),
+                          builder.gep(strides, at, inbounds=True))
+        first = [zero_i32, zero_i32]
+        flags = builder.and_(load_field(builder, owner, layout.flags, I32_T),
+                             ir.Constant(I32_T, arrays.NPY_ARRAY_WRITEABLE))
+        descr = numpy_api.descr_constant(t.dtype)
+        self.api("Py_IncRef", descr)  # stolen by NumPy
+        new = builder.call(numpy_api.declare(self.function.module, "PyArray_NewFromDescr"), [
+            numpy_api.ndarray_type(), descr, ir.Constant(I32_T, t.ndim),
+            builder.gep(shape, first, inbounds=True), builder.gep(strides, first, inbounds=True),
+            data, flags, NULL])
+        based = self.function.append_basic_block("view.base")
+        failed = self.function.append_basic_block("view.failed")
+        done = self.function.append_basic_block("view.done")
+        builder.cbranch(builder.icmp_unsigned("==", new, NULL), failed, based)
+        builder.position_at_end(failed)
+        self.api("Py_DecRef", owner)
+        builder.branch(done)
+        builder.position_at_end(based)
+        status = builder.call(numpy_api.declare(self.function.module, "PyArray_SetBaseObject"),
+                              [new, owner])
+        with builder.if_then(builder.icmp_signed("!=", status, ir.Constant(I32_T, 0)),
+                             likely=False):
+            self.api("Py_DecRef", new)  # SetBaseObject dropped the owner already
+        ok = builder.icmp_signed("==", status, ir.Constant(I32_T, 0))
+        result = builder.select(ok, new, NULL)
+        based_end = builder.block
+        builder.branch(done)
+        builder.position_at_end(done)
+        phi = builder.phi(PYOBJ)
+        phi.add_incoming(NULL, failed)
+        phi.add_incoming(result, based_end)
+        return phi
+
+    def release_arrays(self, value: ir.Value, t: Type) -> None:
+        """Drop the references of the arrays `value` holds (it will not be boxed)."""
+        builder = self.builder
+        if isinstance(t, ArrayType):
+            self.api("Py_DecRef", builder.extract_value(value, ARRAY_OWNER))
+        elif isinstance(t, TupleType):
+            for i, element in enumerate(t.elements):
+                if contains_array(element):
+                    self.release_arrays(builder.extract_value(value, i), element)
+
     def box_tuple(self, value: ir.Value, t: TupleType) -> ir.Value:
-        """PyTuple_New, then each element boxed and set; NULL if any step fails."""
+        """PyTuple_New, then each element boxed and set; NULL if any step fails. The
+        element arrays' references are consumed either way (released if there is no tuple)."""
         builder = self.builder
         tuple_obj = self.api("PyTuple_New", ir.Constant(SSIZE, len(t.elements)))
-        start = builder.block
         fill = self.function.append_basic_block("tuple.fill")
         done = self.function.append_basic_block("tuple.done")
-        builder.cbranch(builder.icmp_unsigned("==", tuple_obj, NULL), done, fill)
+        no_tuple = self.function.append_basic_block("tuple.failed")
+        builder.cbranch(builder.icmp_unsigned("==", tuple_obj, NULL), no_tuple, fill)
+        builder.position_at_end(no_tuple)
+        self.release_arrays(value, t)  # owned references nothing will hold
+        start = builder.block
+        builder.branch(done)
         builder.position_at_end(fill)
         failed = ir.Constant(ir.IntType(1), 0)
         for i, element in enumerate(t.elements):

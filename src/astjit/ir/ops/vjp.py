@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from . import arrays, derivative, scalar  # noqa: F401 - the entries the rules attach to
+from . import arrays, derivative, memory, scalar  # noqa: F401 - the entries the rules attach to
 from .table import OPS
 
 # ---- reverse-mode rules: the adjoint of each input, given the output's adjoint g ----
@@ -161,6 +161,7 @@ ZERO_DERIVATIVE = frozenset({
     "isnan", "isinf", "isfinite", "raise_if", "len", "const", "undef", "tape_new", "tape_clear",
     "tape_free",
     "bitand", "bitor", "bitxor", "lshift", "rshift", "invert", "add_sat",
-    "array_dim", "array_shape", "array_size", "array_ndim",
+    "array_dim", "array_shape", "array_size", "array_ndim", "array_new", "array_new_like",
+    "array_arange", "array_release",
 })
 """Ops whose result does not change with their float inputs (or that have none)."""

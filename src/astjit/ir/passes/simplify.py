@@ -10,8 +10,10 @@ rules keep NaN, infinities and the sign of zero (so `x + 0.0` and `x * 0.0`
 stay). A rule never removes a check the program performs: operands that may
 raise are computed by their own nodes, which are untouched.
 
-Array shape queries become `array_dim` (one axis) and `a.ndim` a constant;
-array element reads and writes are never rewritten (effects.py).
+Array shape queries become `array_dim` (one axis) and `a.ndim` a constant; a
+new array's dimensions are those it was made with (`array_new` succeeded, so
+they are not negative); array element reads and writes are never rewritten
+(effects.py).
 
 An `if` whose branches are a few effect-free leaf ops giving scalars becomes
 `select`s: both branches then run, which is safe only because they cannot
@@ -171,6 +173,10 @@ RULES: list[tuple[str, When, Then]] = [
      lambda e: Apply("array_dim", e.x.x, axis=e.node.attrs["index"] % e.x.x.type.ndim)),  # a.shape[k]
     ("len", lambda e: is_array(e.x), lambda e: Apply("array_dim", e.x, axis=0)),  # len(a) = a.shape[0]
     ("array_ndim", lambda e: is_array(e.x), lambda e: Const(e.x.type.ndim)),     # a.ndim
+    ("array_dim", lambda e: e.x.op == "array_new",
+     lambda e: e.x.arg(e.node.attrs["axis"])),                        # np.zeros((n, m)).shape[1] = m
+    ("array_dim", lambda e: e.x.op == "array_new_like",
+     lambda e: Apply("array_dim", e.x.x, axis=e.node.attrs["axis"])),  # zeros_like(a).shape = a.shape
     ("cast", lambda e: e.x.type == e.type, lambda e: e.x),                    # T(x: T) = x
     ("cast", lambda e: e.x.op == "cast" and is_bool(e.x.x),
      lambda e: Apply("cast", e.x.x, to=e.type)),                              # T(U(b)) = T(b)

@@ -1,0 +1,536 @@
+"""Arrays that compiled code makes, and the references it owns (docs/arrays.md).
+
+Allocation goes through NumPy's C API (`numpy_api`), so every array compiled
+code makes is a real, C-contiguous ndarray that owns its memory; the array
+value's `owner` is that ndarray, a reference the code owns:
+
+- `array_new`: NumPy's checks first, in NumPy's order, dimension by dimension
+  ("negative dimensions are not allowed", then "array is too big; ..." when
+  `itemsize * size` passes the largest `npy_intp`, zero dimensions skipped, as
+  `PyArray_NewFromDescr` does), then `PyArray_Zeros` for `fill=0` (calloc:
+  fresh pages come zeroed) or `PyArray_NewFromDescr` otherwise, and for
+  `fill=1` / `"value"` a store loop LLVM vectorizes. A NULL from NumPy (out of
+  memory) clears NumPy's exception and fails with MemoryError.
+- `array_new_like`: the same, of the input's shape (C order, whatever the
+  input's strides).
+- `array_arange`: `np.arange(start, stop, step)` (one to three inputs, like
+  NumPy's) as `PyArray_ArangeObj` computes it: a zero step raises Python's
+  ZeroDivisionError; the length is `ceil((stop - start) / step)`, 0 if
+  negative, "arange: cannot compute length" for NaN and "Maximum allowed size
+  exceeded" beyond `npy_intp`; a float quotient that underflows to zero gives
+  length 1 (or 0 if it is -0.0). The elements are NumPy's too: `start`,
+  `next = start + step`, then `start + i * (next - start)`. For ints the
+  length is the exact integer ceiling (NumPy rounds the quotient to a double
+  first: the two agree whenever |stop - start| <= 2**53).
+
+The element strides of a new array are NumPy's for C order (an axis of length
+0 counts as 1), so the entry wrapper recognizes it as covering its owner and
+returns the ndarray itself.
+
+References: `array_retain` is `Py_IncRef(owner)`, `array_release` is
+`Py_DecRef(owner)`. Owners of argument arrays are borrowed. The memory pass
+places the releases after last uses, so an error status returned partway
+would skip them: each invocation of a function that may come to own arrays
+keeps an *owned list*, the references it holds right now, in a stack array
+(`open_list`):
+
+- an allocation, a retain, and a call's result (what the callee hands over:
+  call results are owned by the caller) push the owner;
+- a release takes one occurrence of its owner off (searching from the end,
+  where a short-lived temporary is) before the decref;
+- an error exit (`FunctionEmitter.return_status`) decrefs every reference on
+  the list, so no exit leaks; a normal exit does nothing (the memory pass has
+  released all but what the result hands over).
+
+Moving ownership between Values of one invocation (a yielded array, a while's
+carried one, an if's result) changes nothing: the invocation owns the
+reference either way. The list's capacity is the number of array slots of all
+the Values of the function (node outputs and region parameters), which bounds
+the references alive at once when every owned Value is released once; past it
+(IR that leaks) a reference is not recorded and only an error exit would miss
+it. Every list operation is a small internal function (`astjit.owned.*`),
+which LLVM inlines; stores that no error exit reads are dead and vanish.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from llvmlite import ir
+
+from ...errors import CompileError
+from ...ir.core import Graph, Node
+from ...ir.types import BOOL, F64, NONE, ArrayType, ScalarType, TupleType, Type
+from . import arrays, numpy_api
+from . import messages as msg
+from .compare import is_nan
+from .lltypes import (
+    ARRAY_DATA,
+    ARRAY_OWNER,
+    ARRAY_SHAPE,
+    ARRAY_STRIDES,
+    DOUBLE,
+    I1,
+    I8,
+    I32_T,
+    I64_T,
+    constant,
+    element_type,
+    lltype,
+    zero,
+)
+from .pyapi import PYOBJ, VOID, declare, load_field
+
+if TYPE_CHECKING:
+    from .codegen import FunctionEmitter
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+ALLOCATING = frozenset({"array_new", "array_new_like", "array_arange"})
+"""Ops whose result is a fresh array (no argument's memory flows into it)."""
+OWNING = ALLOCATING | {"array_retain"}
+"""Ops whose result is a new reference the invocation owns."""
+
+
+# ---- NumPy's messages, read off NumPy ------------------------------------------------------
+
+def _message(failing) -> tuple[str, str]:
+    try:
+        failing()
+    except Exception as exc:  # noqa: BLE001 - whatever NumPy raises is what we report
+        return type(exc).__name__, str(exc)
+    raise AssertionError("expected an exception")  # pragma: no cover
+
+
+@functools.cache
+def messages() -> dict[str, tuple[str, str]]:
+    """(exception name, message) of each allocation error, as the host NumPy raises it."""
+    import numpy
+
+    return {
+        "negative": _message(lambda: numpy.empty(-1)),
+        "too_big": _message(lambda: numpy.empty((2 ** 62, 4))),
+        "int_zero_step": _message(lambda: numpy.arange(0, 1, 0)),
+        "float_zero_step": _message(lambda: numpy.arange(0.0, 1.0, 0.0)),
+        "max_size": _message(lambda: numpy.arange(0.0, float("inf"), 1.0)),
+        "nan_length": _message(lambda: numpy.arange(0.0, float("nan"), 1.0)),
+    }
+
+
+def _site(key: str) -> tuple[str, str]:
+    return messages()[key]
+
+
+ALLOCATION_FAILED = "Unable to allocate memory for an array"
+"""The message of the MemoryError when NumPy cannot allocate (NumPy's names the size)."""
+
+
+# ---- the owned list ---------------------------------------------------------------------------
+
+class OwnedList(NamedTuple):
+    """An invocation's owned references: `count` (i64*) of them at `items` (i8**)."""
+
+    count: ir.Value
+    items: ir.Value
+    capacity: int
+
+
+def array_slots(t: Type | None) -> int:
+    """How many arrays a value of type `t` holds (itself, or in nested tuples)."""
+    if isinstance(t, TupleType):
+        return sum(array_slots(e) for e in t.elements)
+    return int(isinstance(t, ArrayType))
+
+
+def arrays_in(value: ir.Value, t: Type, b: ir.IRBuilder) -> Iterator[ir.Value]:
+    """The array structs inside `value` of IR type `t` (itself, or in nested tuples)."""
+    if isinstance(t, ArrayType):
+        yield value
+    elif isinstance(t, TupleType):
+        for i, element in enumerate(t.elements):
+            if array_slots(element):
+                yield from arrays_in(b.extract_value(value, i), element, b)
+
+
+def owns_arrays(graph: Graph) -> bool:
+    """Whether an invocation of `graph` may come to own array references."""
+    return any(node.op in OWNING or (node.op == "call" and array_slots(node.outputs[0].type))
+               for node in graph.walk())
+
+
+def open_list(em: FunctionEmitter, graph: Graph) -> OwnedList | None:
+    """At function entry: an empty owned list, if `graph` may need one."""
+    if not owns_arrays(graph):
+        return None
+    capacity = sum(array_slots(v.type) for node in graph.walk() for v in node.outputs)
+    capacity += sum(array_slots(p.type) for node in graph.walk() for region in node.regions
+                    for p in region.params)
+    count = em.alloca(I64_T)
+    items = em.alloca(ir.ArrayType(PYOBJ, capacity))
+    em.builder.store(ir.Constant(I64_T, 0), count)
+    first = em.builder.gep(items, [ir.Constant(I32_T, 0), ir.Constant(I32_T, 0)], inbounds=True)
+    return OwnedList(count, first, capacity)
+
+
+def push(em: FunctionEmitter, obj: ir.Value) -> None:
+    """Record a new reference the invocation owns."""
+    owned = em.owned
+    if owned is not None:
+        em.builder.call(helper(em.module, "push"),
+                        [owned.count, owned.items, ir.Constant(I64_T, owned.capacity), obj])
+
+
+def adopt_results(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
+    """After a call: own the arrays of its result (the callee handed them over)."""
+    for array in arrays_in(result, t, em.builder):
+        push(em, em.builder.extract_value(array, ARRAY_OWNER))
+
+
+def release_list(em: FunctionEmitter) -> None:
+    """Before returning a failure status: drop every reference the invocation owns."""
+    if em.owned is not None:
+        em.builder.call(helper(em.module, "release"), [em.owned.count, em.owned.items])
+
+
+# ---- the helper functions, one of each per LLVM module ---------------------------------------
+
+LIST_PARAMS = [I64_T.as_pointer(), PYOBJ.as_pointer()]
+
+
+def helper(module: ir.Module, name: str) -> ir.Function:
+    """The internal function `astjit.owned.<name>` of `module`, made on first use."""
+    full_name = f"astjit.owned.{name}"
+    function = module.globals.get(full_name)
+    if function is None:
+        fnty, emit = HELPERS[name]
+        function = ir.Function(module, fnty, full_name)
+        function.linkage = "internal"
+        function.attributes.add("nounwind")
+        emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
+    return function
+
+
+def _push(fn, b, count, items, capacity, obj):
+    """items[count++] = obj, unless the list is full."""
+    n = b.load(count)
+    with b.if_then(b.icmp_signed("<", n, capacity), likely=True):
+        b.store(obj, b.gep(items, [n], inbounds=True))
+        b.store(b.add(n, ir.Constant(I64_T, 1), flags=["nsw"]), count)
+    b.ret_void()
+
+
+def _forget(fn, b, count, items, obj):
+    """Take one occurrence of `obj` off the list (the last one moves into its place)."""
+    n = b.load(count)
+    start = b.block
+    loop, body, found, done = (fn.append_basic_block(x) for x in ("loop", "body", "found", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    j = b.phi(I64_T)
+    j.add_incoming(n, start)
+    b.cbranch(b.icmp_signed(">", j, ir.Constant(I64_T, 0)), body, done)
+    b.position_at_end(body)
+    k = b.sub(j, ir.Constant(I64_T, 1), flags=["nsw"])
+    j.add_incoming(k, body)
+    slot = b.gep(items, [k], inbounds=True)
+    b.cbranch(b.icmp_unsigned("==", b.load(slot), obj), found, loop)
+    b.position_at_end(found)
+    last = b.sub(n, ir.Constant(I64_T, 1), flags=["nsw"])
+    b.store(b.load(b.gep(items, [last], inbounds=True)), slot)
+    b.store(last, count)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+
+
+def _release(fn, b, count, items):
+    """Py_DecRef every reference on the list, which is left empty."""
+    n = b.load(count)
+    b.store(ir.Constant(I64_T, 0), count)
+    start = b.block
+    loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    j = b.phi(I64_T)
+    j.add_incoming(ir.Constant(I64_T, 0), start)
+    b.cbranch(b.icmp_signed("<", j, n), body, done)
+    b.position_at_end(body)
+    b.call(declare(fn.module, "Py_DecRef"), [b.load(b.gep(items, [j], inbounds=True))])
+    j.add_incoming(b.add(j, ir.Constant(I64_T, 1), flags=["nsw"]), body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+
+
+def _fill(element: ir.Type):
+    def emit(fn, b, data, n, value):
+        """data[0:n] = value."""
+        start = b.block
+        loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I64_T)
+        i.add_incoming(ir.Constant(I64_T, 0), start)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        b.store(value, b.gep(data, [i], inbounds=True))
+        i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=["nsw", "nuw"]), body)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret_void()
+    return ir.FunctionType(VOID, [element.as_pointer(), I64_T, element]), emit
+
+
+def _arange(element: ir.Type):
+    def emit(fn, b, data, n, start, next_):
+        """NumPy's fill: data[0] = start, data[1] = next, data[i] = start + i * (next - start)."""
+        one, two = ir.Constant(I64_T, 1), ir.Constant(I64_T, 2)
+        with b.if_then(b.icmp_signed(">=", n, one)):
+            b.store(start, data)
+        with b.if_then(b.icmp_signed(">=", n, two)):
+            b.store(next_, b.gep(data, [one], inbounds=True))
+        is_float = element == DOUBLE
+        delta = b.fsub(next_, start) if is_float else b.sub(next_, start)
+        entry = b.block
+        loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.phi(I64_T)
+        i.add_incoming(two, entry)
+        b.cbranch(b.icmp_signed("<", i, n), body, done)
+        b.position_at_end(body)
+        if is_float:
+            value = b.fadd(start, b.fmul(b.sitofp(i, DOUBLE), delta))
+        else:
+            value = b.add(start, b.mul(i, delta))
+        b.store(value, b.gep(data, [i], inbounds=True))
+        i.add_incoming(b.add(i, one, flags=["nsw", "nuw"]), body)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret_void()
+    return ir.FunctionType(VOID, [element.as_pointer(), I64_T, element, element]), emit
+
+
+HELPERS = {
+    "push": (ir.FunctionType(VOID, [*LIST_PARAMS, I64_T, PYOBJ]), _push),
+    "forget": (ir.FunctionType(VOID, [*LIST_PARAMS, PYOBJ]), _forget),
+    "release": (ir.FunctionType(VOID, LIST_PARAMS), _release),
+    **{f"fill.{ty}": _fill(ty) for ty in (DOUBLE, ir.FloatType(), I64_T, I8)},
+    **{f"arange.{ty}": _arange(ty) for ty in (DOUBLE, I64_T)},
+}
+
+
+# ---- allocation ---------------------------------------------------------------------------------
+
+def check_dims(em: FunctionEmitter, node: Node, dtype: ScalarType, dims: list[ir.Value]) -> None:
+    """NumPy's checks of a new array's dimensions (PyArray_NewFromDescr): any negative one
+    first, then whether `itemsize` times the nonzero ones passes the largest npy_intp."""
+    if not dims:
+        return
+    b = em.builder
+    zero_i64 = ir.Constant(I64_T, 0)
+    nbytes = ir.Constant(I64_T, arrays.ITEM_SIZES[dtype])
+    negative = overflow = ir.Constant(I1, 0)
+    for d in dims:
+        negative = b.or_(negative, b.icmp_signed("<", d, zero_i64))
+        product = b.smul_with_overflow(nbytes, d)
+        skip = b.icmp_signed("<=", d, zero_i64)
+        overflow = b.or_(overflow, b.and_(b.not_(skip), b.extract_value(product, 1)))
+        nbytes = b.select(skip, nbytes, b.extract_value(product, 0))
+    em.fail_if_any(node, [(negative, *_site("negative")), (overflow, *_site("too_big"))])
+
+
+def allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value],
+             zeroed: bool) -> ir.Value:
+    """A new C-contiguous ndarray of shape `dims` (already checked), owned and on the list;
+    its array value, with NumPy's C-order element strides."""
+    b = em.builder
+    if t.ndim > numpy_api.NPY_MAXDIMS:
+        raise CompileError(f"NumPy arrays have at most {numpy_api.NPY_MAXDIMS} dimensions, "
+                           f"not {t.ndim}", node.loc)
+    shape = em.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
+    for axis, d in enumerate(dims):
+        b.store(d, b.gep(shape, [ir.Constant(I32_T, 0), ir.Constant(I32_T, axis)], inbounds=True))
+    shape_ptr = b.gep(shape, [ir.Constant(I32_T, 0), ir.Constant(I32_T, 0)], inbounds=True)
+    descr = numpy_api.descr_constant(t.dtype)
+    b.call(declare(em.module, "Py_IncRef"), [descr])  # stolen by NumPy
+    nd = ir.Constant(I32_T, t.ndim)
+    if zeroed:
+        obj = b.call(numpy_api.declare(em.module, "PyArray_Zeros"),
+                     [nd, shape_ptr, descr, ir.Constant(I32_T, 0)])
+    else:
+        null_dims = ir.Constant(I64_T.as_pointer(), None)
+        obj = b.call(numpy_api.declare(em.module, "PyArray_NewFromDescr"),
+                     [numpy_api.ndarray_type(), descr, nd, shape_ptr, null_dims,
+                      ir.Constant(PYOBJ, None), ir.Constant(I32_T, 0), ir.Constant(PYOBJ, None)])
+    with b.if_then(b.icmp_unsigned("==", obj, ir.Constant(PYOBJ, None)), likely=False):
+        b.call(declare(em.module, "PyErr_Clear"), [])
+        status = em.errors.status(msg.OUT_OF_MEMORY, ALLOCATION_FAILED, node.loc)
+        em.return_status(ir.Constant(I32_T, status))
+    push(em, obj)
+    layout = arrays.numpy_layout()
+    data = b.bitcast(load_field(b, obj, layout.data, PYOBJ), element_type(t.dtype).as_pointer())
+    value = zero(t)
+    value = b.insert_value(value, data, ARRAY_DATA)
+    value = b.insert_value(value, obj, ARRAY_OWNER)
+    stride = ir.Constant(I64_T, 1)
+    for axis in reversed(range(t.ndim)):
+        d = dims[axis]
+        value = b.insert_value(value, d, [ARRAY_SHAPE, axis])
+        value = b.insert_value(value, stride, [ARRAY_STRIDES, axis])
+        nonzero = b.select(b.icmp_signed("==", d, ir.Constant(I64_T, 0)), ir.Constant(I64_T, 1), d)
+        stride = b.mul(stride, nonzero, flags=["nsw"])
+    return value
+
+
+def size_of_dims(b: ir.IRBuilder, dims: list[ir.Value]) -> ir.Value:
+    size = ir.Constant(I64_T, 1)
+    for d in dims:
+        size = b.mul(size, d, flags=["nsw"])
+    return size
+
+
+def fill(em: FunctionEmitter, dtype: ScalarType, value: ir.Value, data: ir.Value,
+         size: ir.Value) -> None:
+    """Store `value` (of `dtype`) into the `size` elements at `data`."""
+    if dtype == BOOL:
+        value = em.builder.zext(value, I8)
+    em.builder.call(helper(em.module, f"fill.{element_type(dtype)}"), [data, size, value])
+
+
+def fill_value(node: Node, t: ArrayType, args: list[ir.Value]) -> ir.Value | None:
+    """The value the new array's elements get after allocation, or None (empty or zeros)."""
+    kind = node.attrs.get("fill")
+    if kind is None or kind == 0:
+        return None
+    if kind == 1:
+        return constant(t.dtype, 1)
+    if kind == "value":
+        return args[-1]
+    raise CompileError(f"unknown fill {kind!r} of {node.op}", node.loc)
+
+
+def make(em: FunctionEmitter, node: Node, dims: list[ir.Value], args: list[ir.Value]) -> ir.Value:
+    t = node.outputs[0].type
+    check_dims(em, node, t.dtype, dims)
+    value = allocate(em, node, t, dims, zeroed=node.attrs.get("fill") == 0)
+    filler = fill_value(node, t, args)
+    if filler is not None:
+        fill(em, t.dtype, filler, em.builder.extract_value(value, ARRAY_DATA),
+             size_of_dims(em.builder, dims))
+    return value
+
+
+def array_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.empty / zeros / ones / full(shape): inputs are the dims (then the fill value)."""
+    n = node.outputs[0].type.ndim
+    return make(em, node, args[:n], args)
+
+
+def array_new_like(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.empty_like / zeros_like / ones_like / full_like(x): x's shape, C order."""
+    n = node.outputs[0].type.ndim
+    dims = [em.builder.extract_value(args[0], [ARRAY_SHAPE, axis]) for axis in range(n)]
+    return make(em, node, dims, args)
+
+
+def array_arange(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.arange(stop) / (start, stop) / (start, stop, step), NumPy's length and elements."""
+    t = node.outputs[0].type
+    is_float = t.dtype == F64
+    ty = lltype(t.dtype)
+    one = ir.Constant(ty, 1.0 if is_float else 1)
+    if len(args) == 1:
+        start, stop, step = ir.Constant(ty, 0.0 if is_float else 0), args[0], one
+    elif len(args) == 2:
+        (start, stop), step = args, one
+    elif len(args) == 3:
+        start, stop, step = args
+    else:
+        raise CompileError(f"arange() takes 1 to 3 numbers, got {len(args)}", node.loc)
+    length = (float_length if is_float else int_length)(em, node, start, stop, step)
+    check_dims(em, node, t.dtype, [length])
+    value = allocate(em, node, t, [length], zeroed=False)
+    b = em.builder
+    next_ = b.fadd(start, step) if is_float else b.add(start, step)
+    b.call(helper(em.module, f"arange.{ty}"),
+           [b.extract_value(value, ARRAY_DATA), length, start, next_])
+    return value
+
+
+def clamp_length(b: ir.IRBuilder, length: ir.Value) -> ir.Value:
+    zero_i64 = ir.Constant(I64_T, 0)
+    return b.select(b.icmp_signed("<", length, zero_i64), zero_i64, length)
+
+
+def float_length(em, node, start, stop, step) -> ir.Value:
+    """_calc_length of PyArray_ArangeObj for floats."""
+    b = em.builder
+    zero_d = ir.Constant(DOUBLE, 0.0)
+    em.fail_if(node, b.fcmp_ordered("==", step, zero_d), *_site("float_zero_step"))
+    delta = b.fsub(stop, start)
+    nonzero = b.fcmp_unordered("!=", delta, zero_d)  # NaN is nonzero
+    quotient = b.fdiv(delta, step)
+    underflow = b.fcmp_ordered("==", quotient, zero_d)
+    rounded = em.call_intrinsic("llvm.ceil", [quotient])
+    in_range = b.and_(b.fcmp_ordered(">=", rounded, ir.Constant(DOUBLE, float(INT64_MIN))),
+                      b.fcmp_ordered("<", rounded, ir.Constant(DOUBLE, 2.0 ** 63)))
+    computed = b.and_(nonzero, b.not_(underflow))
+    em.fail_if_any(node, [(b.and_(computed, is_nan(b, rounded)), *_site("nan_length")),
+                          (b.and_(computed, b.not_(in_range)), *_site("max_size"))])
+    negative_zero = b.icmp_signed("<", b.bitcast(quotient, I64_T), ir.Constant(I64_T, 0))
+    tiny = b.select(negative_zero, ir.Constant(I64_T, 0), ir.Constant(I64_T, 1))
+    length = b.select(underflow, tiny, b.fptosi(rounded, I64_T))
+    return clamp_length(b, b.select(nonzero, length, ir.Constant(I64_T, 0)))
+
+
+def int_length(em, node, start, stop, step) -> ir.Value:
+    """_calc_length for ints: the exact ceiling of (stop - start) / step; through doubles
+    when stop - start overflows int64 (NumPy divides exact Python ints)."""
+    b = em.builder
+    zero_i64, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
+    em.fail_if(node, b.icmp_signed("==", step, zero_i64), *_site("int_zero_step"))
+    difference = b.ssub_with_overflow(stop, start)
+    delta, overflow = b.extract_value(difference, 0), b.extract_value(difference, 1)
+    # INT64_MIN / -1 overflows too (a length of 2**63): the double path reports it.
+    minus_one = ir.Constant(I64_T, -1)
+    overflow = b.or_(overflow, b.and_(b.icmp_signed("==", delta, ir.Constant(I64_T, INT64_MIN)),
+                                      b.icmp_signed("==", step, minus_one)))
+    safe_step = b.select(overflow, one, step)
+    quotient = b.sdiv(delta, safe_step)
+    remainder = b.srem(delta, safe_step)
+    up = b.and_(b.icmp_signed("!=", remainder, zero_i64),
+                b.icmp_signed(">=", b.xor(remainder, safe_step), zero_i64))
+    exact = b.add(quotient, b.zext(up, I64_T))
+    approx = b.fdiv(b.fsub(b.sitofp(stop, DOUBLE), b.sitofp(start, DOUBLE)),
+                    b.sitofp(step, DOUBLE))
+    rounded = em.call_intrinsic("llvm.ceil", [approx])
+    too_big = b.and_(overflow, b.fcmp_unordered(">=", rounded, ir.Constant(DOUBLE, 2.0 ** 63)))
+    em.fail_if(node, too_big, *_site("max_size"))
+    zero_d = ir.Constant(DOUBLE, 0.0)
+    rounded = b.select(b.fcmp_ordered(">", rounded, zero_d), rounded, zero_d)
+    return clamp_length(b, b.select(overflow, b.fptosi(rounded, I64_T), exact))
+
+
+# ---- references -----------------------------------------------------------------------------
+
+def array_retain(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """A new reference to the array's owner: the same array value."""
+    owner = em.builder.extract_value(args[0], ARRAY_OWNER)
+    em.builder.call(declare(em.module, "Py_IncRef"), [owner])
+    push(em, owner)
+    return args[0]
+
+
+def array_release(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """Give up a reference: off the owned list, then Py_DecRef (the last one frees)."""
+    owner = em.builder.extract_value(args[0], ARRAY_OWNER)
+    if em.owned is not None:
+        em.builder.call(helper(em.module, "forget"), [em.owned.count, em.owned.items, owner])
+    em.builder.call(declare(em.module, "Py_DecRef"), [owner])
+    return zero(NONE)
+
+
+ROUTINES = {"array_new": array_new, "array_new_like": array_new_like,
+            "array_arange": array_arange, "array_retain": array_retain,
+            "array_release": array_release}

@@ -1,0 +1,111 @@
+"""Array creation and ownership primitives.
+
+Creation follows NumPy: `array_new` is `np.empty` / `np.zeros` / `np.ones` /
+`np.full` of a shape given as int64 inputs (attrs `dtype`, and `fill`: None for
+empty, else the inputs end with the fill value); `array_new_like` is the
+`*_like` form taking dtype and shape from an array; `array_arange` is
+`np.arange(start, stop, step)` with NumPy's length rule.
+
+Ownership (see docs/arrays.md): an array Value is *owned* by the graph that
+produced it by an allocating op, a call or a structural op, and *borrowed*
+everywhere else. The memory pass (passes/memory.py) inserts `array_retain`
+where a borrowed array must become owned (yielded, returned, carried) and
+`array_release` after an owned array's last use. Both are no-ops in the
+reference interpreter, where Python's garbage collector owns everything.
+"""
+from __future__ import annotations
+
+from ..types import F64, I64, NONE, ArrayType, ScalarType, is_numeric
+from .table import OpTypeError, Routine, _def
+
+NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "bool"}
+
+
+def _dims(types):
+    for t in types:
+        if t != I64:
+            raise OpTypeError(f"array dimensions must be ints, got {t}")
+
+
+def new_rule(types, attrs):
+    dtype = attrs["dtype"]
+    dims = types[:-1] if attrs.get("fill") == "value" else types
+    _dims(dims)
+    operands = [I64] * len(dims)
+    if attrs.get("fill") == "value":
+        if not is_numeric(types[-1]):
+            raise OpTypeError(f"cannot fill a {NUMPY_NAMES[dtype.name]} array with {types[-1]}")
+        operands.append(dtype)
+    return operands, ArrayType(dtype, len(dims))
+
+
+def new_like_rule(types, attrs):
+    like = types[0]
+    if not isinstance(like, ArrayType):
+        raise OpTypeError(f"{attrs.get('what', 'zeros_like')}() needs an array, got {like}")
+    dtype = attrs.get("dtype") or like.dtype
+    operands = [like]
+    if attrs.get("fill") == "value":
+        operands.append(dtype)
+    return operands, ArrayType(dtype, like.ndim)
+
+
+def arange_rule(types, attrs):
+    for t in types:
+        if not is_numeric(t):
+            raise OpTypeError(f"arange() needs numbers, got {t}")
+    dtype = F64 if any(t.is_float for t in types if t.name != "bool") else I64
+    return [dtype] * len(types), ArrayType(dtype, 1)
+
+
+def retain_rule(types, attrs):
+    if not isinstance(types[0], ArrayType):
+        raise OpTypeError(f"only arrays are reference counted, got {types[0]}")
+    return [types[0]], types[0]
+
+
+def release_rule(types, attrs):
+    retain_rule(types, attrs)
+    return [types[0]], NONE
+
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+def py_array_new(*inputs, dtype: ScalarType, fill=None):
+    numpy = _numpy()
+    dims = inputs[:-1] if fill == "value" else inputs
+    for d in dims:
+        if d < 0:
+            raise ValueError("negative dimensions are not allowed")
+    out = numpy.empty(tuple(dims), dtype=NUMPY_NAMES[dtype.name])
+    if fill is not None:
+        out[...] = inputs[-1] if fill == "value" else fill
+    return out
+
+
+def py_array_new_like(like, *value, dtype: ScalarType | None = None, fill=None, what=None):
+    numpy = _numpy()
+    out = numpy.empty(like.shape, dtype=NUMPY_NAMES[dtype.name] if dtype else like.dtype)
+    if fill is not None:
+        out[...] = value[0] if fill == "value" else fill
+    return out
+
+
+def py_arange(*inputs):
+    return _numpy().arange(*inputs)
+
+
+_def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises",),
+     doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
+_def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
+     ("raises",), doc="np.empty_like/zeros_like/ones_like/full_like(x)")
+_def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises",),
+     doc="np.arange(start, stop, step); ValueError for a zero step")
+_def("array_retain", 1, retain_rule, lambda a: a, {"*": Routine("array_retain")}, (),
+     doc="a new owned reference to a (borrowed) array: the same array")
+_def("array_release", 1, release_rule, lambda a: None, {"*": Routine("array_release")}, (),
+     doc="give up an owned reference (the last one frees the memory)")
