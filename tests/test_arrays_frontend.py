@@ -497,25 +497,13 @@ def test_the_untyped_graph_verifies_and_interprets():
 
 # ---- errors ----------------------------------------------------------------------------------
 
-def slicing(x):
-    return x[1:] + x[::2]
-
-
 def ellipsis_index(a):
     return a[..., 0]
-
-
-def slice_store(x):
-    x[:] = 0.0
 
 
 def slice_augmented(x, a):
     x[1:] += 1.0
     a[0, :] = 1.0
-
-
-def transpose(a):
-    return a.T
 
 
 def assign_attribute(a):
@@ -545,11 +533,8 @@ def tuple_variable_index(i):
 
 
 @pytest.mark.parametrize("fn,words", [
-    (slicing, ["slicing (x[1:])", "slicing (x[::2])"]),
     (ellipsis_index, ["indexing with ..."]),
-    (slice_store, ["slicing (x[:])"]),
-    (slice_augmented, ["slicing (x[1:])", "slicing (a[0, :])"]),
-    (transpose, ["attribute access 'a.T'"]),
+    (slice_augmented, ["augmented assignment to a slice (x[1:])"]),
     (assign_attribute, ["assignment to 'a.shape'"]),
     (tuple_display_store, ["element of a tuple"]),
     (tuple_variable_index, ["a tuple index must be a constant integer"]),
@@ -574,10 +559,6 @@ def check_compile_error(fn, words, kind, count=None):
         assert word in message
     assert "internal error" not in message
     assert len(info.value.problems) == (len(words) if count is None else count)
-
-
-def row(a, i):
-    return a[i]
 
 
 def float_index(x, f):
@@ -615,7 +596,7 @@ def store_a_tuple(x):
 
 
 def whole_array(x):
-    return x * 2.0
+    return float(x)  # x * 2.0 works now (elementwise); a conversion of a whole array does not
 
 
 def array_truth(x):
@@ -625,7 +606,6 @@ def array_truth(x):
 
 
 @pytest.mark.parametrize("fn,types,words", [
-    (row, [ArrayType(F64, 2), I64], ["2-d array needs 2 indices", "a[i, j]"]),
     (float_index, [ArrayType(F64, 1), F64], ["array indices must be integers", "int(i)"]),
     (float_index, [ArrayType(F64, 1), BOOL], ["array indices must be integers"]),
     (too_many_indices, [ArrayType(F64, 1)], ["1-d array needs 1 index, got 2"]),

@@ -24,6 +24,8 @@ from .creation import NumpyCallLowerer, is_numpy_callable, numpy_handler
 from .lower import LOCAL, is_numpy_module
 from .scope import Scope
 from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value
+from .ufuncs import ufunc_handler
+from .views import lower_method, lower_numpy_view, numpy_view_function
 
 SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, the math "
                    "functions that have a primitive (math.sqrt, math.sin, ...), the builtins "
@@ -67,6 +69,10 @@ class CallLowerer(NumpyCallLowerer):
 
     def expr_Call(self, scope: Scope, node: ast.Call) -> Value:
         name = ast.unparse(node.func)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "reshape":
+            owner = self.static_object(scope, node.func.value)
+            if owner is LOCAL or (owner is NOT_FOUND and not isinstance(node.func.value, ast.Name)):
+                return lower_method(self, scope, node)  # <array>.reshape(...)
         callee = self.static_object(scope, node.func)
         if callee is LOCAL:
             return self.fail(scope, node, UnsupportedCallError,
@@ -88,9 +94,14 @@ class CallLowerer(NumpyCallLowerer):
             return self.call_builtin(scope, node, primitive_handler(callee), name)
         if hasattr(callee, "__astjit_jvp__"):
             return self.call_jvp(scope, node, callee)
+        view = numpy_view_function(callee)
+        if view is not None:
+            return lower_numpy_view(self, scope, node, view, name)
         creation = numpy_handler(callee)
         if creation is not None:
             return self.call_numpy(scope, node, creation, name)
+        if ufunc_handler(callee) is not None:  # np.exp, np.maximum, np.where ...
+            return self.call_builtin(scope, node, ufunc_handler(callee), name)
         if is_numpy_callable(callee) or self.is_numpy_attribute(scope, node.func):
             # before is_compilable: np.ones, np.linalg.norm ... are Python functions
             return self.unsupported_numpy(scope, node, name)

@@ -41,8 +41,9 @@ from .lower import LOCAL, ExpressionLowerer, is_numpy_module
 from .scope import Scope
 from .source import NOT_FOUND
 
-SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms and np.arange; "
-                   "whole-array operations (np.sum, np.exp, x + y, ...) come later: "
+SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms, np.arange, "
+                   "and NumPy's elementwise functions (np.exp, np.maximum, np.where, ...); "
+                   "other whole-array operations (np.sum, ...) come later: "
                    "loop over the elements instead")
 DTYPE_HINT = ("write the dtype as np.float64, np.float32, np.int64 or np.bool_ "
               "(or float, int, bool)")

@@ -14,7 +14,8 @@ Subscripts and attributes, without knowing types (the frontend never does):
   `array_get(v, *indices)`, as a tuple takes only literal indices: inference
   rejects an `array_get` of a tuple with that hint. So the tuple IR stays as
   it was, and no op needs resolving later except that one `getitem` case.
-- Slices, `...`, `None` and starred indices are reported (not supported yet).
+- Slices (`x[1:n]`, `a[:, i]`) are views: `array_view` (views.py); `...`, `None`
+  and starred indices are reported (not supported yet).
 - `v.shape`, `v.size`, `v.ndim` of any expression but a module are
   `array_shape` / `array_size` / `array_ndim` of its value (inference rejects
   a value that is not an array; lowering a global array reports it, as arrays
@@ -44,6 +45,7 @@ from .builtins import math_attribute
 from .scope import Scope, Unbound, branch_value
 from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value, resolve_free_name
 from .syntax import describe, describe_constant
+from .views import has_slice, lower_view
 
 BINARY_OPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
@@ -51,7 +53,8 @@ BINARY_OPS = {
     ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
 }
 UNARY_OPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
-ARRAY_ATTRIBUTES = {"shape": "array_shape", "size": "array_size", "ndim": "array_ndim"}
+ARRAY_ATTRIBUTES = {"shape": "array_shape", "size": "array_size", "ndim": "array_ndim",
+                    "T": "array_transpose"}
 """The attributes of a value (an array) compiled code reads, and their primitives."""
 COMPARE_OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
                ast.NotEq: "ne"}
@@ -125,6 +128,11 @@ class ExpressionLowerer:
         base = self.lower_expr(scope, node.value)
         if self.unsupported_index(scope, node):
             return scope.emit("undef", [], self.loc(node))
+        if has_slice(node):  # a view (views.py)
+            if base in scope.sizes:
+                return self.fail(scope, node.slice, UnsupportedSyntaxError,
+                                 "slicing a tuple is not supported")
+            return lower_view(self, scope, node, base)
         index = constant_index(node.slice)
         if index is not None:
             return scope.emit("getitem", [base], self.loc(node), {"index": index})
@@ -140,12 +148,13 @@ class ExpressionLowerer:
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         return [self.lower_expr(scope, part) for part in parts]
 
-    def unsupported_index(self, scope: Scope, node: ast.Subscript) -> bool:
-        """Report (and return True for) an index with a slice, `...`, `None` or `*`."""
+    def unsupported_index(self, scope: Scope, node: ast.Subscript, slices: bool = False) -> bool:
+        """Report (and return True for) an index with `...`, `None` or `*` (and a slice
+        where `slices` says they are not supported)."""
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for part in parts:
-            if isinstance(part, ast.Slice):
-                what = f"slicing ({ast.unparse(node)})"
+            if isinstance(part, ast.Slice) and slices:
+                what = f"augmented assignment to a slice ({ast.unparse(node)})"
             elif isinstance(part, ast.Constant) and (part.value is Ellipsis or part.value is None):
                 what = f"indexing with {ast.unparse(part)} ({ast.unparse(node)})"
             elif isinstance(part, ast.Starred):

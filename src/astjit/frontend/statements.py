@@ -32,6 +32,7 @@ from .lower import BINARY_OPS
 from .scope import RESULT, RETURNED, RegionGroup, Scope, branch
 from .source import FunctionSource
 from .syntax import describe
+from .views import has_slice, lower_view
 
 Rest = Callable[[Scope], None]
 """Lowers what remains of a block into the scope it is given."""
@@ -200,7 +201,7 @@ class StatementLowerer(CallLowerer):
         target = stmt.target
         loc = self.loc(target)
         array = self.lower_expr(scope, target.value)
-        if self.unsupported_index(scope, target) or array in scope.sizes:
+        if self.unsupported_index(scope, target, slices=True) or array in scope.sizes:
             if array in scope.sizes:
                 self.bad_target(target)
             self.lower_expr(scope, stmt.value)  # for the problems it may have
@@ -217,6 +218,10 @@ class StatementLowerer(CallLowerer):
             return
         if array in scope.sizes:  # a tuple display or constant
             self.bad_target(target)
+            return
+        if has_slice(target):  # y[1:3] = v: copy into the view
+            view = lower_view(self, scope, target, array)
+            scope.emit("array_assign", [view, value], self.loc(target))
             return
         indices = self.lower_indices(scope, target)
         scope.emit("array_set", [array, value, *indices], self.loc(target))

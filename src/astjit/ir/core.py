@@ -17,6 +17,25 @@ Invariants (checked by `verify.py`):
             the node's outputs are the final carried values.
   ``call``  ``attrs["callee"]`` names a Graph of the Module; inputs are its
             arguments, the single output its result.
+  ``fused`` elementwise work over whole arrays, made by the fusion pass
+            (passes/fuse.py): one loop nest over a broadcast iteration space.
+            inputs: the arrays and scalars the kernel reads, each once.
+            attrs: ``ndim`` (the rank N of the iteration space) and ``plan``,
+            a tuple with, per input, its ndim (an array) or None (a scalar):
+            an array of ndim k is aligned with the last k axes of the space
+            (NumPy broadcasting: a size-1 axis stretches, other sizes must
+            agree; the space's shape is the broadcast of the inputs' shapes,
+            ValueError "operands could not be broadcast together with shapes
+            ..." otherwise); a scalar is the same at every point.
+            region ``[kernel]``: one parameter per input (an array's element
+            type, a scalar's own type), a body of scalar leaf ops only
+            (elementwise ops, ``cast``, ``const``, ``select``), and one scalar
+            output per node output. The kernel runs once per point of the
+            space with NumPy's semantics (no exceptions: 1/0 is inf, integer
+            division by zero 0, NaN from math functions, integers wrap).
+            outputs: new arrays (owned), output k of type
+            ``array<dtype of kernel output k, ndim>``, shaped as the space.
+            (An optional reduction will be a later attr.)
 
   Every other op is a leaf primitive from the table in `ops.py`.
 - A function's Graph has exactly one output (its return value; a tuple-typed
@@ -32,8 +51,8 @@ from typing import Any
 from ..errors import Loc
 from .types import Type
 
-STRUCTURAL_OPS = frozenset({"if", "while", "call"})
-REGION_ROLES = {"if": ("then", "else"), "while": ("cond", "body")}
+STRUCTURAL_OPS = frozenset({"if", "while", "call", "fused"})
+REGION_ROLES = {"if": ("then", "else"), "while": ("cond", "body"), "fused": ("kernel",)}
 """What each region of a structural op is, in order."""
 
 _ids = itertools.count()

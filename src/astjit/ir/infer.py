@@ -142,6 +142,13 @@ class _Inferencer:
         if node.op in ("array_new", "array_new_like"):
             inputs = self.creation_operands(node, attrs, inputs, out)
             in_types = [v.type for v in inputs]
+        if node.op == "array_reshape" and attrs.pop("packed_shape", False):
+            inputs = [inputs[0], *self.shape_dims(inputs[1], "reshape", node.loc, out)]
+            in_types = [v.type for v in inputs]
+        if node.op in ("array_get", "array_set") and isinstance(in_types[0], ArrayType):
+            n_indices = len(inputs) - (1 if node.op == "array_get" else 2)
+            if 0 < n_indices < in_types[0].ndim:
+                return self.row_access(node, inputs, n_indices, out)
         try:
             operand_types, result_type = OPS[node.op].rule(in_types, attrs)
         except OpTypeError as error:
@@ -159,6 +166,19 @@ class _Inferencer:
                         loc=node.loc, types=[I64]).outputs[0]
         read = Node("array_get", [], node.outputs, loc=node.loc)
         return self.infer_leaf(read, [inputs[0], index], out)
+
+    def row_access(self, node: Node, inputs: list[Value], n: int, out: Graph) -> list[Value]:
+        """`a[i]` of a 2-d array (fewer indices than axes): a view of the remaining axes;
+        `a[i] = v` copies v into that view (ir/ops/views.py)."""
+        indices = inputs[-n:]
+        spec = {"spec": ("i",) * n}
+        if node.op == "array_get":
+            return self.infer_leaf(Node("array_view", [], node.outputs, attrs=spec, loc=node.loc),
+                                   [inputs[0], *indices], out)
+        view = Node("array_view", [], [Value("row", None)], attrs=spec, loc=node.loc)
+        (row,) = self.infer_leaf(view, [inputs[0], *indices], out)
+        return self.infer_leaf(Node("array_assign", [], node.outputs, loc=node.loc),
+                               [row, inputs[1]], out)
 
     def creation_operands(self, node: Node, attrs: dict, inputs: list[Value],
                           out: Graph) -> list[Value]:
@@ -334,7 +354,9 @@ def _hint(op: str, types: list[Type]) -> str:
     """What to write instead, for the type errors that have a usual cause."""
     if op not in ("array_get", "array_set") or not types:
         if any(isinstance(t, ArrayType) for t in types) and not op.startswith("array_"):
-            return ("operations on whole arrays are not supported yet; loop over the elements: "
+            return ("elementwise arithmetic, comparisons and NumPy's math functions work on "
+                    "whole arrays; other operations on whole arrays are not supported yet; "
+                    "loop over the elements: "
                     "for i in range(len(x)): ... x[i] ...")
         return ""
     base, indices = types[0], types[1:] if op == "array_get" else types[2:]
@@ -345,7 +367,7 @@ def _hint(op: str, types: list[Type]) -> str:
         return ""
     if len(indices) < base.ndim:
         return (f"index every axis, e.g. a[{', '.join('ijklmnopqr'[:base.ndim])}]; "
-                "slices and rows (a[i] of a 2-d array) are not supported yet")
+                "or take a row or a slice: a[i], a[1:, j]")
     if op == "array_set" and not is_numeric(types[1]):
         return "an array element holds one number"
     if len(indices) == base.ndim:

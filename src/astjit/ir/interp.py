@@ -27,7 +27,8 @@ from typing import Any
 
 from .core import Graph, Module, Node, Value
 from .ops import OPS
-from .types import BOOL, F32, F64, I32, I64, TupleType, Type, python_type_of
+from .ops.elementwise import NUMPY_NAMES, UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
+from .types import BOOL, F32, F64, I32, I64, ArrayType, TupleType, Type, python_type_of
 
 Frame = list
 Step = Callable[[Frame], None]
@@ -135,6 +136,10 @@ class _Interpreter:
             return self.while_step(node, inputs, outputs)
         if node.op == "call":
             return self.call_step(node, inputs, outputs)
+        if node.op == "fused":
+            return fused_step(node, inputs, outputs)
+        if node.op in UFUNCS:
+            return elementwise_step(node, inputs, outputs)
         return leaf_step(node, inputs, outputs)
 
     # ---- the structural ops --------------------------------------------------------
@@ -202,6 +207,61 @@ def leaf_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
     def run_any(frame: Frame) -> None:
         frame[output] = convert(evaluate(*[frame[i] for i in inputs]))
     return run_any
+
+
+def elementwise_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
+    """An elementwise op: the scalar `evaluate`, or NumPy's function when an operand is an
+    array (a new array, NumPy's semantics; see ops/elementwise.py)."""
+    scalar = leaf_step(node, inputs, outputs)
+    types = [v.type for v in node.inputs]
+    typed = None not in types
+    if typed and not any(isinstance(t, ArrayType) for t in types):
+        return scalar
+    result = node.outputs[0].type
+    (output,) = outputs
+    numpy = None
+
+    def run(frame: Frame) -> None:
+        nonlocal numpy
+        if numpy is None:
+            import numpy
+        args = [frame[i] for i in inputs]
+        if not any(isinstance(a, numpy.ndarray) for a in args):
+            return scalar(frame)
+        frame[output] = evaluate_on_arrays(node.op, args, types if typed else None, result)
+    return run
+
+
+def fused_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
+    """A `fused` node (core.py): its kernel run once over the whole broadcast space with
+    NumPy (each scalar op applied to arrays), each output a new array of the space's shape."""
+    kernel = node.regions[0]
+    ops = list(kernel.nodes)
+
+    def run(frame: Frame) -> None:
+        import numpy
+
+        args = [frame[i] for i in inputs]
+        shape = broadcast_shape([a.shape for a in args if isinstance(a, numpy.ndarray)])
+        env = dict(zip(kernel.params, args))
+        for inner in ops:
+            operands = [env[v] for v in inner.inputs]
+            t = inner.outputs[0].type
+            dtype = NUMPY_NAMES[t.name]
+            if inner.op == "const":
+                value = numpy.dtype(dtype).type(inner.attrs["value"])
+            elif inner.op == "cast":
+                value = numpy.asarray(operands[0]).astype(dtype)
+            elif inner.op in ("select", "where"):
+                value = numpy.where(*operands).astype(dtype)
+            else:
+                value = apply_numpy(inner.op, operands, [v.type for v in inner.inputs], t)
+            env[inner.outputs[0]] = value
+        for slot, value, out in zip(outputs, kernel.outputs, node.outputs):
+            result = numpy.empty(shape, dtype=NUMPY_NAMES[out.type.dtype.name])
+            result[...] = env[value]
+            frame[slot] = result
+    return run
 
 
 def _untyped_array_new(attrs: dict) -> Callable[..., Any]:

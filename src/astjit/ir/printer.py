@@ -208,6 +208,8 @@ class _Printer:
         if node.op == "if":
             cond, captured = node.inputs[:1], node.inputs[1:]
             return f"if {self.refs(cond)} ({self.refs(captured)}) {{"
+        if node.op == "fused":
+            return f"fused [ndim={node.attrs.get('ndim')}] ({self.refs(node.inputs)}) {{"
         k = node.attrs.get("n_invariants", 0)
         return f"while [{self.refs(node.inputs[:k])}] ({self.refs(node.inputs[k:])}) {{"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .core import REGION_ROLES, Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
-from .types import BOOL, Type
+from .types import BOOL, ArrayType, Type
 
 
 class IRVerificationError(Exception):
@@ -159,6 +159,8 @@ class _GraphChecker:
             self.check_while(node, path)
         elif node.op == "call":
             self.check_call(node, path)
+        elif node.op == "fused":
+            self.check_fused(node, path)
         else:
             self.check_leaf(node, path)
 
@@ -213,6 +215,39 @@ class _GraphChecker:
         if self.typed:
             self.expect_types(path, node, "arguments", node.inputs, _types(callee.params))
             self.expect_types(path, node, "output", node.outputs, _types(callee.outputs))
+
+    def check_fused(self, node: Node, path: str) -> None:
+        """The shape core.py gives `fused`: a kernel of scalar leaf ops over the inputs' elements."""
+        self.expect_count(path, node, "regions", node.regions, 1)
+        (kernel,) = node.regions
+        self.expect_count(path, node, "'kernel' parameters", kernel.params, len(node.inputs))
+        self.expect_count(path, node, "'kernel' outputs", kernel.outputs, len(node.outputs))
+        if not node.outputs:
+            self.fail(path, node, "a fused node has at least one output")
+        ndim, plan = node.attrs.get("ndim"), node.attrs.get("plan")
+        if not isinstance(ndim, int) or ndim < 0:
+            self.fail(path, node, f"'fused' needs attrs['ndim'] >= 0, got {ndim!r}")
+        for inner in kernel.nodes:
+            if inner.regions or inner.op in ("if", "while", "call", "fused"):
+                self.fail(path, node, f"a fused kernel holds scalar leaf ops only, got {inner.op!r}")
+        if not self.typed:
+            self.check_body(kernel, f"{path}/fused.kernel")
+            return
+        if plan != tuple(v.type.ndim if isinstance(v.type, ArrayType) else None
+                         for v in node.inputs):
+            self.fail(path, node, f"attrs['plan'] {plan!r} does not match the inputs' ndims")
+        if any(p is not None and p > ndim for p in plan):
+            self.fail(path, node, f"an input has more than the space's {ndim} dimensions")
+        elements = [v.type.dtype if isinstance(v.type, ArrayType) else v.type for v in node.inputs]
+        self.expect_types(path, node, "'kernel' parameters", kernel.params, elements)
+        self.check_body(kernel, f"{path}/fused.kernel")
+        for inner in kernel.walk():
+            for value in inner.outputs:
+                if isinstance(value.type, ArrayType):
+                    self.fail(path, node, f"kernel value {value!r} is an array: a kernel computes "
+                                          "one element")
+        self.expect_types(path, node, "outputs", node.outputs,
+                          [ArrayType(v.type, ndim) for v in kernel.outputs])
 
     def check_leaf(self, node: Node, path: str) -> None:
         opdef = OPS.get(node.op)

@@ -294,7 +294,7 @@ def written_parameters(module: Module) -> dict[int, Loc | None]:
                 flow(node.inputs, callee.params)
                 flow(callee.outputs, node.outputs)
             else:
-                if node.op == "array_set":
+                if node.op in ("array_set", "array_assign"):
                     writes.append(node)
                 if node.op in ALLOCATING:
                     continue

@@ -88,7 +88,9 @@ if TYPE_CHECKING:
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 ALLOCATING = frozenset({"array_new", "array_new_like", "array_arange"})
 """Ops whose result is a fresh array (no argument's memory flows into it)."""
-OWNING = ALLOCATING | {"array_retain"}
+VIEWS = frozenset({"array_view", "array_transpose", "array_reshape"})
+"""Ops whose result is a view: a new reference to the input's owner (views.py)."""
+OWNING = ALLOCATING | VIEWS | {"array_retain"}
 """Ops whose result is a new reference the invocation owns."""
 
 

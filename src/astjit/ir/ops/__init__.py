@@ -25,7 +25,9 @@ semantics Python's operators lack), scalar.py (the scalar entries),
 derivative.py (IEEE primitives and tapes that derivative code uses), vjp.py.
 The structural ops (`if`, `while`, `call`) are not in this table; see `core.py`.
 """
-from . import vjp  # noqa: F401 - fills the table: scalar, derivative, then the reverse rules
+# Fill the table: scalar, derivative, the reverse rules, then the whole-array forms
+# (elementwise.py imports vjp first).
+from . import elementwise, vjp  # noqa: F401
 from .derivative import ieee_div, ieee_log, ieee_pow
 from .semantics import (
                         EXCEPTIONS,

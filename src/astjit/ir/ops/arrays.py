@@ -77,7 +77,8 @@ def _normalize(array, index):
 
 
 def py_array_get(array, *index, boundscheck=True):
-    return array[_normalize(array, index)].item()
+    found = array[_normalize(array, index)]
+    return found.item() if len(index) == array.ndim else found  # a row: untyped IR only
 
 
 def py_array_set(array, value, *index, boundscheck=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from . import arrays, derivative, memory, scalar  # noqa: F401 - the entries the rules attach to
+from . import arrays, derivative, memory, scalar, views  # noqa: F401 - the entries the rules attach to
 from .table import OPS
 
 # ---- reverse-mode rules: the adjoint of each input, given the output's adjoint g ----

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core import Graph, Module, Node
 from ..ops import OPS
+from ..ops.elementwise import is_array_elementwise
 from .rewrite import Replacement, forward, rewrite_graph
 
 
@@ -31,8 +32,8 @@ def _cse_graph(graph: Graph) -> None:
     def visit(node: Node) -> Replacement | None:
         for region in node.regions:
             _cse_graph(region)
-        if node.op not in OPS or "pure" not in OPS[node.op].traits:
-            return None
+        if node.op not in OPS or "pure" not in OPS[node.op].traits or is_array_elementwise(node):
+            return None  # an elementwise op on arrays makes a new array each time
         earlier = seen.setdefault(_key(node), node)
         return None if earlier is node else forward(node, earlier.outputs)
 

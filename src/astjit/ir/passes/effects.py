@@ -17,6 +17,11 @@ does not become a `select`), and every node that touches them keeps its
 place in the node list, which is their order. Shape queries (`array_dim`,
 `array_shape`, `array_size`, `array_ndim`) are pure: shapes never change.
 
+Elementwise ops on whole arrays (an array-typed add, exp, where) have effects:
+each makes a new array the program may write into (two of them must not be
+merged into one) and raises ValueError when the shapes do not broadcast. A
+`fused` node, made from them, has effects as every structural op but `if` has.
+
 Where the primitive
 table's traits are coarser than the operand types, the types refine them:
 `float(n)` of an int cannot raise, `int(x)` of a float can.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 from ..core import Node
 from ..ops import OPS
+from ..ops.elementwise import is_array_elementwise
 
 TO_INT_CONVERSIONS = frozenset({"cast", "floor", "ceil", "trunc", "round"})
 """Ops that raise only when they turn a float (NaN, infinite, too large) into an int."""
@@ -39,6 +45,8 @@ def has_effects(node: Node) -> bool:
         return any(has_effects(inner) for region in node.regions for inner in region.nodes)
     if node.op in ("while", "call") or node.op not in OPS:
         return True  # a loop may not end; a callee may raise or recurse forever
+    if is_array_elementwise(node):
+        return True  # a new array; shapes that do not broadcast raise ValueError
     traits = OPS[node.op].traits
     if "pure" not in traits or node.op in GUARDED_READS:
         return True

@@ -20,8 +20,10 @@ The table of docs/arrays.md, leaf by leaf:
 | `tuple a, b` | the leaves of `a` then of `b` (it takes no reference) |
 
 Allocating ops are every leaf op not named here that gives a managed value:
-`array_new`, `array_new_like`, `array_arange`, and later elementwise results
-and views (a view is a new reference to its base's owner).
+`array_new`, `array_new_like`, `array_arange`, elementwise ops on arrays (a
+`where` too) and views (a view is a new reference to its base's owner); and
+the structural `fused`, whose outputs are new arrays (its kernel holds scalars
+only, so it owns and borrows nothing).
 
 So a tuple owns nothing by itself: it groups leaves that belong to the roots
 they came from, and `getitem` picks them out again. A leaf is named by its root
@@ -125,7 +127,7 @@ class LeafMap:
                 self.of[out] = self.picked(node)
             elif node.op == "tuple":
                 self.of[out] = [leaf for v in node.inputs for leaf in self.leaves(v)]
-            elif node.op == "select":
+            elif node.op == "select" and not isinstance(node.inputs[0].type, ArrayType):
                 raise OwnershipError(f"select of managed values ({out.type}) is not supported: "
                                      "its result may be either operand's array")
             else:

@@ -1,4 +1,5 @@
-"""The optimization pipeline: inline once, then fold, simplify, CSE and DCE until nothing changes.
+"""The optimization pipeline: inline once, then fold, simplify, CSE and DCE until nothing changes,
+then elementwise fusion (and a last DCE).
 
 Every pass is a function Module -> Module that keeps the invariants of
 `core.py`; `PASSES` lists them by name so each can be run (and tested) alone.
@@ -14,6 +15,7 @@ from ..core import Graph, Module, Value
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold import fold_constants
+from .fuse import fuse_elementwise
 from .inline import inline_calls
 from .simplify import simplify
 
@@ -28,6 +30,11 @@ PASSES: list[tuple[str, Pass]] = [
 ]
 ROUND = PASSES[1:]
 """The passes repeated after inlining."""
+FINAL: list[tuple[str, Pass]] = [("fuse", fuse_elementwise), ("simplify", simplify),
+                                 ("cse", eliminate_common_subexpressions),
+                                 ("dce", eliminate_dead_code)]
+"""Once, after the rounds: elementwise array ops become `fused` nodes (fuse.py); then the
+kernels' scalar ops are simplified and merged, and the constants they copied dropped."""
 MAX_ROUNDS = 4
 
 
@@ -44,6 +51,8 @@ def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
             module = _run(run_pass, module, verify)
         if fingerprint(module) == before:
             break
+    for _name, run_pass in FINAL:
+        module = _run(run_pass, module, verify)
     return module
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..core import Graph, Module, Node, Value
 from ..ops import OPS
+from ..ops.elementwise import is_array_elementwise
 from ..types import BOOL, F64, I64, ArrayType
 from .effects import has_effects
 from .rewrite import Replacement, forward, make_const, rewrite_graph
@@ -207,7 +208,7 @@ def _simplify_graph(graph: Graph) -> None:
             replacement = _if_to_select(node)
             if replacement is not None:
                 return replacement
-        elif node.op in RULES_BY_OP:
+        elif node.op in RULES_BY_OP and not is_array_elementwise(node):  # new arrays stay new
             result = _rewrite(node, defs)
             if result is not None:
                 return forward(node, [result])

@@ -1,0 +1,307 @@
+"""Array views in compiled code (ir/ops/views.py): slices, transpose, reshape, and the
+strided copy that slice assignment and a non-contiguous reshape use.
+
+A view is the array struct of its input with another data pointer, shape and
+strides, and the same owner: `Py_IncRef(owner)`, pushed on the invocation's
+owned list (`memory.push`), so the memory pass releases it like an allocation.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.ops.views import SLICE_STEP_ZERO
+from ...ir.types import BOOL, ArrayType
+from . import arrays, memory
+from . import messages as msg
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I1, I8, I64_T, zero
+from .pyapi import declare
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .codegen import FunctionEmitter
+
+CANNOT_RESHAPE = "cannot reshape array"
+CANNOT_BROADCAST = "could not broadcast input array into the destination's shape"
+
+
+def _max_values() -> int:
+    from .codegen import MAX_ERROR_VALUES  # codegen imports the routines
+
+    return MAX_ERROR_VALUES
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def _stride(b, array, axis):
+    return b.extract_value(array, [ARRAY_STRIDES, axis])
+
+
+def new_reference(em: FunctionEmitter, array: ir.Value) -> ir.Value:
+    """Take (and record) a new reference to `array`'s owner; return the owner."""
+    owner = em.builder.extract_value(array, ARRAY_OWNER)
+    em.builder.call(declare(em.module, "Py_IncRef"), [owner])
+    memory.push(em, owner)
+    return owner
+
+
+def build(b, t: ArrayType, data, owner, shape, strides) -> ir.Value:
+    value = zero(t)
+    value = b.insert_value(value, data, ARRAY_DATA)
+    value = b.insert_value(value, owner, ARRAY_OWNER)
+    for axis, (d, s) in enumerate(zip(shape, strides)):
+        value = b.insert_value(value, d, [ARRAY_SHAPE, axis])
+        value = b.insert_value(value, s, [ARRAY_STRIDES, axis])
+    return value
+
+
+def _slice(em: FunctionEmitter, node: Node, length, start, stop, step):
+    """PySlice_AdjustIndices: (start, length of the slice); None bounds take the defaults."""
+    b = em.builder
+    zero_i64, one = _i64(0), _i64(1)
+    if step is None:
+        step = one
+    else:
+        em.fail_if(node, b.icmp_signed("==", step, zero_i64), "ValueError", SLICE_STEP_ZERO)
+    up = b.icmp_signed(">", step, zero_i64)
+    lower = b.select(up, zero_i64, _i64(-1))
+    upper = b.select(up, length, b.sub(length, one))
+
+    def clamp(bound, default):
+        if bound is None:
+            return default
+        shifted = b.add(bound, length)
+        below = b.select(b.icmp_signed("<", shifted, lower), lower, shifted)
+        above = b.select(b.icmp_signed(">", bound, upper), upper, bound)
+        return b.select(b.icmp_signed("<", bound, zero_i64), below, above)
+
+    start = clamp(start, b.select(up, lower, upper))
+    stop = clamp(stop, b.select(up, upper, lower))
+    # length: up: (stop - start - 1) // step + 1 if start < stop; down: mirrored
+    span = b.select(up, b.sub(stop, start), b.sub(start, stop))
+    magnitude = b.select(up, step, b.neg(step))
+    count = b.add(b.sdiv(b.sub(span, one), magnitude), one)
+    count = b.select(b.icmp_signed(">", span, zero_i64), count, zero_i64)
+    return start, count, step
+
+
+def array_view(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """x[a:b:c, i]: offset the data, drop the integer axes, scale the sliced strides."""
+    b = em.builder
+    source, parts = args[0], list(args[1:])
+    src_t, out_t = node.inputs[0].type, node.outputs[0].type
+    spec = list(node.attrs["spec"]) + ["s000"] * (src_t.ndim - len(node.attrs["spec"]))
+    offset, shape, strides = _i64(0), [], []
+    for axis, entry in enumerate(spec):
+        size, stride = arrays.dim(b, source, axis), _stride(b, source, axis)
+        if entry == "i":
+            index = parts.pop(0)
+            wrapped = b.select(b.icmp_signed("<", index, _i64(0)), b.add(index, size), index)
+            em.fail_with_values(node, b.icmp_unsigned(">=", wrapped, size), "IndexError",
+                                msg.INDEX_OUT_OF_BOUNDS.format(axis=axis),
+                                msg.INDEX_OUT_OF_BOUNDS_DETAIL.format(axis=axis), [index, size])
+            offset = b.add(offset, b.mul(wrapped, stride))
+            continue
+        bounds = [parts.pop(0) if flag == "1" else None for flag in entry[1:]]
+        start, count, step = _slice(em, node, size, *bounds)
+        offset = b.add(offset, b.mul(start, stride))
+        shape.append(count)
+        strides.append(b.mul(stride, step))
+    data = b.gep(b.extract_value(source, ARRAY_DATA), [offset])
+    return build(b, out_t, data, new_reference(em, source), shape, strides)
+
+
+def array_transpose(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    b, (source,) = em.builder, args
+    n = node.inputs[0].type.ndim
+    axes = list(reversed(range(n)))
+    return build(b, node.outputs[0].type, b.extract_value(source, ARRAY_DATA),
+                 new_reference(em, source), [arrays.dim(b, source, k) for k in axes],
+                 [_stride(b, source, k) for k in axes])
+
+
+# ---- strided copies ----------------------------------------------------------------------------
+
+def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, indices=()) -> None:
+    """for i0 in range(dims[0]): for i1 ...: body([i0, i1, ...])."""
+    if not dims:
+        body(list(indices))
+        return
+    b = em.builder
+    fn = b.function
+    before = b.block
+    head, inner, done = (fn.append_basic_block(f"copy.{name}") for name in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64_T)
+    i.add_incoming(_i64(0), before)
+    b.cbranch(b.icmp_signed("<", i, dims[0]), inner, done)
+    b.position_at_end(inner)
+    loop_nest(em, dims[1:], body, (*indices, i))
+    i.add_incoming(b.add(i, _i64(1), flags=["nsw"]), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def _address(b, array, strides, indices):
+    offset = _i64(0)
+    for index, stride in zip(indices, strides):
+        offset = b.add(offset, b.mul(index, stride))
+    return b.gep(b.extract_value(array, ARRAY_DATA), [offset])
+
+
+def copy(em: FunctionEmitter, source: ir.Value, src_t: ArrayType, dest: ir.Value,
+         dest_t: ArrayType) -> None:
+    """dest[...] = source, the source broadcast (shapes already checked): its axes align
+    with dest's last ones, and an axis of length 1 repeats."""
+    b = em.builder
+    dims = [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
+    lead = dest_t.ndim - src_t.ndim
+    src_strides = [b.select(b.icmp_signed("==", arrays.dim(b, source, k), _i64(1)), _i64(0),
+                            _stride(b, source, k)) for k in range(src_t.ndim)]
+    dest_strides = [_stride(b, dest, k) for k in range(dest_t.ndim)]
+    align = arrays.ITEM_SIZES[dest_t.dtype]
+
+    def body(indices):
+        value = b.load(_address(b, source, src_strides, indices[lead:]), align=align)
+        b.store(value, _address(b, dest, dest_strides, indices), align=align)
+    loop_nest(em, dims, body)
+
+
+def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
+    """A new C-contiguous array (owned, on the list) with `source`'s elements."""
+    dims = [arrays.dim(em.builder, source, k) for k in range(t.ndim)]
+    fresh = memory.allocate(em, node, t, dims, zeroed=False)
+    copy(em, source, t, fresh, t)
+    return fresh
+
+
+def release_now(em: FunctionEmitter, array: ir.Value) -> None:
+    owner = em.builder.extract_value(array, ARRAY_OWNER)
+    if em.owned is not None:
+        em.builder.call(memory.helper(em.module, "forget"),
+                        [em.owned.count, em.owned.items, owner])
+    em.builder.call(declare(em.module, "Py_DecRef"), [owner])
+
+
+def _shape_text(parts: list[str]) -> str:
+    return "(" + ",".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """y[...] = v: a number stored everywhere, or an array copied with broadcasting
+    (through a temporary copy when both share an owner, so overlap reads old values)."""
+    b = em.builder
+    dest, value = args
+    dest_t, value_t = node.inputs[0].type, node.inputs[1].type
+    if not isinstance(value_t, ArrayType):
+        if dest_t.dtype == BOOL:
+            value = b.zext(value, I8)
+        strides = [_stride(b, dest, k) for k in range(dest_t.ndim)]
+        dims = [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
+        loop_nest(em, dims, lambda ix: b.store(value, _address(b, dest, strides, ix),
+                                               align=arrays.ITEM_SIZES[dest_t.dtype]))
+        return zero(node.outputs[0].type)
+    lead = dest_t.ndim - value_t.ndim
+    bad = ir.Constant(I1, 0)
+    for k in range(value_t.ndim):
+        have, want = arrays.dim(b, value, k), arrays.dim(b, dest, lead + k)
+        bad = b.or_(bad, b.and_(b.icmp_signed("!=", have, want),
+                                b.icmp_signed("!=", have, _i64(1))))
+    values = [arrays.dim(b, value, k) for k in range(value_t.ndim)] + \
+             [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
+    if len(values) <= _max_values():
+        m = value_t.ndim
+        detail = (f"could not broadcast input array from shape "
+                  f"{_shape_text(['{%d}' % k for k in range(m)])} into shape "  # noqa: UP031 - builds "{0}" placeholders
+                  f"{_shape_text(['{%d}' % (m + k) for k in range(dest_t.ndim)])}")  # noqa: UP031
+        em.fail_with_values(node, bad, "ValueError", CANNOT_BROADCAST, detail, values)
+    else:
+        em.fail_if(node, bad, "ValueError", CANNOT_BROADCAST)
+    shared = b.icmp_unsigned("==", b.extract_value(value, ARRAY_OWNER),
+                             b.extract_value(dest, ARRAY_OWNER))
+    before = b.block
+    with b.if_then(shared, likely=False):
+        fresh = contiguous_copy(em, node, value, value_t)
+        copied = b.block
+    source = b.phi(value.type)
+    source.add_incoming(value, before)
+    source.add_incoming(fresh, copied)
+    copy(em, source, value_t, dest, dest_t)
+    with b.if_then(shared, likely=False):
+        release_now(em, source)
+    return zero(node.outputs[0].type)
+
+
+def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """x.reshape(dims): one -1 inferred; a view of C-contiguous data, else of a copy."""
+    b = em.builder
+    source, dims = args[0], list(args[1:])
+    src_t, out_t = node.inputs[0].type, node.outputs[0].type
+    size = _i64(1)
+    contiguous, expected = ir.Constant(I1, 1), _i64(1)
+    for k in reversed(range(src_t.ndim)):
+        d = arrays.dim(b, source, k)
+        size = b.mul(size, d)
+        fits = b.or_(b.icmp_signed("==", d, _i64(1)),
+                     b.icmp_signed("==", _stride(b, source, k), expected))
+        contiguous = b.and_(contiguous, fits)
+        expected = b.mul(expected, d)
+    contiguous = b.or_(contiguous, b.icmp_signed("==", size, _i64(0)))
+    unknown, known = _i64(0), _i64(1)
+    for d in dims:  # NumPy takes any negative dimension for the unknown one
+        is_unknown = b.icmp_signed("<", d, _i64(0))
+        unknown = b.add(unknown, b.zext(is_unknown, I64_T))
+        known = b.mul(known, b.select(is_unknown, _i64(1), d))
+    em.fail_if(node, b.icmp_signed(">", unknown, _i64(1)), "ValueError",
+               "can only specify one unknown dimension")
+    safe_known = b.select(b.icmp_signed("==", known, _i64(0)), _i64(1), known)
+    inferred = b.sdiv(size, safe_known)
+    has_unknown = b.icmp_signed("==", unknown, _i64(1))
+    mismatch = b.select(has_unknown,
+                        b.or_(b.icmp_signed("==", known, _i64(0)),
+                              b.icmp_signed("!=", b.srem(size, safe_known), _i64(0))),
+                        b.icmp_signed("!=", known, size))
+    texts, values = [], [size]
+    for d in dims:
+        if isinstance(d, ir.Constant):
+            texts.append("newaxis" if d.constant < 0 else str(d.constant))
+        else:
+            texts.append("{%d}" % len(values))  # noqa: UP031
+            values.append(d)
+    if len(values) <= _max_values():
+        detail = "cannot reshape array of size {0} into shape " + _shape_text(texts)
+        em.fail_with_values(node, mismatch, "ValueError", CANNOT_RESHAPE, detail, values)
+    else:
+        em.fail_if(node, mismatch, "ValueError", CANNOT_RESHAPE)
+    dims = [b.select(b.icmp_signed("<", d, _i64(0)), inferred, d) for d in dims]
+    # the data: the input's (a new reference) when contiguous, else a fresh copy's
+    with b.if_else(contiguous, likely=True) as (as_view, as_copy):
+        with as_view:
+            view_owner = new_reference(em, source)
+            view_data = b.extract_value(source, ARRAY_DATA)
+            view_block = b.block
+        with as_copy:
+            fresh = contiguous_copy(em, node, source, src_t)
+            copy_owner = b.extract_value(fresh, ARRAY_OWNER)
+            copy_data = b.extract_value(fresh, ARRAY_DATA)
+            copy_block = b.block
+    owner = b.phi(view_owner.type)
+    owner.add_incoming(view_owner, view_block)
+    owner.add_incoming(copy_owner, copy_block)
+    data = b.phi(view_data.type)
+    data.add_incoming(view_data, view_block)
+    data.add_incoming(copy_data, copy_block)
+    strides, stride = [None] * out_t.ndim, _i64(1)
+    for k in reversed(range(out_t.ndim)):
+        strides[k] = stride
+        d = dims[k]
+        stride = b.mul(stride, b.select(b.icmp_signed("==", d, _i64(0)), _i64(1), d))
+    return build(b, out_t, data, owner, dims, strides)
+
+
+ROUTINES = {"array_view": array_view, "array_transpose": array_transpose,
+            "array_reshape": array_reshape, "array_assign": array_assign}

@@ -1,0 +1,61 @@
+"""NumPy's elementwise functions (ufuncs and np.where), found by identity, as primitives.
+
+`np.exp(x)` is the same `exp` op as `math.exp(x)`; on arrays its type rule
+follows NumPy (ops/elementwise.py). The table is built on first use, so
+importing astjit does not import NumPy.
+
+| NumPy | op |
+|---|---|
+| np.add, subtract, multiply, true_divide/divide | add, sub, mul, truediv |
+| np.floor_divide, remainder/mod, power | floordiv, mod, pow |
+| np.negative, positive, absolute/abs, fabs | neg, pos, abs, fabs |
+| np.less, less_equal, greater, greater_equal, equal, not_equal | lt, le, gt, ge, eq, ne |
+| np.minimum, np.maximum | minimum, maximum (NaN-propagating) |
+| np.sqrt, exp, expm1, log, log2, log10, log1p, sin, cos, tan | the math op of that name |
+| np.sinh, cosh, tanh; arcsin, arccos, arctan, arcsinh ... | sinh, cosh, tanh; asin ... |
+| np.arctan2, hypot, copysign, fmod | atan2, hypot, copysign, fmod |
+| np.isnan, isinf, isfinite | isnan, isinf, isfinite |
+| np.where(c, a, b) | where |
+
+On scalars these ops keep the scalar semantics of the rest of compiled code
+(Python's: math.exp(1000.0) raises OverflowError where np.exp gives inf).
+Keyword arguments (out=, where=, dtype=) are not supported.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+
+from .builtins import Handler, _fixed
+
+_NAMES = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "truediv",
+    "divide": "truediv", "floor_divide": "floordiv", "remainder": "mod", "mod": "mod",
+    "power": "pow", "negative": "neg", "positive": "pos", "absolute": "abs", "abs": "abs",
+    "fabs": "fabs", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
+    "equal": "eq", "not_equal": "ne", "minimum": "minimum", "maximum": "maximum",
+    "sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "where": "where",
+}
+"""NumPy function name -> op."""
+
+
+@functools.cache
+def ufunc_table() -> dict[object, Handler]:
+    import numpy
+
+    return {getattr(numpy, name): _fixed(op, f"np.{name}") for name, op in _NAMES.items()}
+
+
+def ufunc_handler(obj: object) -> Handler | None:
+    """The handler compiling a call of `obj` if it is a supported NumPy elementwise function."""
+    if "numpy" not in sys.modules:
+        return None
+    try:
+        return ufunc_table().get(obj)
+    except TypeError:  # unhashable
+        return None

@@ -1,0 +1,259 @@
+"""Elementwise ops on whole arrays: NumPy broadcasting and NEP 50 promotion, once for every op.
+
+An `elementwise` scalar op of the table (add, mul, truediv, the comparisons,
+exp, ...) that NumPy has as a ufunc (`UFUNCS`) also accepts arrays: its type
+rule is wrapped here (`lift`), not written per op. With at least one array
+operand:
+
+- the result is an `ArrayType` whose ndim is the largest operand ndim (NumPy
+  broadcasting aligns trailing axes; a size-1 axis stretches; shapes are
+  checked at run time: "operands could not be broadcast together with shapes
+  (3,) (4,)");
+- the *computation type* `c` is NumPy's (NEP 50): array dtypes promote as
+  NumPy's do (i64 with f32 gives f64), then scalar operands are *weak* (a Python
+  scalar, which every IR scalar is): one of a higher kind (bool < int < float)
+  than the arrays' gives that kind's default (int64, float64), else it takes
+  the arrays' dtype (f32 array * 2.0 -> f32 array);
+- the op's scalar rule applied to `c` gives the element types the operands are
+  converted to and the result dtype (int array / int -> f64 array,
+  comparisons -> bool array);
+- operand types: arrays as they are (the conversion of their elements happens
+  inside the elementwise computation), scalars converted (type inference casts
+  them) to the computation's element type.
+
+The result dtype is checked against NumPy's own (`numpy_result_dtype`); where
+they differ (bool + bool is bool in NumPy; np.sqrt of a bool array is float16)
+the combination is "not supported yet" rather than silently different.
+
+Semantics on arrays are NumPy's, not Python's: no ZeroDivisionError (1/0 is
+inf, integer division by zero 0), math functions give NaN/inf instead of
+raising, integers wrap. The result is always a new array (owned).
+
+New ops: `minimum`, `maximum` (np.minimum / np.maximum: NaN-propagating; the
+builtins min/max stay `min`/`max`, which refuse arrays as Python's do), and
+`where` (np.where(c, a, b): a select with NumPy promotion of a and b).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+from ..types import BOOL, F32, F64, I32, I64, ArrayType, ScalarType, Type, is_numeric
+from . import vjp  # noqa: F401 - the scalar entries (and their reverse rules) come first
+from .table import OPS, Builder, Intrinsic, OpTypeError, Routine, _def, _numeric, arith_rule
+
+NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32", "bool": "bool"}
+
+UFUNCS: dict[str, str] = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "fpow": "power",
+    "neg": "negative", "pos": "positive", "invert": "invert", "abs": "absolute",
+    "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+    "eq": "equal", "ne": "not_equal",
+    "minimum": "minimum", "maximum": "maximum",
+    "sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh",
+    "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "fabs": "fabs",
+    "atan2": "arctan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "where": "where",
+}
+"""The ops that work on whole arrays, and the NumPy function each one is."""
+
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+# ---- the new scalar ops ---------------------------------------------------------------
+
+def _np_minimum(a, b):
+    if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
+        return math.nan
+    return a if a <= b else b
+
+
+def _np_maximum(a, b):
+    if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
+        return math.nan
+    return a if a >= b else b
+
+
+def where_rule(types, attrs):
+    _numeric(types, "np.where()")
+    t = numpy_promote([], types[1:])
+    return [BOOL, t, t], t
+
+
+_def("minimum", 2, arith_rule, _np_minimum,
+     {"f": Intrinsic("llvm.minimum"), "i": Routine("min"), "b": Routine("min")},
+     ("pure", "commutative", "elementwise"), doc="np.minimum: the smaller, NaN if either is NaN")
+_def("maximum", 2, arith_rule, _np_maximum,
+     {"f": Intrinsic("llvm.maximum"), "i": Routine("max"), "b": Routine("max")},
+     ("pure", "commutative", "elementwise"), doc="np.maximum: the larger, NaN if either is NaN")
+_def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
+     ("pure", "elementwise"), doc="np.where(c, a, b): a select with NumPy's promotion of a and b")
+
+
+# ---- promotion ------------------------------------------------------------------------
+
+_KIND = {BOOL: 0, I32: 1, I64: 1, F32: 2, F64: 2}
+_DEFAULT = {0: BOOL, 1: I64, 2: F64}
+
+
+def _strong(a: ScalarType, b: ScalarType) -> ScalarType:
+    """NumPy's promotion of two array dtypes."""
+    if a == b:
+        return a
+    if {a, b} <= {BOOL, I32, I64}:
+        return I64 if I64 in (a, b) else I32 if I32 in (a, b) else BOOL
+    if {a, b} == {F32, F64} or F64 in (a, b):
+        return F64
+    other = b if a == F32 else a  # f32 with an int (or bool)
+    return F32 if other == BOOL else F64
+
+
+def numpy_promote(arrays: list[ScalarType], scalars: list[ScalarType]) -> ScalarType:
+    """NEP 50: the dtypes of the arrays promote strongly, then the (weak) scalars join in."""
+    if not arrays:
+        best = max(scalars, key=_KIND.__getitem__)
+        return _DEFAULT[_KIND[best]] if _KIND[best] else BOOL
+    result = functools.reduce(_strong, arrays)
+    for s in scalars:
+        if _KIND[s] > _KIND[result]:
+            result = _DEFAULT[_KIND[s]]
+    return result
+
+
+# ---- the array rule ---------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How an elementwise op computes on arrays: each operand's element type, the result's."""
+
+    operands: tuple[ScalarType, ...]
+    result: ScalarType
+    ndim: int
+
+
+def has_array(types) -> bool:
+    return any(isinstance(t, ArrayType) for t in types)
+
+
+@functools.cache
+def array_plan(op: str, types: tuple[Type, ...]) -> Plan:
+    """The plan of `op` on these operand types (at least one an array); OpTypeError if none."""
+    if op not in UFUNCS:
+        what = {"min": "min() of arrays is ambiguous: use np.minimum(a, b)",
+                "max": "max() of arrays is ambiguous: use np.maximum(a, b)"}.get(op)
+        raise OpTypeError(what or f"'{op}' on whole arrays is not supported yet")
+    for t in types:
+        if not isinstance(t, ArrayType) and not is_numeric(t):
+            raise OpTypeError(f"'{op}' needs arrays or numbers, got {t}")
+    elements = [t.dtype if isinstance(t, ArrayType) else t for t in types]
+    values = types[1:] if op == "where" else types
+    c = numpy_promote([t.dtype for t in values if isinstance(t, ArrayType)],
+                      [t for t in values if not isinstance(t, ArrayType)])
+    if op == "where":
+        if elements[0] != BOOL:
+            raise OpTypeError(f"np.where() needs a bool condition here, got {types[0]}")
+        operands, result = [BOOL, c, c], c
+    else:
+        operands, result = OPS[op].rule([c] * len(types), {})
+    expected = numpy_result_dtype(op, types)
+    if expected != NUMPY_NAMES[result.name]:
+        shown = ", ".join(map(str, types))
+        raise OpTypeError(f"'{op}' of ({shown}) is not supported yet: NumPy gives "
+                          f"{expected}, which compiled code does not compute")
+    ndim = max(t.ndim for t in types if isinstance(t, ArrayType))
+    return Plan(tuple(operands), result, ndim)
+
+
+@functools.cache
+def numpy_result_dtype(op: str, types: tuple[Type, ...]) -> str:
+    """NumPy's own result dtype name for these operand types (scalars weak), or an error text."""
+    np = _numpy()
+    samples = []
+    for t in types:
+        if isinstance(t, ArrayType):
+            samples.append(np.ones(1, dtype=NUMPY_NAMES[t.dtype.name]))
+        else:
+            samples.append({"bool": True, "f32": 1.0, "f64": 1.0}.get(t.name, 1))
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(getattr(np, UFUNCS[op])(*samples)).dtype.name
+    except TypeError as error:
+        return f"a TypeError ({error})"
+
+
+def lift(op: str, scalar_rule):
+    """`scalar_rule` extended to array operands (the module docstring's rules)."""
+    def rule(types, attrs):
+        if not has_array(types):
+            return scalar_rule(types, attrs)
+        plan = array_plan(op, tuple(types))
+        operands = [t if isinstance(t, ArrayType) else s for t, s in zip(types, plan.operands)]
+        return operands, ArrayType(plan.result, plan.ndim)
+    rule.scalar_rule = scalar_rule
+    return rule
+
+
+def is_array_elementwise(node) -> bool:
+    """A leaf node computing an elementwise op over whole arrays (a new array)."""
+    return (node.op in OPS and "elementwise" in OPS[node.op].traits
+            and isinstance(node.outputs[0].type if node.outputs else None, ArrayType))
+
+
+for _name, _opdef in list(OPS.items()):
+    if "elementwise" in _opdef.traits:
+        OPS[_name] = dataclasses.replace(_opdef, rule=lift(_name, _opdef.rule))
+
+
+# ---- evaluation on arrays (the interpreter's) ----------------------------------------------
+
+def broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy's broadcast of `shapes`; ValueError naming them all when they do not agree."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(ndim):
+        sizes = {s[axis - ndim + len(s)] for s in shapes if axis - ndim + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            shown = " ".join(f"({', '.join(map(str, s))}{',' if len(s) == 1 else ''})"
+                             for s in shapes)
+            raise ValueError(f"operands could not be broadcast together with shapes {shown}")
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def apply_numpy(op: str, args: list, operand_types: list[Type], result_type: Type):
+    """`op` on NumPy arrays and scalars, each converted to its element type first, the
+    result converted to `result_type`'s dtype (NumPy's semantics; errors ignored as NumPy's
+    are: they are warnings there)."""
+    np = _numpy()
+    converted = []
+    for a, t in zip(args, operand_types):
+        dtype = NUMPY_NAMES[(t.dtype if isinstance(t, ArrayType) else t).name]
+        converted.append(np.asarray(a, dtype=dtype) if isinstance(a, np.ndarray)
+                         else np.dtype(dtype).type(a))
+    dtype = NUMPY_NAMES[(result_type.dtype if isinstance(result_type, ArrayType)
+                         else result_type).name]
+    with np.errstate(all="ignore"):
+        return np.asarray(getattr(np, UFUNCS[op])(*converted)).astype(dtype, copy=False)
+
+
+def evaluate_on_arrays(op: str, args: list, types: list[Type] | None, result: Type | None):
+    """The interpreter's evaluation of an elementwise leaf node whose operands include arrays:
+    a new array, NumPy's semantics; shapes that do not broadcast raise ValueError."""
+    np = _numpy()
+    broadcast_shape([np.shape(a) for a in args if isinstance(a, np.ndarray)])
+    if types is None or result is None or not has_array(types):
+        with np.errstate(all="ignore"):
+            return np.array(getattr(np, UFUNCS[op])(*args))
+    plan = array_plan(op, tuple(types))
+    out = apply_numpy(op, args, list(plan.operands), plan.result)
+    return np.array(out, copy=True)

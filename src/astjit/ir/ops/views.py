@@ -1,0 +1,143 @@
+"""Array views and slice assignment (NumPy semantics; docs/arrays.md).
+
+A view is a new array value over the memory of its input: same `owner` (a new
+reference to it, so the result is *owned*, like an allocation), other data
+pointer, shape and strides. Nothing is copied, and writes through a view reach
+the base array.
+
+- `array_view {spec}`: basic indexing `x[a:b:c, i, ...]`. Inputs `[array,
+  *parts]`; `spec` has one entry per index: `"i"` (an integer: the axis is
+  dropped; NumPy's negative-index and bounds rules) or `"s"` followed by three
+  flags `"1"`/`"0"` saying which of start, stop and step are given (each given
+  one is the next input). Axes past the spec are taken whole. Slices follow
+  `PySlice_AdjustIndices` (out-of-range bounds clamp; a zero step is
+  ValueError "slice step cannot be zero").
+- `array_transpose`: `x.T` / `np.transpose(x)`: the axes reversed.
+- `array_reshape`: `x.reshape(dims)` / `np.reshape(x, dims)`; inputs `[array,
+  *dims]` (before type inference a packed shape with `packed_shape=True`, as
+  creation ops have). One dim may be -1 (inferred). A view when the input is
+  C-contiguous, else a new C-contiguous copy, as NumPy does; ValueError
+  "cannot reshape array of size N into shape (...)" when sizes differ.
+- `array_assign`: `y[...] = v` (the frontend makes the view): copy `v` (a
+  number, or an array broadcast to the destination's shape, NumPy's rules)
+  into the destination. Overlapping source and destination behave as if the
+  source were copied first.
+"""
+from __future__ import annotations
+
+from ..types import I64, NONE, ArrayType, is_numeric
+from .table import OpTypeError, Routine, _def
+
+SLICE_STEP_ZERO = "slice step cannot be zero"
+
+
+def _array(t, what):
+    if not isinstance(t, ArrayType):
+        raise OpTypeError(f"{what} needs an array, got {t}")
+    return t
+
+
+def _ints(types, what):
+    for t in types:
+        if t != I64:
+            raise OpTypeError(f"{what} must be integers, got {t}")
+
+
+def spec_inputs(spec) -> int:
+    """How many inputs (after the array) a view spec takes."""
+    return sum(1 if entry == "i" else entry[1:].count("1") for entry in spec)
+
+
+def view_rule(types, attrs):
+    array = _array(types[0], "slicing")
+    spec = attrs["spec"]
+    if len(spec) > array.ndim:
+        raise OpTypeError(f"too many indices for a {array.ndim}-d array: {len(spec)}")
+    _ints(types[1:], "slice bounds and indices")
+    dropped = sum(1 for entry in spec if entry == "i")
+    return [array, *[I64] * (len(types) - 1)], ArrayType(array.dtype, array.ndim - dropped)
+
+
+def transpose_rule(types, attrs):
+    array = _array(types[0], "transpose")
+    return [array], array
+
+
+def reshape_rule(types, attrs):
+    array = _array(types[0], "reshape")
+    _ints(types[1:], "the dimensions of reshape()")
+    return [array, *[I64] * (len(types) - 1)], ArrayType(array.dtype, len(types) - 1)
+
+
+def assign_rule(types, attrs):
+    dest = _array(types[0], "slice assignment")
+    value = types[1]
+    if isinstance(value, ArrayType):
+        if value.dtype != dest.dtype:
+            raise OpTypeError(f"assigning a {value} into a {dest} slice (a dtype conversion) "
+                              "is not supported yet")
+        if value.ndim > dest.ndim:
+            raise OpTypeError(f"cannot assign a {value.ndim}-d array into a {dest.ndim}-d slice")
+        return [dest, value], NONE
+    if not is_numeric(value):
+        raise OpTypeError(f"cannot store {value} into {dest}")
+    return [dest, dest.dtype], NONE
+
+
+# ---- reference semantics -------------------------------------------------------------
+
+def _clamp(bound, length, lower, upper):
+    if bound < 0:
+        return max(bound + length, lower)
+    return min(bound, upper)
+
+
+def adjust_slice(length, start, stop, step):
+    """PySlice_AdjustIndices: the clamped start and the length of the slice."""
+    if step == 0:
+        raise ValueError(SLICE_STEP_ZERO)
+    lower, upper = (0, length) if step > 0 else (-1, length - 1)
+    start = (lower if step > 0 else upper) if start is None else _clamp(start, length, lower, upper)
+    stop = (upper if step > 0 else lower) if stop is None else _clamp(stop, length, lower, upper)
+    if step > 0:
+        n = (stop - start - 1) // step + 1 if start < stop else 0
+    else:
+        n = (start - stop - 1) // (-step) + 1 if stop < start else 0
+    return start, n
+
+
+def py_array_view(array, *parts, spec):
+    parts = list(parts)
+    index = []
+    for axis, entry in enumerate(spec):
+        if entry == "i":
+            i, size = parts.pop(0), array.shape[axis]
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
+            index.append(i)
+        else:
+            bounds = [parts.pop(0) if flag == "1" else None for flag in entry[1:]]
+            if bounds[2] == 0:
+                raise ValueError(SLICE_STEP_ZERO)
+            index.append(slice(*bounds))
+    return array[tuple(index)]
+
+
+def py_reshape(array, *dims, packed_shape=False):
+    if packed_shape:
+        dims = dims[0] if isinstance(dims[0], tuple) else (dims[0],)
+    return array.reshape(tuple(dims))
+
+
+def py_assign(dest, value):
+    dest[...] = value
+
+
+_def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, ("raises",),
+     doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says")
+_def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")},
+     doc="x.T: a view with the axes reversed")
+_def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
+     ("raises",), doc="x.reshape(dims): a view if C-contiguous, else a copy")
+_def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
+     ("raises", "writes"), doc="y[...] = v: copy v (broadcast) into the array y")
