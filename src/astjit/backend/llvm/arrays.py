@@ -296,8 +296,8 @@ def written_parameters(module: Module) -> dict[int, Loc | None]:
             else:
                 if node.op in ("array_set", "array_assign"):
                     writes.append(node)
-                if node.op in ALLOCATING:
-                    continue
+                if node.op in ALLOCATING or node.op == "fused":
+                    continue  # new arrays (a fused kernel reads scalars)
                 for output in node.outputs:
                     if contains_array(output.type):
                         flow(node.inputs, [output] * len(node.inputs))

@@ -9,7 +9,7 @@ that failed (a site may also report numbers, left in the module's
 a status travels up to the entry. Graphs other than the entry have internal
 linkage, so LLVM inlines them and folds the status checks away.
 
-The structural ops (`if`, `while`, `call`) are emitted by hand here: `if`
+The structural ops (`if`, `while`, `call`, and `fused` in `fused.py`) are emitted by hand here: `if`
 becomes two blocks and phis, `while` a natural loop (header = the cond region,
 body, exit) whose carried values are header phis. Every leaf op is emitted
 from its table entry's lowering descriptor (`ops.OPS[op].llvm`): an IRBuilder
@@ -41,7 +41,7 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
 from ...ir.types import ScalarType
-from . import memory, tapes
+from . import fused, memory, tapes
 from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype
 from .routines import CHECKS, ROUTINES
 
@@ -193,6 +193,9 @@ class FunctionEmitter:
         """The stack slot heading the list of tapes this invocation owns, if it may own any."""
         self.owned: memory.OwnedList | None = None
         """The array references this invocation owns, if it may own any (`memory.py`)."""
+        self.numpy_semantics = False
+        """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`fused.numpy_leaf`),
+        without the table's error checks."""
 
     @property
     def module(self) -> ir.Module:
@@ -219,6 +222,8 @@ class FunctionEmitter:
                 results = self.emit_while(node)
             elif node.op == "call":
                 results = [self.emit_call(node)]
+            elif node.op == "fused":
+                results = fused.emit_fused(self, node)
             else:
                 results = [self.emit_leaf(node)]
             self.values.update(zip(node.outputs, results))
@@ -284,6 +289,10 @@ class FunctionEmitter:
         if opdef is None:
             raise CompileError(f"the CPU backend has no operation '{node.op}'", node.loc)
         args = self.values_of(node.inputs)
+        if self.numpy_semantics:
+            result = fused.numpy_leaf(self, node, args)
+            if result is not None:
+                return result
         lowering = self.lowering_of(node)
         match lowering:
             case Builder(method, extra):
@@ -296,7 +305,7 @@ class FunctionEmitter:
                 result = ROUTINES[name](self, node, args)
             case _:
                 raise CompileError(f"unknown lowering {lowering!r} for '{node.op}'", node.loc)
-        if opdef.check:
+        if opdef.check and not self.numpy_semantics:
             CHECKS[opdef.check](self, node, args, result)
         return result
 

@@ -1,0 +1,232 @@
+"""The structural `fused` op (ir/core.py): elementwise work over a broadcast iteration space.
+
+`emit_fused` computes the space's shape from the array inputs (NumPy's
+broadcasting: trailing axes aligned, a size-1 axis stretches with stride 0,
+other sizes must agree, else ValueError "operands could not be broadcast
+together with shapes (3,) (4,)", the shapes travelling with the error when they
+fit in `MAX_ERROR_VALUES` numbers), allocates every output as a new
+C-contiguous array (owned, on the owned list: `memory.allocate`), then runs one
+loop nest over the space: each point reads the inputs' elements (scalars are
+passed as they are), evaluates the kernel region and stores the outputs.
+
+The nest is emitted twice: a version for the common case where every array
+input steps by one element along the last axis (the innermost loop then has
+constant unit strides, which the loop vectorizer takes as they are), and the
+general strided one (broadcast axes, views).
+
+The kernel's scalar ops run with NumPy's semantics, not Python's: the emitter's
+`numpy_semantics` flag makes `FunctionEmitter.emit_leaf` skip the table's error
+checks (math functions give NaN / inf) and take `numpy_leaf`'s lowerings where
+Python's raise: `/` is a plain IEEE division, float `//` and `%` by zero give
+`a / b` and NaN, integer `//` and `%` by zero give 0, `**` on floats is C pow.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.types import BOOL, ArrayType
+from . import arith, arrays, memory
+from .compare import compare_const, const_like
+from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I64_T, lltype
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .codegen import FunctionEmitter
+
+BROADCAST_FAILED = "operands could not be broadcast together"
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def _shape_text(placeholders: list[str]) -> str:
+    return "(" + ", ".join(placeholders) + ("," if len(placeholders) == 1 else "") + ")"
+
+
+def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value, int]],
+                   ndim: int) -> list[ir.Value]:
+    """The space's shape, after the check that the arrays' shapes broadcast."""
+    b = em.builder
+    one = _i64(1)
+    dims, bad = [], ir.Constant(I1, 0)
+    for axis in range(ndim):
+        size = one
+        for array, k in arrays_:
+            j = axis - (ndim - k)
+            if j < 0:
+                continue
+            d = arrays.dim(b, array, j)
+            if size is one:
+                size = d
+                continue
+            clash = b.and_(b.and_(b.icmp_signed("!=", d, one), b.icmp_signed("!=", size, one)),
+                           b.icmp_signed("!=", d, size))
+            bad = b.or_(bad, clash)
+            size = b.select(b.icmp_signed("==", size, one), d, size)
+        dims.append(size)
+    if len(arrays_) > 1:
+        values = [arrays.dim(b, a, j) for a, k in arrays_ for j in range(k)]
+        if len(values) <= _max_values():
+            parts, n = [], 0
+            for _, k in arrays_:
+                parts.append(_shape_text(["{%d}" % (n + j) for j in range(k)]))  # noqa: UP031
+                n += k
+            detail = f"{BROADCAST_FAILED} with shapes " + " ".join(parts)
+            em.fail_with_values(node, bad, "ValueError", BROADCAST_FAILED, detail, values)
+        else:
+            em.fail_if(node, bad, "ValueError", BROADCAST_FAILED)
+    return dims
+
+
+def _max_values() -> int:
+    from .codegen import MAX_ERROR_VALUES
+
+    return MAX_ERROR_VALUES
+
+
+def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
+    b = em.builder
+    ndim, plan = node.attrs["ndim"], node.attrs["plan"]
+    args = em.values_of(node.inputs)
+    inputs = [(a, k) for a, k in zip(args, plan) if k is not None]
+    dims = broadcast_dims(em, node, inputs, ndim)
+    outputs = []
+    for out in node.outputs:
+        t = out.type
+        memory.check_dims(em, node, t.dtype, dims)
+        outputs.append(memory.allocate(em, node, t, dims, zeroed=False))
+    (kernel,) = node.regions
+
+    # Per input: its element strides over the space's axes (0 where it broadcasts).
+    strides: list[list[ir.Value] | None] = []
+    for value, k in zip(args, plan):
+        if k is None:
+            strides.append(None)
+            continue
+        own = [b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
+                        b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
+        strides.append([_i64(0)] * (ndim - k) + own)
+    out_strides = [[b.extract_value(o, [ARRAY_STRIDES, j]) for j in range(ndim)] for o in outputs]
+    out_types = [o.type for o in node.outputs]
+    in_types = [v.type for v in node.inputs]
+
+    def nest(unit: bool) -> None:
+        def body(indices: list[ir.Value]) -> None:
+            elements = []
+            for value, t, st in zip(args, in_types, strides):
+                if st is None:
+                    elements.append(value)
+                    continue
+                if unit:
+                    st = st[:-1] + [_i64(1)]
+                elements.append(_load(em, value, t.dtype, st, indices))
+            saved = em.numpy_semantics
+            em.numpy_semantics = True
+            try:
+                results = em.emit_graph(kernel, elements)
+            finally:
+                em.numpy_semantics = saved
+            for o, t, st, r in zip(outputs, out_types, out_strides, results):
+                if unit:
+                    st = st[:-1] + [_i64(1)]
+                _store(em, o, t.dtype, st, indices, r)
+        _loop_nest(em, dims, body)
+
+    unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
+                  for st, k in zip(strides, plan) if st is not None and k >= 1]
+    if ndim == 0:
+        nest(False)
+    elif not unit_conds:
+        nest(True)
+    else:
+        fast = unit_conds[0]
+        for c in unit_conds[1:]:
+            fast = b.and_(fast, c)
+        with b.if_else(fast, likely=True) as (then, otherwise):
+            with then:
+                nest(True)
+            with otherwise:
+                nest(False)
+    return outputs
+
+
+def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
+             indices: list[ir.Value]) -> ir.Value:
+    offset = None
+    for index, stride in zip(indices, strides):
+        if isinstance(stride, ir.Constant) and stride.constant == 0:
+            continue
+        term = index if isinstance(stride, ir.Constant) and stride.constant == 1 \
+            else b.mul(index, stride, flags=["nsw"])
+        offset = term if offset is None else b.add(offset, term, flags=["nsw"])
+    data = b.extract_value(array, ARRAY_DATA)
+    return data if offset is None else b.gep(data, [offset], inbounds=True)
+
+
+def _load(em, array, dtype, strides, indices):
+    b = em.builder
+    value = b.load(_address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
+    if dtype == BOOL:
+        return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    return value
+
+
+def _store(em, array, dtype, strides, indices, value):
+    b = em.builder
+    if dtype == BOOL:
+        value = b.zext(value, I8)
+    b.store(value, _address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
+
+
+def _loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, indices=()) -> None:
+    """for i0 in range(dims[0]): for i1 ...: body([i0, i1, ...])."""
+    if not dims:
+        body(list(indices))
+        return
+    b = em.builder
+    fn = b.function
+    before = b.block
+    head, inner, done = (fn.append_basic_block(f"fused.{name}") for name in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64_T)
+    i.add_incoming(_i64(0), before)
+    b.cbranch(b.icmp_signed("<", i, dims[0]), inner, done)
+    b.position_at_end(inner)
+    _loop_nest(em, dims[1:], body, (*indices, i))
+    i.add_incoming(b.add(i, _i64(1), flags=["nsw"]), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+# ---- the kernel's scalar ops with NumPy's semantics -------------------------------------------
+
+def numpy_leaf(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value | None:
+    """NumPy's lowering of a kernel op where it differs from Python's, else None."""
+    b = em.builder
+    op = node.op
+    first = node.inputs[0].type if node.inputs else None
+    is_float = first is not None and not isinstance(first, ArrayType) and first.is_float
+    if op == "truediv" and is_float:
+        return b.fdiv(*args)
+    if op in ("floordiv", "mod") and is_float:
+        a, d = args
+        zero = compare_const(b, "==", d, 0)
+        quotient, remainder = arith.divmod_float(em, a, d)
+        if op == "floordiv":
+            return b.select(zero, b.fdiv(a, d), quotient)
+        return b.select(zero, b.frem(a, d), remainder)
+    if op in ("floordiv", "mod") and first is not None and first.is_int:
+        a, d = args
+        zero = compare_const(b, "==", d, 0)
+        safe = b.select(zero, const_like(d, 1), d)
+        quotient, remainder = arith.divmod_int(b, a, safe)
+        return b.select(zero, const_like(a, 0), quotient if op == "floordiv" else remainder)
+    if op in ("pow", "fpow") and is_float:
+        return em.call_intrinsic("llvm.pow", args)
+    if op == "cast" and is_float and node.attrs["to"].is_int:
+        return b.fptosi(args[0], lltype(node.attrs["to"]))
+    return None

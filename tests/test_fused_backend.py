@@ -1,0 +1,208 @@
+"""The CPU lowering of `fused` (backend/llvm/fused.py): values against NumPy, dtypes,
+broadcasting, shape errors, NumPy's no-exception semantics, strided inputs, and no leaks."""
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from astjit import jit
+
+
+def expression(x, y):
+    return np.exp(-x * x) * np.sin(3.0 * x) + np.tanh(y) / (1.0 + x * x)
+
+
+def mix(a, b, s):
+    return a * b + s - b / 2.0
+
+
+def column(a, c):
+    return a - c.reshape((c.shape[0], 1))
+
+
+def arith(a, b):
+    return a + b * 2 - a * b
+
+
+def divisions(a, b):
+    return a / b, a // b, a % b
+
+
+def math_domain(x):
+    return np.sqrt(x), np.log(x), np.exp(x * 1000.0)
+
+
+def compare_where(x, y):
+    return np.where(x < y, x, y * 2.0), np.minimum(x, y), np.maximum(x, y)
+
+
+def bools(p, q):
+    return p == q, np.where(p, q, p), p + 1.5, p < q
+
+
+def add(a, b):
+    return a + b
+
+
+def two_outputs(x, m):
+    a = x * 2.0
+    return a, a + m
+
+
+def int_power(a, b):
+    return a ** b
+
+
+RNG = np.random.default_rng(7)
+
+
+def test_expression_matches_numpy():
+    x, y = RNG.standard_normal(10_001), RNG.standard_normal(10_001)
+    np.testing.assert_allclose(jit(expression)(x, y), expression(x, y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 17, 1000])
+def test_lengths(n):
+    x, y = RNG.standard_normal(n), RNG.standard_normal(n)
+    got = jit(expression)(x, y)
+    assert got.shape == (n,) and got.dtype == np.float64 and got.flags.c_contiguous
+    np.testing.assert_allclose(got, expression(x, y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("da, db", [("float64", "float64"), ("float32", "float32"),
+                                    ("int64", "int64"), ("int64", "float64"),
+                                    ("float32", "float64"), ("int64", "float32")])
+def test_dtypes(da, db):
+    a = (RNG.standard_normal(50) * 10).astype(da)
+    b = (RNG.standard_normal(50) * 10).astype(db)
+    got, want = jit(arith)(a, b), arith(a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6 if "float32" in (da, db) else 1e-12)
+
+
+def test_broadcasting():
+    a, b = RNG.standard_normal((4, 5)), RNG.standard_normal(5)
+    np.testing.assert_allclose(jit(mix)(a, b, 2.5), mix(a, b, 2.5), rtol=1e-12)
+    c = RNG.standard_normal(4)
+    np.testing.assert_allclose(jit(column)(a, c), column(a, c), rtol=1e-12)
+    # size-1 axes stretch on either side
+    p, q = RNG.standard_normal((3, 1)), RNG.standard_normal((1, 6))
+    np.testing.assert_allclose(jit(arith)(p, q), arith(p, q), rtol=1e-12)
+    np.testing.assert_allclose(jit(arith)(np.ones(1), np.arange(4.0)),
+                               arith(np.ones(1), np.arange(4.0)))
+
+
+def test_strided_inputs():
+    a = RNG.standard_normal((6, 8))
+    b = RNG.standard_normal((8, 6))
+    np.testing.assert_allclose(jit(arith)(a[:, ::2], b[::2].T), arith(a[:, ::2], b[::2].T))
+    np.testing.assert_allclose(jit(arith)(a.T, b), arith(a.T, b))
+    np.testing.assert_allclose(jit(arith)(a[::-1], a), arith(a[::-1], a))
+
+
+def test_shape_mismatch_raises_value_error_with_shapes():
+    with pytest.raises(ValueError, match=r"operands could not be broadcast together with "
+                                         r"shapes \(3,\) \(4,\)"):
+        jit(add)(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match=r"with shapes \(3, 4\) \(5,\)"):
+        jit(mix)(np.ones((3, 4)), np.ones(5), 1.0)
+    with pytest.raises(ValueError, match="operands could not be broadcast together"):
+        jit(arith)(np.ones((2, 3)), np.ones((3, 2)))
+
+
+def test_numpy_semantics_no_exceptions():
+    a = np.array([1.0, -1.0, 0.0, 5.5, -7.0])
+    b = np.array([0.0, 0.0, 0.0, 2.0, 2.0])
+    with np.errstate(all="ignore"):
+        want = divisions(a, b)
+    for got, w in zip(jit(divisions)(a, b), want):
+        np.testing.assert_array_equal(got, w)
+    i = np.array([7, -7, 5, 0, -2**63], dtype=np.int64)
+    j = np.array([0, 2, -3, 0, -1], dtype=np.int64)
+    with np.errstate(all="ignore"):
+        want = divisions(i, j)
+    for got, w in zip(jit(divisions)(i, j), want):
+        assert got.dtype == w.dtype
+        np.testing.assert_array_equal(got, w)
+    x = np.array([-1.0, 0.0, 4.0, np.nan, np.inf])
+    with np.errstate(all="ignore"):
+        want = math_domain(x)
+    for got, w in zip(jit(math_domain)(x), want):
+        np.testing.assert_array_equal(got, w)
+
+
+def test_where_minimum_maximum():
+    x = np.array([1.0, np.nan, 3.0, -0.5, 2.0])
+    y = np.array([2.0, 1.0, np.nan, -1.5, 2.0])
+    for got, want in zip(jit(compare_where)(x, y), compare_where(x, y)):
+        np.testing.assert_array_equal(got, want)
+    k = np.array([3, -1, 4], dtype=np.int64)
+    m = np.array([2, 5, 4], dtype=np.int64)
+    for got, want in zip(jit(compare_where)(k, m), compare_where(k, m)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_bool_arrays():
+    p = np.array([True, False, True, False])
+    q = np.array([True, True, False, False])
+    for got, want in zip(jit(bools)(p, q), bools(p, q)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_int_arrays_wrap():
+    a = np.array([2**62, -(2**63), 5], dtype=np.int64)
+    np.testing.assert_array_equal(jit(arith)(a, a), arith(a, a))
+    np.testing.assert_array_equal(jit(int_power)(a, np.array([2, 1, 3])), a ** np.array([2, 1, 3]))
+
+
+def test_intermediate_outputs_and_split_groups():
+    x, m = RNG.standard_normal(5), RNG.standard_normal((3, 5))
+    for got, want in zip(jit(two_outputs)(x, m), two_outputs(x, m)):
+        np.testing.assert_allclose(got, want)
+
+
+def test_results_are_fresh_arrays():
+    x = np.ones(4)
+    got = jit(arith)(x, x)
+    assert got.base is None and not np.shares_memory(got, x)
+    got[0] = 9.0  # writeable, and the inputs are untouched
+    assert x[0] == 1.0
+
+
+def _traced(fn, args, calls=300):
+    for _ in range(2):
+        try:
+            fn(*args)
+        except ValueError:
+            pass
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(calls):
+            try:
+                fn(*args)
+            except ValueError:
+                pass
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+
+
+def test_no_leaks_over_many_calls():
+    x, y = RNG.standard_normal(10_000), RNG.standard_normal(10_000)
+    assert _traced(jit(expression), (x, y)) < 100_000  # 300 leaked results would be 24 MB
+    m = RNG.standard_normal((3, 10_000))
+    assert _traced(jit(two_outputs), (x, m)) < 100_000
+
+
+def test_no_leaks_on_errors():
+    a = np.arange(10_000, dtype=np.int64)
+    b = np.full(10_000, 2, dtype=np.int64)
+    b[-1] = -1  # NumPy: ValueError for a negative integer power, after the allocation
+    assert _traced(jit(int_power), (a, b)) < 100_000
+    assert _traced(jit(arith), (np.ones(10_000), np.ones(9_999))) < 100_000
