@@ -314,3 +314,24 @@ def written_parameters(module: Module) -> dict[int, Loc | None]:
             written.setdefault(i, node.loc)
     return written
 
+
+def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, label: str = "loop",
+              indices=()) -> None:
+    """for i0 in range(dims[0]): for i1 ...: body([i0, i1, ...]), blocks named `label.*`."""
+    if not dims:
+        body(list(indices))
+        return
+    b = em.builder
+    before = b.block
+    head, inner, done = (b.function.append_basic_block(f"{label}.{name}")
+                         for name in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64_T)
+    i.add_incoming(ir.Constant(I64_T, 0), before)
+    b.cbranch(b.icmp_signed("<", i, dims[0]), inner, done)
+    b.position_at_end(inner)
+    loop_nest(em, dims[1:], body, label, (*indices, i))
+    i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=["nsw"]), b.block)
+    b.branch(head)
+    b.position_at_end(done)

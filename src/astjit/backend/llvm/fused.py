@@ -133,7 +133,7 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
                 if unit:
                     st = st[:-1] + [_i64(1)]
                 _store(em, o, t.dtype, st, indices, r)
-        _loop_nest(em, dims, body)
+        arrays.loop_nest(em, dims, body, "fused")
 
     unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
                   for st, k in zip(strides, plan) if st is not None and k >= 1]
@@ -179,27 +179,6 @@ def _store(em, array, dtype, strides, indices, value):
     if dtype == BOOL:
         value = b.zext(value, I8)
     b.store(value, _address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
-
-
-def _loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, indices=()) -> None:
-    """for i0 in range(dims[0]): for i1 ...: body([i0, i1, ...])."""
-    if not dims:
-        body(list(indices))
-        return
-    b = em.builder
-    fn = b.function
-    before = b.block
-    head, inner, done = (fn.append_basic_block(f"fused.{name}") for name in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64_T)
-    i.add_incoming(_i64(0), before)
-    b.cbranch(b.icmp_signed("<", i, dims[0]), inner, done)
-    b.position_at_end(inner)
-    _loop_nest(em, dims[1:], body, (*indices, i))
-    i.add_incoming(b.add(i, _i64(1), flags=["nsw"]), b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 # ---- the kernel's scalar ops with NumPy's semantics -------------------------------------------

@@ -125,27 +125,6 @@ def array_transpose(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
 
 # ---- strided copies ----------------------------------------------------------------------------
 
-def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, indices=()) -> None:
-    """for i0 in range(dims[0]): for i1 ...: body([i0, i1, ...])."""
-    if not dims:
-        body(list(indices))
-        return
-    b = em.builder
-    fn = b.function
-    before = b.block
-    head, inner, done = (fn.append_basic_block(f"copy.{name}") for name in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64_T)
-    i.add_incoming(_i64(0), before)
-    b.cbranch(b.icmp_signed("<", i, dims[0]), inner, done)
-    b.position_at_end(inner)
-    loop_nest(em, dims[1:], body, (*indices, i))
-    i.add_incoming(b.add(i, _i64(1), flags=["nsw"]), b.block)
-    b.branch(head)
-    b.position_at_end(done)
-
-
 def _address(b, array, strides, indices):
     offset = _i64(0)
     for index, stride in zip(indices, strides):
@@ -168,7 +147,7 @@ def copy(em: FunctionEmitter, source: ir.Value, src_t: ArrayType, dest: ir.Value
     def body(indices):
         value = b.load(_address(b, source, src_strides, indices[lead:]), align=align)
         b.store(value, _address(b, dest, dest_strides, indices), align=align)
-    loop_nest(em, dims, body)
+    arrays.loop_nest(em, dims, body, "copy")
 
 
 def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
@@ -202,7 +181,7 @@ def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
             value = b.zext(value, I8)
         strides = [_stride(b, dest, k) for k in range(dest_t.ndim)]
         dims = [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
-        loop_nest(em, dims, lambda ix: b.store(value, _address(b, dest, strides, ix),
+        arrays.loop_nest(em, dims, lambda ix: b.store(value, _address(b, dest, strides, ix),
                                                align=arrays.ITEM_SIZES[dest_t.dtype]))
         return zero(node.outputs[0].type)
     lead = dest_t.ndim - value_t.ndim
