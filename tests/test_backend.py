@@ -8,11 +8,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from ir_builders import const, graph_of, module_of, op
 
 from astjit.backend.llvm import build_entry, emit_module, engine, messages
 from astjit.backend.llvm.routines import CHECKS, ROUTINES
 from astjit.errors import Loc
-from astjit.ir.core import Graph, Module, Value
 from astjit.ir.ops import EXCEPTIONS, OPS, Routine
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, TupleType
 
@@ -21,25 +21,6 @@ INF, NAN = math.inf, math.nan
 
 
 # ---- building and compiling graphs --------------------------------------------------
-
-def op(graph, name, inputs, t, **attrs):
-    """Append a one-output node of type `t`; return its output."""
-    return graph.add(name, inputs, attrs=attrs, types=[t]).outputs[0]
-
-
-def const(graph, value, t):
-    return op(graph, "const", [], t, value=value, type=t)
-
-
-def graph_of(name, *param_types):
-    g = Graph(name)
-    g.params = [Value(f"p{i}", t) for i, t in enumerate(param_types)]
-    return g
-
-
-def module_of(*graphs):
-    return Module({g.name: g for g in graphs}, graphs[0].name)
-
 
 def leaf_module(name, in_types, out_type, **attrs):
     g = graph_of(name, *in_types)

@@ -10,9 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from ir_builders import const, graph_of, module_of, op
 
 from astjit.backend.llvm import build_entry, messages
-from astjit.ir.core import Graph, Module, Value
+from astjit.ir.core import Graph
 from astjit.ir.dot import format_dot
 from astjit.ir.interp import interpret
 from astjit.ir.ops import EXCEPTIONS, OPS
@@ -27,22 +28,6 @@ INF, NAN = math.inf, math.nan
 
 
 # ---- building graphs -------------------------------------------------------------------
-
-def op(graph, name, inputs, t, **attrs):
-    return graph.add(name, inputs, attrs=attrs, types=[t]).outputs[0]
-
-
-def const(graph, value, t):
-    return op(graph, "const", [], t, value=value, type=t)
-
-
-def graph_of(name, *types):
-    return Graph(name, [Value(f"p{i}", t) for i, t in enumerate(types)])
-
-
-def module_of(*graphs):
-    return Module({g.name: g for g in graphs}, graphs[0].name)
-
 
 def while_loop(g, invariants, carried, cond, body):
     """A `while` node; `cond(region, params)` gives its bool, `body(region, params)` the new
