@@ -4,7 +4,7 @@
 control flow, infers types from the arguments, optimizes, and compiles it
 to native code with LLVM. `grad` and friends differentiate that IR.
 """
-from .api import jit
+from .api import jit, static_params
 from .autodiff import check_grad, custom_vjp, grad, jvp, stop_gradient, value_and_grad
 from .errors import (
     CompileError,
@@ -16,7 +16,8 @@ from .errors import (
     UnsupportedSyntaxError,
 )
 
-__all__ = ["jit", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad", "custom_vjp",
+__all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
+           "custom_vjp",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]
 __version__ = "0.1.0"

@@ -41,6 +41,24 @@ def verifying() -> bool:
     return os.environ.get("ASTJIT_VERIFY", "") not in ("", "0")
 
 
+def static_params(*names: str) -> Callable[[Callable], Callable]:
+    """Mark parameters whose arguments compiled callers must give as compile-time constants.
+
+        @static_params("axis")
+        def normalize(x, axis=0):
+            return x / np.sum(x, axis=axis, keepdims=True)
+
+    A compiled call `normalize(x, axis=1)` gets a graph of its own with `axis`
+    a constant (as NumPy's reductions need: the axis decides the result's
+    shape); a non-constant argument there is a CompileError. Called from Python
+    the function is unchanged. Static parameters must not be reassigned.
+    """
+    def mark(fn: Callable) -> Callable:
+        fn.__astjit_static__ = tuple(names)
+        return fn
+    return mark
+
+
 def jit(fn: Callable | None = None, *, target: str = "cpu", **options: Any):
     """Compile `fn` on its first call for each signature of argument types.
 

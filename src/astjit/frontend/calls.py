@@ -21,11 +21,13 @@ from ..errors import CompileError, NameResolutionError, UnsupportedCallError
 from ..ir.core import Value
 from .builtins import CallError, Handler, call_handler, primitive_handler
 from .creation import NumpyCallLowerer, is_numpy_callable, numpy_handler
+from .linalg import lower_numpy_linalg, numpy_linalg
 from .lower import LOCAL, is_numpy_module
+from .reductions import lower_numpy_reduction, numpy_reduction
 from .scope import Scope
 from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value
 from .ufuncs import ufunc_handler
-from .views import lower_method, lower_numpy_view, numpy_view_function
+from .views import ARRAY_METHODS, lower_method, lower_numpy_view, numpy_view_function
 
 SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, the math "
                    "functions that have a primitive (math.sqrt, math.sin, ...), the builtins "
@@ -41,23 +43,38 @@ def is_compilable(obj: object) -> bool:
 
 
 class FunctionTable:
-    """The graph name of each function of the module being built, and those not lowered yet."""
+    """The graph name of each function of the module being built, and those not lowered yet.
+
+    A function with static parameters (`static_params`) gets one graph per binding of
+    them to compile-time constants: `softmax[axis=-1]`.
+    """
 
     def __init__(self):
-        self.names: dict[types.FunctionType, str] = {}
-        self.pending: deque[tuple[types.FunctionType, str]] = deque()
+        self.names: dict[tuple, str] = {}
+        self.pending: deque[tuple[types.FunctionType, str, dict]] = deque()
 
-    def request(self, fn: types.FunctionType) -> str:
-        """The name of `fn`'s graph: its `__qualname__`, with `#2`, `#3` ... if already taken."""
-        if fn not in self.names:
+    def request(self, fn: types.FunctionType, static: tuple[tuple[str, object], ...] = ()) -> str:
+        """The name of `fn`'s graph (for this binding of its static parameters): its
+        `__qualname__`, with the binding and `#2`, `#3` ... if already taken."""
+        key = (fn, static)
+        if key not in self.names:
             taken = set(self.names.values())
-            name, serial = fn.__qualname__, 1
+            base = fn.__qualname__
+            if static:
+                base += "[" + ", ".join(f"{k}={v!r}" for k, v in static) + "]"
+            name, serial = base, 1
             while name in taken:
                 serial += 1
-                name = f"{fn.__qualname__}#{serial}"
-            self.names[fn] = name
-            self.pending.append((fn, name))
-        return self.names[fn]
+                name = f"{base}#{serial}"
+            self.names[key] = name
+            self.pending.append((fn, name, dict(static)))
+        return self.names[key]
+
+
+def static_params(fn: object) -> tuple[str, ...]:
+    """The parameters of `fn` whose arguments must be compile-time constants (an `axis`):
+    declared by `astjit.static_params` (its `__astjit_static__` attribute)."""
+    return tuple(getattr(fn, "__astjit_static__", ()))
 
 
 class CallLowerer(NumpyCallLowerer):
@@ -69,10 +86,10 @@ class CallLowerer(NumpyCallLowerer):
 
     def expr_Call(self, scope: Scope, node: ast.Call) -> Value:
         name = ast.unparse(node.func)
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "reshape":
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ARRAY_METHODS:
             owner = self.static_object(scope, node.func.value)
             if owner is LOCAL or (owner is NOT_FOUND and not isinstance(node.func.value, ast.Name)):
-                return lower_method(self, scope, node)  # <array>.reshape(...)
+                return lower_method(self, scope, node)  # <array>.reshape(...), .sum() ...
         callee = self.static_object(scope, node.func)
         if callee is LOCAL:
             return self.fail(scope, node, UnsupportedCallError,
@@ -97,9 +114,15 @@ class CallLowerer(NumpyCallLowerer):
         view = numpy_view_function(callee)
         if view is not None:
             return lower_numpy_view(self, scope, node, view, name)
+        reduction = numpy_reduction(callee)
+        if reduction is not None:  # np.sum, np.mean, np.max, np.min
+            return lower_numpy_reduction(self, scope, node, reduction, name)
         creation = numpy_handler(callee)
         if creation is not None:
             return self.call_numpy(scope, node, creation, name)
+        matrix = numpy_linalg(callee)
+        if matrix is not None:  # np.dot, np.matmul, np.diag, np.eye
+            return lower_numpy_linalg(self, scope, node, matrix, name)
         if ufunc_handler(callee) is not None:  # np.exp, np.maximum, np.where ...
             return self.call_builtin(scope, node, ufunc_handler(callee), name)
         if is_numpy_callable(callee) or self.is_numpy_attribute(scope, node.func):
@@ -171,8 +194,19 @@ class CallLowerer(NumpyCallLowerer):
             bound = signature.bind(*arguments[0], **arguments[1])
         except TypeError as error:
             return self.fail(scope, node, CompileError, f"call to '{fn.__name__}': {error}")
-        inputs = []
+        inputs, static = [], []
+        written = signature.bind(*node.args, **{k.arg: k.value for k in node.keywords}).arguments
         for param in signature.parameters.values():
+            if param.name in static_params(fn):
+                value = self.compile_time_value(scope, written[param.name]) \
+                    if param.name in written else constant_value(param.default)
+                if value is NOT_CONSTANT:
+                    return self.fail(scope, node, UnsupportedCallError,
+                                     f"argument '{param.name}' of '{fn.__name__}' must be a "
+                                     "compile-time constant",
+                                     "write a number, a tuple of numbers, or a global constant")
+                static.append((param.name, value))
+                continue
             if param.name in bound.arguments:
                 inputs.append(bound.arguments[param.name])
                 continue
@@ -184,4 +218,4 @@ class CallLowerer(NumpyCallLowerer):
                                  "defaults must be numbers, booleans, None or tuples of them; "
                                  "pass the argument explicitly")
             inputs.append(scope.const(default, loc))
-        return scope.emit("call", inputs, loc, {"callee": self.functions.request(fn)})
+        return scope.emit("call", inputs, loc, {"callee": self.functions.request(fn, tuple(static))})

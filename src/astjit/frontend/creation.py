@@ -20,7 +20,9 @@ variable) is one input whose type the frontend does not know: the node then has
 `packed_shape=True`, and type inference replaces it by its elements (one for an
 int, one per element of a tuple of ints), dropping the marker.
 
-`dtype=` is read at compile time: anything `numpy.dtype` accepts (`np.float32`,
+`dtype=x.dtype` takes the dtype of array `x` (an extra last input, marked
+`dtype_of`, which type inference reads and drops). Any other `dtype=` is read
+at compile time: anything `numpy.dtype` accepts (`np.float32`,
 `float`, `"int64"`, `np.bool_` ...) that is one of the dtypes compiled code
 supports (float64, float32, int64, bool). Left out, `np.full`'s dtype is that
 of its fill value (as NumPy's: `np.full(3, 7)` holds int64), which type
@@ -42,9 +44,11 @@ from .scope import Scope
 from .source import NOT_FOUND
 
 SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms, np.arange, "
-                   "and NumPy's elementwise functions (np.exp, np.maximum, np.where, ...); "
-                   "other whole-array operations (np.sum, ...) come later: "
-                   "loop over the elements instead")
+                   "np.eye, np.diag, np.dot, np.matmul (and a @ b) of 1-d and 2-d arrays, "
+                   "NumPy's elementwise functions (np.exp, np.maximum, np.where, ...) and "
+                   "the reductions np.sum, np.mean, np.max, np.min (np.amax, np.amin, and "
+                   "the methods x.sum() ...); other whole-array operations (np.prod, "
+                   "np.cumsum, ...) come later: loop over the elements instead")
 DTYPE_HINT = ("write the dtype as np.float64, np.float32, np.int64 or np.bool_ "
               "(or float, int, bool)")
 
@@ -142,7 +146,8 @@ class NumpyCallLowerer(ExpressionLowerer):
     def call_creation(self, scope: Scope, node: ast.Call, creation: Creation, name: str) -> Value:
         args = bind_arguments(node, creation.params, name)
         loc = self.loc(node)
-        dtype = self.static_dtype(scope, args.get("dtype"), name)
+        dtype_of = self.dtype_of_array(scope, args.get("dtype"))
+        dtype = None if dtype_of is not None else self.static_dtype(scope, args.get("dtype"), name)
         if dtype is None and not (creation.like or creation.fill == "value"):
             dtype = F64
         attrs: dict = {"dtype": dtype, "fill": creation.fill}
@@ -153,6 +158,9 @@ class NumpyCallLowerer(ExpressionLowerer):
             inputs = self.lower_shape(scope, args["shape"], attrs)
         if creation.fill == "value":
             inputs.append(self.lower_expr(scope, args["fill_value"]))
+        if dtype_of is not None:
+            attrs["dtype_of"] = True  # type inference takes the dtype of this last input
+            inputs.append(self.lower_expr(scope, dtype_of))
         op = "array_new_like" if creation.like else "array_new"
         return scope.emit(op, inputs, loc, attrs)
 
@@ -176,6 +184,13 @@ class NumpyCallLowerer(ExpressionLowerer):
                             f"got {len(node.args)}")
         inputs = [self.lower_expr(scope, arg) for arg in node.args]
         return scope.emit("array_arange", inputs, self.loc(node))
+
+    def dtype_of_array(self, scope: Scope, node: ast.expr | None) -> ast.expr | None:
+        """For `dtype=x.dtype` with `x` a local (an array), the expression `x`; else None."""
+        if isinstance(node, ast.Attribute) and node.attr == "dtype" \
+                and self.static_object(scope, node.value) is LOCAL:
+            return node.value
+        return None
 
     def static_dtype(self, scope: Scope, node: ast.expr | None, name: str) -> ScalarType | None:
         """The `dtype=` argument's IR type, read at compile time; None when absent or None."""

@@ -21,18 +21,23 @@ from .source import NOT_CONSTANT, FunctionSource, constant_value
 class FunctionLowerer(LoopLowerer):
     """Expressions, calls, statements and loops of one function; `lower` builds its Graph."""
 
-    def __init__(self, source: FunctionSource, functions: FunctionTable, graph_name: str):
+    def __init__(self, source: FunctionSource, functions: FunctionTable, graph_name: str,
+                 static: dict[str, object] | None = None):
         super().__init__(source, functions)
         self.graph_name = graph_name
+        self.static = dict(static or {})
 
     def lower(self) -> Graph:
         """The function's Graph; problems found go to `self.problems`."""
         tree = self.source.tree
         self.check_signature()
-        graph = Graph(self.graph_name, [Value(name) for name in self.params], loc=self.def_loc)
+        params = [name for name in self.params if name not in self.static]
+        graph = Graph(self.graph_name, [Value(name) for name in params], loc=self.def_loc)
         scope = Scope(graph, sizes={})
         for param in graph.params:
             scope.know(param.name, param)
+        for name, value in self.static.items():  # a static parameter is a constant here
+            scope.know(name, scope.const(value, self.def_loc))
         self.lower_block(scope, tree.body,
                          tail=lambda s: self.set_return(s, s.const(None, self.def_loc)))
         graph.outputs = [scope.value_of(RESULT, self.def_loc)]

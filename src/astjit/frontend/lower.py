@@ -51,6 +51,7 @@ BINARY_OPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
     ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift", ast.RShift: "rshift",
     ast.BitAnd: "bitand", ast.BitOr: "bitor", ast.BitXor: "bitxor",
+    ast.MatMult: "matmul",  # ir/ops/linalg.py: type inference refuses numbers
 }
 UNARY_OPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
 ARRAY_ATTRIBUTES = {"shape": "array_shape", "size": "array_size", "ndim": "array_ndim",
@@ -73,6 +74,8 @@ class ExpressionLowerer:
         self.local_names = set(self.params) | set(assigned_names(source.tree.body))
         self.local_names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
         self.problems: list[tuple[type[CompileError], Problem]] = []
+        self.static: dict[str, object] = {}
+        """The static parameters' compile-time values (calls.static_params)."""
 
     # ---- problems -------------------------------------------------------------------
 
@@ -193,13 +196,18 @@ class ExpressionLowerer:
     def lower_compare(self, scope: Scope, node: ast.Compare, left: Value, ops: list[ast.cmpop],
                       comparators: list[ast.expr]) -> Value:
         """`a < b < c` is `b < c if a < b else False`, evaluating b once and c only if needed."""
+        if isinstance(ops[0], (ast.Is, ast.IsNot)) and len(ops) == 1 \
+                and _is_none_literal(comparators[0]):
+            test = scope.emit("is_none", [left], self.loc(node))  # decided by left's type
+            return test if isinstance(ops[0], ast.Is) else scope.emit("not", [test], self.loc(node))
         right = self.lower_expr(scope, comparators[0])
         op = COMPARE_OPS.get(type(ops[0]))
         if op is None:
             word = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
             return self.fail(scope, node, UnsupportedSyntaxError,
                              f"the '{word[type(ops[0])]}' comparison is not supported",
-                             "compare numbers with ==, !=, <, <=, > or >=")
+                             "compare numbers with ==, !=, <, <=, > or >=; "
+                             "'x is None' and 'x is not None' are supported")
         result = scope.emit(op, [left, right], self.loc(node))
         if len(ops) == 1:
             return result
@@ -275,6 +283,8 @@ class ExpressionLowerer:
         """The compile-time object a name, `math.<name>` or `np.<name>` (`np.linalg.inv`)
         denotes; LOCAL or NOT_FOUND otherwise."""
         if isinstance(node, ast.Name):
+            if node.id in self.static:
+                return self.static[node.id]
             if node.id in self.local_names or scope.lookup(node.id) is not None:
                 return LOCAL
             return resolve_free_name(self.source.fn, node.id)
@@ -285,9 +295,29 @@ class ExpressionLowerer:
                 return NOT_FOUND if value is None else value
             if is_numpy_module(base):
                 return getattr(base, node.attr, NOT_FOUND)
+            if isinstance(base, types.ModuleType) and callable(getattr(base, node.attr, None)):
+                return getattr(base, node.attr)  # a function of another module: nn.relu
         if isinstance(node, ast.Call):
             return self.static_transform(scope, node)
         return NOT_FOUND
+
+    def compile_time_value(self, scope: Scope, node: ast.expr) -> object:
+        """The constant `node` denotes at compile time (`1`, `-1`, `(0, 1)`, a global
+        constant, a static parameter), or NOT_CONSTANT."""
+        if isinstance(node, ast.Constant):
+            return constant_value(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = self.compile_time_value(scope, node.operand)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return -value if isinstance(node.op, ast.USub) else value
+            return NOT_CONSTANT
+        if isinstance(node, (ast.Tuple, ast.List)):
+            values = tuple(self.compile_time_value(scope, e) for e in node.elts)
+            return NOT_CONSTANT if NOT_CONSTANT in values else values
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            obj = self.static_object(scope, node)
+            return NOT_CONSTANT if obj is LOCAL or obj is NOT_FOUND else constant_value(obj)
+        return NOT_CONSTANT
 
     def static_transform(self, scope: Scope, node: ast.Call) -> object:
         """`grad(f, argnums=1)` and the like, evaluated at compile time into a function object.
@@ -341,3 +371,7 @@ def is_boolean(node: ast.expr) -> bool:
     if isinstance(node, ast.IfExp):
         return is_boolean(node.body) and is_boolean(node.orelse)
     return False
+
+
+def _is_none_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

@@ -38,8 +38,8 @@ def lower_function(fn) -> Module:
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
     try:
         while table.pending:
-            callee, name = table.pending.popleft()
-            graph, problems = _lower_one(callee, name, table)
+            callee, name, static = table.pending.popleft()
+            graph, problems = _lower_one(callee, name, table, static)
             found += problems
             if graph is not None:
                 module.graphs[name] = graph
@@ -75,7 +75,8 @@ def _lower_custom_vjp(custom, name: str, table: FunctionTable) -> Graph:
     return graph
 
 
-def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable) -> tuple[Graph | None, Found]:
+def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable,
+               static: dict) -> tuple[Graph | None, Found]:
     """One function's graph (None if its source cannot be read) and its problems."""
     if hasattr(fn, "__astjit_derived__"):
         return _lower_derived(fn, name, table), []
@@ -83,7 +84,7 @@ def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable) -> tuple
         return _lower_custom_vjp(fn, name, table), []
     where = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
     try:
-        lowerer = FunctionLowerer(FunctionSource.read(fn), table, name)
+        lowerer = FunctionLowerer(FunctionSource.read(fn), table, name, static)
         return lowerer.lower(), lowerer.problems
     except CompileError as error:
         return None, [(type(error), problem) for problem in error.problems]

@@ -11,6 +11,8 @@ import ast
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
+from .reductions import METHODS as REDUCTION_METHODS
+from .reductions import lower_reduction_method
 from .scope import Scope
 
 
@@ -49,8 +51,14 @@ def lower_reshape(lowerer, scope: Scope, node: ast.Call, array: Value, shape: li
     return scope.emit("array_reshape", [array, *dims], loc)
 
 
+ARRAY_METHODS = ("reshape", *REDUCTION_METHODS)
+"""The array methods compiled code knows: `x.reshape(...)` and the reductions."""
+
+
 def lower_method(lowerer, scope: Scope, node: ast.Call) -> Value:
-    """`<array>.reshape(...)`, the one array method compiled code knows."""
+    """`<array>.reshape(...)`, or a reduction `<array>.sum(axis)` (reductions.py)."""
+    if node.func.attr in REDUCTION_METHODS:
+        return lower_reduction_method(lowerer, scope, node)
     if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
         return lowerer.fail(scope, node, UnsupportedCallError,
                             "reshape() takes only the shape, by position, here",

@@ -35,7 +35,14 @@ Invariants (checked by `verify.py`):
             division by zero 0, NaN from math functions, integers wrap).
             outputs: new arrays (owned), output k of type
             ``array<dtype of kernel output k, ndim>``, shaped as the space.
-            (An optional reduction will be a later attr.)
+            With a reduction (attrs ``reduce``: "sum", "mean", "max" or "min";
+            ``axes``: the reduced axes of the space, sorted, non-negative;
+            ``keepdims``: a bool), the kernel has one output, the element
+            reduced, already of the accumulator type (ops/reductions.py), and
+            the node one output, that reduction over ``axes`` of the kernel's
+            values: type ``reductions.result_type(kind, kernel output type,
+            ndim, axes, keepdims)`` (a scalar when every axis goes and none is
+            kept, else a new array); the elementwise values are never stored.
 
   Every other op is a leaf primitive from the table in `ops.py`.
 - A function's Graph has exactly one output (its return value; a tuple-typed

@@ -66,6 +66,9 @@ class _Inferencer:
     done: dict = field(default_factory=dict)
     consulted: dict = field(default_factory=dict)
     """Estimates read for specializations still in progress (recursion), by key."""
+    static_truth: dict = field(default_factory=dict)
+    """Bool values that types decide (`b is None`), and their value: an `if` on one
+    types only the branch taken (the other may not type: `b.reshape` of None)."""
 
     @property
     def changed(self) -> bool:
@@ -132,6 +135,12 @@ class _Inferencer:
             return self.infer_leaf(Node("tuple", [], node.outputs, loc=node.loc),
                                    [p.outputs[0] for p in parts], out)
         in_types = [v.type for v in inputs]
+        if node.op == "is_none" or (node.op == "not" and inputs[0] in self.static_truth):
+            value = in_types[0] == NONE if node.op == "is_none" else not self.static_truth[inputs[0]]
+            const = out.add("const", [], attrs={"value": value, "type": BOOL}, loc=node.loc,
+                            names=[v.name for v in node.outputs], types=[BOOL])
+            self.static_truth[const.outputs[0]] = value
+            return const.outputs
         if node.op == "cast" and in_types[0] == attrs["to"]:
             return inputs  # bool(b) of a bool, float(x) of a float: nothing to do
         if node.op != "tuple" and any(contains_bottom(t) for t in in_types):
@@ -186,6 +195,12 @@ class _Inferencer:
         a packed shape unpacked into one int per axis, and the dtype in `attrs` made
         explicit (`np.full`'s is its fill value's, a `*_like`'s its argument's)."""
         what = _CREATION_NAMES.get(attrs.get("fill"), "np.full")
+        if attrs.pop("dtype_of", False):  # dtype=x.dtype: the last input is x
+            *inputs, source = inputs
+            if not isinstance(source.type, ArrayType):
+                raise TypingError(f"dtype= of {what}() reads the dtype of an array, got "
+                                  f"{source.type}", node.loc)
+            attrs["dtype"] = source.type.dtype
         if attrs.pop("packed_shape", False):
             inputs = self.shape_dims(inputs[0], what, node.loc, out) + inputs[1:]
         if attrs.get("dtype") is not None:
@@ -273,8 +288,16 @@ class _Inferencer:
         cond = coerce(out, inputs[0], BOOL, node.loc) if inputs[0].type != BOTTOM else inputs[0]
         captured = inputs[1:]
         types = [v.type for v in captured]
-        then_g = self.infer_graph(node.regions[0], types, "then")
-        else_g = self.infer_graph(node.regions[1], types, "else")
+        if inputs[0] in self.static_truth:  # decided by types: type the branch taken only
+            taken = 0 if self.static_truth[inputs[0]] else 1
+            typed = self.infer_graph(node.regions[taken], types, ("then", "else")[taken])
+            skipped = Graph(typed.name, [Value(v.name, t) for v, t in zip(typed.params, types)])
+            skipped.outputs = [skipped.add("undef", [], attrs={"type": v.type}, loc=node.loc,
+                                           types=[v.type]).outputs[0] for v in typed.outputs]
+            then_g, else_g = (typed, skipped) if taken == 0 else (skipped, typed)
+        else:
+            then_g = self.infer_graph(node.regions[0], types, "then")
+            else_g = self.infer_graph(node.regions[1], types, "else")
         merged = [self.join_at(a.type, b.type, name.name, node.loc)
                   for a, b, name in zip(then_g.outputs, else_g.outputs, node.outputs)]
         for region in (then_g, else_g):

@@ -28,6 +28,7 @@ from typing import Any
 from .core import Graph, Module, Node, Value
 from .ops import OPS
 from .ops.elementwise import NUMPY_NAMES, UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
+from .ops.reductions import py_reduce
 from .types import BOOL, F32, F64, I32, I64, ArrayType, TupleType, Type, python_type_of
 
 Frame = list
@@ -257,6 +258,15 @@ def fused_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
             else:
                 value = apply_numpy(inner.op, operands, [v.type for v in inner.inputs], t)
             env[inner.outputs[0]] = value
+        if "reduce" in node.attrs:  # one output: the reduction of the kernel's values
+            (value,) = kernel.outputs
+            space = numpy.empty(shape, dtype=NUMPY_NAMES[value.type.name])
+            space[...] = env[value]
+            result = py_reduce(space, kind=node.attrs["reduce"], axis=node.attrs["axes"],
+                               keepdims=node.attrs["keepdims"])
+            frame[outputs[0]] = coercion(node.outputs[0].type)(result) \
+                if not isinstance(result, numpy.ndarray) else result
+            return
         for slot, value, out in zip(outputs, kernel.outputs, node.outputs):
             result = numpy.empty(shape, dtype=NUMPY_NAMES[out.type.dtype.name])
             result[...] = env[value]

@@ -209,7 +209,11 @@ class _Printer:
             cond, captured = node.inputs[:1], node.inputs[1:]
             return f"if {self.refs(cond)} ({self.refs(captured)}) {{"
         if node.op == "fused":
-            return f"fused [ndim={node.attrs.get('ndim')}] ({self.refs(node.inputs)}) {{"
+            reduction = ""
+            if "reduce" in node.attrs:
+                reduction = f", {node.attrs['reduce']} axes={format_literal(node.attrs['axes'])}"
+                reduction += ", keepdims" if node.attrs.get("keepdims") else ""
+            return f"fused [ndim={node.attrs.get('ndim')}{reduction}] ({self.refs(node.inputs)}) {{"
         k = node.attrs.get("n_invariants", 0)
         return f"while [{self.refs(node.inputs[:k])}] ({self.refs(node.inputs[k:])}) {{"
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from .core import REGION_ROLES, Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
+from .ops.reductions import KINDS, result_dtype, result_type
 from .types import BOOL, ArrayType, Type
 
 
@@ -246,8 +247,24 @@ class _GraphChecker:
                 if isinstance(value.type, ArrayType):
                     self.fail(path, node, f"kernel value {value!r} is an array: a kernel computes "
                                           "one element")
+        if "reduce" in node.attrs:
+            self.check_reduction(node, path)
+            return
         self.expect_types(path, node, "outputs", node.outputs,
                           [ArrayType(v.type, ndim) for v in kernel.outputs])
+
+    def check_reduction(self, node: Node, path: str) -> None:
+        """A `fused` node with a reduction: one output, its type from the kernel's."""
+        kind, axes, ndim = node.attrs["reduce"], node.attrs.get("axes"), node.attrs["ndim"]
+        if kind not in KINDS or not isinstance(axes, tuple) \
+                or list(axes) != sorted(set(axes)) or any(not 0 <= a < ndim for a in axes):
+            self.fail(path, node, f"bad reduction attrs: reduce={kind!r}, axes={axes!r}")
+        self.expect_count(path, node, "outputs of a reduction", node.outputs, 1)
+        (element,) = [v.type for v in node.regions[0].outputs]
+        if result_dtype(kind, element) != element:
+            self.fail(path, node, f"the kernel of a {kind} yields {element}, not its accumulator")
+        self.expect_types(path, node, "output", node.outputs,
+                          [result_type(kind, element, ndim, axes, node.attrs.get("keepdims"))])
 
     def check_leaf(self, node: Node, path: str) -> None:
         opdef = OPS.get(node.op)

@@ -41,7 +41,7 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
 from ...ir.types import ScalarType
-from . import fused, memory, tapes
+from . import fused, memory, tapes, vecmath
 from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype
 from .routines import CHECKS, ROUTINES
 
@@ -71,16 +71,17 @@ class ErrorTable:
         self.sites: list[ErrorSite] = []
         self.details: dict[int, str] = {}
         """Site number -> its detail template, for the sites that have one."""
-        self._numbers: dict[ErrorSite, int] = {}
+        self._numbers: dict[tuple[ErrorSite, str | None], int] = {}
 
     def status(self, exc: str, message: str, loc: Loc | None, detail: str | None = None) -> int:
         site = ErrorSite(exc, message, loc)
-        if site not in self._numbers:
+        key = (site, detail)  # one line may hold two sites of one message, other details
+        if key not in self._numbers:
             self.sites.append(site)
-            self._numbers[site] = len(self.sites)
-        number = self._numbers[site]
+            self._numbers[key] = len(self.sites)
+        number = self._numbers[key]
         if detail is not None:
-            assert self.details.setdefault(number, detail) == detail, (site, detail)
+            self.details[number] = detail
         return number
 
 
@@ -323,12 +324,17 @@ class FunctionEmitter:
 
     def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
         """An LLVM intrinsic overloaded on the type of its first operand."""
+        if self.numpy_semantics and (vector := vecmath.call_math(self, name, args)) is not None:
+            return vector
         ty = args[0].type
         fnty = ir.FunctionType(ty, [a.type for a in args])
         return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
 
     def call_libm(self, name: str, args: list[ir.Value]) -> ir.Value:
-        """A C math function on doubles; float operands are widened, the result narrowed."""
+        """A C math function on doubles; float operands are widened, the result narrowed.
+        In a kernel, a function libmvec has is a call the vectorizer can widen (`vecmath`)."""
+        if self.numpy_semantics and (vector := vecmath.call_math(self, name, args)) is not None:
+            return vector
         fn = self.module.globals.get(name)
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(DOUBLE, [DOUBLE] * len(args)), name)

@@ -11,6 +11,10 @@ Symbols: the C math functions that lowered code calls (directly or through
 intrinsics such as `llvm.sin`) are registered with `add_symbol` from the C
 library's own addresses, so resolution never depends on how Python was linked;
 so are malloc, realloc and free (tapes), as the process itself resolves them.
+Kernels' vector math (`vecmath`) calls glibc's libmvec, whose symbols
+`vecmath.host_library` registers the same way when the first kernel needs
+them; `compile_ir` keeps those declarations alive until the loop vectorizer
+has run (`vecmath.keep_variants`).
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
+
+from . import vecmath
 
 LIBM_FUNCTIONS = (
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
@@ -77,6 +83,7 @@ class Engine:
         """Parse, verify, optimize (O3) and load LLVM IR; return its entry points."""
         start = time.perf_counter()
         module = self.parse(text)
+        vecmath.keep_variants(module)
         self.optimize(module)
         with self.lock:
             self.jit.add_module(module)

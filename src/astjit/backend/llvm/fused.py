@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import BOOL, ArrayType
-from . import arith, arrays, memory
+from . import arith, arrays, memory, reductions
 from .compare import compare_const, const_like
-from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I64_T, lltype
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_STRIDES, I1, I8, I64_T, lltype
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -93,64 +93,141 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     args = em.values_of(node.inputs)
     inputs = [(a, k) for a, k in zip(args, plan) if k is not None]
     dims = broadcast_dims(em, node, inputs, ndim)
-    outputs = []
-    for out in node.outputs:
-        t = out.type
-        memory.check_dims(em, node, t.dtype, dims)
-        outputs.append(memory.allocate(em, node, t, dims, zeroed=False))
     (kernel,) = node.regions
 
-    # Per input: its element strides over the space's axes (0 where it broadcasts).
+    # Per input: its element strides over the space's axes (0 where it broadcasts; the
+    # constant 0 along the axes the `ones` hint says have length 1).
+    ones = node.attrs.get("ones") or (None,) * len(args)
     strides: list[list[ir.Value] | None] = []
-    for value, k in zip(args, plan):
+    for value, k, known in zip(args, plan, ones):
         if k is None:
             strides.append(None)
             continue
-        own = [b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
+        own = [_i64(0) if j in (known or ()) else
+               b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
                         b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
         strides.append([_i64(0)] * (ndim - k) + own)
-    out_strides = [[b.extract_value(o, [ARRAY_STRIDES, j]) for j in range(ndim)] for o in outputs]
-    out_types = [o.type for o in node.outputs]
     in_types = [v.type for v in node.inputs]
 
-    def nest(unit: bool) -> None:
-        def body(indices: list[ir.Value]) -> None:
+    def point(unit: bool):
+        """The kernel's results at a point of the space (unit: last-axis strides of 1)."""
+        def at(indices: list[ir.Value]) -> list[ir.Value]:
             elements = []
             for value, t, st in zip(args, in_types, strides):
                 if st is None:
                     elements.append(value)
                     continue
-                if unit:
+                if unit and not _is_zero(st[-1]):
                     st = st[:-1] + [_i64(1)]
                 elements.append(_load(em, value, t.dtype, st, indices))
             saved = em.numpy_semantics
             em.numpy_semantics = True
             try:
-                results = em.emit_graph(kernel, elements)
+                return em.emit_graph(kernel, elements)
             finally:
                 em.numpy_semantics = saved
-            for o, t, st, r in zip(outputs, out_types, out_strides, results):
+        return at
+
+    unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
+                  for st, k in zip(strides, plan) if st is not None and k >= 1
+                  and not _is_zero(st[-1])]
+    fast = None
+    if ndim == 0:
+        fast = ir.Constant(I1, 0)
+    elif unit_conds:
+        fast = unit_conds[0]
+        for c in unit_conds[1:]:
+            fast = b.and_(fast, c)
+    if "reduce" in node.attrs:  # the kernel's one value, reduced
+        unit = None if isinstance(fast, ir.Constant) else fast
+        return [reductions.emit_reduction(em, node, dims,
+                                          lambda unit_strides: _first(point(unit_strides)), unit)]
+    return _elementwise(em, node, dims, point, fast)
+
+
+def _is_zero(stride: ir.Value) -> bool:
+    return isinstance(stride, ir.Constant) and stride.constant == 0
+
+
+def _first(at):
+    return lambda indices: at(indices)[0]
+
+
+def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
+                 fast: ir.Value | None) -> list[ir.Value]:
+    """Allocate the outputs, then one nest storing the kernel's results at every point;
+    `fast` (None: always) chooses the unit-stride version, twice emitted."""
+    b = em.builder
+    ndim = node.attrs["ndim"]
+    donors = node.attrs.get("reuse") or (None,) * len(node.outputs)
+    args = em.values_of(node.inputs)
+    outputs = []
+    for out, donor in zip(node.outputs, donors):
+        t = out.type
+        if donor is None:
+            memory.check_dims(em, node, t.dtype, dims)
+            outputs.append(memory.allocate(em, node, t, dims, zeroed=False))
+        else:
+            outputs.append(_reuse_or_allocate(em, node, t, dims, args[donor]))
+    out_strides = [[b.extract_value(o, [ARRAY_STRIDES, j]) for j in range(ndim)] for o in outputs]
+    out_types = [o.type for o in node.outputs]
+
+    def nest(unit: bool) -> None:
+        at = point(unit)
+
+        def body(indices: list[ir.Value]) -> None:
+            for o, t, st, r in zip(outputs, out_types, out_strides, at(indices)):
                 if unit:
                     st = st[:-1] + [_i64(1)]
                 _store(em, o, t.dtype, st, indices, r)
         arrays.loop_nest(em, dims, body, "fused")
 
-    unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
-                  for st, k in zip(strides, plan) if st is not None and k >= 1]
-    if ndim == 0:
-        nest(False)
-    elif not unit_conds:
+    if fast is None:
         nest(True)
+    elif isinstance(fast, ir.Constant):
+        nest(bool(fast.constant))
     else:
-        fast = unit_conds[0]
-        for c in unit_conds[1:]:
-            fast = b.and_(fast, c)
         with b.if_else(fast, likely=True) as (then, otherwise):
             with then:
                 nest(True)
             with otherwise:
                 nest(False)
     return outputs
+
+
+def _reuse_or_allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value],
+                       donor: ir.Value) -> ir.Value:
+    """The output in `donor`'s memory when it is C-contiguous, of shape `dims`, and its
+    owner has no other reference (a new reference for the output: the donor's own
+    release follows); else a new array. See ir/passes/fuse.py (`reuse`)."""
+    b = em.builder
+    owner = b.extract_value(donor, ARRAY_OWNER)
+    refcount = b.load(b.bitcast(owner, I64_T.as_pointer()))
+    ok = b.icmp_signed("==", refcount, _i64(1))
+    stride = _i64(1)
+    for axis in reversed(range(len(dims))):
+        d = dims[axis]
+        ok = b.and_(ok, b.icmp_signed("==", arrays.dim(b, donor, axis), d))
+        ok = b.and_(ok, b.or_(b.icmp_signed("<=", d, _i64(1)), b.icmp_signed(
+            "==", b.extract_value(donor, [ARRAY_STRIDES, axis]), stride)))
+        stride = b.mul(stride, d, flags=["nsw"])
+    with b.if_else(ok) as (then, otherwise):
+        with then:
+            reused = memory.array_retain(em, node, [donor])
+            reused_block = b.block
+        with otherwise:
+            memory.check_dims(em, node, t.dtype, dims)
+            fresh = memory.allocate(em, node, t, dims, zeroed=False)
+            fresh_block = b.block
+    return em.merge(t, [(reused, reused_block), (fresh, fresh_block)])
+
+
+def reduce_routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """A `reduce` leaf (IR the fusion pass has not run on): as its one-node `fused` form."""
+    from ...ir.passes.fuse import reduction_node
+
+    (result,) = emit_fused(em, reduction_node(node))
+    return result
 
 
 def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],

@@ -86,10 +86,11 @@ if TYPE_CHECKING:
     from .codegen import FunctionEmitter
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-ALLOCATING = frozenset({"array_new", "array_new_like", "array_arange"})
+ALLOCATING = frozenset({"array_new", "array_new_like", "array_arange", "matmul", "eye"})
 """Ops whose result is a fresh array (no argument's memory flows into it)."""
-VIEWS = frozenset({"array_view", "array_transpose", "array_reshape"})
-"""Ops whose result is a view: a new reference to the input's owner (views.py)."""
+VIEWS = frozenset({"array_view", "array_transpose", "array_reshape", "diag"})
+"""Ops whose result is a view: a new reference to the input's owner (views.py; `diag` of a
+matrix is a view, of a vector a new matrix, which this over-approximation covers too)."""
 OWNING = ALLOCATING | VIEWS | {"array_retain"}
 """Ops whose result is a new reference the invocation owns."""
 

@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from ...ir.ops import OPS
 from ...ir.types import BOOL, I64, NONE, ArrayType, TupleType, Type
-from . import arith, arrays, memory, tapes, views
+from . import adjoints, arith, arrays, fused, linalg, memory, tapes, views
 from . import messages as msg
 from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
 from .lltypes import DOUBLE, constant, lltype, zero
@@ -162,10 +162,12 @@ ROUTINES = {
     **arrays.ROUTINES,
     **memory.ROUTINES,
     **views.ROUTINES,
+    **adjoints.ROUTINES,
+    **linalg.ROUTINES,
     "cast": cast, "identity": identity, "not": logical_not,
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
     "const": const, "undef": undef, "tuple": make_tuple, "getitem": getitem, "len": length,
-    "raise_if": raise_if,
+    "raise_if": raise_if, "reduce": fused.reduce_routine,
 }

@@ -24,12 +24,25 @@ list before returning; on a normal return it gives up the tapes its result
 holds (they become the caller's) and frees the rest. Tapes a function gets as
 arguments stay on their owner's list.
 
+Arrays on a tape: a tape whose element holds arrays (an array, or arrays in
+a tuple) keeps a reference to each array pushed: `tape_push` takes a new one
+(`Py_IncRef` of the owner), `tape_get` gives a new one to its result (an owned
+value, pushed on the invocation's owned list, which the memory pass releases
+after its last use), and clearing or freeing the tape drops those it holds.
+For that the header sits in a *box* with one more field, `drop`: the address
+of a function `void(i8* data, i64 len)` that releases the arrays of `len`
+elements, made once per element type (`astjit.tape.drop.<n>`) and stored by
+`tape_new`; NULL for tapes of scalars. So freeing on an error exit, which
+does not know element types, still drops every reference (the arrays a
+loop's taped entries kept alive are freed with the tape).
+
 The work is done by small internal functions made once per LLVM module
 (`astjit.tape.*`), which LLVM inlines where it pays. malloc, realloc and free
 are the C library's (`engine.register_libc`).
 """
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -37,8 +50,10 @@ from llvmlite import ir
 
 from ...ir.core import Graph, Node
 from ...ir.types import NONE, TapeType, TupleType, Type
+from . import memory
 from . import messages as msg
-from .lltypes import BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
+from .lltypes import ARRAY_OWNER, BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
+from .pyapi import declare
 
 if TYPE_CHECKING:
     from .codegen import FunctionEmitter
@@ -49,6 +64,10 @@ INITIAL_CAPACITY = 16
 LIST = BYTES.as_pointer()
 """The address of a list head, or of a header's `next`: an `i8**`."""
 VOID = ir.VoidType()
+DROP = ir.FunctionType(VOID, [BYTES, I64_T]).as_pointer()
+"""What releases the arrays of a tape's elements: drop(data, len)."""
+BOX = ir.LiteralStructType([TAPE_HEADER, DROP])
+"""A tape's header and its `drop` function (NULL: the elements hold no arrays)."""
 LIBC = {"malloc": ir.FunctionType(BYTES, [I64_T]),
         "realloc": ir.FunctionType(BYTES, [BYTES, I64_T]),
         "free": ir.FunctionType(VOID, [BYTES])}
@@ -110,16 +129,29 @@ def helper(module: ir.Module, name: str) -> ir.Function:
     return function
 
 
-@helper_body(TAPE, [LIST])
-def new(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value) -> None:
-    """An empty tape on list `owner`, or NULL when malloc fails."""
-    raw = b.call(libc(fn.module, "malloc"), [size_of(TAPE_HEADER)])
+@helper_body(TAPE, [LIST, DROP])
+def new(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, drop: ir.Value) -> None:
+    """An empty tape on list `owner` whose elements `drop` releases, or NULL when malloc
+    fails."""
+    raw = b.call(libc(fn.module, "malloc"), [size_of(BOX)])
     with b.if_then(is_null(b, raw), likely=False):
         b.ret(null(TAPE))
+    box = b.bitcast(raw, BOX.as_pointer())
+    b.store(ir.Constant(BOX, [null(TAPE_HEADER), null(DROP)]), box)
+    b.store(drop, b.gep(box, [ir.Constant(I32_T, 0), ir.Constant(I32_T, 1)], inbounds=True))
     header = b.bitcast(raw, TAPE)
-    b.store(null(TAPE_HEADER), header)
     b.call(helper(fn.module, "adopt"), [owner, header])
     b.ret(header)
+
+
+@helper_body(VOID, [TAPE])
+def drop_all(fn: ir.Function, b: ir.IRBuilder, header: ir.Value) -> None:
+    """Release the arrays the tape's elements hold (if any); the elements stay."""
+    box = b.bitcast(header, BOX.as_pointer())
+    drop = b.load(b.gep(box, [ir.Constant(I32_T, 0), ir.Constant(I32_T, 1)], inbounds=True))
+    with b.if_then(b.not_(is_null(b, drop)), likely=False):
+        b.call(drop, [load(b, header, DATA), load(b, header, LEN)])
+    b.ret_void()
 
 
 @helper_body(VOID, [LIST, TAPE])
@@ -183,6 +215,7 @@ def free(fn: ir.Function, b: ir.IRBuilder, header: ir.Value) -> None:
     with b.if_then(is_null(b, header), likely=False):
         b.ret_void()
     b.call(helper(fn.module, "unlink"), [header])
+    b.call(helper(fn.module, "drop_all"), [header])
     b.call(libc(fn.module, "free"), [load(b, header, DATA)])
     b.call(libc(fn.module, "free"), [b.bitcast(header, BYTES)])
     b.ret_void()
@@ -217,7 +250,9 @@ def disown(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, header: ir.Value) 
 
 def tape_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     assert em.tape_list is not None, "emit_body opens a tape list for graphs with tape_new"
-    header = em.builder.call(helper(em.module, "new"), [em.tape_list])
+    element = node.attrs["element"]
+    drop = dropper(em.module, element) if memory.array_slots(element) else null(DROP)
+    header = em.builder.call(helper(em.module, "new"), [em.tape_list, drop])
     em.fail_if(node, is_null(em.builder, header), msg.OUT_OF_MEMORY, msg.TAPE_MEMORY)
     return header
 
@@ -226,6 +261,8 @@ def tape_push(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value
     """data[len] = value, after growing when len == cap; len += 1."""
     b = em.builder
     header, value = args
+    for array in memory.arrays_in(value, node.inputs[1].type, b):  # the tape keeps them
+        b.call(declare(em.module, "Py_IncRef"), [b.extract_value(array, ARRAY_OWNER)])
     length = load(b, header, LEN)
     with b.if_then(b.icmp_unsigned("==", length, load(b, header, CAP)), likely=False):
         grown = b.call(helper(em.module, "grow"), [header, size_of(value.type)])
@@ -242,11 +279,18 @@ def tape_get(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     header, index = args
     element = lltype(node.outputs[0].type)
     data = b.bitcast(load(b, header, DATA), element.as_pointer())
-    return b.load(b.gep(data, [index], inbounds=True))
+    value = b.load(b.gep(data, [index], inbounds=True))
+    for array in memory.arrays_in(value, node.outputs[0].type, b):  # the result owns them
+        owner = b.extract_value(array, ARRAY_OWNER)
+        b.call(declare(em.module, "Py_IncRef"), [owner])
+        memory.push(em, owner)
+    return value
 
 
 def tape_clear(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """len = 0: the data stays allocated, for the pushes to come."""
+    """len = 0, after dropping the arrays the elements hold: the data stays allocated, for
+    the pushes to come."""
+    em.builder.call(helper(em.module, "drop_all"), [args[0]])
     store(em.builder, ir.Constant(I64_T, 0), args[0], LEN)
     return args[0]
 
@@ -254,6 +298,36 @@ def tape_clear(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
 def tape_free(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     em.builder.call(helper(em.module, "free"), args)
     return zero(NONE)
+
+
+def dropper(module: ir.Module, element: Type) -> ir.Function:
+    """`astjit.tape.drop.<n>(data, len)`: Py_DecRef the owner of every array in the first
+    `len` elements at `data` of type `element` (one function per element type)."""
+    ty = lltype(element)
+    name = f"astjit.tape.drop.{zlib.crc32(str(ty).encode()):08x}"
+    function = module.globals.get(name)
+    if function is not None:
+        return function
+    function = ir.Function(module, DROP.pointee, name)
+    function.linkage = "internal"
+    data, length = function.args
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    loop, body, done = (function.append_basic_block(n) for n in ("loop", "body", "done"))
+    start = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I64_T)
+    i.add_incoming(ir.Constant(I64_T, 0), start)
+    b.cbranch(b.icmp_signed("<", i, length), body, done)
+    b.position_at_end(body)
+    value = b.load(b.gep(b.bitcast(data, ty.as_pointer()), [i], inbounds=True))
+    for array in memory.arrays_in(value, element, b):
+        b.call(declare(module, "Py_DecRef"), [b.extract_value(array, ARRAY_OWNER)])
+    i.add_incoming(b.add(i, ir.Constant(I64_T, 1)), b.block)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+    return function
 
 
 ROUTINES = {"tape_new": tape_new, "tape_push": tape_push, "tape_get": tape_get,

@@ -1,7 +1,7 @@
 """Activity analysis: which values of a graph carry a derivative with respect to chosen parameters.
 
-A value is *active* when its type holds floats (a float scalar, or a tuple with
-a float somewhere inside) and it depends on an active parameter through ops
+A value is *active* when its type holds floats (a float scalar, a float array,
+or a tuple with one somewhere inside) and it depends on an active parameter through ops
 that propagate derivatives. Only active values get adjoints; integers, bools
 and tapes never do. Ops with zero derivative (`ops.ZERO_DERIVATIVE`) and
 `stop_gradient` produce inactive values whatever they read.
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ..core import Graph, Node, Value
 from ..ops import OPS, ZERO_DERIVATIVE
-from ..types import ScalarType, TupleType, Type
+from ..types import ArrayType, ScalarType, TupleType, Type
 from .errors import NotDifferentiableError
 
 TUPLE_OPS = frozenset({"tuple", "getitem"})
@@ -39,6 +39,8 @@ def is_differentiable(t: Type | None) -> bool:
     """Whether values of type `t` hold floats, and so can have an adjoint."""
     if isinstance(t, ScalarType):
         return t.is_float
+    if isinstance(t, ArrayType):
+        return t.dtype.is_float
     if isinstance(t, TupleType):
         return any(is_differentiable(e) for e in t.elements)
     return False

@@ -21,15 +21,31 @@ elementwise for tuples); the chain rule along a path is each op's VJP rule.
 - `while`: a taped forward loop and a counted backward loop (`loops.py`).
 - `call` of a recursive graph F: `call F.vjp(args, g)`, a tuple of the
   adjoints of all F's arguments (the graph comes from `Differentiator.callee_vjp`).
+
+Arrays: an array's adjoint is an array of its shape and dtype; where no
+adjoint reached one, its zero is `zeros_like` of the primal value. Rules of
+element reads and views ask for their contribution to be added *in place*
+(`ops.adjoints.AddAt`, `AddIntoView`), into an *accumulator*: an adjoint array
+this sweep made for one value alone, that nothing else holds (`exclusive`).
+The sweep keeps that true: an adjoint is exclusive when it is a new array a
+rule made for that input only (an elementwise result, not `g` passed on or
+given to two inputs, not a view or `sum_to_like`, which may alias), a sum of
+two adjoints, `zeros_like`, or an accumulation into an exclusive one; the
+first in-place contribution to a value whose adjoint is not exclusive copies
+it once (adds it to zeros). Within a loop, the accumulators of the
+invariants are carried by the backward loop (`loops.py`), so reading `x[i]`
+costs O(1) per iteration in the backward pass.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..core import Graph, Node, Value
-from ..ops import OPS
+from ..ops.adjoints import AddAt, AddIntoView
+from ..ops.elementwise import is_array_elementwise
+from ..ops.vjp_arrays import call_vjp
 from ..passes.inline import clone_node
-from ..types import TupleType
+from ..types import ArrayType, TupleType
 from .duplicates import drop_unused_recomputation
 from .emit import Emitter
 from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
@@ -58,9 +74,17 @@ class Differentiator:
         return [sweep.primal[v] for v in src.outputs], [sweep.adjoints.get(p) for p in src.params]
 
     def sweep(self, src: Graph, dst: Graph, inputs: list[Value],
-              output_adjoints: list[Value | None]) -> RegionSweep:
-        """`sweep_region`, returning the whole sweep (what each node of `src` became in `dst`)."""
+              output_adjoints: list[Value | None],
+              accumulators: dict[Value, Value] | None = None) -> RegionSweep:
+        """`sweep_region`, returning the whole sweep (what each node of `src` became in `dst`).
+
+        `accumulators`: `src` parameters whose adjoints start from these `dst`
+        arrays, exclusive (a loop's accumulators of its invariants' adjoints).
+        """
         sweep = RegionSweep(self, src, dst, dict(zip(src.params, inputs)))
+        for param, accumulator in (accumulators or {}).items():
+            sweep.adjoints[param] = accumulator
+            sweep.exclusive.add(param)
         sweep.run_forward()
         sweep.run_backward(output_adjoints)
         return sweep
@@ -85,6 +109,9 @@ class RegionSweep:
         self.copies: dict[Node, Node] = {}
         """A node of `src` -> the node computing the same in the forward copy (for a
         taped `while`, the taped loop)."""
+        self.exclusive: set[Value] = set()
+        """Array values of `src` whose adjoint is an accumulator only they hold (may be
+        written in place)."""
 
     def run_forward(self) -> None:
         for node in self.src.nodes:
@@ -117,21 +144,62 @@ class RegionSweep:
             else:
                 self.backward_leaf(e, node, grads[0])
 
-    def accumulate(self, e: Emitter, value: Value, adjoint: Value | None) -> None:
-        """Add `adjoint` to `value`'s adjoint (sum over paths); inactive values take none."""
+    def accumulate(self, e: Emitter, value: Value, adjoint, fresh: bool = False) -> None:
+        """Add `adjoint` to `value`'s adjoint (sum over paths); inactive values take none.
+
+        `adjoint` is a Value, or an in-place contribution (`AddAt`, `AddIntoView`);
+        `fresh`: it is a new array made for `value` alone.
+        """
         if adjoint is None or not self.ad.wants_adjoint(value):
             return
+        if isinstance(adjoint, (AddAt, AddIntoView)):
+            self.accumulate_in_place(e, value, adjoint)
+            return
         before = self.adjoints.get(value)
-        self.adjoints[value] = adjoint if before is None else add_adjoints(e, before, adjoint)
+        if before is None:
+            self.adjoints[value] = adjoint
+            if fresh and isinstance(adjoint.type, ArrayType):
+                self.exclusive.add(value)
+            return
+        self.adjoints[value] = add_adjoints(e, before, adjoint)
+        if isinstance(value.type, ArrayType):
+            self.exclusive.add(value)
+
+    def accumulator(self, e: Emitter, value: Value) -> Value:
+        """`value`'s adjoint as an accumulator only it holds: the adjoint itself if it is
+        one, else a new array (zeros, plus the adjoint so far)."""
+        before = self.adjoints.get(value)
+        if before is not None and value in self.exclusive:
+            return before
+        accumulator = zero(e, self.primal[value])
+        if before is not None:
+            accumulator = add_adjoints(e, before, accumulator)
+        self.exclusive.add(value)
+        return accumulator
+
+    def accumulate_in_place(self, e: Emitter, value: Value, part: AddAt | AddIntoView) -> None:
+        """Add an element's or a view's adjoint into `value`'s accumulator, in place."""
+        accumulator = self.accumulator(e, value)
+        if isinstance(part, AddAt):
+            self.adjoints[value] = e.op("add_at", accumulator, part.g, *part.indices)
+        else:
+            view = e.op(part.op, accumulator, *part.parts, **part.attrs)
+            self.adjoints[value] = e.op("add_into", accumulator, view, part.g)
 
     # ---- leaf ops --------------------------------------------------------------------
 
     def backward_leaf(self, e: Emitter, node: Node, g: Value) -> None:
         needs = [self.ad.wants_adjoint(v) for v in node.inputs]
         inputs = [self.primal[v] for v in node.inputs]
-        adjoints = OPS[node.op].vjp(e, g, inputs, self.primal[node.outputs[0]], needs)
+        start = len(self.dst.nodes)
+        adjoints = call_vjp(node.op, e, g, inputs, self.primal[node.outputs[0]], needs,
+                            node.attrs)
+        made = {n.outputs[0] for n in self.dst.nodes[start:] if _makes_new_array(n)}
+        given = [a for a in adjoints if isinstance(a, Value)]
         for value, adjoint in zip(node.inputs, adjoints):
-            self.accumulate(e, value, adjoint)
+            fresh = (isinstance(adjoint, Value) and adjoint in made
+                     and sum(a is adjoint for a in given) == 1)
+            self.accumulate(e, value, adjoint, fresh)
 
     def backward_tuple(self, e: Emitter, node: Node, g: Value) -> None:
         for i, value in enumerate(node.inputs):
@@ -142,7 +210,9 @@ class RegionSweep:
         whole = node.inputs[0]
         elements = whole.type.elements
         index = node.attrs["index"] % len(elements)
-        parts = [g if i == index else zero(e, t) for i, t in enumerate(elements)]
+        primal = self.primal[whole]
+        parts = [g if i == index else zero(e, e.op("getitem", primal, index=i))
+                 for i in range(len(elements))]
         self.accumulate(e, whole, e.op("tuple", *parts))
 
     # ---- structural ops --------------------------------------------------------------
@@ -187,6 +257,11 @@ class RegionSweep:
             output_adjoints[j] = adjoint
         _, param_adjoints = self.ad.sweep_region(region, branch, params, output_adjoints)
         e = Emitter(branch, region.loc)
-        branch.outputs = [adjoint_or_zero(e, param_adjoints[k], params[k].type) for k in wanted]
+        branch.outputs = [adjoint_or_zero(e, param_adjoints[k], params[k]) for k in wanted]
         drop_unused_recomputation(branch, deep=True)
         return branch
+
+
+def _makes_new_array(node: Node) -> bool:
+    """Whether `node` makes a new array, which no other value holds yet."""
+    return is_array_elementwise(node) or node.op in ("array_new", "array_new_like")

@@ -4,7 +4,9 @@
 calls), differentiates an optimized copy of it, shapes the result as the API
 returns it, optimizes again (AD after optimization, then optimization of the
 AD output), and adds the graphs to `module` under names prefixed with the
-derived function's own name. It returns that name.
+derived function's own name. It returns that name. The copy differentiated
+is optimized without elementwise fusion (the rules are written for the
+elementwise ops, not for `fused` kernels); the result is fused with the rest.
 
 Reverse mode is used for gradients. A graph reverse mode cannot handle — one
 that is itself a gradient, whose loops record tapes — is differentiated in
@@ -17,7 +19,7 @@ import copy
 
 from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
-from ..types import F32, F64, TupleType
+from ..types import F32, F64, ArrayType, TupleType
 
 
 def derive(module: Module, name: str, spec: tuple) -> str:
@@ -25,7 +27,7 @@ def derive(module: Module, name: str, spec: tuple) -> str:
     from ..passes.pipeline import optimize
 
     scratch = Module(graphs=_reachable_copy(module, name), entry=name)
-    optimize(scratch, keep_custom_rules=spec[0] != "jvp")
+    optimize(scratch, keep_custom_rules=spec[0] != "jvp", fuse=False)
     kind = spec[0]
     if kind == "jvp":
         core = _jvp(scratch, spec[1])
@@ -71,15 +73,13 @@ def _gradient(module: Module, wrt: list[int]) -> str:
 
 def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
     """(value, d/d wrt[0], ...) from one forward-mode pass per argument, tangent 1.0 each."""
-    from .forward import forward_graph
-
     inner = module.entry_graph
     outer = Graph(f"{inner.name}.fwdgrad", [Value(p.name, p.type) for p in inner.params],
                   loc=inner.loc)
     value = None
     derivatives = []
     for i in wrt:
-        jvp_name = forward_graph(module, inner.name, [i])
+        jvp_name = _forward(module, inner.name, [i])
         one = outer.add("const", [], attrs={"value": 1.0, "type": inner.params[i].type},
                         loc=inner.loc, types=[inner.params[i].type]).outputs[0]
         result = _call(outer, module.graphs[jvp_name], [*outer.params, one])
@@ -90,14 +90,27 @@ def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
     return outer.name
 
 
+def _forward(module: Module, name: str, tangent_params: list[int]) -> str:
+    """`forward_graph`, its errors reported as the API's."""
+    from .forward import NotDifferentiableError, forward_graph
+
+    try:
+        return forward_graph(module, name, tangent_params)
+    except NotDifferentiableError as error:
+        raise DifferentiationError(str(error), error.loc) from None
+
+
 def _jvp(module: Module, n_primals: int) -> str:
     """(value, tangent) for primals and one tangent per primal; the tangents of int and
     bool primals are taken and ignored (their derivative is zero), as JAX does."""
-    from .forward import forward_graph
-
     inner = module.entry_graph
+    for p in inner.params:
+        if isinstance(p.type, ArrayType) and p.type.dtype in (F64, F32):
+            raise DifferentiationError(f"jvp with respect to the array argument '{p.name}' is "
+                                       "not supported yet: forward mode differentiates floats",
+                                       inner.loc, hint="use grad (reverse mode) for arrays")
     floats = [i for i, p in enumerate(inner.params) if p.type in (F64, F32)]
-    core = module.graphs[forward_graph(module, inner.name, floats)]
+    core = module.graphs[_forward(module, inner.name, floats)]
     tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
     outer = Graph(f"{inner.name}.jvp", [Value(p.name, p.type) for p in inner.params] + tangents,
                   loc=inner.loc)
@@ -110,11 +123,13 @@ def _jvp(module: Module, n_primals: int) -> str:
 def _check_float_params(graph: Graph, wrt: list[int]) -> None:
     for i in wrt:
         param = graph.params[i]
-        if param.type not in (F64, F32):
+        t = param.type
+        if t not in (F64, F32) and not (isinstance(t, ArrayType) and t.dtype in (F64, F32)):
             raise DifferentiationError(
                 f"cannot differentiate with respect to argument '{param.name}' of type "
-                f"{param.type}: only float arguments have a gradient", graph.loc,
-                hint="pass a float (2.0, not 2), or leave this argument out of argnums")
+                f"{param.type}: only float and float array arguments have a gradient",
+                graph.loc, hint="pass a float (2.0, not 2) or a float array, or leave this "
+                "argument out of argnums")
     output = graph.outputs[0].type
     if output not in (F64, F32) and not wrt == []:
         raise DifferentiationError(f"cannot take the gradient of a function returning {output}: "

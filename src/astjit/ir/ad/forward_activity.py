@@ -24,16 +24,22 @@ from __future__ import annotations
 
 from ..core import Graph, Node, Value
 from ..ops import ZERO_DERIVATIVE
-from ..types import ScalarType, TapeType, TupleType, Type
+from ..types import ArrayType, ScalarType, TapeType, TupleType, Type
 
 CONSTANT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
 """Leaf ops whose result never carries a tangent."""
 
 
 def differentiable(t: Type | None) -> bool:
-    """Whether a value of type `t` can carry a derivative (a float somewhere inside)."""
+    """Whether a value of type `t` can carry a derivative (a float somewhere inside).
+
+    A float array can; forward mode has no tangent rules for arrays yet, so an
+    active array is reported (`forward_rules.linear_tangent`), not silently dropped.
+    """
     if isinstance(t, ScalarType):
         return t.is_float
+    if isinstance(t, ArrayType):
+        return t.dtype.is_float
     if isinstance(t, TupleType):
         return any(differentiable(e) for e in t.elements)
     if isinstance(t, TapeType):

@@ -27,7 +27,10 @@ invariants' share to their accumulators:
     tape_free tape
 
 `dc` then holds the adjoints of the loop's initial carried values, `dinv`
-those of the invariants. Only active carried slots and invariants get
+those of the invariants. An array invariant's `dinv` is an accumulator
+(`adjoints.py`): the body's sweep starts its adjoint from it and adds into it,
+in place for element reads and views, so `x[i]` in the loop costs O(1) per
+backward iteration, not a copy of x's adjoint. Only active carried slots and invariants get
 adjoint slots. The condition region is never differentiated (it yields a
 bool), and runs only forward.
 
@@ -58,7 +61,7 @@ from typing import TYPE_CHECKING
 
 from ..core import Graph, Node, Value
 from ..passes.inline import clone_graph, clone_node
-from ..types import I64, TupleType
+from ..types import I64, ArrayType, TupleType
 from .duplicates import drop_unused_recomputation, mark_recomputed
 from .emit import Emitter
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
@@ -227,8 +230,9 @@ def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
     e = Emitter(sweep.dst, node.loc)
     fixed = [taped.tape] + [sweep.primal[v] for v in invariants]
     initial = ([taped.trips]
-               + [adjoint_or_zero(e, grads[i], carried[i].type) for i in layout.carried_slots]
-               + [zero(e, invariants[k].type) for k in layout.invariant_slots])
+               + [adjoint_or_zero(e, grads[i], sweep.primal[node.outputs[i]])
+                  for i in layout.carried_slots]
+               + [zero(e, sweep.primal[invariants[k]]) for k in layout.invariant_slots])
     names = ([TAPE] + [v.name for v in invariants] + [REMAINING]
              + [adjoint_name(carried[i]) for i in layout.carried_slots]
              + [adjoint_name(invariants[k]) for k in layout.invariant_slots])
@@ -254,7 +258,7 @@ def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
     for i, adjoint in zip(layout.carried_slots, loop.outputs[1:1 + n_carried]):
         sweep.accumulate(e, carried[i], adjoint)
     for k, adjoint in zip(layout.invariant_slots, loop.outputs[1 + n_carried:len(initial)]):
-        sweep.accumulate(e, invariants[k], adjoint)
+        sweep.accumulate(e, invariants[k], adjoint, fresh=True)  # an accumulator if an array
     for tape in loop.outputs[len(initial):]:
         e.op("tape_free", tape)
     return taped
@@ -324,12 +328,17 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     output_adjoints: list[Value | None] = [None] * len(body.outputs)
     for i, adjoint in zip(layout.carried_slots, carried_adjoints):
         output_adjoints[i] = adjoint
-    recompute = sweep.ad.sweep(body, graph, invariants + at_entry, output_adjoints)
+    accumulators = {body.params[k]: total
+                    for total, k in zip(invariant_adjoints, layout.invariant_slots)
+                    if isinstance(total.type, ArrayType)}
+    recompute = sweep.ad.sweep(body, graph, invariants + at_entry, output_adjoints, accumulators)
     param_adjoints = [recompute.adjoints.get(p) for p in body.params]
     n = layout.n_invariants
-    new_carried = [adjoint_or_zero(e, param_adjoints[n + i], at_entry[i].type)
+    new_carried = [adjoint_or_zero(e, param_adjoints[n + i], at_entry[i])
                    for i in layout.carried_slots]
-    new_invariant = [total if param_adjoints[k] is None else add_adjoints(e, total, param_adjoints[k])
+    new_invariant = [param_adjoints[k] if isinstance(total.type, ArrayType)  # accumulated into
+                     else total if param_adjoints[k] is None
+                     else add_adjoints(e, total, param_adjoints[k])
                      for total, k in zip(invariant_adjoints, layout.invariant_slots)]
     graph.outputs = [remaining, *new_carried, *new_invariant]
     drop_unused_recomputation(graph, deep=False)

@@ -26,13 +26,18 @@ The scheme (no CFG; structured regions throughout):
    A helper only repeats what the call it differentiates ran, so what it
    recomputes and does not read is dropped (`duplicates.py`).
 
+Array gradients returned together are distinct arrays: one that the sweep did
+not make for its parameter alone (it may be the array of another gradient,
+e.g. both operands' share of `x + y`) is copied (`* 1.0`, exact, which fusion
+merges into the kernel that made it).
+
 Nothing is added to `module` unless the whole transform succeeds.
 """
 from __future__ import annotations
 
 from ..core import Graph, Module, Value
-from ..types import ScalarType
-from .activity import active_values
+from ..types import ArrayType, ScalarType, TupleType
+from .activity import active_values, is_differentiable
 from .adjoints import Differentiator
 from .duplicates import drop_unused_recomputation
 from .emit import Emitter
@@ -72,11 +77,11 @@ def _check_signature(graph: Graph, wrt: list[int]) -> None:
         if not -len(graph.params) <= i < len(graph.params):
             raise IndexError(f"@{graph.name} has no parameter {i}")
         param = graph.params[i]
-        if not (isinstance(param.type, ScalarType) and param.type.is_float):
+        if not is_differentiable(param.type) or isinstance(param.type, TupleType):
             raise NotDifferentiableError(
                 f"cannot differentiate @{graph.name} with respect to parameter "
-                f"'{param.name or i}' of type {param.type}: only float parameters have "
-                "a gradient", None, graph.loc)
+                f"'{param.name or i}' of type {param.type}: only float and float array "
+                "parameters have a gradient", None, graph.loc)
 
 
 class _VjpBuilder:
@@ -96,8 +101,18 @@ class _VjpBuilder:
                                         self.callee_vjp)
         e = Emitter(gradient, graph.loc)
         seed = e.const(1.0, graph.outputs[0].type)
-        (value,), adjoints = differentiator.sweep_region(graph, gradient, params, [seed])
-        gradients = [adjoint_or_zero(e, adjoints[i], params[i].type) for i in wrt]
+        sweep = differentiator.sweep(graph, gradient, params, [seed])
+        value = sweep.primal[graph.outputs[0]]
+        gradients = [adjoint_or_zero(e, sweep.adjoints.get(graph.params[i]), params[i])
+                     for i in wrt]
+        arrays = [k for k, i in enumerate(wrt) if isinstance(params[i].type, ArrayType)]
+        for k in arrays[1:]:
+            param = graph.params[wrt[k]]
+            if wrt[k] in wrt[:k] or (gradients[k] is sweep.adjoints.get(param)
+                                     and param not in sweep.exclusive):
+                # it may share its array with another gradient (`sum_to_like` of one g):
+                # the caller gets arrays of its own (an exact copy, fused with its maker)
+                gradients[k] = e.op("mul", gradients[k], e.const(1.0, params[wrt[k]].type.dtype))
         gradient.outputs = [e.op("tuple", value, *gradients)]
 
     def callee_vjp(self, callee: str) -> str:
@@ -113,7 +128,7 @@ class _VjpBuilder:
         differentiator = Differentiator(active_values(graph, graph.params), self.callee_vjp)
         _, adjoints = differentiator.sweep_region(graph, vjp, params, [output_adjoint])
         e = Emitter(vjp, graph.loc)
-        vjp.outputs = [e.op("tuple", *[adjoint_or_zero(e, adjoint, p.type)
+        vjp.outputs = [e.op("tuple", *[adjoint_or_zero(e, adjoint, p)
                                        for adjoint, p in zip(adjoints, params)])]
         drop_unused_recomputation(vjp, deep=True)  # the call it differentiates ran it all
         return name

@@ -1,7 +1,9 @@
 """Adjoint values: zeros, sums along paths, readable names, fresh region parameters.
 
-An adjoint has the type of its primal value: a float for a float, a tuple of
-the same shape for a tuple (its integer and bool elements stay zero).
+An adjoint has the type of its primal value: a float for a float, an array of
+the same shape and dtype for a float array, a tuple of the same shape for a
+tuple (its integer and bool elements stay zero). The zero of an array depends
+on its shape, known at run time: `zeros_like` of the primal value.
 """
 from __future__ import annotations
 
@@ -9,21 +11,26 @@ from collections.abc import Callable
 
 from ..core import Value
 from ..ops import zero_of
-from ..types import TupleType, Type
+from ..types import ArrayType, TupleType
 from .activity import is_differentiable
 from .emit import Emitter
 
 
-def zero(e: Emitter, t: Type) -> Value:
-    """The zero of type `t` (a tuple of zeros for a tuple)."""
+def zero(e: Emitter, like: Value) -> Value:
+    """The zero adjoint of the (primal) value `like`: a float zero, `zeros_like` for an
+    array (a new array), a tuple of zeros for a tuple."""
+    t = like.type
     if isinstance(t, TupleType):
-        return e.op("tuple", *[zero(e, element) for element in t.elements])
+        return e.op("tuple", *[zero(e, e.op("getitem", like, index=i))
+                               for i in range(len(t.elements))])
+    if isinstance(t, ArrayType):
+        return e.op("array_new_like", like, fill=0)
     return e.const(zero_of(t), t)
 
 
-def adjoint_or_zero(e: Emitter, adjoint: Value | None, t: Type) -> Value:
-    """`adjoint`, or the zero of `t` where no adjoint reached the value."""
-    return zero(e, t) if adjoint is None else adjoint
+def adjoint_or_zero(e: Emitter, adjoint: Value | None, like: Value) -> Value:
+    """`adjoint`, or the zero of `like` where no adjoint reached the value."""
+    return zero(e, like) if adjoint is None else adjoint
 
 
 def add_adjoints(e: Emitter, a: Value, b: Value) -> Value:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..types import I64, NONE, TapeType
+from ..types import I64, NONE, ArrayType, TapeType
 from .table import Builder, Intrinsic, OpTypeError, Routine, _def, _numeric, float_rule
 
 # ---- primitives that derivative code uses ---------------------------------------
@@ -40,7 +40,8 @@ def ieee_log(x):
 
 
 def identity_rule(types, attrs):
-    _numeric(types, "stop_gradient")
+    if not isinstance(types[0], ArrayType):
+        _numeric(types, "stop_gradient")
     return [types[0]], types[0]
 
 

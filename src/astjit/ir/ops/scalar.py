@@ -48,6 +48,8 @@ from .table import (
 _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")})
 _def("undef", 0, undef_rule, _undef, {"*": Routine("undef")},
      doc="a placeholder for a value not produced yet on this path (a return value before the return)")
+_def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None, {},
+     doc="`x is None`: decided by x's type; type inference replaces it by a constant")
 _def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")})
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")})
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),

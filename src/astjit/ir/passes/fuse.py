@@ -24,11 +24,41 @@ the group (otherwise its own shape could be smaller: `a = x * 2` used outside,
 then `a + m` with a 2-d `m`); a group where that fails is split into one-op
 `fused` nodes, which is always exact. After this pass no array-typed
 elementwise leaf op remains.
+
+Reductions (`reduce`, ops/reductions.py): a `reduce` whose operand is the
+result of an open group *joins* it when nothing else uses that result or any
+other member's (so the elementwise intermediate is never stored): the group's
+`fused` node then carries the reduction (attrs `reduce`, `axes` normalized:
+sorted and non-negative, `keepdims`), its one output is the reduce's result,
+and its kernel's one output is the reduced element, cast to the reduction's
+accumulator type (a bool to int64 for a sum, an int to float64 for a mean).
+The group is closed once a reduction joins. Any other `reduce` becomes a
+`fused` node of its own with an identity kernel (`reduction_node`), so there
+is one lowering. After this pass no `reduce` leaf op remains. A reduction does
+not close the other open groups (it allocates and may raise, as elementwise
+ops do, and they are not ordered among themselves either).
+
+Broadcast hints: an array input known to have length 1 along some axes (a
+`keepdims` reduction's result, a `reshape` to a literal 1: `m` in
+`x - np.max(x, axis=1, keepdims=True)`) is listed in the `fused` node's
+optional attr `ones` (per input, the sorted tuple of those axes of its own,
+None for a scalar). The backend then reads it with a constant stride 0 there,
+and its innermost loop stays unit-stride and vectorizable.
+
+Buffer reuse: an elementwise `fused` node may write an output into the memory
+of an input it reads for the last time: an array another `fused` node of the
+same graph made (a new array, so nobody outside the invocation sees it), of
+the output's dtype and the space's ndim, used by no later node nor returned
+(`e / s` in a softmax writes into `e`). The optional attr `reuse` lists, per
+output, the index of such an input or None; the backend takes the buffer only
+when, at run time, it is C-contiguous, of the space's shape, and its owner has
+no other reference (no view of it is alive), and allocates otherwise.
 """
 from __future__ import annotations
 
 from ..core import Graph, Module, Node, Value
 from ..ops.elementwise import array_plan, is_array_elementwise
+from ..ops.reductions import normalize_axes, result_dtype
 from ..types import ArrayType
 from .effects import has_effects
 
@@ -52,7 +82,18 @@ def _fuse_graph(graph: Graph) -> None:
             _fuse_graph(region)
     group_of: dict[Value, _Group] = {}  # member result -> its group
     groups: list[_Group] = []
+    uses = _outside_uses(graph)
     for node in graph.nodes:
+        if is_reduction(node):
+            group = group_of.get(node.inputs[0])
+            if group is None or group.closed or not _absorbs(group, node, uses):
+                if group is not None:
+                    group.closed = True  # its result is read from outside
+                group = _Group()
+                groups.append(group)
+            group.members.append(node)
+            group.closed = True
+            continue
         if is_array_elementwise(node):
             joined = {id(g): g for v in node.inputs
                       if (g := group_of.get(v)) is not None and not g.closed}
@@ -76,17 +117,73 @@ def _fuse_graph(graph: Graph) -> None:
     groups = [g for g in groups if g.members]
     if not groups:
         return
-    uses = _outside_uses(graph)
     consts = {n.outputs[0]: n for n in graph.nodes if n.op == "const"}
+    ones = _known_ones(graph, consts)
     replacement: dict[Node, Node | None] = {}
     for group in groups:
-        parts = [group.members] if _exact(group.members, uses) else [[m] for m in group.members]
+        whole = group.members[-1].op == "reduce" or _exact(group.members, uses)
+        parts = [group.members] if whole else [[m] for m in group.members]
         for members in parts:
-            fused = _build(members, uses, consts)
+            fused = _build(members, uses, consts, ones)
             for member in members:
                 replacement[member] = None
             replacement[members[-1]] = fused
     graph.nodes = [replacement.get(n, n) for n in graph.nodes if replacement.get(n, n) is not None]
+    _mark_reuse(graph)
+
+
+def _mark_reuse(graph: Graph) -> None:
+    """Give each elementwise `fused` node its `reuse` attr (the module docstring)."""
+    made = {v for n in graph.nodes if n.op == "fused" and "reduce" not in n.attrs
+            for v in n.outputs}
+    last_use: dict[Value, int] = {}
+    for i, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            last_use[v] = i
+    for v in graph.outputs:
+        last_use[v] = len(graph.nodes)
+    for i, node in enumerate(graph.nodes):
+        if node.op != "fused" or "reduce" in node.attrs:
+            continue
+        taken: set[int] = set()
+        reuse = []
+        for out in node.outputs:
+            found = next((j for j, v in enumerate(node.inputs) if j not in taken and v in made
+                          and last_use[v] == i and v.type == out.type), None)
+            if found is not None:
+                taken.add(found)
+            reuse.append(found)
+        if taken:
+            node.attrs["reuse"] = tuple(reuse)
+
+
+def _known_ones(graph: Graph, consts: dict[Value, Node]) -> dict[Value, tuple[int, ...]]:
+    """The array values of `graph` known to have length 1 along some axes, and those axes."""
+    ones = {}
+    for node in graph.nodes:
+        if is_reduction(node) and node.attrs.get("keepdims"):
+            ones[node.outputs[0]] = normalize_axes(node.attrs.get("axis"),
+                                                   node.inputs[0].type.ndim)
+        elif node.op == "array_reshape" and not node.attrs.get("packed_shape"):
+            axes = tuple(k for k, d in enumerate(node.inputs[1:])
+                         if d in consts and consts[d].attrs.get("value") == 1)
+            if axes:
+                ones[node.outputs[0]] = axes
+    return ones
+
+
+def is_reduction(node: Node) -> bool:
+    """A typed `reduce` leaf node (of an array)."""
+    return node.op == "reduce" and node.inputs and isinstance(node.inputs[0].type, ArrayType)
+
+
+def _absorbs(group: _Group, reduce: Node, uses: dict[Value, set[int]]) -> bool:
+    """Whether `reduce` can join `group`: only it uses the group's results, and the value
+    it reduces is computed from every array the group reads (the space is its shape)."""
+    inside = {id(m) for m in group.members} | {id(reduce)}
+    if any(uses.get(m.outputs[0], set()) - inside for m in group.members):
+        return False
+    return _exact(group.members, {reduce.inputs[0]: {-1}})
 
 
 def _index(graph: Graph, node: Node) -> int:
@@ -126,8 +223,19 @@ def _exact(members: list[Node], uses: dict[Value, set[int]]) -> bool:
     return all(reads[v] == everything for v in _outputs(members, uses))
 
 
-def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value, Node]) -> Node:
-    """The `fused` node computing `members` (in order)."""
+def reduction_node(node: Node) -> Node:
+    """The `fused` node computing a typed `reduce` node alone: an identity kernel (but for
+    the accumulator cast). Used for a reduce that joins no group, and by backends that
+    meet a `reduce` leaf."""
+    return _build([node], {}, {}, {})
+
+
+def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value, Node],
+           ones: dict[Value, tuple[int, ...]]) -> Node:
+    """The `fused` node computing `members` (in order; a `reduce` can only come last)."""
+    reduce = members[-1] if members[-1].op == "reduce" else None
+    if reduce is not None:
+        members = members[:-1]
     kernel = Graph("kernel")
     inputs: list[Value] = []
     env: dict[Value, Value] = {}  # outer value -> kernel value
@@ -157,8 +265,36 @@ def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value,
         op = "select" if m.op == "where" else m.op
         out = kernel.add(op, args, loc=m.loc, names=[m.outputs[0].name], types=[plan.result])
         env[m.outputs[0]] = out.outputs[0]
-    outputs = _outputs(members, uses)
-    kernel.outputs = [env[v] for v in outputs]
-    ndim = max(v.type.ndim for v in outputs)
-    plan = tuple(v.type.ndim if isinstance(v.type, ArrayType) else None for v in inputs)
-    return Node("fused", inputs, outputs, {"ndim": ndim, "plan": plan}, [kernel], members[-1].loc)
+    if reduce is not None:
+        fused = _reduction(reduce, kernel, inputs, env, operand)
+    else:
+        outputs = _outputs(members, uses)
+        kernel.outputs = [env[v] for v in outputs]
+        ndim = max(v.type.ndim for v in outputs)
+        fused = Node("fused", inputs, outputs, {"ndim": ndim, "plan": _plan(inputs)}, [kernel],
+                     members[-1].loc)
+    if any(v in ones for v in inputs):
+        fused.attrs["ones"] = tuple(ones.get(v, ()) if isinstance(v.type, ArrayType) else None
+                                    for v in inputs)
+    return fused
+
+
+def _plan(inputs: list[Value]) -> tuple:
+    return tuple(v.type.ndim if isinstance(v.type, ArrayType) else None for v in inputs)
+
+
+def _reduction(reduce: Node, kernel: Graph, inputs: list[Value], env: dict[Value, Value],
+               operand) -> Node:
+    """The `fused` node of a reduction of `reduce`'s operand (computed in `kernel`, or read)."""
+    (source,) = reduce.inputs
+    value = env[source] if source in env else operand(source)
+    kind, t = reduce.attrs["kind"], source.type
+    accumulator = result_dtype(kind, t.dtype)
+    if value.type != accumulator:
+        value = kernel.add("cast", [value], attrs={"to": accumulator}, loc=reduce.loc,
+                           types=[accumulator]).outputs[0]
+    kernel.outputs = [value]
+    attrs = {"ndim": t.ndim, "plan": _plan(inputs), "reduce": kind,
+             "axes": normalize_axes(reduce.attrs.get("axis"), t.ndim),
+             "keepdims": bool(reduce.attrs.get("keepdims"))}
+    return Node("fused", inputs, list(reduce.outputs), attrs, [kernel], reduce.loc)

@@ -54,8 +54,26 @@ from .ownership import (
 def insert_array_ownership(module: Module) -> Module:
     """Add the retains and releases every graph of `module` needs (in place); return it."""
     for graph in module.graphs.values():
+        _erase_identities(graph)
         _place_in(graph, [False] * len(graph.params))
     return module
+
+
+def _erase_identities(graph: Graph) -> None:
+    """Drop `stop_gradient` nodes (the identity once no gradient is taken any more), so
+    that an array flowing through one is one reference, not two."""
+    alias: dict[Value, Value] = {}
+    kept = []
+    for node in graph.nodes:
+        node.inputs = [alias.get(v, v) for v in node.inputs]
+        for region in node.regions:
+            _erase_identities(region)
+        if node.op == "stop_gradient":
+            alias[node.outputs[0]] = node.inputs[0]
+        else:
+            kept.append(node)
+    graph.nodes = kept
+    graph.outputs = [alias.get(v, v) for v in graph.outputs]
 
 
 def _place_in(graph: Graph, owned: list[bool]) -> None:

@@ -33,7 +33,8 @@ nothing.
 
 Consuming uses (the consumer takes over the reference): the graph's outputs
 (returned, or yielded by a region), the initial carried values of a `while`,
-and the input of `array_release`. Every other use borrows: the array must stay
+the input of `array_release`, and the accumulator that `add_at` / `add_into`
+write into and return. Every other use borrows: the array must stay
 alive during the use, no longer. A use of a `getitem`'s input touches only the
 leaves the `getitem` picks.
 
@@ -82,8 +83,8 @@ def consumed_positions(node: Node) -> list[int]:
     if node.op == "while":
         first = node.attrs["n_invariants"]
         return [k for k in range(first, len(node.inputs)) if is_managed(node.inputs[k].type)]
-    if node.op == "array_release":
-        return [0]
+    if node.op in ("array_release", "add_at", "add_into"):
+        return [0]  # add_at / add_into write into their accumulator and return it (ops/adjoints.py)
     return []
 
 

@@ -39,10 +39,11 @@ MAX_ROUNDS = 4
 
 
 def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
-             keep_custom_rules: bool = False) -> Module:
+             keep_custom_rules: bool = False, fuse: bool = True) -> Module:
     """Run the pipeline on `module` (in place) and return it; `verify` runs after every pass.
 
-    `keep_custom_rules` keeps calls of functions with a custom_vjp rule (see inline.py).
+    `keep_custom_rules` keeps calls of functions with a custom_vjp rule (see inline.py);
+    `fuse=False` skips the FINAL steps (autodiff differentiates the unfused graph).
     """
     module = _run(lambda m: inline_calls(m, keep_custom_rules=keep_custom_rules), module, verify)
     for _ in range(MAX_ROUNDS):
@@ -51,7 +52,7 @@ def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
             module = _run(run_pass, module, verify)
         if fingerprint(module) == before:
             break
-    for _name, run_pass in FINAL:
+    for _name, run_pass in FINAL if fuse else []:
         module = _run(run_pass, module, verify)
     return module
 

@@ -1,0 +1,150 @@
+"""The adjoint primitives in compiled code (ir/ops/adjoints.py): un-broadcasting sums and
+in-place accumulation.
+
+- `sum_to_like(g, x)`: when `x` is an array of `g`'s ndim, dtype and (checked at
+  run time) shape, `g` itself, a new reference (pushed on the owned list, like a
+  view); otherwise a new zeroed array of `x`'s shape and dtype (or a scalar)
+  into which one loop nest over `g` adds each element at its reduced index
+  (index 0 along an axis where `x` has size 1, leading axes of `g` dropped).
+  Sums are computed in double and rounded once to `x`'s type; the additions
+  carry `reassoc` so the loop vectorizer may reorder them (NumPy's own pairwise
+  summation does not add in order either).
+- `add_at(acc, g, *indices)`: one load, add and store at the element (the
+  forward read checked the indices; negative ones still count from the end).
+- `add_into(acc, view, g)`: one loop nest over the view, `view[ix] += g[ix]`.
+
+Both accumulating ops return `acc`'s struct unchanged: the reference moves from
+the input to the result (they consume it), so they touch no reference count.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.types import F32, ArrayType, ScalarType
+from . import arrays, memory, views
+from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .codegen import FunctionEmitter
+
+FLAGS = ("reassoc",)
+"""Fast-math flags of the sums: reordering allowed (vectorized reductions), nothing else."""
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def _address(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value]) -> ir.Value:
+    offset = _i64(0)
+    for axis, index in enumerate(indices):
+        stride = b.extract_value(array, [ARRAY_STRIDES, axis])
+        offset = b.add(offset, b.mul(index, stride, flags=["nsw"]), flags=["nsw"])
+    return b.gep(b.extract_value(array, ARRAY_DATA), [offset], inbounds=True)
+
+
+def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: ScalarType) -> ir.Value:
+    """A float of type `source` as one of type `target`."""
+    if source == target:
+        return value
+    return b.fptrunc(value, element_type(target)) if target == F32 else \
+        b.fpext(value, element_type(target))
+
+
+def _load(b: ir.IRBuilder, array: ir.Value, t: ArrayType, indices: list[ir.Value]) -> ir.Value:
+    return b.load(_address(b, array, indices), align=arrays.ITEM_SIZES[t.dtype])
+
+
+def _dims(b: ir.IRBuilder, array: ir.Value, ndim: int) -> list[ir.Value]:
+    return [arrays.dim(b, array, k) for k in range(ndim)]
+
+
+# ---- sum_to_like -------------------------------------------------------------------------------
+
+def sum_to_like(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    g, x = args
+    g_t, x_t = node.inputs[0].type, node.inputs[1].type
+    if not isinstance(x_t, ArrayType):
+        return _sum_all(em, g, g_t, x_t)
+    if x_t.ndim != g_t.ndim or x_t.dtype != g_t.dtype:
+        return _sum_to(em, node, g, g_t, x, x_t)
+    b = em.builder
+    same = ir.Constant(I1, 1)
+    for k in range(x_t.ndim):
+        same = b.and_(same, b.icmp_signed("==", arrays.dim(b, g, k), arrays.dim(b, x, k)))
+    with b.if_else(same, likely=True) as (as_is, summed):
+        with as_is:
+            views.new_reference(em, g)
+            as_is_block = b.block
+        with summed:
+            reduced = _sum_to(em, node, g, g_t, x, x_t)
+            summed_block = b.block
+    result = b.phi(g.type)
+    result.add_incoming(g, as_is_block)
+    result.add_incoming(reduced, summed_block)
+    return result
+
+
+def _sum_all(em: FunctionEmitter, g: ir.Value, g_t: ArrayType, target: ScalarType) -> ir.Value:
+    """The sum of all of `g`'s elements, as a `target` scalar."""
+    b = em.builder
+    total = em.alloca(DOUBLE)
+    b.store(ir.Constant(DOUBLE, 0.0), total)
+
+    def add(ix):
+        value = _convert(b, _load(b, g, g_t, ix), g_t.dtype, ScalarType("f64"))
+        b.store(b.fadd(b.load(total), value, flags=FLAGS), total)
+    arrays.loop_nest(em, _dims(b, g, g_t.ndim), add, "sum")
+    return _convert(b, b.load(total), ScalarType("f64"), target)
+
+
+def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.Value,
+            x_t: ArrayType) -> ir.Value:
+    """A new array of `x`'s shape and dtype: `g` summed over the axes `x` was broadcast along."""
+    b = em.builder
+    x_dims = _dims(b, x, x_t.ndim)
+    out = memory.allocate(em, node, x_t, x_dims, zeroed=True)
+    lead = g_t.ndim - x_t.ndim
+    kept = [b.icmp_signed("!=", d, _i64(1)) for d in x_dims]
+
+    def add(ix):
+        target = [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
+        pointer = _address(b, out, target)
+        value = _convert(b, _load(b, g, g_t, ix), g_t.dtype, x_t.dtype)
+        align = arrays.ITEM_SIZES[x_t.dtype]
+        b.store(b.fadd(b.load(pointer, align=align), value, flags=FLAGS), pointer, align=align)
+    arrays.loop_nest(em, _dims(b, g, g_t.ndim), add, "sum_to")
+    return out
+
+
+# ---- in-place accumulation ---------------------------------------------------------------------
+
+def add_at(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """acc[indices] += g."""
+    b = em.builder
+    acc, g, *indices = args
+    align = arrays.ITEM_SIZES[node.inputs[0].type.dtype]
+    pointer = arrays.element_pointer(em, node, acc, indices)
+    b.store(b.fadd(b.load(pointer, align=align), g), pointer, align=align)
+    return acc
+
+
+def add_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """view += g, elementwise (the two have one shape: g is the adjoint of that view)."""
+    b = em.builder
+    acc, view, g = args
+    t = node.inputs[1].type
+    align = arrays.ITEM_SIZES[t.dtype]
+
+    def add(ix):
+        pointer = _address(b, view, ix)
+        total = b.fadd(b.load(pointer, align=align), _load(b, g, t, ix))
+        b.store(total, pointer, align=align)
+    arrays.loop_nest(em, _dims(b, view, t.ndim), add, "add_into")
+    return acc
+
+
+ROUTINES = {"sum_to_like": sum_to_like, "add_at": add_at, "add_into": add_into}

@@ -1,0 +1,134 @@
+"""Primitives that reverse-mode code of array programs is made of: un-broadcasting and
+in-place accumulation of adjoints.
+
+- `sum_to_like(g, x)`: the adjoint `g` of a broadcast result, summed back to the
+  shape of operand `x` (known only at run time) and converted to `x`'s float
+  type. `x` a scalar: the sum of all of `g`. `x` an array of ndim n <= g's: `g`
+  summed over its leading `g.ndim - n` axes, then over every axis where `x`
+  has size 1 and `g` has not (kept, size 1). The result is *owned*, and may be
+  `g` itself (a new reference) when the shapes and dtypes already agree: no
+  copy for the common case of operands of one shape. So it may alias `g`:
+  adjoint code never writes into an adjoint it did not make itself (below).
+- `add_at(acc, g, *indices)`: `acc[indices] += g` for a scalar `g` (the adjoint
+  of an element read `x[i, j]`); returns `acc`. Indices are the ones the
+  forward read checked: negative ones count from the end, no bounds check.
+- `add_into(acc, view, g)`: `view += g`, where `view` is a view of `acc` of
+  `g`'s shape (the adjoint of a slice, a row); returns `acc`.
+
+`add_at` and `add_into` write into `acc` and *consume* it (ownership.py): the
+result is the same array, owned in its place, and later code reads only the
+result. That keeps the mutation in the data flow: no pass can move a read of
+the accumulator across the write. The invariant that makes writing safe, kept
+by the reverse sweep (`ad/adjoints.py`): `acc` is an *accumulator*, an array
+the sweep made for one adjoint alone (`zeros_like`, a sum of two adjoints, or
+an earlier accumulation), that nothing else holds. So a loop reading `x[i]`
+adds its adjoint in O(1) per iteration into one array carried by the backward
+loop, rather than copying the whole adjoint per iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import I64, ArrayType, ScalarType
+from .table import OpTypeError, Routine, _def
+
+
+def _float_array(t, what) -> ArrayType:
+    if not (isinstance(t, ArrayType) and t.dtype.is_float):
+        raise OpTypeError(f"{what} needs a float array, got {t}")
+    return t
+
+
+def sum_to_like_rule(types, attrs):
+    g, x = types
+    _float_array(g, "sum_to_like")
+    if isinstance(x, ArrayType):
+        _float_array(x, "sum_to_like")
+        if x.ndim > g.ndim:
+            raise OpTypeError(f"cannot sum a {g} to the shape of a {x}")
+        return [g, x], x
+    if not (isinstance(x, ScalarType) and x.is_float):
+        raise OpTypeError(f"sum_to_like needs a float target, got {x}")
+    return [g, x], x
+
+
+def add_at_rule(types, attrs):
+    acc, g, *indices = types
+    _float_array(acc, "add_at")
+    if g != acc.dtype or len(indices) != acc.ndim or any(t != I64 for t in indices):
+        raise OpTypeError(f"add_at of {acc} needs a {acc.dtype} and {acc.ndim} int indices, "
+                          f"got {', '.join(map(str, types[1:]))}")
+    return list(types), acc
+
+
+def add_into_rule(types, attrs):
+    acc, view, g = types
+    _float_array(acc, "add_into")
+    if not (isinstance(view, ArrayType) and view.dtype == acc.dtype and g == view):
+        raise OpTypeError(f"add_into needs a view of {acc} and an adjoint of its type, got "
+                          f"{view} and {g}")
+    return list(types), acc
+
+
+# ---- reference semantics (the interpreter's) ---------------------------------------------
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+def py_sum_to_like(g, x):
+    np = _numpy()
+    if not isinstance(x, np.ndarray):
+        return type(x)(np.sum(g))  # the interpreter rounds an f32 result itself
+    lead = g.ndim - x.ndim
+    summed = g.sum(axis=tuple(range(lead))) if lead else g
+    stretched = tuple(k for k, n in enumerate(x.shape) if n == 1 and summed.shape[k] != 1)
+    if stretched:
+        summed = summed.sum(axis=stretched, keepdims=True)
+    return np.array(summed, dtype=x.dtype)
+
+
+def py_add_at(acc, g, *indices):
+    acc[indices] += g
+    return acc
+
+
+def py_add_into(acc, view, g):
+    view += g
+    return acc
+
+
+_def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
+     ("pure",), doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
+_def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",),
+     doc="acc[indices] += g; consumes and returns the accumulator acc")
+_def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes",),
+     doc="view += g, view a view of acc; consumes and returns the accumulator acc")
+
+ACCUMULATING = frozenset({"add_at", "add_into"})
+"""Ops that write into their first input and consume it (ownership.py)."""
+
+
+# ---- contributions a VJP rule asks the reverse sweep to add in place ----------------------
+
+@dataclass(frozen=True)
+class AddAt:
+    """A rule's adjoint for an array input read at one element: add `g` at `indices` of the
+    input's accumulator (`add_at`), rather than building an array of zeros around it."""
+
+    g: Any
+    indices: tuple
+
+
+@dataclass(frozen=True)
+class AddIntoView:
+    """A rule's adjoint for an array input read through a view: add `g` into the same view
+    (`op` of the accumulator with `parts` and `attrs`) of the input's accumulator."""
+
+    g: Any
+    op: str
+    parts: tuple
+    attrs: dict = field(default_factory=dict)

@@ -1,0 +1,126 @@
+"""Linear algebra primitives: matrix products, np.diag, np.eye (NumPy semantics).
+
+- `matmul`: `a @ b`, `np.matmul(a, b)`, `np.dot(a, b)` of 1-d and 2-d arrays.
+  Inputs `[a, b]`; attrs `kind`: `"matmul"` (the default: `@` makes the node
+  without attrs) or `"dot"`. The two kinds compute the same thing for these
+  ndims; `kind` only picks NumPy's error message when the inner dimensions
+  differ (ValueError "matmul: Input operand 1 has a mismatch in its core
+  dimension 0, ... (size 5 is different from 4)" or "shapes (3,4) and (5,) not
+  aligned: 4 (dim 1) != 5 (dim 0)"). Shapes: (m,k)@(k,n) -> (m,n),
+  (m,k)@(k,) -> (m,), (k,)@(k,n) -> (n,), (k,)@(k,) -> a scalar. The result
+  dtype is NumPy's promotion of the two array dtypes (f32 with f64 -> f64, an
+  int with a float -> f64, i64 with i64 -> i64); the operands keep their types
+  (a float operand of another dtype is converted inside the computation). A
+  result array is new and C-contiguous (owned). Scalars, 0-d and bool arrays
+  are type errors; more than 2 dimensions is "not supported yet".
+  For reverse mode: d(a@b) = (g@b.T, a.T@g) with the 1-d cases as outer
+  products/dots (the op itself has no VJP rule yet).
+- `diag`: `np.diag(x, k)`. Inputs `[x, k]` (k an int, the diagonal's offset,
+  0 the main one). A 1-d `x` gives a new square matrix of side
+  `len(x) + |k|`, zero but `x` on diagonal k; a 2-d `x` gives its diagonal k
+  as a 1-d *view* (empty when k is past the edge). NumPy's view is read-only;
+  compiled code's is not (writing into it writes into x).
+- `eye`: `np.eye(n, m, k, dtype)`. Inputs `[n, m, k]` (ints; the frontend
+  passes n again for a missing m); attrs `dtype` (compile-time). A new n×m
+  array of zeros with ones on diagonal k; negative n or m is NumPy's
+  ValueError "negative dimensions are not allowed".
+
+None of these is pure: each makes a new array (or reads memory another node
+may write), so the passes never merge, move or drop them (passes/effects.py).
+"""
+from __future__ import annotations
+
+from ..types import BOOL, F64, I64, ArrayType, ScalarType, is_numeric
+from .elementwise import NUMPY_NAMES, numpy_promote
+from .table import OpTypeError, Routine, _def
+
+MAX_NDIM = 2
+"""The most dimensions a matrix product operand may have (stacks of matrices come later)."""
+
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+def product_name(attrs: dict) -> str:
+    """How messages name the product: np.dot() or '@'."""
+    return "np.dot()" if attrs.get("kind") == "dot" else "'@' (np.matmul)"
+
+
+def _python_type_name(t) -> str:
+    return {"f64": "float", "f32": "float", "i64": "int", "i32": "int", "bool": "bool"}.get(
+        str(t), str(t))
+
+
+def matmul_rule(types, attrs):
+    a, b = types
+    name = product_name(attrs)
+    if not isinstance(a, ArrayType) or not isinstance(b, ArrayType):
+        if attrs.get("kind") == "dot":
+            raise OpTypeError(f"np.dot() of a number is not supported yet, got {a} and {b}: "
+                              "write a * b")
+        if not isinstance(a, ArrayType) and not isinstance(b, ArrayType):
+            raise OpTypeError(f"unsupported operand type(s) for @: '{_python_type_name(a)}' "
+                              f"and '{_python_type_name(b)}'")
+        raise OpTypeError(f"{name} needs two arrays, got {a} and {b}: "
+                          "a number times an array is written a * b")
+    for t in (a, b):
+        if t.ndim == 0 or t.ndim > MAX_NDIM:
+            what = "0-d arrays" if t.ndim == 0 else f"{t.ndim}-d arrays (stacks of matrices)"
+            raise OpTypeError(f"{name} of {what} is not supported yet: compiled code multiplies "
+                              "1-d and 2-d arrays")
+        if t.dtype == BOOL:
+            raise OpTypeError(f"{name} of bool arrays is not supported yet: convert them first")
+    dtype = numpy_promote([a.dtype, b.dtype], [])
+    ndim = a.ndim + b.ndim - 2
+    return [a, b], (dtype if ndim == 0 else ArrayType(dtype, ndim))
+
+
+def _int(t, what):
+    if not is_numeric(t) or t.is_float:
+        raise OpTypeError(f"{what} must be an integer, got {t}")
+
+
+def diag_rule(types, attrs):
+    x, k = types
+    if not isinstance(x, ArrayType) or x.ndim not in (1, 2):
+        raise OpTypeError(f"np.diag() needs a 1-d or 2-d array, got {x}")
+    _int(k, "the diagonal k of np.diag()")
+    return [x, I64], ArrayType(x.dtype, 3 - x.ndim)
+
+
+def eye_rule(types, attrs):
+    for t, what in zip(types, ("N", "M", "k")):
+        _int(t, f"{what} of np.eye()")
+    return [I64] * len(types), ArrayType(attrs.get("dtype") or F64, 2)
+
+
+# ---- reference semantics ------------------------------------------------------------------
+
+def py_matmul(a, b, kind: str = "matmul"):
+    """NumPy's product, both operands first converted to the result dtype (as NumPy does);
+    a Python number for two vectors."""
+    np = _numpy()
+    dtype = np.result_type(a.dtype, b.dtype)
+    product = np.dot if kind == "dot" else np.matmul
+    result = product(a.astype(dtype, copy=False), b.astype(dtype, copy=False))
+    return result.item() if np.ndim(result) == 0 else result
+
+
+def py_diag(x, k):
+    return _numpy().diag(x, k)
+
+
+def py_eye(n, m, k, dtype: ScalarType | None = None):
+    return _numpy().eye(n, m, k, dtype=NUMPY_NAMES[(dtype or F64).name])
+
+
+_def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")}, ("raises",),
+     doc="a @ b, np.matmul, np.dot of 1-d/2-d arrays through BLAS; attrs['kind'] picks "
+         "the error message")
+_def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises",),
+     doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
+_def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises",),
+     doc="np.eye(n, m, k, dtype): a new matrix with ones on diagonal k")

@@ -1,0 +1,113 @@
+"""Reductions over array axes: `np.sum`, `np.mean`, `np.max`, `np.min` (and the methods).
+
+One primitive, `reduce`, with one input (an array) and these attrs:
+
+- `kind`: "sum", "mean", "max" or "min";
+- `axis`: None (every axis) or a tuple of ints *as the user wrote them*: possibly
+  negative, in any order. The type rule checks them against the input's ndim
+  (NumPy's "axis 2 is out of bounds for array of dimension 2", "duplicate value
+  in 'axis'"); `normalize_axes(axis, ndim)` gives the sorted, non-negative
+  tuple, the form the fusion pass stores on a `fused` node (core.py) and the
+  form a VJP rule wants;
+- `keepdims`: a bool; True keeps each reduced axis with length 1.
+
+The result (`result_type`): NumPy's dtype (`result_dtype`: sum of bool or int64
+is int64, of f32 f32, of f64 f64; mean of bool or int64 is f64, of f32 f32; max
+and min keep the dtype, bool too) and ndim (the input's, less the reduced axes
+unless `keepdims`). Reducing every axis without `keepdims` (or a 0-d array,
+keepdims or not) gives a scalar of that dtype, not a 0-d array, as NumPy does.
+
+Semantics are NumPy's: max and min of an empty reduction (any reduced axis of
+length 0) raise ValueError "zero-size array to reduction operation maximum
+which has no identity"; NaN propagates through max and min; sum of nothing is
+0 and mean of nothing NaN (NumPy also warns). Integer sums wrap. Compiled code
+adds floats in an unspecified order (the vectorizer keeps several partial sums;
+NumPy's own order is pairwise), so float sums agree with NumPy's to rounding,
+not bit for bit.
+
+Before fusion `reduce` is a leaf op with the interpreter's `evaluate` (NumPy
+itself) and a Routine lowering; the fusion pass (passes/fuse.py) turns every
+`reduce` into a `fused` node carrying the reduction, joined with the
+elementwise group that computes its operand when it can.
+"""
+from __future__ import annotations
+
+from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
+from .table import OpTypeError, Routine, _def
+
+KINDS = ("sum", "mean", "max", "min")
+NUMPY_NAMES = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}
+"""The ufunc NumPy names in its errors ("zero-size array to reduction operation maximum")."""
+EMPTY_REDUCTION = "zero-size array to reduction operation {name} which has no identity"
+
+
+def empty_message(kind: str) -> str:
+    """NumPy's ValueError for max / min of an empty reduction."""
+    return EMPTY_REDUCTION.format(name=NUMPY_NAMES[kind])
+
+
+def normalize_axes(axis: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    """The reduced axes, non-negative and sorted; OpTypeError as NumPy's AxisError."""
+    if axis is None:
+        return tuple(range(ndim))
+    fixed = []
+    for a in axis:
+        if not -ndim <= a < ndim:
+            raise OpTypeError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        fixed.append(a + ndim if a < 0 else a)
+    if len(set(fixed)) != len(fixed):
+        raise OpTypeError(f"duplicate value in 'axis': {axis}")
+    return tuple(sorted(fixed))
+
+
+def result_dtype(kind: str, dtype: ScalarType) -> ScalarType:
+    """NumPy's result dtype of reduction `kind` of an array of `dtype`."""
+    if kind == "sum":
+        return I64 if dtype == BOOL or dtype.is_int else dtype
+    if kind == "mean":
+        return F32 if dtype == F32 else F64
+    return dtype
+
+
+def result_type(kind: str, dtype: ScalarType, ndim: int, axes: tuple[int, ...],
+                keepdims: bool) -> Type:
+    """The type of reducing `axes` (normalized) of an ndim-d array of `dtype`."""
+    out = result_dtype(kind, dtype)
+    if ndim == 0 or len(axes) == ndim and not keepdims:
+        return out  # NumPy reduces a 0-d array to a scalar, keepdims or not
+    return ArrayType(out, ndim if keepdims else ndim - len(axes))
+
+
+def reduce_rule(types, attrs):
+    (t,) = types
+    kind = attrs["kind"]
+    if kind not in KINDS:
+        raise OpTypeError(f"unknown reduction {kind!r}")
+    if not isinstance(t, ArrayType):
+        raise OpTypeError(f"np.{kind}() needs an array here, got {t}")
+    axes = normalize_axes(attrs.get("axis"), t.ndim)
+    return [t], result_type(kind, t.dtype, t.ndim, axes, bool(attrs.get("keepdims")))
+
+
+def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False):
+    """NumPy's reduction; a Python scalar when every axis goes and none is kept."""
+    import numpy
+
+    with numpy.errstate(all="ignore"):
+        if kind == "mean":
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice"
+                result = numpy.mean(x, axis=axis, keepdims=keepdims)
+        else:
+            result = getattr(numpy, kind)(x, axis=axis, keepdims=keepdims)
+    if isinstance(result, numpy.ndarray):
+        return result
+    if keepdims and numpy.ndim(x) > 0:  # NumPy may give a scalar where the type says 0-d array
+        return numpy.asarray(result)
+    return result.item()
+
+
+_def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")}, ("pure", "raises"),
+     doc="np.sum/mean/max/min(x, axis, keepdims): attrs kind, axis (None or a tuple), keepdims")

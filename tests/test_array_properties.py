@@ -1,0 +1,50 @@
+"""Hypothesis: random array expressions over random dtypes, shapes and strides, compiled vs NumPy."""
+import importlib.util
+import itertools
+import os
+
+import numpy as np
+from array_gen import programs
+from hypothesis import HealthCheck, given, settings
+
+from astjit import jit
+
+EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_EXAMPLES", "150"))
+_serial = itertools.count()
+
+
+def load(source: str, directory):
+    path = directory / f"array_prog_{next(_serial)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.prog
+
+
+def check(expected, got, source, single=False):
+    expected = np.asarray(expected) if not isinstance(expected, np.ndarray) else expected
+    if isinstance(got, np.ndarray):
+        assert got.shape == expected.shape, source
+        assert got.dtype == expected.dtype, source
+    else:
+        assert np.asarray(got).dtype.kind == expected.dtype.kind, source
+    tol = 2e-5 if single or expected.dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(np.asarray(got, dtype=expected.dtype), expected, rtol=tol,
+                               atol=tol, equal_nan=True, err_msg=source)
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(case=programs())
+def test_random_array_program_matches_numpy(tmp_path_factory, case):
+    source, args = case
+    prog = load(source, tmp_path_factory.mktemp("arrays"))
+    with np.errstate(all="ignore"):
+        expected = prog(*args)
+    before = [a.copy() for a in args[:3]]
+    got = jit(prog)(*args)
+    check(expected, got, source, single=any(a.dtype == np.float32 for a in args[:3]))
+    for a, b in zip(args[:3], before):  # inputs untouched
+        np.testing.assert_array_equal(a, b)
