@@ -39,6 +39,7 @@ def main():
     numeric = (loss(x, w + probe, b) - loss(x, w - probe, b)) / (2 * h)
     print(f"dL/dw[1,2,0,1]: astjit {gw[1, 2, 0, 1]:.6f}, finite difference {numeric:.6f}")
     print("dL/db:", np.round(gb, 4))
+    return np.max(np.abs(compiled - eager)), gw[1, 2, 0, 1], numeric
 
 
 if __name__ == "__main__":

@@ -44,8 +44,8 @@ def shapes(draw) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     base = tuple(draw(st.integers(0, 4)) if draw(st.integers(0, 9)) == 0 else draw(st.integers(1, 5))
                  for _ in range(ndim))
     inputs = []
-    for _ in NAMES:
-        k = draw(st.integers(1, ndim))
+    for i, _ in enumerate(NAMES):
+        k = ndim if i == 0 else draw(st.integers(1, ndim))  # a has every axis
         own = [1 if draw(st.integers(0, 3)) == 0 else n for n in base[ndim - k:]]
         inputs.append(tuple(own))
     return base, inputs

@@ -377,8 +377,8 @@ def method_call(x):
     return x.conjugate()                # problem: method
 
 
-def is_none(x):
-    return x is None                    # problem: is
+def is_zero(x):
+    return x is 0  # noqa: F632                       # problem: is
 
 
 def global_stmt(x):
@@ -405,7 +405,7 @@ def uses_callee_with_problem(x):
     (uses_lambda, "problem: lambda", UnsupportedSyntaxError, ["lambda"]),
     (yields, "problem: yield", UnsupportedSyntaxError, ["yield"]),
     (method_call, "problem: method", UnsupportedCallError, ["x.conjugate"]),
-    (is_none, "problem: is", UnsupportedSyntaxError, ["'is'"]),
+    (is_zero, "problem: is", UnsupportedSyntaxError, ["'is'"]),
     (global_stmt, "problem: global", UnsupportedSyntaxError, ["global statement"]),
     (with_stmt, "problem: with", UnsupportedSyntaxError, ["with statement"]),
 ])

@@ -110,3 +110,36 @@ def test_creation_takes_the_dtype_of_an_array(dtype):
     got = jit(_zeros_like_dtype)(x)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, _zeros_like_dtype(x))
+
+
+def _bias(x, b=None):
+    if b is None:
+        return x
+    return x + b.reshape((1, b.shape[0]))
+
+
+def _with_and_without_bias(x, b):
+    return _bias(x), _bias(x, b), _bias(x, None)
+
+
+def _not_none(x, b):
+    y = x
+    if b is not None:
+        y = x + b
+    return y
+
+
+def test_is_none_is_decided_by_the_type():
+    x, b = np.ones((2, 3)), np.arange(3.0)
+    got = jit(_with_and_without_bias)(x, b)
+    for g, e in zip(got, _with_and_without_bias(x, b)):
+        np.testing.assert_array_equal(g, e)
+    assert jit(_not_none)(1.0, None) == 1.0
+    assert jit(_not_none)(1.0, 2.0) == 3.0
+
+
+def test_conv2d_without_bias_compiles():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3))
+
+    np.testing.assert_allclose(jit(nn.conv2d)(x, w, None, 2, 1), nn.conv2d(x, w, None, 2, 1), atol=1e-12)

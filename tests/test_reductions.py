@@ -260,11 +260,12 @@ def test_nan_propagates_through_max_and_min(dtype):
     x[4, 0] = np.nan
     for kind in ("max", "min", "sum", "mean"):
         for axis in (None, 0, 1):
-            fn = specialize(np_function, REDUCE=FUNCTIONS[kind], AXIS=axis, KEEP=False)
-            expected = FUNCTIONS[kind](x, axis=axis)
-            got = jit(fn)(x)
-            assert np.array_equal(np.isnan(got), np.isnan(expected)), (kind, axis)
-            assert_same(expected, got, f"{kind} axis={axis}")
+            fn = jit(specialize(np_function, REDUCE=FUNCTIONS[kind], AXIS=axis, KEEP=False))
+            for view in (x, x.T, x[::-1, ::2]):  # unit-stride and strided loops
+                expected = FUNCTIONS[kind](view, axis=axis)
+                got = fn(view)
+                assert np.array_equal(np.isnan(got), np.isnan(expected)), (kind, axis)
+                assert_same(expected, got, f"{kind} axis={axis} {view.strides}")
 
 
 def test_int_sums_wrap_and_extremes():
@@ -324,7 +325,28 @@ def int_mean(k):
     return np.mean(k * 3 + 1, axis=1), np.max(k > 0), np.min(k, axis=0, keepdims=True)
 
 
+def reuse_keeps_views_intact(x):
+    e = x * 2.0
+    v = e[1:]
+    out = e + 1.0  # e's last use, but the view v still reads its memory: a new array
+    return out, v
+
+
+def reuse_needs_the_full_shape(x, y):
+    s = np.sum(x, axis=1, keepdims=True)
+    return s + y  # s, (n, 1), cannot hold the (n, m) result
+
+
+def reuse_in_a_chain(x):
+    a = np.exp(x - np.max(x))
+    b = a / np.sum(a)
+    return b * 2.0 - np.mean(b, axis=0)
+
+
 FUSED_CASES = [
+    (reuse_keeps_views_intact, lambda: (RNG.standard_normal((5, 4)),)),
+    (reuse_needs_the_full_shape, lambda: (RNG.standard_normal((5, 4)), RNG.standard_normal((5, 3)))),
+    (reuse_in_a_chain, lambda: (RNG.standard_normal((6, 5)),)),
     (sum_of_squares, lambda: (RNG.standard_normal(1001),)),
     (sum_of_squares, lambda: (RNG.standard_normal((30, 17))[::2, ::-3],)),
     (count_positive, lambda: (RNG.standard_normal((20, 3)),)),
@@ -360,11 +382,14 @@ def test_the_optimized_dump_shows_the_reduction_fused_with_its_producer():
     assert text.count("fused") == 1 and "sum axes=(1,)" in text, text
     text = jit(count_positive).ir(x, stage="optimized")
     assert text.count("fused") == 1 and "cast" in text and ": i64" in text, text
-    # a producer used elsewhere too is computed once and stored; the reductions read it
+    # a producer used elsewhere too is stored by the loop of the first reduction joining it;
+    # the next reduction reads it
     text = jit(shared_producer).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert text.count("fused [") == 3 and "max axes=(0,)" in text, text
+    assert text.count("fused [") == 2 and "max axes=(0,)" in text, text
+    assert "%e.1, %1 = fused [ndim=2, sum axes=(0, 1)] (%x) {" in text, text
     text = jit(softmax).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert "max axes=(1,), keepdims" in text and "sum axes=(1,), keepdims" in text, text
+    assert text.count("fused [") == 3 and "max axes=(1,), keepdims" in text, text
+    assert "%e.1, %3 = fused [ndim=2, sum axes=(1,), keepdims] (%x, %0) {" in text, text
 
 
 def test_no_reference_leaks():
@@ -376,6 +401,35 @@ def test_no_reference_leaks():
         total, rows, e = f(x)
     assert sys.getrefcount(x) == before
     assert sys.getrefcount(rows) == 2 and sys.getrefcount(e) == 2
+
+
+def test_no_memory_leaks_with_reused_buffers_and_errors():
+    import gc
+    import tracemalloc
+
+    x = RNG.standard_normal((64, 32))
+    empty = np.zeros((0, 3))
+    fns = [jit(softmax), jit(reuse_in_a_chain), jit(reuse_keeps_views_intact)]
+    fail = jit(specialize(np_function, REDUCE=np.max, AXIS=0, KEEP=False))
+    for f in fns:
+        f(x)
+
+    def run():
+        for f in fns:
+            f(x)
+        with pytest.raises(ValueError):
+            fail(empty)
+    run()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(50):
+            run()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 32 * 8, grown  # less than one array: nothing per call
 
 
 def test_unfused_reduce_nodes_compile_through_their_routine():
@@ -441,3 +495,58 @@ def test_unsupported_arguments_are_clear_compile_errors(fn, text):
 def test_a_scalar_is_not_reduced():
     with pytest.raises(CompileError, match="needs an array"):
         jit(scalar_sum)(2.0)
+
+
+# ---- random shapes, strides, dtypes, axes ------------------------------------------------
+
+def of_square_plus_one(x):
+    return REDUCE(x * x + 1, axis=AXIS, keepdims=KEEP)
+
+
+def of_positive(x):
+    return REDUCE(x > 0, axis=AXIS, keepdims=KEEP)
+
+
+def test_random_reductions_match_numpy():
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @st.composite
+    def cases(draw):
+        ndim = draw(st.integers(1, 3))
+        shape = tuple(draw(st.integers(0 if draw(st.booleans()) else 1, 5)) for _ in range(ndim))
+        dtype = draw(st.sampled_from(DTYPES))
+        steps = [draw(st.sampled_from((1, 2, -1))) for _ in shape]
+        base = data(tuple(n * abs(k) for n, k in zip(shape, steps)), dtype)
+        x = base[tuple(slice(None, None, k) for k in steps)]
+        if ndim > 1 and draw(st.booleans()):
+            x = x.T
+        axis = draw(st.one_of(st.none(), st.integers(-ndim, ndim - 1),
+                              st.sets(st.integers(0, ndim - 1)).map(tuple)))
+        kind = draw(st.sampled_from(sorted(FUNCTIONS)))
+        producer = draw(st.sampled_from((np_function, of_square_plus_one, of_positive)))
+        if producer is of_square_plus_one and dtype == np.bool_:
+            producer = np_function  # NumPy's bool * bool + 1 is int64: fine, but keep it simple
+        return x, kind, axis, draw(st.booleans()), producer
+
+    @hypothesis.settings(max_examples=40, deadline=None, database=None)
+    @hypothesis.given(cases())
+    def check_case(case):
+        x, kind, axis, keep, producer = case
+        fn = specialize(producer, REDUCE=FUNCTIONS[kind], AXIS=axis, KEEP=keep)
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                expected = fn(x)
+        except ValueError as error:
+            with pytest.raises(ValueError, match=str(error)):
+                jit(fn)(x)
+            return
+        got = jit(fn)(x)
+        if isinstance(expected, np.ndarray) or np.asarray(expected).dtype.kind in "bi":
+            assert_same(expected, got, f"{producer.__name__} {kind} {x.shape} {axis} {keep}")
+        else:
+            tol = 1e-4 if np.asarray(expected).dtype == np.float32 else 1e-10
+            assert np.isclose(got, expected, rtol=tol, atol=tol, equal_nan=True), (got, expected)
+
+    check_case()

@@ -37,12 +37,12 @@ Invariants (checked by `verify.py`):
             ``array<dtype of kernel output k, ndim>``, shaped as the space.
             With a reduction (attrs ``reduce``: "sum", "mean", "max" or "min";
             ``axes``: the reduced axes of the space, sorted, non-negative;
-            ``keepdims``: a bool), the kernel has one output, the element
+            ``keepdims``: a bool), the kernel's last output is the element
             reduced, already of the accumulator type (ops/reductions.py), and
-            the node one output, that reduction over ``axes`` of the kernel's
+            the node's last output that reduction over ``axes`` of the kernel's
             values: type ``reductions.result_type(kind, kernel output type,
             ndim, axes, keepdims)`` (a scalar when every axis goes and none is
-            kept, else a new array); the elementwise values are never stored.
+            kept, else a new array); the other outputs are stored as above.
 
   Every other op is a leaf primitive from the table in `ops.py`.
 - A function's Graph has exactly one output (its return value; a tuple-typed

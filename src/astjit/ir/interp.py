@@ -258,16 +258,16 @@ def fused_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
             else:
                 value = apply_numpy(inner.op, operands, [v.type for v in inner.inputs], t)
             env[inner.outputs[0]] = value
-        if "reduce" in node.attrs:  # one output: the reduction of the kernel's values
-            (value,) = kernel.outputs
+        if "reduce" in node.attrs:  # the last output: the reduction of the kernel's last
+            value = kernel.outputs[-1]
             space = numpy.empty(shape, dtype=NUMPY_NAMES[value.type.name])
             space[...] = env[value]
             result = py_reduce(space, kind=node.attrs["reduce"], axis=node.attrs["axes"],
                                keepdims=node.attrs["keepdims"])
-            frame[outputs[0]] = coercion(node.outputs[0].type)(result) \
+            frame[outputs[-1]] = coercion(node.outputs[-1].type)(result) \
                 if not isinstance(result, numpy.ndarray) else result
-            return
-        for slot, value, out in zip(outputs, kernel.outputs, node.outputs):
+        stored = len(node.outputs) - ("reduce" in node.attrs)
+        for slot, value, out in zip(outputs[:stored], kernel.outputs, node.outputs):
             result = numpy.empty(shape, dtype=NUMPY_NAMES[out.type.dtype.name])
             result[...] = env[value]
             frame[slot] = result

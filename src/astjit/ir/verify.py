@@ -254,17 +254,17 @@ class _GraphChecker:
                           [ArrayType(v.type, ndim) for v in kernel.outputs])
 
     def check_reduction(self, node: Node, path: str) -> None:
-        """A `fused` node with a reduction: one output, its type from the kernel's."""
+        """A `fused` node with a reduction: the last output reduces the kernel's last one."""
         kind, axes, ndim = node.attrs["reduce"], node.attrs.get("axes"), node.attrs["ndim"]
         if kind not in KINDS or not isinstance(axes, tuple) \
                 or list(axes) != sorted(set(axes)) or any(not 0 <= a < ndim for a in axes):
             self.fail(path, node, f"bad reduction attrs: reduce={kind!r}, axes={axes!r}")
-        self.expect_count(path, node, "outputs of a reduction", node.outputs, 1)
-        (element,) = [v.type for v in node.regions[0].outputs]
+        *stored, element = [v.type for v in node.regions[0].outputs]
         if result_dtype(kind, element) != element:
             self.fail(path, node, f"the kernel of a {kind} yields {element}, not its accumulator")
-        self.expect_types(path, node, "output", node.outputs,
-                          [result_type(kind, element, ndim, axes, node.attrs.get("keepdims"))])
+        self.expect_types(path, node, "outputs", node.outputs,
+                          [*(ArrayType(t, ndim) for t in stored),
+                           result_type(kind, element, ndim, axes, node.attrs.get("keepdims"))])
 
     def check_leaf(self, node: Node, path: str) -> None:
         opdef = OPS.get(node.op)

@@ -12,8 +12,10 @@ in-place accumulation.
 - `add_at(acc, g, *indices)`: one load, add and store at the element (the
   forward read checked the indices; negative ones still count from the end).
 - `add_into(acc, view, g)`: one loop nest over the view, `view[ix] += g[ix]`.
+- `set_at(acc, v, *indices)`: one store at the element.
+- `zero_into(acc, view)`: one loop nest over the view storing zeros.
 
-Both accumulating ops return `acc`'s struct unchanged: the reference moves from
+The accumulating ops return `acc`'s struct unchanged: the reference moves from
 the input to the result (they consume it), so they touch no reference count.
 """
 from __future__ import annotations
@@ -147,4 +149,26 @@ def add_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return acc
 
 
-ROUTINES = {"sum_to_like": sum_to_like, "add_at": add_at, "add_into": add_into}
+def set_at(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """acc[indices] = v."""
+    acc, value, *indices = args
+    align = arrays.ITEM_SIZES[node.inputs[0].type.dtype]
+    em.builder.store(value, arrays.element_pointer(em, node, acc, indices), align=align)
+    return acc
+
+
+def zero_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """view[...] = 0."""
+    b = em.builder
+    acc, view = args
+    t = node.inputs[1].type
+    zero_value = ir.Constant(element_type(t.dtype), 0.0)
+
+    def store_zero(ix):
+        b.store(zero_value, _address(b, view, ix), align=arrays.ITEM_SIZES[t.dtype])
+    arrays.loop_nest(em, _dims(b, view, t.ndim), store_zero, "zero_into")
+    return acc
+
+
+ROUTINES = {"sum_to_like": sum_to_like, "add_at": add_at, "add_into": add_into,
+            "set_at": set_at, "zero_into": zero_into}

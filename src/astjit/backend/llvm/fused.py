@@ -1,4 +1,5 @@
-"""The structural `fused` op (ir/core.py): elementwise work over a broadcast iteration space.
+"""The structural `fused` op (ir/core.py): elementwise work over a broadcast iteration space,
+and its optional reduction.
 
 `emit_fused` computes the space's shape from the array inputs (NumPy's
 broadcasting: trailing axes aligned, a size-1 axis stretches with stride 0,
@@ -12,7 +13,17 @@ passed as they are), evaluates the kernel region and stores the outputs.
 The nest is emitted twice: a version for the common case where every array
 input steps by one element along the last axis (the innermost loop then has
 constant unit strides, which the loop vectorizer takes as they are), and the
-general strided one (broadcast axes, views).
+general strided one (broadcast axes, views). An input the `ones` hint says has
+length 1 along an axis is read there with the constant stride 0, so a
+`keepdims` reduction's result broadcast along the last axis keeps the unit
+version.
+
+With a reduction (attr `reduce`), `reductions.emit_reduction` owns the loops
+and the reduced output; the kernel's other values are stored at each point it
+visits. Without one, an output with a donor (attr `reuse`, ir/passes/fuse.py)
+takes the donor input's memory when `_reusable` says so at run time (a new
+reference to its owner, no allocation); that version of the nest reads the
+donor through the very address it writes, so LLVM needs no overlap check.
 
 The kernel's scalar ops run with NumPy's semantics, not Python's: the emitter's
 `numpy_semantics` flag makes `FunctionEmitter.emit_leaf` skip the table's error
@@ -109,11 +120,14 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         strides.append([_i64(0)] * (ndim - k) + own)
     in_types = [v.type for v in node.inputs]
 
-    def point(unit: bool):
-        """The kernel's results at a point of the space (unit: last-axis strides of 1)."""
+    def point(unit: bool, same: dict | None = None):
+        """The kernel's results at a point of the space (unit: last-axis strides of 1;
+        `same`: input index -> the strides to read it with, an output's in its memory)."""
         def at(indices: list[ir.Value]) -> list[ir.Value]:
             elements = []
-            for value, t, st in zip(args, in_types, strides):
+            for j, (value, t, st) in enumerate(zip(args, in_types, strides)):
+                if same and j in same:
+                    st = same[j]
                 if st is None:
                     elements.append(value)
                     continue
@@ -138,47 +152,91 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         fast = unit_conds[0]
         for c in unit_conds[1:]:
             fast = b.and_(fast, c)
-    if "reduce" in node.attrs:  # the kernel's one value, reduced
-        unit = None if isinstance(fast, ir.Constant) else fast
-        return [reductions.emit_reduction(em, node, dims,
-                                          lambda unit_strides: _first(point(unit_strides)), unit)]
+    if "reduce" in node.attrs:
+        return _reduction(em, node, dims, point, None if isinstance(fast, ir.Constant) else fast)
     return _elementwise(em, node, dims, point, fast)
+
+
+def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
+               unit: ir.Value | None) -> list[ir.Value]:
+    """The kernel's last value reduced (reductions.py); its other values stored, at each
+    point the reduction's loops visit (every point once)."""
+    b = em.builder
+    stored = [_allocate(em, node, out.type, dims) for out in node.outputs[:-1]]
+    types = [out.type for out in node.outputs[:-1]]
+    strides = [[b.extract_value(o, [ARRAY_STRIDES, j]) for j in range(len(dims))]
+               for o in stored]
+
+    def at_point(unit_strides: bool):
+        at = point(unit_strides)
+
+        def value(indices: list[ir.Value]) -> ir.Value:
+            *values, reduced = at(indices)
+            for o, t, st, r in zip(stored, types, strides, values):
+                _store(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st, indices, r)
+            return reduced
+        return value
+    return [*stored, reductions.emit_reduction(em, node, dims, at_point, unit)]
 
 
 def _is_zero(stride: ir.Value) -> bool:
     return isinstance(stride, ir.Constant) and stride.constant == 0
 
 
-def _first(at):
-    return lambda indices: at(indices)[0]
-
-
 def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
                  fast: ir.Value | None) -> list[ir.Value]:
-    """Allocate the outputs, then one nest storing the kernel's results at every point;
-    `fast` (None: always) chooses the unit-stride version, twice emitted."""
+    """The outputs (new arrays, or inputs' memory: `reuse`), then one nest storing the
+    kernel's results at every point."""
+    b = em.builder
+    donors = node.attrs.get("reuse") or (None,) * len(node.outputs)
+    types = [out.type for out in node.outputs]
+    if all(d is None for d in donors):
+        outputs = [_allocate(em, node, t, dims) for t in types]
+        _store_all(em, node, dims, point, fast, outputs, {})
+        return outputs
+    # Two versions: in the one writing into the donors' memory, a donor is read through
+    # the very address it is written to, so LLVM sees no overlap to check at run time.
+    args = em.values_of(node.inputs)
+    ok = ir.Constant(I1, 1)
+    for donor in donors:
+        if donor is not None:
+            ok = b.and_(ok, _reusable(em, args[donor], dims))
+    with b.if_else(ok) as (then, otherwise):
+        with then:
+            reused = [_allocate(em, node, t, dims) if d is None else
+                      memory.array_retain(em, node, [args[d]]) for t, d in zip(types, donors)]
+            _store_all(em, node, dims, point, fast, reused,
+                       {d: k for k, d in enumerate(donors) if d is not None})
+            reused_block = b.block
+        with otherwise:
+            fresh = [_allocate(em, node, t, dims) for t in types]
+            _store_all(em, node, dims, point, fast, fresh, {})
+            fresh_block = b.block
+    return [em.merge(t, [(r, reused_block), (f, fresh_block)])
+            for t, r, f in zip(types, reused, fresh)]
+
+
+def _allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value]) -> ir.Value:
+    memory.check_dims(em, node, t.dtype, dims)
+    return memory.allocate(em, node, t, dims, zeroed=False)
+
+
+def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
+               fast: ir.Value | None, outputs: list[ir.Value], donors: dict[int, int]) -> None:
+    """One nest storing the kernel's results into `outputs` at every point; `fast` (None:
+    always) chooses the unit-stride version, emitted twice; `donors`: input -> output in
+    whose memory it lies."""
     b = em.builder
     ndim = node.attrs["ndim"]
-    donors = node.attrs.get("reuse") or (None,) * len(node.outputs)
-    args = em.values_of(node.inputs)
-    outputs = []
-    for out, donor in zip(node.outputs, donors):
-        t = out.type
-        if donor is None:
-            memory.check_dims(em, node, t.dtype, dims)
-            outputs.append(memory.allocate(em, node, t, dims, zeroed=False))
-        else:
-            outputs.append(_reuse_or_allocate(em, node, t, dims, args[donor]))
     out_strides = [[b.extract_value(o, [ARRAY_STRIDES, j]) for j in range(ndim)] for o in outputs]
     out_types = [o.type for o in node.outputs]
 
     def nest(unit: bool) -> None:
-        at = point(unit)
+        shown = [st[:-1] + [_i64(1)] if unit else st for st in out_strides]
+        at = point(unit, {j: shown[k] for j, k in donors.items()})
 
         def body(indices: list[ir.Value]) -> None:
-            for o, t, st, r in zip(outputs, out_types, out_strides, at(indices)):
-                if unit:
-                    st = st[:-1] + [_i64(1)]
+            for o, t, st, r in zip(outputs, out_types, shown, at(indices)):
                 _store(em, o, t.dtype, st, indices, r)
         arrays.loop_nest(em, dims, body, "fused")
 
@@ -192,14 +250,11 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
                 nest(True)
             with otherwise:
                 nest(False)
-    return outputs
 
 
-def _reuse_or_allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value],
-                       donor: ir.Value) -> ir.Value:
-    """The output in `donor`'s memory when it is C-contiguous, of shape `dims`, and its
-    owner has no other reference (a new reference for the output: the donor's own
-    release follows); else a new array. See ir/passes/fuse.py (`reuse`)."""
+def _reusable(em: FunctionEmitter, donor: ir.Value, dims: list[ir.Value]) -> ir.Value:
+    """Whether an output may take `donor`'s memory: C-contiguous, of shape `dims`, and its
+    owner has no other reference (no view of it is alive). See ir/passes/fuse.py."""
     b = em.builder
     owner = b.extract_value(donor, ARRAY_OWNER)
     refcount = b.load(b.bitcast(owner, I64_T.as_pointer()))
@@ -211,15 +266,7 @@ def _reuse_or_allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list
         ok = b.and_(ok, b.or_(b.icmp_signed("<=", d, _i64(1)), b.icmp_signed(
             "==", b.extract_value(donor, [ARRAY_STRIDES, axis]), stride)))
         stride = b.mul(stride, d, flags=["nsw"])
-    with b.if_else(ok) as (then, otherwise):
-        with then:
-            reused = memory.array_retain(em, node, [donor])
-            reused_block = b.block
-        with otherwise:
-            memory.check_dims(em, node, t.dtype, dims)
-            fresh = memory.allocate(em, node, t, dims, zeroed=False)
-            fresh_block = b.block
-    return em.merge(t, [(reused, reused_block), (fresh, fresh_block)])
+    return ok
 
 
 def reduce_routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

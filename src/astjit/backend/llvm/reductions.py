@@ -140,7 +140,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     """
     b = em.builder
     kind, axes, keepdims = node.attrs["reduce"], node.attrs["axes"], node.attrs["keepdims"]
-    (element,) = [v.type for v in node.regions[0].outputs]
+    element = node.regions[0].outputs[-1].type
     if _has_avx512():
         vecmath._prefer_width(em.function, 512)  # vecmath owns the attribute; see _has_avx512
     n = len(dims)
@@ -154,7 +154,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
         suffix -= 1  # axes suffix..n-1 are all reduced
     register = all(a >= suffix for a in axes)
     kept = [a for a in range(n) if a not in axes]
-    result_type = node.outputs[0].type
+    result_type = node.outputs[-1].type
     out = out_strides = slot = None
     if isinstance(result_type, ArrayType):
         shape = [_i64(1) if a in axes else dims[a] for a in range(n)] if keepdims \

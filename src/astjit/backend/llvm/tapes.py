@@ -287,6 +287,11 @@ def tape_get(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return value
 
 
+def tape_len(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """len: how many values were pushed."""
+    return load(em.builder, args[0], LEN)
+
+
 def tape_clear(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """len = 0, after dropping the arrays the elements hold: the data stays allocated, for
     the pushes to come."""
@@ -331,7 +336,7 @@ def dropper(module: ir.Module, element: Type) -> ir.Function:
 
 
 ROUTINES = {"tape_new": tape_new, "tape_push": tape_push, "tape_get": tape_get,
-            "tape_clear": tape_clear, "tape_free": tape_free}
+            "tape_clear": tape_clear, "tape_free": tape_free, "tape_len": tape_len}
 
 
 # ---- ownership at function entry, calls and exits --------------------------------------------

@@ -17,6 +17,11 @@ its regions (Values are unique across a module):
 - `call`: the result is active when any argument is; the callee is analysed on
   its own when its vjp graph is built.
 
+Writes (`writes.py`): writing an active value into an array makes the array
+active — the array written, what it is a view of, and the outer values a
+region parameter receives, all the way out — and the analysis runs again until
+no write makes anything new active.
+
 The analysis is also where a missing rule is found: a leaf op that reads an
 active value and has neither a `vjp` rule nor zero derivative raises
 `NotDifferentiableError` naming the op and its source location, before any IR
@@ -28,6 +33,7 @@ from ..core import Graph, Node, Value
 from ..ops import OPS, ZERO_DERIVATIVE
 from ..types import ArrayType, ScalarType, TupleType, Type
 from .errors import NotDifferentiableError
+from .writes import VIEW_OPS, WRITE_OPS, region_bindings
 
 TUPLE_OPS = frozenset({"tuple", "getitem"})
 """Leaf ops the reverse sweep differentiates by hand: they move values, not numbers."""
@@ -49,8 +55,43 @@ def is_differentiable(t: Type | None) -> bool:
 def active_values(graph: Graph, active_params: list[Value]) -> set[Value]:
     """The values of `graph` and its regions that depend on `active_params` and hold floats."""
     active = {p for p in active_params if is_differentiable(p.type)}
-    _mark_body(graph, active)
-    return active
+    parents = _alias_parents(graph, {})
+    while True:
+        _mark_body(graph, active)
+        grown = {a for dest in _written_with_active(graph, active)
+                 for a in _ancestors(dest, parents) if is_differentiable(a.type)} - active
+        if not grown:
+            return active
+        active |= grown
+
+
+def _alias_parents(graph: Graph, parents: dict[Value, Value]) -> dict[Value, Value]:
+    """Each view -> the array it views, each region parameter -> the value it receives."""
+    for node in graph.nodes:
+        if node.op in VIEW_OPS or node.op == "array_reshape":
+            parents[node.outputs[0]] = node.inputs[0]
+        for region, params, inputs in region_bindings(node):
+            parents.update(zip(params, inputs))
+            _alias_parents(region, parents)
+    return parents
+
+
+def _ancestors(value: Value, parents: dict[Value, Value]) -> list[Value]:
+    found = [value]
+    while found[-1] in parents:
+        found.append(parents[found[-1]])
+    return found
+
+
+def _written_with_active(graph: Graph, active: set[Value]) -> list[Value]:
+    """The arrays into which `graph` or its regions write an active value."""
+    written = []
+    for node in graph.nodes:
+        if node.op in WRITE_OPS and node.inputs[1] in active:
+            written.append(node.inputs[0])
+        for region in node.regions:
+            written += _written_with_active(region, active)
+    return written
 
 
 def _mark_body(graph: Graph, active: set[Value]) -> None:
@@ -75,7 +116,7 @@ def _mark_leaf(node: Node, active: set[Value]) -> None:
     if not any(v in active for v in node.inputs):
         return
     opdef = OPS.get(node.op)
-    has_rule = node.op in TUPLE_OPS or node.op in ZERO_DERIVATIVE or (
+    has_rule = node.op in TUPLE_OPS or node.op in WRITE_OPS or node.op in ZERO_DERIVATIVE or (
         opdef is not None and opdef.vjp is not None)
     if not has_rule:
         raise NotDifferentiableError(

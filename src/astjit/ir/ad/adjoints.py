@@ -35,6 +35,12 @@ first in-place contribution to a value whose adjoint is not exclusive copies
 it once (adds it to zeros). Within a loop, the accumulators of the
 invariants are carried by the backward loop (`loops.py`), so reading `x[i]`
 costs O(1) per iteration in the backward pass.
+
+Writes (`y[i] = v`, `y[a:b] = v`; `writes.py`): `y`'s adjoint is that of its
+memory, an accumulator; a write's backward moves the adjoint at the written
+place into `v`'s and zeroes it there (`set_at`, `zero_into`), and puts back
+the value the forward copy saw overwritten, so that every array holds, at
+each point of the backward sweep, what it held at that point of the forward.
 """
 from __future__ import annotations
 
@@ -48,6 +54,8 @@ from ..passes.inline import clone_node
 from ..types import ArrayType, TupleType
 from .duplicates import drop_unused_recomputation
 from .emit import Emitter
+from .errors import NotDifferentiableError
+from .writes import WRITE_OPS, check_views_of_written, defining_nodes, region_bindings, view_chain, written_roots
 from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
 
@@ -112,12 +120,20 @@ class RegionSweep:
         self.exclusive: set[Value] = set()
         """Array values of `src` whose adjoint is an accumulator only they hold (may be
         written in place)."""
+        self.olds: dict[Node, Value] = {}
+        """A write of `src` -> what it overwrote (an element, or a copy of the slice)."""
+        self.defs = defining_nodes(src)
 
     def run_forward(self) -> None:
+        check_views_of_written(self.src, self.ad.active)
         for node in self.src.nodes:
             if node.op == "while" and carries_active(node, self.ad.active):
                 emit_taped_while(self, node)
+            elif node.op in WRITE_OPS:
+                self.olds[node] = self.emit_write(node)
             else:
+                if node.op == "if":
+                    self.check_if_writes(node)
                 self.copies[node] = clone_node(node, self.primal)
                 self.dst.nodes.append(self.copies[node])
 
@@ -128,6 +144,9 @@ class RegionSweep:
         for node in reversed(self.src.nodes):
             if node.op == "while":
                 backward_while(self, node)
+                continue
+            if node.op in WRITE_OPS:
+                self.backward_write(node)
                 continue
             grads = [self.adjoints.get(v) for v in node.outputs]
             if all(g is None for g in grads):
@@ -185,6 +204,64 @@ class RegionSweep:
         else:
             view = e.op(part.op, accumulator, *part.parts, **part.attrs)
             self.adjoints[value] = e.op("add_into", accumulator, view, part.g)
+
+    # ---- writes ----------------------------------------------------------------------
+
+    def emit_write(self, node: Node) -> Value:
+        """The forward copy of a write, after reading what it overwrites; return that."""
+        e = Emitter(self.dst, node.loc)
+        dest = self.primal[node.inputs[0]]
+        if node.op == "array_set":
+            old = e.op("array_get", dest, *[self.primal[v] for v in node.inputs[2:]])
+        else:
+            old = e.op("array_new_like", dest, dtype=None, fill=None)
+            e.op("array_assign", old, dest)
+        self.copies[node] = clone_node(node, self.primal)
+        self.dst.nodes.append(self.copies[node])
+        return old
+
+    def backward_write(self, node: Node) -> None:
+        """Move the adjoint at the written place to the value written, zero it there, and put
+        back what the write overwrote."""
+        e = Emitter(self.dst, node.loc)
+        dest, value = node.inputs[:2]
+        root, chain = view_chain(dest, self.defs)
+        indices = [self.primal[v] for v in node.inputs[2:]]
+        if self.ad.wants_adjoint(root):
+            accumulator = self.accumulator(e, root)
+            target = accumulator
+            for view in chain:
+                target = e.op(view.op, target, *[self.primal[v] for v in view.inputs[1:]],
+                              **view.attrs)
+            if node.op == "array_set":
+                if self.ad.wants_adjoint(value):
+                    self.accumulate(e, value, e.op("array_get", target, *indices,
+                                                   boundscheck=False))
+                zeroed = e.op("set_at", target, e.const(0.0, target.type.dtype), *indices)
+                self.adjoints[root] = zeroed if not chain else accumulator
+            else:
+                if self.ad.wants_adjoint(value):
+                    part = target
+                    if isinstance(value.type, ArrayType):  # a copy: target is zeroed next
+                        part = e.op("mul", target, e.const(1.0, target.type.dtype))
+                    self.accumulate(e, value, e.op("sum_to_like", part, self.primal[value]))
+                self.adjoints[root] = e.op("zero_into", accumulator, target)
+        old = self.olds[node]
+        if node.op == "array_set":
+            e.op("array_set", self.primal[dest], old, *indices, boundscheck=False)
+        else:
+            e.op("array_assign", self.primal[dest], old)
+
+    def check_if_writes(self, node: Node) -> None:
+        """Refuse an `if` that writes into an active array (not supported yet)."""
+        for region, params, inputs in region_bindings(node):
+            inner = written_roots(region)
+            for p in params:
+                if p in inner and self.ad.wants_adjoint(p):
+                    raise NotDifferentiableError(
+                        f"cannot differentiate a write into the array '{p.name}' inside an "
+                        "`if` yet: compute the value with np.where or an if expression and "
+                        "write it after the `if`", "array_set", node.loc)
 
     # ---- leaf ops --------------------------------------------------------------------
 

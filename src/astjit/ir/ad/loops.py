@@ -53,6 +53,17 @@ no adjoint reaches is copied plain, with neither tape nor counter.
 A nested loop is handled by the same scheme inside the recomputed body. Its
 tape is made once, before the backward loop, carried through it, cleared
 where each iteration used to make a fresh one, and freed after it.
+
+A loop that writes into arrays it does not carry (`y[i] = f(y[i-1])`) is taped
+when one of them is active, and keeps an undo log per array it writes
+(`writes.py`): the forward loop carries the logs and records their lengths at
+each iteration's entry as extra tape fields (after the carried values); the
+backward loop reads the logs, carries the position it has undone them to,
+and starts each iteration by undoing the iteration's writes, so that the
+recomputation sees the memory of the forward iteration. Its accumulators of
+the written arrays' adjoints start from the adjoints the code after the loop
+gave them (a write zeroes what reached the place it overwrote), and replace
+them after the loop.
 """
 from __future__ import annotations
 
@@ -65,6 +76,8 @@ from ..types import I64, ArrayType, TupleType
 from .duplicates import drop_unused_recomputation, mark_recomputed
 from .emit import Emitter
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
+from .writes import (LOG, emit_undo, emit_undo_entries, log_type, thread_logs, write_count,
+                     written_invariants)
 
 if TYPE_CHECKING:
     from .adjoints import RegionSweep
@@ -76,7 +89,9 @@ TAPE, TRIPS, REMAINING = "$tape", "$trips", "$k"
 def carries_active(node: Node, active: set[Value]) -> bool:
     """Whether a `while` has an active carried value, and so needs a tape."""
     n_invariants = node.attrs["n_invariants"]
-    return any(p in active for p in node.regions[1].params[n_invariants:])
+    params = node.regions[1].params
+    return (any(p in active for p in params[n_invariants:])
+            or any(params[k] in active for k in written_invariants(node, active)))
 
 
 # ---- the forward loop, taped ----------------------------------------------------------------
@@ -88,7 +103,15 @@ class TapedLoop:
     nodes: list[Node]
     """Its nodes, consecutive in the forward graph: const 0, [tape_new,] the `while`."""
     fields: list[int]
-    """The carried slots each tape element records, in order."""
+    """The carried slots each tape element records, in order; a field `n_carried + j`
+    records the length of undo log j at the iteration's entry."""
+    log_slots: list[int]
+    """The invariants the loop writes into, each with an undo log."""
+    log_sites: list[int | None]
+    """Per log, how many entries each iteration pushes when fixed; None: the length at
+    each iteration's entry is recorded (a field of the tape)."""
+    logs: list[Value]
+    """The undo logs after the loop."""
     tape: Value | None
     """The tape after the loop; None when nothing is recorded."""
     trips: Value
@@ -104,11 +127,20 @@ class TapedLoop:
 def emit_taped_while(sweep: RegionSweep, node: Node) -> None:
     """Append the forward copy of `node` that tapes all its carried values and counts its trips."""
     n_carried = len(node.inputs) - node.attrs["n_invariants"]
-    taped = _taped_loop(sweep, node, list(range(n_carried)))
+    counted = [n_carried + j for j, sites in enumerate(_log_sites(node, sweep.ad.active))
+               if sites is None]
+    taped = _taped_loop(sweep, node, list(range(n_carried)) + counted)
     sweep.dst.nodes += taped.nodes
     sweep.primal.update(zip(node.outputs, taped.loop.outputs))
     sweep.tapes[node] = taped
     sweep.copies[node] = taped.loop
+
+
+def _log_sites(node: Node, active: set[Value]) -> list[int | None]:
+    """For each invariant `while` `node` writes into, the number of element writes into it
+    each iteration makes when fixed (all in the body's own node list), else None."""
+    body = node.regions[1]
+    return [write_count(body, body.params[k]) for k in written_invariants(node, active)]
 
 
 def _taped_loop(sweep: RegionSweep, node: Node, fields: list[int],
@@ -119,15 +151,19 @@ def _taped_loop(sweep: RegionSweep, node: Node, fields: list[int],
     """
     n_invariants = node.attrs["n_invariants"]
     carried = node.inputs[n_invariants:]
+    log_slots = written_invariants(node, sweep.ad.active)
     forward = Graph("forward")  # a scratch graph: the caller splices its nodes in
     e = Emitter(forward, node.loc)
     names, extra = [TRIPS], [e.const(0, I64)]
     if fields:
-        element = TupleType(tuple(carried[i].type for i in fields))
-        names, extra = [TAPE, TRIPS], [e.op("tape_new", element=element), *extra]
+        types = [carried[i].type if i < len(carried) else I64 for i in fields]
+        names, extra = [TAPE, TRIPS], [e.op("tape_new", element=TupleType(tuple(types))), *extra]
+    logs = [e.op("tape_new", element=log_type(node.inputs[k].type).element) for k in log_slots]
+    names, extra = [LOG] * len(logs) + names, logs + extra
     cond = clone_graph(node.regions[0])
     cond.params += _params(names, extra)
-    body, copies = _taped_body(node.regions[1], _params(names, extra), n_invariants, fields)
+    body, copies = _taped_body(node.regions[1], _params(names, extra), n_invariants, fields,
+                               log_slots)
     inputs = [sweep.primal[v] for v in node.inputs] + extra
     loop = forward.add("while", inputs, len(node.outputs) + len(extra),
                        attrs={"n_invariants": n_invariants}, regions=[cond, body], loc=node.loc,
@@ -136,25 +172,33 @@ def _taped_loop(sweep: RegionSweep, node: Node, fields: list[int],
     if reuse is not None:
         n = len(node.outputs)
         loop.outputs = reuse.loop.outputs[:n] + loop.outputs[n:-1] + [reuse.trips]
+    n = len(node.outputs)
     tape = loop.outputs[-2] if fields else None
-    return TapedLoop(forward.nodes, fields, tape, loop.outputs[-1], copies)
+    return TapedLoop(forward.nodes, fields, log_slots, _log_sites(node, sweep.ad.active),
+                     loop.outputs[n:n + len(logs)], tape, loop.outputs[-1], copies)
 
 
-def _taped_body(body: Graph, extra: list[Value], n_invariants: int, fields: list[int]
-                ) -> tuple[Graph, dict[Node, Node]]:
-    """A copy of `body`, with parameters `extra` ([tape,] trips) added, that first pushes
-    carried `fields` onto the tape (if any) and counts; and what each node became in it."""
+def _taped_body(body: Graph, extra: list[Value], n_invariants: int, fields: list[int],
+                log_slots: list[int]) -> tuple[Graph, dict[Node, Node]]:
+    """A copy of `body`, with parameters `extra` ([*logs,] [tape,] trips) added, that first
+    pushes carried `fields` (and log lengths) onto the tape (if any) and counts, and logs
+    its writes into the invariants `log_slots`; and what each node became in it."""
     params = fresh_copies(body.params)
     taped = Graph(body.name, params + extra, loc=body.loc)
     e = Emitter(taped, body.loc)
     carried = params[n_invariants:]
-    pushed = ([e.op("tape_push", extra[0], e.op("tuple", *[carried[i] for i in fields]))]
+    logs = extra[:len(log_slots)]
+    recorded = [carried[i] if i < len(carried) else e.op("tape_len", logs[i - len(carried)])
+                for i in fields]
+    pushed = ([e.op("tape_push", extra[len(logs)], e.op("tuple", *recorded))]
               if fields else [])
     counted = e.op("add", extra[-1], e.const(1, I64))
     mapping = dict(zip(body.params, params))
     copies = {node: clone_node(node, mapping) for node in body.nodes}
     taped.nodes += copies.values()
-    taped.outputs = [mapping[v] for v in body.outputs] + pushed + [counted]
+    after = thread_logs(taped, {params[k]: log for k, log in zip(log_slots, logs)})
+    taped.outputs = ([mapping[v] for v in body.outputs] + [after[params[k]] for k in log_slots]
+                     + pushed + [counted])
     return taped, copies
 
 
@@ -189,18 +233,25 @@ def _untape(sweep: RegionSweep, node: Node, taped: TapedLoop) -> None:
 
 @dataclass(frozen=True)
 class _BackwardLayout:
-    """How the backward loop's values are laid out: invariants [tape, *inv], then carried
-    [k, *carried adjoints (of `carried_slots`), *invariant adjoints (of `invariant_slots`)].
-    The tape is dropped from the invariants when the body reads nothing from it."""
+    """How the backward loop's values are laid out: invariants [tape, *inv, *logs], then
+    carried [k, *carried adjoints (of `carried_slots`), *invariant adjoints (of
+    `invariant_slots`), *log positions]. The tape is dropped from the invariants when the
+    body reads nothing from it."""
 
     n_invariants: int
     carried_slots: list[int]
     invariant_slots: list[int]
+    log_slots: list[int]
+    log_sites: list[int | None]
 
     def split(self, values: list[Value]):
-        """(tape, invariants, k, carried adjoints, invariant adjoints) of the values in order."""
-        n, c = self.n_invariants, len(self.carried_slots)
-        return values[0], values[1:1 + n], values[1 + n], values[2 + n:2 + n + c], values[2 + n + c:]
+        """(tape, invariants, logs, k, carried adjoints, invariant adjoints, log positions)
+        of the values in order."""
+        n, c, i, g = (self.n_invariants, len(self.carried_slots), len(self.invariant_slots),
+                      len(self.log_slots))
+        k = 1 + n + g
+        return (values[0], values[1:1 + n], values[1 + n:k], values[k],
+                values[k + 1:k + 1 + c], values[k + 1 + c:k + 1 + c + i], values[k + 1 + c + i:])
 
 
 def backward_while(sweep: RegionSweep, node: Node) -> None:
@@ -209,12 +260,13 @@ def backward_while(sweep: RegionSweep, node: Node) -> None:
     if taped is None:
         return
     grads = [sweep.adjoints.get(v) for v in node.outputs]
-    if all(g is None for g in grads):
+    if all(g is None for g in grads) and not taped.log_slots:
         _untape(sweep, node, taped)
         return
     taped = _emit_backward_loop(sweep, node, taped, grads)
-    if taped.tape is not None:
-        Emitter(sweep.dst, node.loc).op("tape_free", taped.tape)
+    e = Emitter(sweep.dst, node.loc)
+    for tape in ([taped.tape] if taped.tape is not None else []) + taped.logs:
+        e.op("tape_free", tape)
 
 
 def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
@@ -226,19 +278,27 @@ def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
     layout = _BackwardLayout(
         n_invariants,
         [i for i, p in enumerate(body_params[n_invariants:]) if sweep.ad.wants_adjoint(p)],
-        [k for k, p in enumerate(body_params[:n_invariants]) if sweep.ad.wants_adjoint(p)])
+        [k for k, p in enumerate(body_params[:n_invariants]) if sweep.ad.wants_adjoint(p)],
+        taped.log_slots, taped.log_sites)
     e = Emitter(sweep.dst, node.loc)
-    fixed = [taped.tape] + [sweep.primal[v] for v in invariants]
+    fixed = [taped.tape] + [sweep.primal[v] for v in invariants] + list(taped.logs)
     initial = ([taped.trips]
                + [adjoint_or_zero(e, grads[i], sweep.primal[node.outputs[i]])
                   for i in layout.carried_slots]
-               + [zero(e, sweep.primal[invariants[k]]) for k in layout.invariant_slots])
-    names = ([TAPE] + [v.name for v in invariants] + [REMAINING]
+               + [sweep.accumulator(e, invariants[k]) if k in taped.log_slots
+                  else zero(e, sweep.primal[invariants[k]]) for k in layout.invariant_slots]
+               + [e.op("tape_len", log) for log in taped.logs])
+    names = ([TAPE] + [v.name for v in invariants] + [LOG] * len(taped.logs) + [REMAINING]
              + [adjoint_name(carried[i]) for i in layout.carried_slots]
-             + [adjoint_name(invariants[k]) for k in layout.invariant_slots])
+             + [adjoint_name(invariants[k]) for k in layout.invariant_slots]
+             + ["$undone"] * len(taped.logs))
     params = _params(names, fixed + initial)
     body, read, repeated = _backward_body(sweep, node, params, layout)
     taped = _retape(sweep, node, taped, read)
+    fixed[1 + n_invariants:] = taped.logs
+    lengths = [n for n in sweep.dst.nodes if n.op == "tape_len" and n.outputs[0] in initial]
+    for length, log in zip(lengths, taped.logs):  # the logs of the re-emitted forward loop
+        length.inputs[0] = log
     for inner in repeated:
         mark_recomputed(taped.copies[inner])
     if taped.tape is None:  # the body reads no carried value: the loop needs only its count
@@ -254,11 +314,16 @@ def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
     loop = sweep.dst.add("while", inputs, len(initial) + len(reused),
                          attrs={"n_invariants": len(fixed)}, regions=[cond, body], loc=node.loc,
                          names=names[len(fixed):], types=[v.type for v in initial + reused])
-    n_carried = len(layout.carried_slots)
+    n_carried, n_written = len(layout.carried_slots), len(layout.invariant_slots)
     for i, adjoint in zip(layout.carried_slots, loop.outputs[1:1 + n_carried]):
         sweep.accumulate(e, carried[i], adjoint)
-    for k, adjoint in zip(layout.invariant_slots, loop.outputs[1 + n_carried:len(initial)]):
-        sweep.accumulate(e, invariants[k], adjoint, fresh=True)  # an accumulator if an array
+    for k, adjoint in zip(layout.invariant_slots,
+                          loop.outputs[1 + n_carried:1 + n_carried + n_written]):
+        if k in taped.log_slots:  # its accumulator started from the adjoint after the loop
+            sweep.adjoints[invariants[k]] = adjoint
+            sweep.exclusive.add(invariants[k])
+        else:
+            sweep.accumulate(e, invariants[k], adjoint, fresh=True)  # an accumulator
     for tape in loop.outputs[len(initial):]:
         e.op("tape_free", tape)
     return taped
@@ -319,12 +384,23 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     parameter keeps the wide type, for the caller to set).
     """
     body = node.regions[1]
-    tape, invariants, left, carried_adjoints, invariant_adjoints = layout.split(params)
+    (tape, invariants, logs, left, carried_adjoints, invariant_adjoints,
+     undone) = layout.split(params)
     graph = Graph("body", params, loc=body.loc)
     e = Emitter(graph, node.loc)
     remaining = e.op("sub", left, e.const(1, I64))
     entry = e.op("tape_get", tape, remaining)
     at_entry = [e.op("getitem", entry, index=i) for i in range(len(entry.type.elements))]
+    n_carried = len(body.params) - layout.n_invariants
+    recorded = iter(at_entry[n_carried:])
+    starts = []
+    for log, k, stop, sites in zip(logs, layout.log_slots, undone, layout.log_sites):
+        if sites is None:
+            starts.append(next(recorded))
+            emit_undo(graph, node.loc, log, invariants[k], starts[-1], stop)
+        else:
+            starts.append(emit_undo_entries(graph, node.loc, log, invariants[k], stop, sites))
+    at_entry = at_entry[:n_carried]
     output_adjoints: list[Value | None] = [None] * len(body.outputs)
     for i, adjoint in zip(layout.carried_slots, carried_adjoints):
         output_adjoints[i] = adjoint
@@ -340,7 +416,7 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
                      else total if param_adjoints[k] is None
                      else add_adjoints(e, total, param_adjoints[k])
                      for total, k in zip(invariant_adjoints, layout.invariant_slots)]
-    graph.outputs = [remaining, *new_carried, *new_invariant]
+    graph.outputs = [remaining, *new_carried, *new_invariant, *starts]
     drop_unused_recomputation(graph, deep=False)
     kept = set(graph.nodes)
     repeated = [inner for inner in body.nodes if recompute.copies[inner] in kept]

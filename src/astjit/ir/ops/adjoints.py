@@ -14,8 +14,13 @@ in-place accumulation of adjoints.
   forward read checked: negative ones count from the end, no bounds check.
 - `add_into(acc, view, g)`: `view += g`, where `view` is a view of `acc` of
   `g`'s shape (the adjoint of a slice, a row); returns `acc`.
+- `set_at(acc, v, *indices)`: `acc[indices] = v` (the adjoint of an element
+  write `y[i] = v` zeroes the element: what reached y[i] after the write went to
+  v, none of it to the value it overwrote); returns `acc`.
+- `zero_into(acc, view)`: `view[...] = 0`, `view` a view of `acc` (the same for
+  a slice assignment `y[a:b] = v`); returns `acc`.
 
-`add_at` and `add_into` write into `acc` and *consume* it (ownership.py): the
+`add_at`, `add_into`, `set_at` and `zero_into` write into `acc` and *consume* it (ownership.py): the
 result is the same array, owned in its place, and later code reads only the
 result. That keeps the mutation in the data flow: no pass can move a read of
 the accumulator across the write. The invariant that makes writing safe, kept
@@ -62,6 +67,23 @@ def add_at_rule(types, attrs):
     return list(types), acc
 
 
+def set_at_rule(types, attrs):
+    acc, v, *indices = types
+    _float_array(acc, "set_at")
+    if v != acc.dtype or len(indices) != acc.ndim or any(t != I64 for t in indices):
+        raise OpTypeError(f"set_at of {acc} needs a {acc.dtype} and {acc.ndim} int indices, "
+                          f"got {', '.join(map(str, types[1:]))}")
+    return list(types), acc
+
+
+def zero_into_rule(types, attrs):
+    acc, view = types
+    _float_array(acc, "zero_into")
+    if not (isinstance(view, ArrayType) and view.dtype == acc.dtype):
+        raise OpTypeError(f"zero_into needs a view of {acc}, got {view}")
+    return list(types), acc
+
+
 def add_into_rule(types, attrs):
     acc, view, g = types
     _float_array(acc, "add_into")
@@ -101,6 +123,16 @@ def py_add_into(acc, view, g):
     return acc
 
 
+def py_set_at(acc, v, *indices):
+    acc[indices] = v
+    return acc
+
+
+def py_zero_into(acc, view):
+    view[...] = 0
+    return acc
+
+
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
      ("pure",), doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
 _def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",),
@@ -108,7 +140,12 @@ _def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",)
 _def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes",),
      doc="view += g, view a view of acc; consumes and returns the accumulator acc")
 
-ACCUMULATING = frozenset({"add_at", "add_into"})
+_def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes",),
+     doc="acc[indices] = v; consumes and returns the accumulator acc")
+_def("zero_into", 2, zero_into_rule, py_zero_into, {"*": Routine("zero_into")}, ("writes",),
+     doc="view[...] = 0, view a view of acc; consumes and returns the accumulator acc")
+
+ACCUMULATING = frozenset({"add_at", "add_into", "set_at", "zero_into"})
 """Ops that write into their first input and consume it (ownership.py)."""
 
 

@@ -75,6 +75,12 @@ def tape_get_rule(types, attrs):
     return [tape, I64], tape.element
 
 
+def tape_len_rule(types, attrs):
+    if not isinstance(types[0], TapeType):
+        raise OpTypeError(f"cannot take the length of {types[0]}")
+    return [types[0]], I64
+
+
 def tape_free_rule(types, attrs):
     if not isinstance(types[0], TapeType):
         raise OpTypeError(f"cannot free {types[0]}")
@@ -108,6 +114,9 @@ _def("tape_push", 2, tape_push_rule, _tape_push, {"*": Routine("tape_push")}, ()
      doc="append a value; the result is the same tape, threaded on as a new SSA value")
 _def("tape_get", 2, tape_get_rule, lambda tape, i: tape[i], {"*": Routine("tape_get")}, ("pure",),
      doc="the value pushed at position i (0 = first)")
+_def("tape_len", 1, tape_len_rule, len, {"*": Routine("tape_len")}, (),
+     doc="how many values were pushed (not pure: the tape grows in place, so a read must "
+         "stay where the program puts it)")
 _def("tape_clear", 1, tape_clear_rule, _tape_clear, {"*": Routine("tape_clear")}, (),
      doc="forget the values pushed, keeping the memory; the result is the same tape")
 _def("tape_free", 1, tape_free_rule, _tape_free, {"*": Routine("tape_free")}, (),

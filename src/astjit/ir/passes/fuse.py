@@ -26,12 +26,14 @@ then `a + m` with a 2-d `m`); a group where that fails is split into one-op
 elementwise leaf op remains.
 
 Reductions (`reduce`, ops/reductions.py): a `reduce` whose operand is the
-result of an open group *joins* it when nothing else uses that result or any
-other member's (so the elementwise intermediate is never stored): the group's
-`fused` node then carries the reduction (attrs `reduce`, `axes` normalized:
-sorted and non-negative, `keepdims`), its one output is the reduce's result,
-and its kernel's one output is the reduced element, cast to the reduction's
-accumulator type (a bool to int64 for a sum, an int to float64 for a mean).
+result of an open group *joins* it (when the group is exact, as above): the
+group's `fused` node then carries the reduction (attrs `reduce`, `axes`
+normalized: sorted and non-negative, `keepdims`), its last output is the
+reduce's result and its kernel's last output the reduced element, cast to the
+reduction's accumulator type (a bool to int64 for a sum, an int to float64 for
+a mean). The elementwise intermediate is never stored unless something else
+uses it; the member results used elsewhere (`e` in `e / np.sum(e)`) come
+first, stored by the same loop, so the reduction costs no second pass.
 The group is closed once a reduction joins. Any other `reduce` becomes a
 `fused` node of its own with an identity kernel (`reduction_node`), so there
 is one lowering. After this pass no `reduce` leaf op remains. A reduction does
@@ -134,8 +136,7 @@ def _fuse_graph(graph: Graph) -> None:
 
 def _mark_reuse(graph: Graph) -> None:
     """Give each elementwise `fused` node its `reuse` attr (the module docstring)."""
-    made = {v for n in graph.nodes if n.op == "fused" and "reduce" not in n.attrs
-            for v in n.outputs}
+    made = {v for n in graph.nodes if n.op == "fused" for v in n.outputs}  # new arrays
     last_use: dict[Value, int] = {}
     for i, node in enumerate(graph.nodes):
         for v in node.inputs:
@@ -178,12 +179,10 @@ def is_reduction(node: Node) -> bool:
 
 
 def _absorbs(group: _Group, reduce: Node, uses: dict[Value, set[int]]) -> bool:
-    """Whether `reduce` can join `group`: only it uses the group's results, and the value
-    it reduces is computed from every array the group reads (the space is its shape)."""
-    inside = {id(m) for m in group.members} | {id(reduce)}
-    if any(uses.get(m.outputs[0], set()) - inside for m in group.members):
-        return False
-    return _exact(group.members, {reduce.inputs[0]: {-1}})
+    """Whether `reduce` can join `group`: the value it reduces, and every result of the
+    group used elsewhere (still stored, by the same loop), is computed from every array
+    the group reads (the space is their shape)."""
+    return _exact(group.members, uses)
 
 
 def _index(graph: Graph, node: Node) -> int:
@@ -266,7 +265,9 @@ def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value,
         out = kernel.add(op, args, loc=m.loc, names=[m.outputs[0].name], types=[plan.result])
         env[m.outputs[0]] = out.outputs[0]
     if reduce is not None:
-        fused = _reduction(reduce, kernel, inputs, env, operand)
+        inside = {id(m) for m in members} | {id(reduce)}
+        stored = [m.outputs[0] for m in members if uses.get(m.outputs[0], set()) - inside]
+        fused = _reduction(reduce, kernel, inputs, env, operand, stored)
     else:
         outputs = _outputs(members, uses)
         kernel.outputs = [env[v] for v in outputs]
@@ -284,8 +285,9 @@ def _plan(inputs: list[Value]) -> tuple:
 
 
 def _reduction(reduce: Node, kernel: Graph, inputs: list[Value], env: dict[Value, Value],
-               operand) -> Node:
-    """The `fused` node of a reduction of `reduce`'s operand (computed in `kernel`, or read)."""
+               operand, stored: list[Value]) -> Node:
+    """The `fused` node of a reduction of `reduce`'s operand (computed in `kernel`, or read),
+    also storing the `stored` values of the kernel (used elsewhere) as arrays."""
     (source,) = reduce.inputs
     value = env[source] if source in env else operand(source)
     kind, t = reduce.attrs["kind"], source.type
@@ -293,8 +295,8 @@ def _reduction(reduce: Node, kernel: Graph, inputs: list[Value], env: dict[Value
     if value.type != accumulator:
         value = kernel.add("cast", [value], attrs={"to": accumulator}, loc=reduce.loc,
                            types=[accumulator]).outputs[0]
-    kernel.outputs = [value]
+    kernel.outputs = [env[v] for v in stored] + [value]
     attrs = {"ndim": t.ndim, "plan": _plan(inputs), "reduce": kind,
              "axes": normalize_axes(reduce.attrs.get("axis"), t.ndim),
              "keepdims": bool(reduce.attrs.get("keepdims"))}
-    return Node("fused", inputs, list(reduce.outputs), attrs, [kernel], reduce.loc)
+    return Node("fused", inputs, [*stored, *reduce.outputs], attrs, [kernel], reduce.loc)

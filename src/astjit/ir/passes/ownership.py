@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..core import Graph, Module, Node, Value
+from ..ops.adjoints import ACCUMULATING
 from ..types import ArrayType, TupleType, Type
 
 Path = tuple[int, ...]
@@ -83,8 +84,8 @@ def consumed_positions(node: Node) -> list[int]:
     if node.op == "while":
         first = node.attrs["n_invariants"]
         return [k for k in range(first, len(node.inputs)) if is_managed(node.inputs[k].type)]
-    if node.op in ("array_release", "add_at", "add_into"):
-        return [0]  # add_at / add_into write into their accumulator and return it (ops/adjoints.py)
+    if node.op == "array_release" or node.op in ACCUMULATING:
+        return [0]  # add_at, add_into ... write into their accumulator and return it (ops/adjoints.py)
     return []
 
 

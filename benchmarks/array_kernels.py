@@ -1,0 +1,250 @@
+"""The array benchmark cases: NumPy functions, their JAX and Numba twins, and inputs.
+
+`array_run.py` runs every case of `CASES` under NumPy, astjit, Numba, JAX and
+the C builds of `c/array_kernels.c`. astjit compiles `ArrayCase.fn`, which is
+also what NumPy runs and what Numba njit-s, unless the case gives NumPy or
+Numba a version of its own (a hand-written backward pass; explicit loops
+where Numba lacks a NumPy feature); the docstring of such a version says why,
+and the report prints it under the case's table. JAX is imported only inside
+the `*_jax` functions, so this module imports without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from astjit import nn, value_and_grad
+
+# ---- fused expression ----------------------------------------------------------------------
+
+
+def expression(x, y):
+    return np.exp(-x * x) * np.sin(3.0 * x) + np.tanh(y) / (1.0 + x * x)
+
+
+def expression_jax(x, y):
+    import jax.numpy as jnp
+
+    return jnp.exp(-x * x) * jnp.sin(3.0 * x) + jnp.tanh(y) / (1.0 + x * x)
+
+
+def two_ramps(n: int) -> tuple[np.ndarray, ...]:
+    return np.linspace(-3.0, 3.0, n), np.linspace(-2.0, 2.0, n)[::-1].copy()
+
+
+# ---- sum of squares (a reduction with a scalar result) -------------------------------------
+
+
+def sum_squares(x):
+    return np.sum(x * x)
+
+
+def sum_squares_jax(x):
+    import jax.numpy as jnp
+
+    return jnp.sum(x * x)
+
+
+def normal_vector(n: int) -> tuple[np.ndarray, ...]:
+    return (np.random.default_rng(1).standard_normal(n),)
+
+
+# ---- softmax over rows ---------------------------------------------------------------------
+
+SOFTMAX_COLUMNS = 512
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def softmax_loops(x):
+    """Explicit row loops: Numba's np.max and np.sum take no `keepdims`."""
+    rows, cols = x.shape
+    out = np.empty_like(x)
+    for i in range(rows):
+        m = x[i, 0]
+        for j in range(1, cols):
+            m = max(m, x[i, j])
+        s = 0.0
+        for j in range(cols):
+            e = np.exp(x[i, j] - m)
+            out[i, j] = e
+            s += e
+        for j in range(cols):
+            out[i, j] = out[i, j] / s
+    return out
+
+
+def softmax_jax(x):
+    import jax.numpy as jnp
+
+    e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+    return e / jnp.sum(e, axis=1, keepdims=True)
+
+
+def normal_rows(rows: int) -> tuple[np.ndarray, ...]:
+    return (np.random.default_rng(2).standard_normal((rows, SOFTMAX_COLUMNS)) * 3.0,)
+
+
+# ---- matrix product ------------------------------------------------------------------------
+
+
+def matmul(a, b):
+    return a @ b
+
+
+def matmul_jax(a, b):
+    return a @ b
+
+
+def two_squares(n: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(3)
+    return rng.standard_normal((n, n)), rng.standard_normal((n, n))
+
+
+# ---- one SGD step of a 784 -> 256 -> 10 MLP, float32 ----------------------------------------
+
+MLP_LAYERS = (784, 256, 10)
+MLP_LEARNING_RATE = 0.1
+
+
+def mlp_loss(w1, b1, w2, b2, x, onehot):
+    """Mean cross-entropy of the softmax of a ReLU MLP's logits (as samples/mlp_digits.py)."""
+    h = nn.relu(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -np.mean(np.sum(nn.log_softmax(logits, axis=1) * onehot, axis=1))
+
+
+def mlp_step(w1, b1, w2, b2, x, onehot, lr):
+    value, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
+    g1, gb1, g2, gb2 = grads
+    return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
+
+
+def mlp_step_numpy(w1, b1, w2, b2, x, onehot, lr):
+    """Forward and backward written by hand in NumPy (labels one-hot: d loss/d logits = (p - y)/B)."""
+    pre = x @ w1 + b1
+    h = np.maximum(pre, 0)
+    logits = h @ w2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    d_logits = (e / e.sum(axis=1, keepdims=True) - onehot) / x.shape[0]
+    d_h = (d_logits @ w2.T) * (pre > 0)
+    return (w1 - lr * (x.T @ d_h), b1 - lr * d_h.sum(axis=0),
+            w2 - lr * (h.T @ d_logits), b2 - lr * d_logits.sum(axis=0))
+
+
+def mlp_loss_jax(w1, b1, w2, b2, x, onehot):
+    import jax
+    import jax.numpy as jnp
+
+    h = jax.nn.relu(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits, axis=1) * onehot, axis=1))
+
+
+def mlp_step_jax(w1, b1, w2, b2, x, onehot, lr):
+    import jax
+
+    value, grads = jax.value_and_grad(mlp_loss_jax, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
+    g1, gb1, g2, gb2 = grads
+    return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
+
+
+def mlp_batch(batch: int) -> tuple:
+    """He-initialised float32 parameters, a batch of inputs in [0, 1), one-hot labels, lr."""
+    rng = np.random.default_rng(4)
+    n_in, n_hidden, n_out = MLP_LAYERS
+
+    def weights(rows, cols):
+        return (rng.standard_normal((rows, cols)) * np.sqrt(2.0 / rows)).astype(np.float32)
+
+    x = rng.random((batch, n_in), dtype=np.float32)
+    onehot = np.eye(n_out, dtype=np.float32)[rng.integers(0, n_out, batch)]
+    return (weights(n_in, n_hidden), np.full(n_hidden, 0.01, np.float32),
+            weights(n_hidden, n_out), np.zeros(n_out, np.float32), x, onehot, MLP_LEARNING_RATE)
+
+
+# ---- the table -----------------------------------------------------------------------------
+
+
+def power_of_ten(n: int) -> str:
+    return f"n = 10^{round(math.log10(n))}"
+
+
+@dataclass(frozen=True)
+class ArrayCase:
+    """One row group of the tables: a function, its twins, its inputs and astjit's targets."""
+
+    name: str
+    fn: Callable
+    """What astjit compiles; NumPy runs it and Numba njit-s it unless given their own."""
+    jax_fn: Callable | None
+    """The same with jax.numpy, run by `jax.jit`."""
+    inputs: Callable[[int], tuple]
+    sizes: tuple[int, ...]
+    label: Callable[[int], str] = power_of_ten
+    """How a size is named in the tables."""
+    c_name: str | None = None
+    """`<name>` / `time_<name>` in c/array_kernels.c, or None (then NumPy is the unit)."""
+    numpy_fn: Callable | None = None
+    numba_fn: Callable | None = None
+    """Own versions for NumPy / Numba, where they cannot run `fn`; their docstring says why."""
+    missing: dict[str, str] = field(default_factory=dict)
+    """Engines with no version, and why (printed under the table)."""
+    targets: tuple[tuple[str, float], ...] = ()
+    """(reference engine, limit): astjit's median time over the reference's at most `limit`."""
+    rtol: float = 1e-12
+    atol: float = 1e-13
+    """How close every engine's result must be to NumPy's (fast-math C included)."""
+
+    @property
+    def unit(self) -> str:
+        """The engine every time is divided by in the tables."""
+        return "C strict" if self.c_name else "NumPy"
+
+    def version(self, engine: str) -> Callable:
+        """The Python function `engine` runs; NotImplementedError with the reason if none."""
+        own = {"NumPy": self.numpy_fn, "Numba": self.numba_fn, "JAX": self.jax_fn}
+        chosen = own.get(engine) or (self.fn if engine in ("NumPy", "Numba", "astjit") else None)
+        if engine in self.missing or chosen is None:
+            raise NotImplementedError(self.missing.get(engine, f"no {engine} version"))
+        return chosen
+
+    def notes(self) -> list[str]:
+        """What is not the plain comparison: own versions and missing engines."""
+        lines = [f"{engine}: runs {fn.__name__}: {fn.__doc__.strip().splitlines()[0]}"
+                 for engine, fn in (("NumPy", self.numpy_fn), ("Numba", self.numba_fn)) if fn]
+        by_reason: dict[str, list[str]] = {}
+        for engine, why in self.missing.items():
+            by_reason.setdefault(why, []).append(engine)
+        return lines + [f"{', '.join(engines)}: n/a: {why}" for why, engines in by_reason.items()]
+
+
+NO_C = "no C version: the work is BLAS's, and NumPy's call of it is the reference"
+
+CASES = [
+    ArrayCase("expression", expression, expression_jax, two_ramps, (10 ** 6, 10 ** 7),
+              c_name="expression", targets=(("JAX", 0.5), ("C fast-math", 1.5))),
+    ArrayCase("sum_squares", sum_squares, sum_squares_jax, normal_vector, (10 ** 7,),
+              c_name="sum_squares", targets=(("JAX", 1.0),), rtol=1e-10),
+    ArrayCase("softmax", softmax, softmax_jax, normal_rows, (4096,),
+              label=lambda rows: f"{rows}×{SOFTMAX_COLUMNS}", c_name="softmax",
+              numba_fn=softmax_loops, targets=(("JAX", 1.0),)),
+    ArrayCase("matmul", matmul, matmul_jax, two_squares, (256, 1024),
+              label=lambda n: f"{n}×{n} @ {n}×{n}",
+              missing={"C strict": NO_C, "C fast-math": NO_C},
+              targets=(("NumPy", 1.1),), rtol=1e-10, atol=1e-10),
+    ArrayCase("mlp_step", mlp_step, mlp_step_jax, mlp_batch, (256,),
+              label=lambda batch: "→".join(map(str, MLP_LAYERS)) + f", batch {batch}",
+              numpy_fn=mlp_step_numpy,
+              missing={"Numba": "no automatic differentiation", "C strict": NO_C,
+                       "C fast-math": NO_C},
+              targets=(("JAX", 1.0),), rtol=1e-4, atol=1e-6),
+]
+"""What array_run.py measures, in this order."""

@@ -1,0 +1,266 @@
+"""Element writes and slice assignments in reverse mode: which arrays they write, and the
+undo logs that let the backward sweep see every array as the forward sweep saw it.
+
+An array is memory: `y[i] = v` (`array_set`) and `y[a:b] = v` (`array_assign` of
+a view) change what later reads of `y` give, with no new SSA value. Reverse
+mode treats `y`'s adjoint as the adjoint of that memory (one accumulator,
+`adjoints.py`), walked backwards in program order:
+
+- a write's backward reads the adjoint at the written place into `v`'s adjoint
+  (what reached `y[i]` after the write came from `v`) and zeroes it there (the
+  overwritten value reached nothing after the write): `set_at` / `zero_into`;
+- the forward copy reads the value a write overwrites (`old`), and the
+  backward puts it back (`y[i] = old`): the *memory invariant* — wherever the
+  backward sweep is, every array holds what it held at that point of the
+  forward sweep, so VJP rules that read a whole array (`y * w`) and the
+  recomputation of loop bodies see the right values. The gradient graph thus
+  leaves the arrays it was given (an argument written into) as it found them.
+
+Writes inside a loop. An array only written by a loop (never rebound) is an
+invariant of the `while`. Its backward loop recomputes each iteration's body
+from the iteration's entry (`loops.py`), which needs the memory as it was at
+that entry, while the array holds what the later iterations left. So the
+taped forward loop keeps an *undo log* per array it writes: a tape of
+`(old value, *indices)`, one entry per element write anywhere in the body
+(threaded through inner loops as a carried value), and records the log's
+length at each iteration's entry on its tape. Each backward iteration first
+undoes its iteration's writes, newest first, then recomputes and sweeps the
+body (whose own write backwards restore what the recomputation wrote again).
+O(1) per write, forward and backward.
+
+Limits, refused with a `NotDifferentiableError` naming the construct: writes
+into an array a loop carries (rebinds), slice assignment and writes through a
+view inside a loop, writes into an active array inside an `if`, writes through
+a `reshape`, and a view that is read after its base was written.
+"""
+from __future__ import annotations
+
+from ..core import Graph, Node, Value
+from ..types import I64, ArrayType, TapeType, TupleType
+from .emit import Emitter
+from .errors import NotDifferentiableError
+
+WRITE_OPS = frozenset({"array_set", "array_assign"})
+"""Leaf ops that write into their first input (an array, or a view of one)."""
+VIEW_OPS = frozenset({"array_view", "array_transpose"})
+"""Leaf ops whose result is always a view of their first input: writes reach the base."""
+LOG = "$log"
+"""The name of undo-log values."""
+
+
+def defining_nodes(graph: Graph) -> dict[Value, Node]:
+    """Each value `graph`'s own nodes define -> its node (regions not included)."""
+    return {out: node for node in graph.nodes for out in node.outputs}
+
+
+def view_chain(value: Value, defs: dict[Value, Node]) -> tuple[Value, list[Node]]:
+    """The array `value` is a view of, in its graph, and the views from it to `value`."""
+    chain: list[Node] = []
+    node = defs.get(value)
+    while node is not None and node.op in VIEW_OPS:
+        chain.append(node)
+        value = node.inputs[0]
+        node = defs.get(value)
+    if node is not None and node.op == "array_reshape":
+        raise NotDifferentiableError("cannot differentiate a write through a reshape: it is a "
+                                     "view or a copy depending on the strides",
+                                     "array_reshape", node.loc)
+    return value, chain[::-1]
+
+
+def region_bindings(node: Node) -> list[tuple[Graph, list[Value], list[Value]]]:
+    """(region, its params, the `node` inputs they receive), for each region of `node`."""
+    if node.op == "if":
+        return [(r, r.params, node.inputs[1:]) for r in node.regions]
+    return [(r, r.params, node.inputs) for r in node.regions]
+
+
+def written_roots(graph: Graph) -> set[Value]:
+    """The values of `graph` (parameters or results of its nodes) whose memory `graph` or
+    one of its regions writes into: the written arrays, traced back through views and
+    region parameters."""
+    defs = defining_nodes(graph)
+    roots: set[Value] = set()
+    for node in graph.nodes:
+        if node.op in WRITE_OPS:
+            roots.add(view_chain(node.inputs[0], defs)[0])
+        for region, params, inputs in region_bindings(node):
+            inner = written_roots(region)
+            roots.update(view_chain(v, defs)[0] for p, v in zip(params, inputs) if p in inner)
+    return roots
+
+
+def written_invariants(node: Node, active: set[Value]) -> list[int]:
+    """The invariants of `while` `node` its body writes into (their indices); a loop that
+    writes into an active array it carries is refused."""
+    inner = written_roots(node.regions[1])
+    n_invariants = node.attrs["n_invariants"]
+    for p in node.regions[1].params[n_invariants:]:
+        if p in inner and p in active:
+            raise NotDifferentiableError(
+                f"cannot differentiate a loop that writes into the array '{p.name}' it also "
+                "rebinds (a carried value) yet", "array_set", node.loc)
+    return [k for k, p in enumerate(node.regions[1].params[:n_invariants]) if p in inner]
+
+
+def check_views_of_written(graph: Graph, active: set[Value]) -> None:
+    """Refuse a view of an active array used after the array was written into (other than
+    through that view): its adjoint would reach the array's only where the view was made,
+    past the write. (A view made right before the write, a slice assignment, is fine.)"""
+    defs = defining_nodes(graph)
+    views: dict[Value, list[Value]] = {}
+    stale: set[Value] = set()
+    for node in graph.nodes:
+        used = next((v for v in node.inputs if v in stale), None)
+        if used is not None:
+            raise NotDifferentiableError(
+                f"cannot differentiate a use of the view '{used.name or 'of an array'}' after "
+                "its array was written into: take the view after the write", node.op, node.loc)
+        for root in _roots_written_by(node, defs):
+            if root in active:
+                through = set(view_chain(node.inputs[0], defs)[1]) if node.op in WRITE_OPS else ()
+                stale.update(v for v in views.get(root, []) if defs[v] not in through)
+        if node.op in VIEW_OPS:
+            views.setdefault(view_chain(node.outputs[0], defs)[0], []).append(node.outputs[0])
+
+
+def _roots_written_by(node: Node, defs: dict[Value, Node]) -> set[Value]:
+    if node.op in WRITE_OPS:
+        return {view_chain(node.inputs[0], defs)[0]}
+    roots = set()
+    for region, params, inputs in region_bindings(node):
+        inner = written_roots(region)
+        roots.update(view_chain(v, defs)[0] for p, v in zip(params, inputs) if p in inner)
+    return roots
+
+
+def write_count(body: Graph, array: Value) -> int | None:
+    """How many times one run of `body` writes into its parameter `array`, when fixed:
+    every write in `body`'s own node list; None when a region of it writes too."""
+    defs = defining_nodes(body)
+    count = 0
+    for node in body.nodes:
+        if node.op in WRITE_OPS and view_chain(node.inputs[0], defs)[0] is array:
+            count += 1
+        for region, params, inputs in region_bindings(node):
+            inner = written_roots(region)
+            if any(p in inner and view_chain(v, defs)[0] is array for p, v in zip(params, inputs)):
+                return None
+    return count
+
+
+def log_type(array: ArrayType) -> TapeType:
+    """The undo log of writes into an array of type `array`: (old value, *indices)."""
+    return TapeType(TupleType((array.dtype, *(I64,) * array.ndim)))
+
+
+# ---- threading undo logs through a loop body (the forward copy) ---------------------------
+
+def thread_logs(body: Graph, logs: dict[Value, Value]) -> dict[Value, Value]:
+    """Make every write into the arrays `logs` maps (parameters of `body`) push
+    (old value, *indices) onto the array's log, in place; return the logs after `body`.
+
+    `logs`: a parameter of `body` -> the log value at its entry. Inner loops that
+    write into one carry its log; every other way of writing into one is refused.
+    """
+    current = dict(logs)
+    defs = defining_nodes(body)
+    nodes: list[Node] = []
+    for node in body.nodes:
+        if node.op in WRITE_OPS:
+            root, chain = view_chain(node.inputs[0], defs)
+            if root in current:
+                if chain or node.op != "array_set":
+                    raise NotDifferentiableError(
+                        "cannot differentiate a slice assignment or a write through a view "
+                        "inside a loop yet: write element by element (y[i] = v)",
+                        node.op, node.loc)
+                current[root] = _logged_set(nodes, node, current[root])
+                continue
+        elif node.regions:
+            _thread_region_node(node, current, defs)
+        nodes.append(node)
+    body.nodes = nodes
+    return current
+
+
+def _logged_set(nodes: list[Node], node: Node, log: Value) -> Value:
+    """Append `old = y[i]; y[i] = v; log.1 = push log (old, i)` to `nodes`; return log.1."""
+    scratch = Graph("log")
+    e = Emitter(scratch, node.loc)
+    array, _, *indices = node.inputs
+    old = e.op("array_get", array, *indices)
+    scratch.nodes.append(node)
+    pushed = e.op("tape_push", log, e.op("tuple", old, *indices))
+    nodes += scratch.nodes
+    return pushed
+
+
+def _thread_region_node(node: Node, current: dict[Value, Value], defs) -> None:
+    """Thread the logs of the arrays a structural `node` writes into through it."""
+    written = {}
+    for region, params, inputs in region_bindings(node):
+        inner = written_roots(region)
+        for p, v in zip(params, inputs):
+            if p in inner and view_chain(v, defs)[0] in current:
+                written.setdefault(v, view_chain(v, defs))
+    if not written:
+        return
+    if node.op != "while":
+        raise NotDifferentiableError(
+            f"cannot differentiate writes into an array inside '{node.op}' inside a loop yet",
+            node.op, node.loc)
+    n_invariants = node.attrs["n_invariants"]
+    for value, (root, chain) in written.items():
+        k = node.inputs.index(value)
+        if chain or k >= n_invariants:
+            raise NotDifferentiableError(
+                "cannot differentiate writes through a view, or into a carried array, in an "
+                "inner loop yet", "while", node.loc)
+        cond, body = node.regions
+        cond.params.append(Value(LOG, current[root].type))
+        log = Value(LOG, current[root].type)
+        body.params.append(log)
+        after = thread_logs(body, {body.params[k]: log})
+        body.outputs.append(after[body.params[k]])
+        node.inputs.append(current[root])
+        out = Value(LOG, current[root].type)
+        node.outputs.append(out)
+        current[root] = out
+
+
+# ---- undoing one iteration's writes (the backward loop) -----------------------------------
+
+def emit_undo_entries(graph: Graph, loc, log: Value, array: Value, stop: Value,
+                      count: int) -> Value:
+    """Append to `graph` the restores of the `count` writes that log entries stop-1 down to
+    stop-count record, newest first; return stop-count."""
+    e = Emitter(graph, loc)
+    position = stop
+    for _ in range(count):
+        position = e.op("sub", position, e.const(1, I64))
+        entry = e.op("tape_get", log, position)
+        parts = [e.op("getitem", entry, index=i) for i in range(len(entry.type.elements))]
+        e.op("array_set", array, parts[0], *parts[1:], boundscheck=False)
+    return position
+
+
+def emit_undo(graph: Graph, loc, log: Value, array: Value, start: Value, stop: Value) -> None:
+    """Append to `graph` a loop that restores, newest first, the writes that log entries
+    stop-1 down to `start` record: `array[i] = old` for each (old, *i)."""
+    element = log.type.element
+    params = [Value(LOG, log.type), Value(array.name, array.type), Value("", I64),
+              Value("$j", I64)]
+    cond = Graph("cond", params)
+    ec = Emitter(cond, loc)
+    cond.outputs = [ec.op("gt", params[3], params[2])]
+    body_params = [Value(p.name, p.type) for p in params]
+    body = Graph("body", body_params)
+    eb = Emitter(body, loc)
+    j = eb.op("sub", body_params[3], eb.const(1, I64))
+    entry = eb.op("tape_get", body_params[0], j)
+    parts = [eb.op("getitem", entry, index=i) for i in range(len(element.elements))]
+    eb.op("array_set", body_params[1], parts[0], *parts[1:], boundscheck=False)
+    body.outputs = [j]
+    graph.add("while", [log, array, start, stop], 1, attrs={"n_invariants": 3},
+              regions=[cond, body], loc=loc, names=["$j"], types=[I64])
