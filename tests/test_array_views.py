@@ -355,12 +355,21 @@ def test_a_read_only_argument_is_refused_for_slice_assignment():
         jit(assign_scalar)(x)
 
 
-def test_augmented_slice_assignment_is_reported():
-    def f(x):
-        x[1:3] += 1.0
-        return x
-    with pytest.raises(CompileError, match="augmented assignment to a slice"):
-        jit(f)(vec())
+def augment_slices(x, a, v):
+    x[1:3] += 1.0
+    x[::2] *= v
+    x[1:] -= x[:-1]  # overlapping: reads the old values, as NumPy does
+    a[0, :] /= v
+    a[:, 1] += x[:2]
+    return x, a
+
+
+def test_augmented_slice_assignment_matches_numpy():
+    make = lambda: (np.arange(6.0), np.arange(6.0).reshape(2, 3) + 1.0, 3.0)
+    expected = augment_slices(*make())
+    got = jit(augment_slices)(*make())
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g, e)
 
 
 def test_slicing_a_tuple_is_reported():

@@ -501,11 +501,6 @@ def ellipsis_index(a):
     return a[..., 0]
 
 
-def slice_augmented(x, a):
-    x[1:] += 1.0
-    a[0, :] = 1.0
-
-
 def assign_attribute(a):
     a.shape = (1, 2)
 
@@ -534,7 +529,6 @@ def tuple_variable_index(i):
 
 @pytest.mark.parametrize("fn,words", [
     (ellipsis_index, ["indexing with ..."]),
-    (slice_augmented, ["augmented assignment to a slice (x[1:])"]),
     (assign_attribute, ["assignment to 'a.shape'"]),
     (tuple_display_store, ["element of a tuple"]),
     (tuple_variable_index, ["a tuple index must be a constant integer"]),

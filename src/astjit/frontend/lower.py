@@ -151,14 +151,11 @@ class ExpressionLowerer:
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         return [self.lower_expr(scope, part) for part in parts]
 
-    def unsupported_index(self, scope: Scope, node: ast.Subscript, slices: bool = False) -> bool:
-        """Report (and return True for) an index with `...`, `None` or `*` (and a slice
-        where `slices` says they are not supported)."""
+    def unsupported_index(self, scope: Scope, node: ast.Subscript) -> bool:
+        """Report (and return True for) an index with `...`, `None` or `*`."""
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for part in parts:
-            if isinstance(part, ast.Slice) and slices:
-                what = f"augmented assignment to a slice ({ast.unparse(node)})"
-            elif isinstance(part, ast.Constant) and (part.value is Ellipsis or part.value is None):
+            if isinstance(part, ast.Constant) and (part.value is Ellipsis or part.value is None):
                 what = f"indexing with {ast.unparse(part)} ({ast.unparse(node)})"
             elif isinstance(part, ast.Starred):
                 what = f"a starred index ({ast.unparse(node)})"

@@ -197,14 +197,20 @@ class StatementLowerer(CallLowerer):
         return scope.emit(op, [current, value], self.loc(stmt))
 
     def augment_element(self, scope: Scope, stmt: ast.AugAssign) -> None:
-        """`x[i] += v`: x and i evaluated once, then read x[i], evaluate v, write back."""
+        """`x[i] += v`: x and i evaluated once, then read x[i], evaluate v, write back.
+        `x[a:b] += v`: the view x[a:b] made once, `view + v` computed (a new array, so an
+        overlapping v reads the old values, as NumPy's does), then copied into the view."""
         target = stmt.target
         loc = self.loc(target)
         array = self.lower_expr(scope, target.value)
-        if self.unsupported_index(scope, target, slices=True) or array in scope.sizes:
+        if self.unsupported_index(scope, target) or array in scope.sizes:
             if array in scope.sizes:
                 self.bad_target(target)
             self.lower_expr(scope, stmt.value)  # for the problems it may have
+            return
+        if has_slice(target):
+            view = lower_view(self, scope, target, array)
+            scope.emit("array_assign", [view, self.augmented(scope, stmt, view)], loc)
             return
         indices = self.lower_indices(scope, target)
         current = scope.emit("array_get", [array, *indices], loc)
