@@ -7,15 +7,23 @@ is replaced by the earlier node's outputs. Ops that may raise are merged too:
 the earlier node, in the same straight-line list, runs first on the same
 operands, so it raises first or the later one would not have raised either.
 Each region gets its own table: regions see no values of the enclosing graph.
+
+A pure op that makes a new array (`x * y`, `np.sum(x, axis=0)`) is merged only
+when neither array can be told apart from the other afterwards: no write
+reaches it or a view of it, and it does not leave the graph (returned,
+yielded, carried, passed to a call). `_private_arrays` finds those: every use
+of the array and of its views is a read (`READERS`). And a node that may write
+into an array (`_may_write`) ends the life of every earlier entry that reads
+an array: `np.sum(y)` before `y[0] = 5.0` is not `np.sum(y)` after it.
 """
 from __future__ import annotations
 
 from collections.abc import Hashable
 from typing import Any
 
-from ..core import Graph, Module, Node
+from ..core import STRUCTURAL_OPS, Graph, Module, Node, Value
 from ..ops import OPS
-from ..ops.elementwise import is_array_elementwise
+from ..types import ArrayType
 from .rewrite import Replacement, forward, rewrite_graph
 
 
@@ -26,18 +34,56 @@ def eliminate_common_subexpressions(module: Module) -> Module:
     return module
 
 
+VIEWS = frozenset({"array_view", "array_transpose", "array_reshape", "diag"})
+"""Ops whose array result may share memory with their first input."""
+READERS = frozenset({"array_get", "array_dim", "array_shape", "array_size", "array_ndim",
+                     "array_new_like", "matmul", "reduce", "sum_to_like"}) | VIEWS
+"""Ops that only read their array inputs (besides the elementwise ones)."""
+
+
 def _cse_graph(graph: Graph) -> None:
     seen: dict[Hashable, Node] = {}
+    private = _private_arrays(graph)
 
     def visit(node: Node) -> Replacement | None:
         for region in node.regions:
             _cse_graph(region)
-        if node.op not in OPS or "pure" not in OPS[node.op].traits or is_array_elementwise(node):
-            return None  # an elementwise op on arrays makes a new array each time
+        if _may_write(node):  # what read arrays before may read other values after
+            for key in [k for k, n in seen.items() if _reads_array(n)]:
+                del seen[key]
+        if node.op not in OPS or "pure" not in OPS[node.op].traits:
+            return None
+        if any(isinstance(v.type, ArrayType) and v not in private for v in node.outputs):
+            return None  # a new array someone may write into or hold on to
         earlier = seen.setdefault(_key(node), node)
         return None if earlier is node else forward(node, earlier.outputs)
 
     rewrite_graph(graph, visit)
+
+
+def _may_write(node: Node) -> bool:
+    """Whether `node` may write into an array: a write, or a structural op (a call, a loop,
+    a branch, a kernel reusing a buffer), whose insides are not looked at here."""
+    return node.op in STRUCTURAL_OPS or (node.op in OPS and "writes" in OPS[node.op].traits)
+
+
+def _reads_array(node: Node) -> bool:
+    return any(isinstance(v.type, ArrayType) for v in node.inputs)
+
+
+def _private_arrays(graph: Graph) -> set[Value]:
+    """The array values of `graph`'s nodes that are only ever read, directly or through views."""
+    root: dict[Value, Value] = {}
+    for node in graph.nodes:
+        for v in node.outputs:
+            root[v] = root.get(node.inputs[0], node.inputs[0]) \
+                if node.op in VIEWS and node.inputs else v
+    shared = {root.get(v, v) for v in graph.outputs}
+    for node in graph.nodes:
+        reads = node.op in READERS or (node.op in OPS and "elementwise" in OPS[node.op].traits)
+        if not reads:
+            shared.update(root.get(v, v) for v in node.inputs if isinstance(v.type, ArrayType))
+    return {v for v, r in root.items() if isinstance(v.type, ArrayType) and r not in shared}
 
 
 def _key(node: Node) -> Hashable:

@@ -178,6 +178,8 @@ RULES: list[tuple[str, When, Then]] = [
      lambda e: e.x.arg(e.node.attrs["axis"])),                        # np.zeros((n, m)).shape[1] = m
     ("array_dim", lambda e: e.x.op == "array_new_like",
      lambda e: Apply("array_dim", e.x.x, axis=e.node.attrs["axis"])),  # zeros_like(a).shape = a.shape
+    ("array_transpose", lambda e: e.x.op == "array_transpose",
+     lambda e: e.x.x),                                     # (a.T).T = a: the same memory, shape, strides
     ("cast", lambda e: e.x.type == e.type, lambda e: e.x),                    # T(x: T) = x
     ("cast", lambda e: e.x.op == "cast" and is_bool(e.x.x),
      lambda e: Apply("cast", e.x.x, to=e.type)),                              # T(U(b)) = T(b)
