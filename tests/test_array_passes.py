@@ -6,7 +6,7 @@ from astjit import jit
 
 
 def repeated(x, y):
-    a = -(-x) * 1.0
+    a = -(-x) * 1.0  # noqa: B002 - a double negation to simplify away
     b = (a.T).T
     return np.sum(b * y) + np.sum(b * y)
 

@@ -4,6 +4,7 @@ interpreted, f64 and f32; the forward value unchanged; the arrays passed in left
 were; no leaks; a million-element recurrence in milliseconds; clear errors for what is not
 supported."""
 import gc
+import os
 import sys
 import time
 import tracemalloc
@@ -98,6 +99,45 @@ def loop_with_scalar_state(x, a):    # writes and a carried float; the loss read
     return y[x.shape[0] - 1] + np.sum(y) * 0.5
 
 
+def write_in_if(x):                 # the `if` logs its writes; its backward undoes them
+    y = np.zeros(3, dtype=x.dtype)
+    if x[0] > 0:
+        y[1] = x[1] * y[1] + x[2]
+        y[0] = y[1] * 2.0
+    return np.sum(y * y)
+
+
+def if_in_loop(x):                   # branches of a loop body write (logs threaded through)
+    y = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            y[i] = np.sin(x[i]) + y[i - 1]
+        else:
+            y[i] = y[i - 1] * x[i]
+    return np.sum(y * y)
+
+
+def if_overwrites_in_loop(x):
+    y = np.ones(2, dtype=x.dtype)
+    for i in range(x.shape[0]):
+        if i % 2 == 0:
+            y[0] = y[0] * x[i] + y[1]
+        y[1] = y[1] + y[0] * 0.5
+    return y[0] * y[1]
+
+
+def if_in_nested_loops(a):
+    m, n = a.shape
+    out = np.zeros((m, n), dtype=a.dtype)
+    for i in range(m):
+        for j in range(n):
+            if a[i, j] > 0.5:
+                out[i, j] = out[i, j - 1] + a[i, j]
+            else:
+                out[i, j] = out[i - 1, j] * a[i, j]
+    return np.sum(out * out)
+
+
 rng = np.random.default_rng(7)
 V6 = rng.uniform(0.2, 1.0, 6)
 M34 = rng.uniform(0.2, 1.0, (3, 4))
@@ -114,6 +154,10 @@ CASES = [
     (read_then_overwritten, (V6,), (0,)),
     (write_constant, (V6,), (0,)),
     (loop_with_scalar_state, (V6, 0.6), (0, 1)),
+    (write_in_if, (V6,), (0,)),
+    (if_in_loop, (V6,), (0,)),
+    (if_overwrites_in_loop, (V6,), (0,)),
+    (if_in_nested_loops, (M34,), (0,)),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
@@ -183,6 +227,8 @@ def test_forward_still_writes_into_the_argument():
     assert np.array_equal(x, want)
 
 
+@pytest.mark.skipif(os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"),
+                    reason="times compiled code")
 def test_million_element_recurrence_takes_milliseconds():
     """Undo logs cost O(1) per write: the gradient of a 10^6-step recurrence is linear."""
     x = rng.uniform(-1.0, 1.0, 1_000_000)
@@ -199,7 +245,8 @@ def test_million_element_recurrence_takes_milliseconds():
 
 
 LEAK_CASES = [(fn, args, argnums) for fn, args, argnums in CASES
-              if fn in (recurrence, loop_2d, nested_overwrite, slice_write, writes_into_argument)]
+              if fn in (recurrence, loop_2d, nested_overwrite, slice_write, writes_into_argument,
+                        write_in_if, if_in_nested_loops)]
 
 
 @pytest.mark.parametrize("fn,args,argnums", LEAK_CASES, ids=[c[0].__name__ for c in LEAK_CASES])
@@ -249,10 +296,11 @@ def test_error_exit_releases_everything():
 # ---- what is refused, with the construct and the line -------------------------------------
 
 
-def write_in_if(x):
-    y = np.zeros(3)
+def view_written_in_if(x):
+    y = np.zeros(4)
+    v = y[1:3]
     if x[0] > 0:
-        y[1] = x[1]
+        v[0] = x[1]
     return np.sum(y)
 
 
@@ -279,7 +327,7 @@ def stale_view(x):
 
 
 @pytest.mark.parametrize("fn,words", [
-    (write_in_if, "inside an `if`"),
+    (view_written_in_if, "inside an `if` into a view taken outside it"),
     (slice_in_loop, "slice assignment"),
     (writes_carried, "rebinds"),
     (stale_view, "view 'v' after its array was written"),

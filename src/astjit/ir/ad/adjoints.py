@@ -51,13 +51,23 @@ from ..ops.adjoints import AddAt, AddIntoView
 from ..ops.elementwise import is_array_elementwise
 from ..ops.vjp_arrays import call_vjp
 from ..passes.inline import clone_node
-from ..types import ArrayType, TupleType
+from ..types import I64, ArrayType, TupleType
 from .duplicates import drop_unused_recomputation
 from .emit import Emitter
 from .errors import NotDifferentiableError
-from .writes import WRITE_OPS, check_views_of_written, defining_nodes, region_bindings, view_chain, written_roots
 from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
+from .writes import (
+    WRITE_OPS,
+    check_views_of_written,
+    defining_nodes,
+    emit_undo,
+    log_type,
+    pass_log,
+    unread_writes,
+    view_chain,
+    written_captures,
+)
 
 
 class Differentiator:
@@ -83,13 +93,17 @@ class Differentiator:
 
     def sweep(self, src: Graph, dst: Graph, inputs: list[Value],
               output_adjoints: list[Value | None],
-              accumulators: dict[Value, Value] | None = None) -> RegionSweep:
+              accumulators: dict[Value, Value] | None = None,
+              recomputing: bool = False) -> RegionSweep:
         """`sweep_region`, returning the whole sweep (what each node of `src` became in `dst`).
 
         `accumulators`: `src` parameters whose adjoints start from these `dst`
         arrays, exclusive (a loop's accumulators of its invariants' adjoints).
+        `recomputing`: `src` ran already (a loop body swept back), so a write nothing
+        reads afterwards need not run again (nor be undone).
         """
         sweep = RegionSweep(self, src, dst, dict(zip(src.params, inputs)))
+        sweep.recomputing = recomputing
         for param, accumulator in (accumulators or {}).items():
             sweep.adjoints[param] = accumulator
             sweep.exclusive.add(param)
@@ -120,21 +134,28 @@ class RegionSweep:
         self.exclusive: set[Value] = set()
         """Array values of `src` whose adjoint is an accumulator only they hold (may be
         written in place)."""
-        self.olds: dict[Node, Value] = {}
-        """A write of `src` -> what it overwrote (an element, or a copy of the slice)."""
+        self.olds: dict[Node, Value | None] = {}
+        """A write of `src` -> what it overwrote (an element, or a copy of the slice); None
+        for a write the recomputation leaves out."""
+        self.if_logs: dict[Node, list[Value]] = {}
+        """An `if` of `src` that writes into arrays it captures -> the undo logs of those
+        (`written_captures` order) after its forward copy."""
+        self.recomputing = False
+        """Whether `src` ran already: writes nothing reads afterwards are left out."""
         self.defs = defining_nodes(src)
 
     def run_forward(self) -> None:
         check_views_of_written(self.src, self.ad.active)
+        unread = unread_writes(self.src) if self.recomputing else set()
         for node in self.src.nodes:
             if node.op == "while" and carries_active(node, self.ad.active):
                 emit_taped_while(self, node)
             elif node.op in WRITE_OPS:
-                self.olds[node] = self.emit_write(node)
+                self.olds[node] = None if node in unread else self.emit_write(node)
             else:
-                if node.op == "if":
-                    self.check_if_writes(node)
                 self.copies[node] = clone_node(node, self.primal)
+                if node.op == "if" and written_captures(node):
+                    self.if_logs[node] = self.log_if(node, self.copies[node])
                 self.dst.nodes.append(self.copies[node])
 
     def run_backward(self, output_adjoints: list[Value | None]) -> None:
@@ -147,6 +168,9 @@ class RegionSweep:
                 continue
             if node.op in WRITE_OPS:
                 self.backward_write(node)
+                continue
+            if node in self.if_logs:
+                self.backward_logged_if(node)
                 continue
             grads = [self.adjoints.get(v) for v in node.outputs]
             if all(g is None for g in grads):
@@ -247,21 +271,40 @@ class RegionSweep:
                     self.accumulate(e, value, e.op("sum_to_like", part, self.primal[value]))
                 self.adjoints[root] = e.op("zero_into", accumulator, target)
         old = self.olds[node]
+        if old is None:
+            return
         if node.op == "array_set":
             e.op("array_set", self.primal[dest], old, *indices, boundscheck=False)
         else:
             e.op("array_assign", self.primal[dest], old)
 
-    def check_if_writes(self, node: Node) -> None:
-        """Refuse an `if` that writes into an active array (not supported yet)."""
-        for region, params, inputs in region_bindings(node):
-            inner = written_roots(region)
-            for p in params:
-                if p in inner and self.ad.wants_adjoint(p):
-                    raise NotDifferentiableError(
-                        f"cannot differentiate a write into the array '{p.name}' inside an "
-                        "`if` yet: compute the value with np.where or an if expression and "
-                        "write it after the `if`", "array_set", node.loc)
+    def log_if(self, node: Node, copy: Node) -> list[Value]:
+        """Make `copy`, the forward copy of an `if` that writes into arrays it captures, log
+        those writes (`writes.py`); return the logs after it."""
+        captures = written_captures(node)
+        for k in captures:
+            if view_chain(node.inputs[1 + k], self.defs)[1]:
+                raise NotDifferentiableError(
+                    "cannot differentiate a write inside an `if` into a view taken outside it "
+                    "yet: take the view inside the branch", "if", node.loc)
+        e = Emitter(self.dst, node.loc)
+        logs = [e.op("tape_new", element=log_type(node.inputs[1 + k].type).element)
+                for k in captures]
+        return pass_log(copy, captures, logs)
+
+    def backward_logged_if(self, node: Node) -> None:
+        """Undo the writes of the `if`'s forward copy, then sweep it back (its recomputed
+        branch writes again and puts back), the written arrays' accumulators passed through."""
+        e = Emitter(self.dst, node.loc)
+        captures = written_captures(node)
+        for k, log in zip(captures, self.if_logs[node]):
+            emit_undo(self.dst, node.loc, log, self.primal[node.inputs[1 + k]],
+                      e.const(0, I64), e.op("tape_len", log))
+            e.op("tape_free", log)
+        grads = [self.adjoints.get(v) for v in node.outputs]
+        written = [k for k in captures if self.ad.wants_adjoint(node.regions[0].params[k])]
+        if written or any(g is not None for g in grads):
+            self.backward_if(node, grads, written)
 
     # ---- leaf ops --------------------------------------------------------------------
 
@@ -309,30 +352,44 @@ class RegionSweep:
             if self.ad.wants_adjoint(value):
                 self.accumulate(e, value, e.op("getitem", result, index=i))
 
-    def backward_if(self, node: Node, grads: list[Value | None]) -> None:
-        """An `if` on the same condition whose regions sweep the branches back."""
+    def backward_if(self, node: Node, grads: list[Value | None], written: list[int] = ()
+                    ) -> None:
+        """An `if` on the same condition whose regions sweep the branches back; the
+        accumulators of the captured arrays `written` go in and come back out."""
         captured = node.inputs[1:]
         wanted = [k for k, p in enumerate(node.regions[0].params) if self.ad.wants_adjoint(p)]
         flowing = [j for j, g in enumerate(grads) if g is not None]
-        regions = [self.backward_branch(region, flowing, wanted) for region in node.regions]
-        inputs = [self.primal[v] for v in node.inputs] + [grads[j] for j in flowing]
+        regions = [self.backward_branch(region, flowing, wanted, written)
+                   for region in node.regions]
+        e = Emitter(self.dst, node.loc)
+        inputs = ([self.primal[v] for v in node.inputs] + [grads[j] for j in flowing]
+                  + [self.accumulator(e, captured[k]) for k in written])
         backward = self.dst.add("if", inputs, len(wanted), regions=regions, loc=node.loc,
                                 names=[adjoint_name(captured[k]) for k in wanted],
                                 types=[captured[k].type for k in wanted])
-        e = Emitter(self.dst, node.loc)
         for k, adjoint in zip(wanted, backward.outputs):
-            self.accumulate(e, captured[k], adjoint)
+            if k in written:  # the accumulator, written into by the branch
+                self.adjoints[captured[k]] = adjoint
+                self.exclusive.add(captured[k])
+            else:
+                self.accumulate(e, captured[k], adjoint)
 
-    def backward_branch(self, region: Graph, flowing: list[int], wanted: list[int]) -> Graph:
-        """A region taking (captured values, adjoints of outputs `flowing`), returning the
-        adjoints of the captured values `wanted`, by recomputing and sweeping `region`."""
+    def backward_branch(self, region: Graph, flowing: list[int], wanted: list[int],
+                        written: list[int] = ()) -> Graph:
+        """A region taking (captured values, adjoints of outputs `flowing`, accumulators of
+        captured arrays `written`), returning the adjoints of the captured values `wanted`,
+        by recomputing and sweeping `region`."""
         params = fresh_copies(region.params)
         adjoint_params = fresh_copies([region.outputs[j] for j in flowing], adjoint_name)
-        branch = Graph(region.name, params + adjoint_params, loc=region.loc)
+        accumulators = fresh_copies([region.params[k] for k in written], adjoint_name)
+        branch = Graph(region.name, params + adjoint_params + accumulators, loc=region.loc)
         output_adjoints: list[Value | None] = [None] * len(region.outputs)
         for j, adjoint in zip(flowing, adjoint_params):
             output_adjoints[j] = adjoint
-        _, param_adjoints = self.ad.sweep_region(region, branch, params, output_adjoints)
+        sweep = self.ad.sweep(region, branch, params, output_adjoints,
+                              {region.params[k]: a for k, a in zip(written, accumulators)},
+                              recomputing=bool(written))
+        param_adjoints = [sweep.adjoints.get(p) for p in region.params]
         e = Emitter(branch, region.loc)
         branch.outputs = [adjoint_or_zero(e, param_adjoints[k], params[k]) for k in wanted]
         drop_unused_recomputation(branch, deep=True)

@@ -56,9 +56,11 @@ where each iteration used to make a fresh one, and freed after it.
 
 A loop that writes into arrays it does not carry (`y[i] = f(y[i-1])`) is taped
 when one of them is active, and keeps an undo log per array it writes
-(`writes.py`): the forward loop carries the logs and records their lengths at
-each iteration's entry as extra tape fields (after the carried values); the
-backward loop reads the logs, carries the position it has undone them to,
+(`writes.py`): the forward loop carries the logs and, where an iteration's
+number of writes is not fixed (writes in inner loops or branches), records
+their lengths at each iteration's entry as extra tape fields (after the
+carried values); the backward loop reads the logs, carries the position it
+has undone them to,
 and starts each iteration by undoing the iteration's writes, so that the
 recomputation sees the memory of the forward iteration. Its accumulators of
 the written arrays' adjoints start from the adjoints the code after the loop
@@ -76,8 +78,7 @@ from ..types import I64, ArrayType, TupleType
 from .duplicates import drop_unused_recomputation, mark_recomputed
 from .emit import Emitter
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
-from .writes import (LOG, emit_undo, emit_undo_entries, log_type, thread_logs, write_count,
-                     written_invariants)
+from .writes import LOG, emit_undo, emit_undo_entries, log_type, thread_logs, write_count, written_invariants
 
 if TYPE_CHECKING:
     from .adjoints import RegionSweep
@@ -407,7 +408,8 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     accumulators = {body.params[k]: total
                     for total, k in zip(invariant_adjoints, layout.invariant_slots)
                     if isinstance(total.type, ArrayType)}
-    recompute = sweep.ad.sweep(body, graph, invariants + at_entry, output_adjoints, accumulators)
+    recompute = sweep.ad.sweep(body, graph, invariants + at_entry, output_adjoints, accumulators,
+                               recomputing=True)
     param_adjoints = [recompute.adjoints.get(p) for p in body.params]
     n = layout.n_invariants
     new_carried = [adjoint_or_zero(e, param_adjoints[n + i], at_entry[i])
@@ -419,7 +421,7 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     graph.outputs = [remaining, *new_carried, *new_invariant, *starts]
     drop_unused_recomputation(graph, deep=False)
     kept = set(graph.nodes)
-    repeated = [inner for inner in body.nodes if recompute.copies[inner] in kept]
+    repeated = [inner for inner in body.nodes if recompute.copies.get(inner) in kept]
     return graph, _renumber_reads(graph, entry), repeated
 
 

@@ -22,16 +22,26 @@ from the iteration's entry (`loops.py`), which needs the memory as it was at
 that entry, while the array holds what the later iterations left. So the
 taped forward loop keeps an *undo log* per array it writes: a tape of
 `(old value, *indices)`, one entry per element write anywhere in the body
-(threaded through inner loops as a carried value), and records the log's
-length at each iteration's entry on its tape. Each backward iteration first
-undoes its iteration's writes, newest first, then recomputes and sweeps the
-body (whose own write backwards restore what the recomputation wrote again).
-O(1) per write, forward and backward.
+(threaded through inner loops and branches as a carried / captured value).
+When every write is in the body's own node list, each iteration pushes a
+fixed number of entries; otherwise the loop records the log's length at each
+iteration's entry on its tape. Each backward iteration first undoes its
+iteration's writes, newest first, then recomputes and sweeps the body (whose
+own write backwards restore what the recomputation wrote again; a write that
+nothing in the body reads afterwards is not recomputed at all). O(1) per
+write, forward and backward.
 
-Limits, refused with a `NotDifferentiableError` naming the construct: writes
-into an array a loop carries (rebinds), slice assignment and writes through a
-view inside a loop, writes into an active array inside an `if`, writes through
-a `reshape`, and a view that is read after its base was written.
+Writes inside an `if`: the forward copy logs them the same way (a log per
+captured array written, made before the `if`); the backward first undoes the
+whole log, then the backward `if` recomputes the branch, which writes again,
+and sweeps it back; the written arrays' accumulators go into the backward
+`if` and come out of it.
+
+Limits, refused with a `NotDifferentiableError` naming the construct and
+line: writes into an active array a loop carries (rebinds); slice assignment
+and writes through a view inside a loop; a write inside an `if` into a view
+taken outside it; writes through a `reshape`; a view used after its array
+was written into (other than through it).
 """
 from __future__ import annotations
 
@@ -134,6 +144,29 @@ def _roots_written_by(node: Node, defs: dict[Value, Node]) -> set[Value]:
     return roots
 
 
+def unread_writes(graph: Graph) -> set[Node]:
+    """The writes of `graph`'s node list after which nothing in `graph` uses the array
+    written (its memory, a view of it), nor yields it: a recomputation may leave them out."""
+    defs = defining_nodes(graph)
+    root_of = {}
+    for node in graph.nodes:
+        for v in node.inputs:
+            if isinstance(v.type, ArrayType) and v not in root_of:
+                root_of[v] = view_chain(v, defs)[0] if _is_view_or_root(v, defs) else v
+    used_later: set[Value] = {root_of.get(v, v) for v in graph.outputs}
+    unread = set()
+    for node in reversed(graph.nodes):
+        if node.op in WRITE_OPS and root_of[node.inputs[0]] not in used_later:
+            unread.add(node)
+        used_later.update(root_of[v] for v in node.inputs if v in root_of)
+    return unread
+
+
+def _is_view_or_root(value: Value, defs: dict[Value, Node]) -> bool:
+    node = defs.get(value)
+    return node is None or node.op != "array_reshape"
+
+
 def write_count(body: Graph, array: Value) -> int | None:
     """How many times one run of `body` writes into its parameter `array`, when fixed:
     every write in `body`'s own node list; None when a region of it writes too."""
@@ -206,27 +239,46 @@ def _thread_region_node(node: Node, current: dict[Value, Value], defs) -> None:
                 written.setdefault(v, view_chain(v, defs))
     if not written:
         return
-    if node.op != "while":
+    if node.op not in ("while", "if"):
         raise NotDifferentiableError(
             f"cannot differentiate writes into an array inside '{node.op}' inside a loop yet",
             node.op, node.loc)
-    n_invariants = node.attrs["n_invariants"]
+    first = 1 if node.op == "if" else 0
+    n_fixed = node.attrs["n_invariants"] if node.op == "while" else len(node.inputs)
     for value, (root, chain) in written.items():
         k = node.inputs.index(value)
-        if chain or k >= n_invariants:
+        if chain or k >= n_fixed:
             raise NotDifferentiableError(
                 "cannot differentiate writes through a view, or into a carried array, in an "
-                "inner loop yet", "while", node.loc)
-        cond, body = node.regions
-        cond.params.append(Value(LOG, current[root].type))
-        log = Value(LOG, current[root].type)
-        body.params.append(log)
-        after = thread_logs(body, {body.params[k]: log})
-        body.outputs.append(after[body.params[k]])
-        node.inputs.append(current[root])
-        out = Value(LOG, current[root].type)
-        node.outputs.append(out)
-        current[root] = out
+                "inner loop or branch yet", node.op, node.loc)
+        current[root] = pass_log(node, [k - first], [current[root]])[0]
+
+
+def pass_log(node: Node, slots: list[int], logs: list[Value]) -> list[Value]:
+    """Make structural `node` (a `while`: carried; an `if`: captured and returned) take
+    `logs` for the arrays its regions receive as parameters `slots`, push their writes
+    onto them, and give them back; return the logs after `node`."""
+    for region in node.regions:
+        params = [Value(LOG, log.type) for log in logs]
+        entry = {region.params[k]: p for k, p in zip(slots, params)}
+        region.params += params
+        if node.op == "while" and region is node.regions[0]:
+            continue  # the condition only passes them on
+        after = thread_logs(region, entry)
+        region.outputs += [after[region.params[k]] for k in slots]
+    node.inputs += logs
+    outs = [Value(LOG, log.type) for log in logs]
+    node.outputs += outs
+    return outs
+
+
+def written_captures(node: Node) -> list[int]:
+    """The captured values (indices into `inputs[1:]`) the regions of `if` `node` write into."""
+    written = set()
+    for region in node.regions:
+        inner = written_roots(region)
+        written.update(k for k, p in enumerate(region.params) if p in inner)
+    return sorted(written)
 
 
 # ---- undoing one iteration's writes (the backward loop) -----------------------------------
