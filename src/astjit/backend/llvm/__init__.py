@@ -9,7 +9,8 @@ Modules: `codegen` (graphs and structural ops), `routines` / `arith` / `tapes`
 the C heap and who frees them; array elements and shapes, NumPy's array layout
 and which ndarrays the entry takes; arrays compiled code makes and the
 references each invocation owns), `numpy_api` (NumPy's C API table, verified),
-`compare` and `lltypes` (IR helpers),
+`compare` and `lltypes` (IR helpers), `outline` (the setup code of array ops as
+functions each module shares),
 `messages` (CPython's error messages), `engine`, `pyapi` + `wrapper` (the
 METH_FASTCALL entry in LLVM), `entry` (build_entry).
 """

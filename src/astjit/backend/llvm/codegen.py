@@ -194,6 +194,8 @@ class FunctionEmitter:
         """The stack slot heading the list of tapes this invocation owns, if it may own any."""
         self.owned: memory.OwnedList | None = None
         """The array references this invocation owns, if it may own any (`memory.py`)."""
+        self._failure: ir.PhiInstr | None = None
+        """The status phi of the failure exit, once some site needs it (`failure_exit`)."""
         self.numpy_semantics = False
         """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`fused.numpy_leaf`),
         without the table's error checks."""
@@ -379,10 +381,24 @@ class FunctionEmitter:
 
     def return_status(self, status: ir.Value) -> None:
         """Return a failure status, first freeing the tapes and releasing the array
-        references this invocation owns."""
-        tapes.release_list(self)
-        memory.release_list(self)
-        self.builder.ret(status)
+        references this invocation owns: a branch to the function's one failure exit
+        (`failure_exit`), which does that for every error site."""
+        phi = self.failure_exit()
+        phi.add_incoming(status, self.builder.block)
+        self.builder.branch(phi.parent)
+
+    def failure_exit(self) -> ir.PhiInstr:
+        """The status phi of the block that settles the tapes and the owned list and returns
+        the status, made on first use (one per function: dozens of error sites share it)."""
+        if self._failure is None:
+            here = self.builder.block
+            self.builder.position_at_end(self.function.append_basic_block("failed"))
+            self._failure = self.builder.phi(STATUS)
+            tapes.release_list(self)
+            memory.release_list(self)
+            self.builder.ret(self._failure)
+            self.builder.position_at_end(here)
+        return self._failure
 
     def alloca(self, ty: ir.Type) -> ir.Value:
         """A stack slot in the entry block, where SROA turns it back into registers."""

@@ -14,7 +14,11 @@ np.dot, the sizes filled in at run time), then:
   (`a[:, ::2]`, a zero stride, a stride past 32 bits) is first copied to a
   C-contiguous temporary, and so is an operand of another dtype than the
   result's (f32 or int64 with f64: converted as NumPy converts). Temporaries
-  are released right after the call (and by the owned list on an error exit).
+  are released right after the call. Everything after the result's allocation
+  (conversions aside) is one function the module shares per kind of product
+  (`astjit.matmul.<d|s>.<ndims>`, outline.py): the layout tests, the copies and
+  the BLAS call are emitted once, not at every `@`; its failure code becomes
+  the site's error.
 - int64 results (BLAS has no integers) run a plain loop nest, wrapping on
   overflow as NumPy's does.
 
@@ -37,8 +41,21 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
-from . import arrays, blas, memory, views
-from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I32_T, I64_T, constant, element_type
+from . import arrays, blas, memory, numpy_api, pyapi, views
+from . import messages as msg
+from .lltypes import (
+    ARRAY_DATA,
+    ARRAY_OWNER,
+    ARRAY_STRIDES,
+    I1,
+    I8,
+    I32_T,
+    I64_T,
+    constant,
+    element_type,
+    lltype,
+)
+from .outline import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -225,35 +242,38 @@ def vector_args(b: ir.IRBuilder, array: ir.Value) -> tuple[ir.Value, ir.Value]:
 # ---- BLAS calls ------------------------------------------------------------------------------
 
 class Call:
-    """Arguments passed by pointer: each a stack slot in the entry block."""
+    """Arguments passed by pointer: each a stack slot in the entry block of the function
+    `builder` is in."""
 
-    def __init__(self, em: FunctionEmitter, dtype: ScalarType):
-        self.em, self.dtype = em, dtype
+    def __init__(self, builder: ir.IRBuilder, dtype: ScalarType):
+        self.builder, self.dtype = builder, dtype
         self.prefix = "d" if dtype == F64 else "s"
 
     def slot(self, value: ir.Value) -> ir.Value:
-        pointer = self.em.alloca(value.type)
-        self.em.builder.store(value, pointer)
+        with self.builder.goto_entry_block():
+            pointer = self.builder.alloca(value.type)
+        self.builder.store(value, pointer)
         return pointer
 
     def int(self, value: ir.Value) -> ir.Value:
-        return self.slot(self.em.builder.trunc(value, I32_T))
+        return self.slot(self.builder.trunc(value, I32_T))
 
     def real(self, value: float) -> ir.Value:
         return self.slot(constant(self.dtype, value))
 
     def trans(self, transposed: ir.Value) -> ir.Value:
         """'T' where `transposed`, else 'N'."""
-        return self.slot(self.em.builder.select(transposed, ir.Constant(I8, ord("T")),
-                                                ir.Constant(I8, ord("N"))))
+        return self.slot(self.builder.select(transposed, ir.Constant(I8, ord("T")),
+                                             ir.Constant(I8, ord("N"))))
 
     def __call__(self, name: str, args: list[ir.Value]) -> ir.Value:
-        return self.em.builder.call(blas.declare(self.em.module, self.prefix + name), args)
+        module = self.builder.function.module
+        return self.builder.call(blas.declare(module, self.prefix + name), args)
 
 
 def gemm(call: Call, out: ir.Value, a: Operand, b: Operand, m, k, n) -> None:
     """C = A @ B, C-contiguous: column-major C^T = B^T A^T."""
-    builder = call.em.builder
+    builder = call.builder
     la, lb = layout(builder, a.array), layout(builder, b.array)
     data = lambda op: builder.extract_value(op.array, ARRAY_DATA)
     # B^T is what B's memory is read as column-major in C layout: no transpose then.
@@ -265,7 +285,7 @@ def gemm(call: Call, out: ir.Value, a: Operand, b: Operand, m, k, n) -> None:
 
 def gemv(call: Call, out: ir.Value, matrix: Operand, vector: Operand, transposed: bool) -> None:
     """y = M @ x (or M.T @ x when `transposed`, for x @ M)."""
-    builder = call.em.builder
+    builder = call.builder
     lm = layout(builder, matrix.array)
     rows, cols = arrays.dim(builder, matrix.array, 0), arrays.dim(builder, matrix.array, 1)
     # column-major, the memory is M^T (C layout) or M: its dimensions and the op to apply
@@ -304,7 +324,7 @@ def check_blas_sizes(em: FunctionEmitter, node: Node, sizes: list[ir.Value]) -> 
 def blas_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, dtype: ScalarType,
              k: ir.Value) -> ir.Value:
     """vector @ vector: ddot / sdot (0 for empty vectors)."""
-    builder, call = em.builder, Call(em, dtype)
+    builder, call = em.builder, Call(em.builder, dtype)
     check_blas_sizes(em, node, [k])
     x = operand(em, node, a, node.inputs[0].type, dtype, vector_readable)
     y = operand(em, node, b, node.inputs[1].type, dtype, vector_readable)
@@ -316,34 +336,104 @@ def blas_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, dtype: S
 
 def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_t: ArrayType,
                  sizes: tuple) -> ir.Value:
-    """A new array = a @ b through gemm or gemv; zeros without BLAS when k is 0."""
+    """A new array = a @ b: allocated here, computed by the module's shared
+    `astjit.matmul.<d|s>.<ndim a><ndim b>` (`_product`), whose failure code is this site's
+    ValueError (sizes past BLAS's) or MemoryError (a copy of an operand)."""
     builder, dtype = em.builder, out_t.dtype
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     m, k, n = sizes
     dims = [d for d in (m, n) if d is not None]
     memory.check_dims(em, node, dtype, dims)
     out = memory.allocate(em, node, out_t, dims, zeroed=False)
-    size = memory.size_of_dims(builder, dims)
-    trivial = builder.or_(builder.icmp_signed("==", k, _i64(0)),
-                          builder.icmp_signed("==", size, _i64(0)))
-    with builder.if_else(trivial, likely=False) as (zeros, compute):
-        with zeros:  # an empty sum is 0; an empty result needs nothing
-            memory.fill(em, dtype, constant(dtype, 0.0), builder.extract_value(out, ARRAY_DATA),
-                        size)
-        with compute:
-            check_blas_sizes(em, node, [d for d in sizes if d is not None])
-            readable = {1: vector_readable, 2: lambda bb, array: layout(bb, array).readable}
-            x = operand(em, node, a, a_t, dtype, readable[a_t.ndim])
-            y = operand(em, node, b, b_t, dtype, readable[b_t.ndim])
-            call = Call(em, dtype)
-            if a_t.ndim == 2 and b_t.ndim == 2:
-                gemm(call, out, x, y, m, k, n)
-            elif a_t.ndim == 2:
-                gemv(call, out, x, y, transposed=False)
-            else:
-                gemv(call, out, y, x, transposed=True)
-            release(em, [x, y])
+    x = converted_copy(em, node, a, a_t, dtype) if a_t.dtype != dtype else a
+    y = converted_copy(em, node, b, b_t, dtype) if b_t.dtype != dtype else b
+    name = f"astjit.matmul.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
+    product = shared_function(em.module, name, *_product(dtype, a_t.ndim, b_t.ndim))
+    code = builder.call(product, [x, y, builder.extract_value(out, ARRAY_DATA)])
+    with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
+                         likely=False):
+        too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
+        no_memory = em.errors.status(msg.OUT_OF_MEMORY, memory.ALLOCATION_FAILED, node.loc)
+        em.return_status(builder.select(
+            builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
+            ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
+    release(em, [Operand(x, ir.Constant(I1, int(x is not a))),
+                 Operand(y, ir.Constant(I1, int(y is not b)))])
     return out
+
+
+PRODUCT_TOO_LARGE, PRODUCT_NO_MEMORY = 1, 2
+"""The failure codes of `_product`."""
+
+
+def _product(dtype: ScalarType, a_ndim: int, b_ndim: int):
+    def emit(fn, builder, a, b, out):
+        """out = a @ b (of `dtype`, 1-d or 2-d): zeros without BLAS when k or the result is
+        empty, else gemm / gemv on operands as they lie or on C-contiguous copies (released
+        after the call). 0, or PRODUCT_TOO_LARGE, or PRODUCT_NO_MEMORY (a failed copy)."""
+        k = arrays.dim(builder, a, a_ndim - 1)
+        m = arrays.dim(builder, a, 0) if a_ndim == 2 else None
+        n = arrays.dim(builder, b, 1) if b_ndim == 2 else None
+        dims = [d for d in (m, n) if d is not None]
+        size = memory.size_of_dims(builder, dims)
+        trivial = builder.or_(builder.icmp_signed("==", k, _i64(0)),
+                              builder.icmp_signed("==", size, _i64(0)))
+        with builder.if_then(trivial, likely=False):  # an empty sum is 0
+            memory.fill_with(builder, dtype, constant(dtype, 0.0), out, size)
+            builder.ret(ir.Constant(I32_T, 0))
+        too_large = ir.Constant(I1, 0)
+        for d in [m, k, n]:
+            if d is not None:
+                too_large = builder.or_(too_large, builder.icmp_signed(">", d, _i64(INT32_MAX)))
+        with builder.if_then(too_large, likely=False):
+            builder.ret(ir.Constant(I32_T, PRODUCT_TOO_LARGE))
+        readable = {1: vector_readable, 2: lambda bb, array: layout(bb, array).readable}
+        x = _readable_operand(builder, a, ArrayType(dtype, a_ndim), readable[a_ndim], [])
+        y = _readable_operand(builder, b, ArrayType(dtype, b_ndim), readable[b_ndim], [x])
+        call = Call(builder, dtype)
+        result = builder.insert_value(ir.Constant(a.type, None), out, ARRAY_DATA)
+        if a_ndim == 2 and b_ndim == 2:
+            gemm(call, result, x, y, m, k, n)
+        elif a_ndim == 2:
+            gemv(call, result, x, y, transposed=False)
+        else:
+            gemv(call, result, y, x, transposed=True)
+        _drop_copies(builder, [x, y])
+        builder.ret(ir.Constant(I32_T, 0))
+    array = lltype(ArrayType(dtype, a_ndim)), lltype(ArrayType(dtype, b_ndim))
+    fnty = ir.FunctionType(I32_T, [*array, element_type(dtype).as_pointer()])
+    return fnty, emit
+
+
+def _readable_operand(builder: ir.IRBuilder, array: ir.Value, t: ArrayType, readable,
+                      copies: list[Operand]) -> Operand:
+    """`array` where BLAS can read it, else a C-contiguous copy (a new ndarray); returns
+    PRODUCT_NO_MEMORY, dropping `copies` first, when the copy cannot be made."""
+    usable = readable(builder, array)
+    before = builder.block
+    with builder.if_then(builder.not_(usable), likely=False):
+        module = builder.function.module
+        dims = [arrays.dim(builder, array, axis) for axis in range(t.ndim)]
+        obj = builder.call(memory.new_ndarray(module, t.ndim, zeroed=False),
+                           [numpy_api.descr_constant(t.dtype), *dims])
+        with builder.if_then(builder.icmp_unsigned("==", obj, ir.Constant(obj.type, None)),
+                             likely=False):
+            _drop_copies(builder, copies)
+            builder.ret(ir.Constant(I32_T, PRODUCT_NO_MEMORY))
+        fresh = memory.c_order_value(builder, t, obj, dims)
+        views.copy_with(builder, array, t, fresh, t)
+        copied_block = builder.block
+    merged = builder.phi(array.type)
+    merged.add_incoming(array, before)
+    merged.add_incoming(fresh, copied_block)
+    return Operand(merged, builder.not_(usable))
+
+
+def _drop_copies(builder: ir.IRBuilder, operands: list[Operand]) -> None:
+    for op in operands:
+        with builder.if_then(op.copied, likely=False):
+            builder.call(pyapi.declare(builder.function.module, "Py_DecRef"),
+                         [builder.extract_value(op.array, ARRAY_OWNER)])
 
 
 # ---- integers: a loop nest ---------------------------------------------------------------------

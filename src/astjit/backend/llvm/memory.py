@@ -48,8 +48,11 @@ reference either way. The list's capacity is the number of array slots of all
 the Values of the function (node outputs and region parameters), which bounds
 the references alive at once when every owned Value is released once; past it
 (IR that leaks) a reference is not recorded and only an error exit would miss
-it. Every list operation is a small internal function (`astjit.owned.*`),
-which LLVM inlines; stores that no error exit reads are dead and vanish.
+it. Every list operation is a small function shared by the module
+(`astjit.owned.*`, outline.py), called, not inlined (an MLP step has a hundred
+list operations, and their code inlined was a good part of what LLVM
+compiled), except `push`, a few instructions LLVM inlines: its stores that no
+error exit reads are dead and vanish.
 """
 from __future__ import annotations
 
@@ -80,6 +83,7 @@ from .lltypes import (
     lltype,
     zero,
 )
+from .outline import shared_function
 from .pyapi import PYOBJ, VOID, declare, load_field
 
 if TYPE_CHECKING:
@@ -192,8 +196,11 @@ def adopt_results(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
 
 def release_list(em: FunctionEmitter) -> None:
     """Before returning a failure status: drop every reference the invocation owns."""
-    if em.owned is not None:
-        em.builder.call(helper(em.module, "release"), [em.owned.count, em.owned.items])
+    owned, b = em.owned, em.builder
+    if owned is not None:  # the test is here, where LLVM often knows the list is empty
+        n = b.load(owned.count)
+        with b.if_then(b.icmp_signed(">", n, ir.Constant(I64_T, 0))):
+            b.call(helper(em.module, "release"), [n, owned.items])
 
 
 # ---- the helper functions, one of each per LLVM module ---------------------------------------
@@ -202,16 +209,14 @@ LIST_PARAMS = [I64_T.as_pointer(), PYOBJ.as_pointer()]
 
 
 def helper(module: ir.Module, name: str) -> ir.Function:
-    """The internal function `astjit.owned.<name>` of `module`, made on first use."""
-    full_name = f"astjit.owned.{name}"
-    function = module.globals.get(full_name)
-    if function is None:
-        fnty, emit = HELPERS[name]
-        function = ir.Function(module, fnty, full_name)
-        function.linkage = "internal"
-        function.attributes.add("nounwind")
-        emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
-    return function
+    """The shared function `astjit.owned.<name>` (a list operation) or `astjit.array.<name>`
+    (a fill) of `module` (outline.py), made on first use.
+    `release` runs only on error exits: cold. `push` is a few instructions, which LLVM
+    inlines: where no error exit can follow, its stores are dead and vanish."""
+    fnty, emit = HELPERS[name]
+    prefix = "astjit.owned." if name in ("push", "forget", "release") else "astjit.array."
+    return shared_function(module, prefix + name, fnty, emit, cold=name == "release",
+                           inline=name == "push")
 
 
 def _push(fn, b, count, items, capacity, obj):
@@ -247,10 +252,8 @@ def _forget(fn, b, count, items, obj):
     b.ret_void()
 
 
-def _release(fn, b, count, items):
-    """Py_DecRef every reference on the list, which is left empty."""
-    n = b.load(count)
-    b.store(ir.Constant(I64_T, 0), count)
+def _release(fn, b, n, items):
+    """Py_DecRef the `n` references at `items` (a failing invocation's last act)."""
     start = b.block
     loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
     b.branch(loop)
@@ -318,7 +321,7 @@ def _arange(element: ir.Type):
 HELPERS = {
     "push": (ir.FunctionType(VOID, [*LIST_PARAMS, I64_T, PYOBJ]), _push),
     "forget": (ir.FunctionType(VOID, [*LIST_PARAMS, PYOBJ]), _forget),
-    "release": (ir.FunctionType(VOID, LIST_PARAMS), _release),
+    "release": (ir.FunctionType(VOID, [I64_T, PYOBJ.as_pointer()]), _release),
     **{f"fill.{ty}": _fill(ty) for ty in (DOUBLE, ir.FloatType(), I64_T, I8)},
     **{f"arange.{ty}": _arange(ty) for ty in (DOUBLE, I64_T)},
 }
@@ -328,50 +331,103 @@ HELPERS = {
 
 def check_dims(em: FunctionEmitter, node: Node, dtype: ScalarType, dims: list[ir.Value]) -> None:
     """NumPy's checks of a new array's dimensions (PyArray_NewFromDescr): any negative one
-    first, then whether `itemsize` times the nonzero ones passes the largest npy_intp."""
-    if not dims:
+    first, then whether `itemsize` times the nonzero ones passes the largest npy_intp.
+    The checks run in the module's `astjit.array.check.<ndim>`, which says which failed;
+    constant dimensions that pass need none."""
+    itemsize = arrays.ITEM_SIZES[dtype]
+    if not dims or _dims_pass(itemsize, dims):
         return
     b = em.builder
-    zero_i64 = ir.Constant(I64_T, 0)
-    nbytes = ir.Constant(I64_T, arrays.ITEM_SIZES[dtype])
-    negative = overflow = ir.Constant(I1, 0)
-    for d in dims:
-        negative = b.or_(negative, b.icmp_signed("<", d, zero_i64))
-        product = b.smul_with_overflow(nbytes, d)
-        skip = b.icmp_signed("<=", d, zero_i64)
-        overflow = b.or_(overflow, b.and_(b.not_(skip), b.extract_value(product, 1)))
-        nbytes = b.select(skip, nbytes, b.extract_value(product, 0))
-    em.fail_if_any(node, [(negative, *_site("negative")), (overflow, *_site("too_big"))])
+    code = b.call(shared_function(em.module, f"astjit.array.check.{len(dims)}",
+                                  *_check(len(dims))),
+                  [ir.Constant(I64_T, itemsize), *dims])
+    with b.if_then(b.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)), likely=False):
+        too_big = em.errors.status(*_site("too_big"), node.loc)
+        negative = em.errors.status(*_site("negative"), node.loc)
+        em.return_status(b.select(b.icmp_unsigned("==", code, ir.Constant(I32_T, 1)),
+                                  ir.Constant(I32_T, negative), ir.Constant(I32_T, too_big)))
+
+
+def _dims_pass(itemsize: int, dims: list[ir.Value]) -> bool:
+    """Whether `dims` are constants NumPy's checks pass."""
+    if not all(isinstance(d, ir.Constant) for d in dims):
+        return False
+    sizes = [d.constant for d in dims]
+    nbytes = itemsize
+    for d in sizes:
+        nbytes *= max(d, 1)
+    return min(sizes) >= 0 and nbytes <= INT64_MAX
+
+
+def _check(ndim: int):
+    def emit(fn, b, nbytes, *dims):
+        """0 if the dimensions pass, 1 if one is negative, 2 if the size is too big."""
+        zero_i64 = ir.Constant(I64_T, 0)
+        negative = overflow = ir.Constant(I1, 0)
+        for d in dims:
+            negative = b.or_(negative, b.icmp_signed("<", d, zero_i64))
+            product = b.smul_with_overflow(nbytes, d)
+            skip = b.icmp_signed("<=", d, zero_i64)
+            overflow = b.or_(overflow, b.and_(b.not_(skip), b.extract_value(product, 1)))
+            nbytes = b.select(skip, nbytes, b.extract_value(product, 0))
+        b.ret(b.select(negative, ir.Constant(I32_T, 1),
+                       b.select(overflow, ir.Constant(I32_T, 2), ir.Constant(I32_T, 0))))
+    return ir.FunctionType(I32_T, [I64_T] * (ndim + 1)), emit
+
+
+def _new(ndim: int, zeroed: bool):
+    def emit(fn, b, descr, *dims):
+        """A new C-contiguous ndarray of `descr` (a reference NumPy steals) and shape `dims`:
+        PyArray_Zeros or PyArray_NewFromDescr; NULL, NumPy's exception cleared, if it fails."""
+        shape = b.alloca(ir.ArrayType(I64_T, max(ndim, 1)))
+        for axis, d in enumerate(dims):
+            b.store(d, b.gep(shape, [ir.Constant(I32_T, 0), ir.Constant(I32_T, axis)],
+                             inbounds=True))
+        shape_ptr = b.gep(shape, [ir.Constant(I32_T, 0), ir.Constant(I32_T, 0)], inbounds=True)
+        b.call(declare(fn.module, "Py_IncRef"), [descr])
+        nd = ir.Constant(I32_T, ndim)
+        if zeroed:
+            obj = b.call(numpy_api.declare(fn.module, "PyArray_Zeros"),
+                         [nd, shape_ptr, descr, ir.Constant(I32_T, 0)])
+        else:
+            null_dims = ir.Constant(I64_T.as_pointer(), None)
+            obj = b.call(numpy_api.declare(fn.module, "PyArray_NewFromDescr"),
+                         [numpy_api.ndarray_type(), descr, nd, shape_ptr, null_dims,
+                          ir.Constant(PYOBJ, None), ir.Constant(I32_T, 0),
+                          ir.Constant(PYOBJ, None)])
+        with b.if_then(b.icmp_unsigned("==", obj, ir.Constant(PYOBJ, None)), likely=False):
+            b.call(declare(fn.module, "PyErr_Clear"), [])
+        b.ret(obj)
+    return ir.FunctionType(PYOBJ, [PYOBJ] + [I64_T] * ndim), emit
 
 
 def allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value],
              zeroed: bool) -> ir.Value:
     """A new C-contiguous ndarray of shape `dims` (already checked), owned and on the list;
-    its array value, with NumPy's C-order element strides."""
+    its array value, with NumPy's C-order element strides. NumPy is called by the module's
+    `astjit.array.zeros.<ndim>` / `astjit.array.empty.<ndim>`; a NULL is a MemoryError."""
     b = em.builder
     if t.ndim > numpy_api.NPY_MAXDIMS:
         raise CompileError(f"NumPy arrays have at most {numpy_api.NPY_MAXDIMS} dimensions, "
                            f"not {t.ndim}", node.loc)
-    shape = em.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
-    for axis, d in enumerate(dims):
-        b.store(d, b.gep(shape, [ir.Constant(I32_T, 0), ir.Constant(I32_T, axis)], inbounds=True))
-    shape_ptr = b.gep(shape, [ir.Constant(I32_T, 0), ir.Constant(I32_T, 0)], inbounds=True)
-    descr = numpy_api.descr_constant(t.dtype)
-    b.call(declare(em.module, "Py_IncRef"), [descr])  # stolen by NumPy
-    nd = ir.Constant(I32_T, t.ndim)
-    if zeroed:
-        obj = b.call(numpy_api.declare(em.module, "PyArray_Zeros"),
-                     [nd, shape_ptr, descr, ir.Constant(I32_T, 0)])
-    else:
-        null_dims = ir.Constant(I64_T.as_pointer(), None)
-        obj = b.call(numpy_api.declare(em.module, "PyArray_NewFromDescr"),
-                     [numpy_api.ndarray_type(), descr, nd, shape_ptr, null_dims,
-                      ir.Constant(PYOBJ, None), ir.Constant(I32_T, 0), ir.Constant(PYOBJ, None)])
+    obj = b.call(new_ndarray(em.module, t.ndim, zeroed),
+                 [numpy_api.descr_constant(t.dtype), *dims])
     with b.if_then(b.icmp_unsigned("==", obj, ir.Constant(PYOBJ, None)), likely=False):
-        b.call(declare(em.module, "PyErr_Clear"), [])
         status = em.errors.status(msg.OUT_OF_MEMORY, ALLOCATION_FAILED, node.loc)
         em.return_status(ir.Constant(I32_T, status))
     push(em, obj)
+    return c_order_value(b, t, obj, dims)
+
+
+def new_ndarray(module: ir.Module, ndim: int, zeroed: bool) -> ir.Function:
+    """`PyObject *(descr, dims...)`: a new ndarray, or NULL (NumPy's exception cleared)."""
+    kind = "zeros" if zeroed else "empty"
+    return shared_function(module, f"astjit.array.{kind}.{ndim}", *_new(ndim, zeroed))
+
+
+def c_order_value(b: ir.IRBuilder, t: ArrayType, obj: ir.Value,
+                  dims: list[ir.Value]) -> ir.Value:
+    """The array value of a new C-contiguous ndarray `obj` of shape `dims`."""
     layout = arrays.numpy_layout()
     data = b.bitcast(load_field(b, obj, layout.data, PYOBJ), element_type(t.dtype).as_pointer())
     value = zero(t)
@@ -397,9 +453,15 @@ def size_of_dims(b: ir.IRBuilder, dims: list[ir.Value]) -> ir.Value:
 def fill(em: FunctionEmitter, dtype: ScalarType, value: ir.Value, data: ir.Value,
          size: ir.Value) -> None:
     """Store `value` (of `dtype`) into the `size` elements at `data`."""
+    fill_with(em.builder, dtype, value, data, size)
+
+
+def fill_with(b: ir.IRBuilder, dtype: ScalarType, value: ir.Value, data: ir.Value,
+              size: ir.Value) -> None:
+    """`fill` in the function `b` is in."""
     if dtype == BOOL:
-        value = em.builder.zext(value, I8)
-    em.builder.call(helper(em.module, f"fill.{element_type(dtype)}"), [data, size, value])
+        value = b.zext(value, I8)
+    b.call(helper(b.function.module, f"fill.{element_type(dtype)}"), [data, size, value])
 
 
 def fill_value(node: Node, t: ArrayType, args: list[ir.Value]) -> ir.Value | None:

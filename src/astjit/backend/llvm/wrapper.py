@@ -36,7 +36,8 @@ longer than 1, unless the array is empty), otherwise a new ndarray over the same
 (`PyArray_NewFromDescr` with byte strides, writeable when the owner is) whose
 base is the owner (`PyArray_SetBaseObject`, which takes the reference). Owners
 are always ndarrays: an argument, an array compiled code made, or the base of
-a view.
+a view. Boxing an array is a function the module shares (`astjit.entry.box.*`,
+outline.py), one call per returned array.
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ from .lltypes import (
     lltype,
     zero,
 )
+from .outline import shared_function
 from .pyapi import (
     FLOAT_VALUE,
     LONG,
@@ -292,106 +294,13 @@ class WrapperEmitter:
         raise TypeError(f"the fast entry cannot return values of type {t}")
 
     def box_array(self, value: ir.Value, t: ArrayType) -> ir.Value:
-        """The ndarray for an owned array value: its owner if the value covers it exactly,
-        else a view whose base is the owner; NULL (exception set) if making the view fails.
-        Either way the value's reference is consumed."""
-        builder, layout = self.builder, arrays.numpy_layout()
-        item = arrays.ITEM_SIZES[t.dtype]
-        owner = builder.extract_value(value, ARRAY_OWNER)
-        data = builder.bitcast(builder.extract_value(value, ARRAY_DATA), PYOBJ)
-        fields = self.function.append_basic_block("array.fields")
-        view = self.function.append_basic_block("array.view")
-        done = self.function.append_basic_block("array.done")
-        # The owner's dimensions are read only once its ndim is known to match.
-        builder.cbranch(builder.icmp_signed("==", load_field(builder, owner, layout.nd, I32_T),
-                                            ir.Constant(I32_T, t.ndim)), fields, view)
-        builder.position_at_end(fields)
-        descr = load_field(builder, owner, layout.descr, PYOBJ)
-        type_num = load_field(builder, descr, layout.descr_type_num, I32_T)
-        same = builder.icmp_unsigned("==", load_field(builder, owner, layout.data, PYOBJ), data)
-        known = ir.Constant(I1, 0)
-        for n in sorted(layout.type_nums.get(t.dtype, ())):
-            known = builder.or_(known, builder.icmp_signed("==", type_num, ir.Constant(I32_T, n)))
-        same = builder.and_(same, builder.and_(known, builder.icmp_signed(
-            "==", load_field(builder, descr, layout.descr_elsize, SSIZE), ir.Constant(SSIZE, item))))
-        if t.ndim:
-            dims = load_field(builder, owner, layout.dimensions, I64_T.as_pointer())
-            strides = load_field(builder, owner, layout.strides, I64_T.as_pointer())
-        # No element of an empty array is ever addressed: its strides do not matter.
-        empty = ir.Constant(I1, 0)
-        for axis in range(t.ndim):
-            empty = builder.or_(empty, builder.icmp_signed(
-                "==", builder.extract_value(value, [ARRAY_SHAPE, axis]), ir.Constant(I64_T, 0)))
-        for axis in range(t.ndim):
-            at = [ir.Constant(I64_T, axis)]
-            size = builder.extract_value(value, [ARRAY_SHAPE, axis])
-            stride = builder.mul(builder.extract_value(value, [ARRAY_STRIDES, axis]),
-                                 ir.Constant(I64_T, item))
-            steps = builder.and_(builder.icmp_signed(">", size, ir.Constant(I64_T, 1)),
-                                 builder.not_(empty))
-            same = builder.and_(same, builder.icmp_signed(
-                "==", builder.load(builder.gep(dims, at, inbounds=True)), size))
-            same = builder.and_(same, builder.or_(builder.not_(steps), builder.icmp_signed(
-                "==", builder.load(builder.gep(strides, at, inbounds=True)), stride)))
-        covered = builder.block
-        builder.cbranch(same, done, view)
-        builder.position_at_end(view)
-        made = self.make_view(value, t, owner, data)
-        made_block = builder.block
-        builder.branch(done)
-        builder.position_at_end(done)
-        result = builder.phi(PYOBJ)
-        result.add_incoming(owner, covered)
-        result.add_incoming(made, made_block)
-        return result
-
-    def make_view(self, value: ir.Value, t: ArrayType, owner: ir.Value,
-                  data: ir.Value) -> ir.Value:
-        """A new ndarray over `value`'s memory, based on `owner` (whose reference it takes)."""
-        builder, layout = self.builder, arrays.numpy_layout()
-        item = arrays.ITEM_SIZES[t.dtype]
-        with builder.goto_entry_block():
-            shape = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
-            strides = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
-        zero_i32 = ir.Constant(I32_T, 0)
-        for axis in range(t.ndim):
-            at = [zero_i32, ir.Constant(I32_T, axis)]
-            builder.store(builder.extract_value(value, [ARRAY_SHAPE, axis]),
-                          builder.gep(shape, at, inbounds=True))
-            builder.store(builder.mul(builder.extract_value(value, [ARRAY_STRIDES, axis]),
-                                      ir.Constant(I64_T, item)),
-                          builder.gep(strides, at, inbounds=True))
-        first = [zero_i32, zero_i32]
-        flags = builder.and_(load_field(builder, owner, layout.flags, I32_T),
-                             ir.Constant(I32_T, arrays.NPY_ARRAY_WRITEABLE))
-        descr = numpy_api.descr_constant(t.dtype)
-        self.api("Py_IncRef", descr)  # stolen by NumPy
-        new = builder.call(numpy_api.declare(self.function.module, "PyArray_NewFromDescr"), [
-            numpy_api.ndarray_type(), descr, ir.Constant(I32_T, t.ndim),
-            builder.gep(shape, first, inbounds=True), builder.gep(strides, first, inbounds=True),
-            data, flags, NULL])
-        based = self.function.append_basic_block("view.base")
-        failed = self.function.append_basic_block("view.failed")
-        done = self.function.append_basic_block("view.done")
-        builder.cbranch(builder.icmp_unsigned("==", new, NULL), failed, based)
-        builder.position_at_end(failed)
-        self.api("Py_DecRef", owner)
-        builder.branch(done)
-        builder.position_at_end(based)
-        status = builder.call(numpy_api.declare(self.function.module, "PyArray_SetBaseObject"),
-                              [new, owner])
-        with builder.if_then(builder.icmp_signed("!=", status, ir.Constant(I32_T, 0)),
-                             likely=False):
-            self.api("Py_DecRef", new)  # SetBaseObject dropped the owner already
-        ok = builder.icmp_signed("==", status, ir.Constant(I32_T, 0))
-        result = builder.select(ok, new, NULL)
-        based_end = builder.block
-        builder.branch(done)
-        builder.position_at_end(done)
-        phi = builder.phi(PYOBJ)
-        phi.add_incoming(NULL, failed)
-        phi.add_incoming(result, based_end)
-        return phi
+        """The ndarray for an owned array value (`box_array`), made by the module's shared
+        `astjit.entry.box.<dtype>.<ndim>`: each returned array is one call."""
+        module = self.function.module
+        fnty = ir.FunctionType(PYOBJ, [lltype(t)])
+        box = shared_function(module, f"astjit.entry.box.{t.dtype}.{t.ndim}", fnty,
+                              lambda fn, b, array: b.ret(box_array(fn, b, array, t)))
+        return self.builder.call(box, [value])
 
     def release_arrays(self, value: ir.Value, t: Type) -> None:
         """Drop the references of the arrays `value` holds (it will not be boxed)."""
@@ -450,3 +359,112 @@ class WrapperEmitter:
         result = self.api("PyObject_CallOneArg", object_constant(self.handler_object), code)
         self.api("Py_DecRef", code)
         return result
+
+
+# ---- boxing an array: a function shared by the module -----------------------------------
+
+def box_array(function: ir.Function, builder: ir.IRBuilder, value: ir.Value,
+              t: ArrayType) -> ir.Value:
+    """The ndarray for an owned array value: its owner if the value covers it exactly,
+    else a view whose base is the owner; NULL (exception set) if making the view fails.
+    Either way the value's reference is consumed."""
+    layout = arrays.numpy_layout()
+    item = arrays.ITEM_SIZES[t.dtype]
+    owner = builder.extract_value(value, ARRAY_OWNER)
+    data = builder.bitcast(builder.extract_value(value, ARRAY_DATA), PYOBJ)
+    fields = function.append_basic_block("array.fields")
+    view = function.append_basic_block("array.view")
+    done = function.append_basic_block("array.done")
+    # The owner's dimensions are read only once its ndim is known to match.
+    builder.cbranch(builder.icmp_signed("==", load_field(builder, owner, layout.nd, I32_T),
+                                        ir.Constant(I32_T, t.ndim)), fields, view)
+    builder.position_at_end(fields)
+    descr = load_field(builder, owner, layout.descr, PYOBJ)
+    type_num = load_field(builder, descr, layout.descr_type_num, I32_T)
+    same = builder.icmp_unsigned("==", load_field(builder, owner, layout.data, PYOBJ), data)
+    known = ir.Constant(I1, 0)
+    for n in sorted(layout.type_nums.get(t.dtype, ())):
+        known = builder.or_(known, builder.icmp_signed("==", type_num, ir.Constant(I32_T, n)))
+    same = builder.and_(same, builder.and_(known, builder.icmp_signed(
+        "==", load_field(builder, descr, layout.descr_elsize, SSIZE), ir.Constant(SSIZE, item))))
+    if t.ndim:
+        dims = load_field(builder, owner, layout.dimensions, I64_T.as_pointer())
+        strides = load_field(builder, owner, layout.strides, I64_T.as_pointer())
+    # No element of an empty array is ever addressed: its strides do not matter.
+    empty = ir.Constant(I1, 0)
+    for axis in range(t.ndim):
+        empty = builder.or_(empty, builder.icmp_signed(
+            "==", builder.extract_value(value, [ARRAY_SHAPE, axis]), ir.Constant(I64_T, 0)))
+    for axis in range(t.ndim):
+        at = [ir.Constant(I64_T, axis)]
+        size = builder.extract_value(value, [ARRAY_SHAPE, axis])
+        stride = builder.mul(builder.extract_value(value, [ARRAY_STRIDES, axis]),
+                             ir.Constant(I64_T, item))
+        steps = builder.and_(builder.icmp_signed(">", size, ir.Constant(I64_T, 1)),
+                             builder.not_(empty))
+        same = builder.and_(same, builder.icmp_signed(
+            "==", builder.load(builder.gep(dims, at, inbounds=True)), size))
+        same = builder.and_(same, builder.or_(builder.not_(steps), builder.icmp_signed(
+            "==", builder.load(builder.gep(strides, at, inbounds=True)), stride)))
+    covered = builder.block
+    builder.cbranch(same, done, view)
+    builder.position_at_end(view)
+    made = make_view(function, builder, value, t, owner, data)
+    made_block = builder.block
+    builder.branch(done)
+    builder.position_at_end(done)
+    result = builder.phi(PYOBJ)
+    result.add_incoming(owner, covered)
+    result.add_incoming(made, made_block)
+    return result
+
+
+def make_view(function: ir.Function, builder: ir.IRBuilder, value: ir.Value, t: ArrayType,
+              owner: ir.Value, data: ir.Value) -> ir.Value:
+    """A new ndarray over `value`'s memory, based on `owner` (whose reference it takes)."""
+    layout = arrays.numpy_layout()
+    item = arrays.ITEM_SIZES[t.dtype]
+    with builder.goto_entry_block():
+        shape = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
+        strides = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
+    zero_i32 = ir.Constant(I32_T, 0)
+    for axis in range(t.ndim):
+        at = [zero_i32, ir.Constant(I32_T, axis)]
+        builder.store(builder.extract_value(value, [ARRAY_SHAPE, axis]),
+                      builder.gep(shape, at, inbounds=True))
+        builder.store(builder.mul(builder.extract_value(value, [ARRAY_STRIDES, axis]),
+                                  ir.Constant(I64_T, item)),
+                      builder.gep(strides, at, inbounds=True))
+    first = [zero_i32, zero_i32]
+    flags = builder.and_(load_field(builder, owner, layout.flags, I32_T),
+                         ir.Constant(I32_T, arrays.NPY_ARRAY_WRITEABLE))
+    descr = numpy_api.descr_constant(t.dtype)
+    builder.call(declare(function.module, "Py_IncRef"), [descr])  # stolen by NumPy
+    new = builder.call(numpy_api.declare(function.module, "PyArray_NewFromDescr"), [
+        numpy_api.ndarray_type(), descr, ir.Constant(I32_T, t.ndim),
+        builder.gep(shape, first, inbounds=True), builder.gep(strides, first, inbounds=True),
+        data, flags, NULL])
+    based = function.append_basic_block("view.base")
+    failed = function.append_basic_block("view.failed")
+    done = function.append_basic_block("view.done")
+    builder.cbranch(builder.icmp_unsigned("==", new, NULL), failed, based)
+    builder.position_at_end(failed)
+    builder.call(declare(function.module, "Py_DecRef"), [owner])
+    builder.branch(done)
+    builder.position_at_end(based)
+    status = builder.call(numpy_api.declare(function.module, "PyArray_SetBaseObject"),
+                          [new, owner])
+    with builder.if_then(builder.icmp_signed("!=", status, ir.Constant(I32_T, 0)),
+                         likely=False):
+        # SetBaseObject dropped the owner already
+        builder.call(declare(function.module, "Py_DecRef"), [new])
+    ok = builder.icmp_signed("==", status, ir.Constant(I32_T, 0))
+    result = builder.select(ok, new, NULL)
+    based_end = builder.block
+    builder.branch(done)
+    builder.position_at_end(done)
+    phi = builder.phi(PYOBJ)
+    phi.add_incoming(NULL, failed)
+    phi.add_incoming(result, based_end)
+    return phi
+

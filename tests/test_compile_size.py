@@ -1,0 +1,99 @@
+"""How much LLVM IR array code emits: first-call compile time follows it.
+
+The setup and teardown of array ops (allocation with NumPy's checks, the
+owned list, strided copies, BLAS operand preparation, boxing a result) is
+emitted once per module as a shared function (backend/llvm/outline.py); each
+site calls it. These tests keep it that way: line budgets for the emitted IR
+of `a @ b` and of an MLP training step, and the NumPy calls and error paths
+appearing in the shared functions only.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from astjit import jit, nn, value_and_grad
+
+
+def matmul(a, b):
+    return a @ b
+
+
+def mlp_loss(w1, b1, w2, b2, x, onehot):
+    h = nn.relu(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -np.mean(np.sum(nn.log_softmax(logits, axis=1) * onehot, axis=1))
+
+
+def mlp_step(w1, b1, w2, b2, x, onehot, lr):
+    value, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
+    g1, gb1, g2, gb2 = grads
+    return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
+
+
+def mlp_inputs():
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    return (rng.standard_normal((12, 8)).astype(f32), np.zeros(8, f32),
+            rng.standard_normal((8, 3)).astype(f32), np.zeros(3, f32),
+            rng.random((5, 12), dtype=f32), np.eye(3, dtype=f32)[[0, 1, 2, 0, 1]], 0.1)
+
+
+def emitted(fn, *args) -> str:
+    return jit(fn).ir(*args, stage="llvm")
+
+
+def functions(text: str) -> dict[str, str]:
+    """Name -> body of every function the module defines."""
+    return {m.group(1): m.group(2)
+            for m in re.finditer(r'^define [^@]*@"?([^"(]+)"?\(.*?\n(.*?)^}', text, re.M | re.S)}
+
+
+def calls_outside_shared(text: str, callee: str) -> int:
+    """Calls of `callee` in functions other than the module's shared ones."""
+    return sum(body.count(f'@"{callee}"') + body.count(f"@{callee}(")
+               for name, body in functions(text).items()
+               if not name.startswith(("astjit.array.", "astjit.owned.", "astjit.entry.",
+                                       "astjit.copy.", "astjit.matmul.")))
+
+
+def test_a_matrix_product_stays_small():
+    a = np.ones((4, 3))
+    text = emitted(matmul, a, a.T.copy())
+    assert text.count("\n") < 950
+    assert calls_outside_shared(text, "astjit.PyArray_NewFromDescr") == 0
+    assert calls_outside_shared(text, "astjit.blas.dgemm") == 0
+    # the operand copies (non-BLAS layouts) are the shared copy, not loops at the site
+    assert "copy.head" not in "".join(body for name, body in functions(text).items()
+                                      if not name.startswith("astjit.copy."))
+
+
+def test_an_mlp_step_stays_small():
+    args = mlp_inputs()
+    text = emitted(mlp_step, *args)
+    assert text.count("\n") < 8500
+    for callee in ("astjit.PyArray_NewFromDescr", "astjit.PyArray_Zeros", "PyErr_Clear"):
+        assert calls_outside_shared(text, callee) == 0, callee
+    # one failure exit per function: error sites branch to it, they do not each return
+    core = [body for name, body in functions(text).items() if name.startswith("astjit.")
+            and "[" in name and not name.endswith(".fastcall")]
+    assert all(len(re.findall(r"^\s+ret i32", body, re.M)) <= 2 for body in core)
+
+
+def test_shared_functions_compute_what_numpy_does():
+    """The MLP step compiled with the shared functions still matches NumPy's result."""
+    args = mlp_inputs()
+    got = jit(mlp_step)(*args)
+    w1, b1, w2, b2, x, onehot, lr = args
+    pre = x @ w1 + b1
+    h = np.maximum(pre, 0)
+    logits = h @ w2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    d_logits = (e / e.sum(axis=1, keepdims=True) - onehot) / x.shape[0]
+    d_h = (d_logits @ w2.T) * (pre > 0)
+    want = (w1 - lr * (x.T @ d_h), b1 - lr * d_h.sum(axis=0),
+            w2 - lr * (h.T @ d_logits), b2 - lr * d_logits.sum(axis=0))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
