@@ -43,6 +43,12 @@ Invariants (checked by `verify.py`):
             values: type ``reductions.result_type(kind, kernel output type,
             ndim, axes, keepdims)`` (a scalar when every axis goes and none is
             kept, else a new array); the other outputs are stored as above.
+            A *row group* (attr ``rows``: the number of outer axes; ``stages``;
+            passes/rowfuse.py) holds instead one region ``[rows]``, a graph of
+            plain `fused` nodes over the same space (their reductions over the
+            axes after the outer ones) and `sum_to_like` nodes, with one
+            parameter per input and one output per node output; it means that
+            graph, which a backend may run row by row.
 
   Every other op is a leaf primitive from the table in `ops.py`.
 - A function's Graph has exactly one output (its return value; a tuple-typed

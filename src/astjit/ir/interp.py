@@ -137,6 +137,8 @@ class _Interpreter:
             return self.while_step(node, inputs, outputs)
         if node.op == "call":
             return self.call_step(node, inputs, outputs)
+        if node.op == "fused" and "rows" in node.attrs:  # a row group: its region, as a graph
+            return self.call_region_step(node, inputs, outputs)
         if node.op == "fused":
             return fused_step(node, inputs, outputs)
         if node.op in UFUNCS:
@@ -167,6 +169,14 @@ class _Interpreter:
             for slot, value in zip(outputs, values[n_invariants:]):
                 frame[slot] = value
         return run_while
+
+    def call_region_step(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
+        region = self.program(node.regions[0])
+
+        def run_region(frame: Frame) -> None:
+            for slot, value in zip(outputs, region.run([frame[i] for i in inputs])):
+                frame[slot] = value
+        return run_region
 
     def call_step(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
         callee = self.module.graphs[node.attrs["callee"]]

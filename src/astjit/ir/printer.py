@@ -193,7 +193,8 @@ class _Printer:
         results = f"{self.refs(node.outputs)} = " if node.outputs else ""
         if node.op in REGION_ROLES:
             self.lines.append(Line(depth, results + self.structural_header(node), node.loc))
-            for role, region in zip(REGION_ROLES[node.op], node.regions):
+            roles = ("rows",) if "rows" in node.attrs else REGION_ROLES[node.op]  # a row group
+            for role, region in zip(roles, node.regions):
                 self.region(role, region, depth + 1)
             self.lines.append(Line(depth, "}" + types_suffix(node.outputs)))
             return
@@ -213,6 +214,8 @@ class _Printer:
             if "reduce" in node.attrs:
                 reduction = f", {node.attrs['reduce']} axes={format_literal(node.attrs['axes'])}"
                 reduction += ", keepdims" if node.attrs.get("keepdims") else ""
+            if "rows" in node.attrs:
+                reduction = f", rows={node.attrs['rows']}"
             return f"fused [ndim={node.attrs.get('ndim')}{reduction}] ({self.refs(node.inputs)}) {{"
         k = node.attrs.get("n_invariants", 0)
         return f"while [{self.refs(node.inputs[:k])}] ({self.refs(node.inputs[k:])}) {{"

@@ -219,6 +219,9 @@ class _GraphChecker:
 
     def check_fused(self, node: Node, path: str) -> None:
         """The shape core.py gives `fused`: a kernel of scalar leaf ops over the inputs' elements."""
+        if "rows" in node.attrs:
+            self.check_row_group(node, path)
+            return
         self.expect_count(path, node, "regions", node.regions, 1)
         (kernel,) = node.regions
         self.expect_count(path, node, "'kernel' parameters", kernel.params, len(node.inputs))
@@ -252,6 +255,35 @@ class _GraphChecker:
             return
         self.expect_types(path, node, "outputs", node.outputs,
                           [ArrayType(v.type, ndim) for v in kernel.outputs])
+
+    def check_row_group(self, node: Node, path: str) -> None:
+        """A row group (passes/rowfuse.py): a region of plain `fused` nodes over the same
+        ndim, whose reductions run over the trailing axes after the `rows` outer ones, and
+        `sum_to_like` nodes; one role in attrs['stages'] per member."""
+        self.expect_count(path, node, "regions", node.regions, 1)
+        (body,) = node.regions
+        self.expect_count(path, node, "'rows' parameters", body.params, len(node.inputs))
+        self.expect_count(path, node, "'rows' outputs", body.outputs, len(node.outputs))
+        ndim, rows = node.attrs.get("ndim"), node.attrs.get("rows")
+        if not isinstance(ndim, int) or not isinstance(rows, int) or not 1 <= rows < ndim:
+            self.fail(path, node, f"a row group needs 1 <= rows < ndim, got {rows!r}, {ndim!r}")
+        inner = tuple(range(rows, ndim))
+        members = [m for m in body.nodes if m.op not in ("array_retain", "array_release")]
+        if len(node.attrs.get("stages", ())) != len(members):
+            self.fail(path, node, "a row group's attrs['stages'] needs one role per member")
+        for member in members:
+            if member.op == "sum_to_like":
+                continue
+            if member.op != "fused" or "rows" in member.attrs or member.attrs.get("ndim") != ndim:
+                self.fail(path, node, f"a row group holds plain fused nodes of ndim {ndim}, "
+                                      f"got {member.op!r}")
+            if "reduce" in member.attrs and member.attrs.get("axes") != inner:
+                self.fail(path, node, f"a row group's reductions run over axes {inner}, got "
+                                      f"{member.attrs.get('axes')!r}")
+        if self.typed:
+            self.expect_types(path, node, "'rows' parameters", body.params, _types(node.inputs))
+            self.expect_types(path, node, "'rows' outputs", body.outputs, _types(node.outputs))
+        self.check_body(body, f"{path}/fused.rows")
 
     def check_reduction(self, node: Node, path: str) -> None:
         """A `fused` node with a reduction: the last output reduces the kernel's last one."""

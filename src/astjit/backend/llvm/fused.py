@@ -60,16 +60,24 @@ def _shape_text(placeholders: list[str]) -> str:
 def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value, int]],
                    ndim: int) -> list[ir.Value]:
     """The space's shape, after the check that the arrays' shapes broadcast."""
+    shapes = [[arrays.dim(em.builder, a, j) for j in range(k)] for a, k in arrays_]
+    return broadcast_shapes(em, node, shapes, ndim)
+
+
+def broadcast_shapes(em: FunctionEmitter, node: Node, shapes: list[list[ir.Value]],
+                     ndim: int) -> list[ir.Value]:
+    """The broadcast of `shapes` (each aligned with the last axes of `ndim`), after the check
+    that they broadcast (ValueError naming them otherwise)."""
     b = em.builder
     one = _i64(1)
     dims, bad = [], ir.Constant(I1, 0)
     for axis in range(ndim):
         size = one
-        for array, k in arrays_:
-            j = axis - (ndim - k)
+        for shape in shapes:
+            j = axis - (ndim - len(shape))
             if j < 0:
                 continue
-            d = arrays.dim(b, array, j)
+            d = shape[j]
             if size is one:
                 size = d
                 continue
@@ -78,11 +86,11 @@ def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value
             bad = b.or_(bad, clash)
             size = b.select(b.icmp_signed("==", size, one), d, size)
         dims.append(size)
-    if len(arrays_) > 1:
-        values = [arrays.dim(b, a, j) for a, k in arrays_ for j in range(k)]
+    if len(shapes) > 1:
+        values = [d for shape in shapes for d in shape]
         if len(values) <= _max_values():
             parts, n = [], 0
-            for _, k in arrays_:
+            for k in map(len, shapes):
                 parts.append(_shape_text(["{%d}" % (n + j) for j in range(k)]))  # noqa: UP031
                 n += k
             detail = f"{BROADCAST_FAILED} with shapes " + " ".join(parts)
@@ -99,6 +107,10 @@ def _max_values() -> int:
 
 
 def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
+    if "rows" in node.attrs:  # a row group (ir/passes/rowfuse.py)
+        from .rowwise import emit_rows
+
+        return emit_rows(em, node)
     b = em.builder
     ndim, plan = node.attrs["ndim"], node.attrs["plan"]
     args = em.values_of(node.inputs)
@@ -109,15 +121,8 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     # Per input: its element strides over the space's axes (0 where it broadcasts; the
     # constant 0 along the axes the `ones` hint says have length 1).
     ones = node.attrs.get("ones") or (None,) * len(args)
-    strides: list[list[ir.Value] | None] = []
-    for value, k, known in zip(args, plan, ones):
-        if k is None:
-            strides.append(None)
-            continue
-        own = [_i64(0) if j in (known or ()) else
-               b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
-                        b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
-        strides.append([_i64(0)] * (ndim - k) + own)
+    strides = [None if k is None else space_strides(b, value, k, known, ndim)
+               for value, k, known in zip(args, plan, ones)]
     in_types = [v.type for v in node.inputs]
 
     def point(unit: bool, same: dict | None = None):
@@ -133,13 +138,8 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
                     continue
                 if unit and not _is_zero(st[-1]):
                     st = st[:-1] + [_i64(1)]
-                elements.append(_load(em, value, t.dtype, st, indices))
-            saved = em.numpy_semantics
-            em.numpy_semantics = True
-            try:
-                return em.emit_graph(kernel, elements)
-            finally:
-                em.numpy_semantics = saved
+                elements.append(load_element(em, value, t.dtype, st, indices))
+            return run_kernel(em, kernel, elements)
         return at
 
     unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
@@ -155,6 +155,27 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     if "reduce" in node.attrs:
         return _reduction(em, node, dims, point, None if isinstance(fast, ir.Constant) else fast)
     return _elementwise(em, node, dims, point, fast)
+
+
+def space_strides(b: ir.IRBuilder, value: ir.Value, k: int, known: tuple[int, ...] | None,
+                  ndim: int) -> list[ir.Value]:
+    """An array input's element strides over the space's `ndim` axes (its `k` axes the last
+    ones): 0 where it broadcasts, the constant 0 along the axes the `ones` hint (`known`)
+    says have length 1."""
+    own = [_i64(0) if j in (known or ()) else
+           b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
+                    b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
+    return [_i64(0)] * (ndim - k) + own
+
+
+def run_kernel(em: FunctionEmitter, kernel, elements: list[ir.Value]) -> list[ir.Value]:
+    """The kernel region's outputs for one point's `elements`, with NumPy's semantics."""
+    saved = em.numpy_semantics
+    em.numpy_semantics = True
+    try:
+        return em.emit_graph(kernel, elements)
+    finally:
+        em.numpy_semantics = saved
 
 
 def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
@@ -173,7 +194,7 @@ def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         def value(indices: list[ir.Value]) -> ir.Value:
             *values, reduced = at(indices)
             for o, t, st, r in zip(stored, types, strides, values):
-                _store(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st, indices, r)
+                store_element(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st, indices, r)
             return reduced
         return value
     return [*stored, reductions.emit_reduction(em, node, dims, at_point, unit)]
@@ -237,7 +258,7 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
 
         def body(indices: list[ir.Value]) -> None:
             for o, t, st, r in zip(outputs, out_types, shown, at(indices)):
-                _store(em, o, t.dtype, st, indices, r)
+                store_element(em, o, t.dtype, st, indices, r)
         arrays.loop_nest(em, dims, body, "fused")
 
     if fast is None:
@@ -290,7 +311,8 @@ def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
     return data if offset is None else b.gep(data, [offset], inbounds=True)
 
 
-def _load(em, array, dtype, strides, indices):
+def load_element(em, array, dtype, strides, indices):
+    """The element of `array` at `indices` read with element `strides` (a bool as i1)."""
     b = em.builder
     value = b.load(_address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
     if dtype == BOOL:
@@ -298,7 +320,8 @@ def _load(em, array, dtype, strides, indices):
     return value
 
 
-def _store(em, array, dtype, strides, indices, value):
+def store_element(em, array, dtype, strides, indices, value):
+    """Store `value` into `array` at `indices` with element `strides`."""
     b = em.builder
     if dtype == BOOL:
         value = b.zext(value, I8)

@@ -206,6 +206,19 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     return out
 
 
+def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
+                       dims: list[ir.Value], value: Point, outer: list[ir.Value]) -> ir.Value:
+    """One row of a row group (backend/llvm/rowwise.py): `value(indices)` reduced over the
+    inner axes `dims` after the outer `indices`, in a register, finished (a mean divided).
+    The same accumulator as register mode above, so the inner loop vectorizes alike."""
+    if _has_avx512():
+        vecmath._prefer_width(em.function, 512)
+    acc = _Register(em, kind, element)
+    acc.start()
+    arrays.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
+    return finish(em, kind, acc.value(), memory.size_of_dims(em.builder, dims))
+
+
 @functools.cache
 def _has_avx512() -> bool:
     """Whether the host has 512-bit vectors: LLVM's default for it is 256-bit vectors,

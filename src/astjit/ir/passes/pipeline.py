@@ -17,6 +17,7 @@ from .dce import eliminate_dead_code
 from .fold import fold_constants
 from .fuse import fuse_elementwise
 from .inline import inline_calls
+from .rowfuse import fuse_rows
 from .simplify import simplify
 
 Pass = Callable[[Module], Module]
@@ -30,10 +31,12 @@ PASSES: list[tuple[str, Pass]] = [
 ]
 ROUND = PASSES[1:]
 """The passes repeated after inlining."""
-FINAL: list[tuple[str, Pass]] = [("fuse", fuse_elementwise), ("simplify", simplify),
+FINAL: list[tuple[str, Pass]] = [("fuse", fuse_elementwise), ("rowfuse", fuse_rows),
+                                 ("simplify", simplify),
                                  ("cse", eliminate_common_subexpressions),
                                  ("dce", eliminate_dead_code)]
-"""Once, after the rounds: elementwise array ops become `fused` nodes (fuse.py); then the
+"""Once, after the rounds: elementwise array ops become `fused` nodes (fuse.py), those sharing
+their outer axes row groups (rowfuse.py); then the
 kernels' scalar ops are simplified and merged, and the constants they copied dropped."""
 MAX_ROUNDS = 4
 
