@@ -9,6 +9,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from array_checks import assert_no_leaks
 
 from astjit import DifferentiationError, grad, jit, jvp, value_and_grad
 from astjit.api import interpret_call
@@ -362,23 +363,7 @@ LEAK_CASES = [
 def test_no_leaks(fn, make, argnums):
     args = make()
     g = grad(fn, argnums=argnums)
-    g(*args)
-    counts = [sys.getrefcount(a) for a in args]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        for _ in range(200):
-            g(*args)
-        gc.collect()
-        first, _ = tracemalloc.get_traced_memory()
-        for _ in range(2000):
-            g(*args)
-        gc.collect()
-        second, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert second - first < 20_000, second - first
-    assert [sys.getrefcount(a) for a in args] == counts
+    assert_no_leaks(lambda: g(*args), args)
 
 
 def fails_after_a_loop(x, k):

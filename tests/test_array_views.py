@@ -1,43 +1,16 @@
 """Array views: slices, rows, transpose, reshape and slice assignment, checked against
 NumPy through the interpreter (typed and final IR) and compiled code; views share memory
 with their base, writes through them reach it, and no reference leaks."""
-import copy
 import gc
 import sys
 
 import numpy as np
 import pytest
+from array_checks import outcome, stages
 
 from astjit import jit
 from astjit.errors import CompileError
-from astjit.frontend import lower_function
-from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
-from astjit.ir.passes.memory import insert_array_ownership
-from astjit.ir.passes.ownership import check_array_ownership
-from astjit.ir.passes.pipeline import optimize
-from astjit.ir.types import python_type_of
-from astjit.ir.verify import verify_module
-
-
-def check(module):
-    verify_module(module, typed=True)
-
-
-def stages(fn, args):
-    typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
-    check(typed)
-    final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))
-    check(final)
-    check_array_ownership(final)
-    return typed, final
-
-
-def outcome(run, args):
-    try:
-        return "ok", run(*args)
-    except Exception as error:  # noqa: BLE001 - the exception is the outcome compared
-        return "raised", type(error), str(error)
 
 
 def same(want, have):

@@ -11,7 +11,6 @@ test inputs: the frontend reads their source.
 """
 from __future__ import annotations
 
-import copy
 import gc
 import sys
 import tracemalloc
@@ -19,6 +18,7 @@ import tracemalloc
 import numpy
 import numpy as np
 import pytest
+from array_checks import outcome, stages
 from numpy import arange, zeros
 
 from astjit import jit
@@ -29,9 +29,8 @@ from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
 from astjit.ir.passes.memory import insert_array_ownership
 from astjit.ir.passes.ownership import OwnershipError, check_array_ownership
-from astjit.ir.passes.pipeline import optimize
 from astjit.ir.printer import format_module
-from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType, python_type_of
+from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 from astjit.ir.verify import verify_module
 
 try:
@@ -68,28 +67,6 @@ A1, A2 = ArrayType(F64, 1), ArrayType(F64, 2)
 
 # ---- helpers -------------------------------------------------------------------------------
 
-def check(module: Module) -> None:
-    verify_module(module, typed=True)
-
-
-def compile_stages(fn, args) -> tuple[Module, Module]:
-    """(typed, final) modules of `fn` for the types of `args`: final is optimized, then
-    through the memory pass, verified after every pass and for ownership at the end."""
-    typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
-    check(typed)
-    final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))
-    check(final)
-    check_array_ownership(final)
-    return typed, final
-
-
-def outcome(run, args):
-    try:
-        return "ok", run(*args)
-    except Exception as error:  # noqa: BLE001 - the exception is the outcome compared
-        return "raised", type(error), str(error)
-
-
 def same(a, b, values: bool = True) -> bool:
     """Equal results: arrays by type, dtype, shape (and values unless `values` is False)."""
     if isinstance(a, tuple):
@@ -114,7 +91,7 @@ def same_outcome(want, have, values: bool = True) -> bool:
 def check_against_numpy(fn, make, values: bool = True):
     """The interpreter on the typed and the final module, and jit, do what `fn` does."""
     expected = outcome(fn, make())
-    typed, final = compile_stages(fn, make())
+    typed, final = stages(fn, make())
     for stage, module in (("typed", typed), ("final", final)):
         got = outcome(lambda *a, m=module: interpret(m, list(a)), make())
         assert same_outcome(expected, got, values), f"{fn.__name__} ({stage}): {got} vs {expected}"
@@ -400,7 +377,7 @@ def test_empty_has_numpys_shape_and_dtype():
 def test_results_write_into_the_caller_s_array_when_they_are_it():
     x = floats(3)
     assert jit(returns_argument)(x) is x
-    assert interpret(compile_stages(returns_argument, (x,))[1], [x]) is x
+    assert interpret(stages(returns_argument, (x,))[1], [x]) is x
     z = jit(choose_new_or_argument)(x, False)
     assert z is x
     a, b = jit(swap_in_loop)(x, 1)
@@ -423,19 +400,19 @@ def test_lowering_gives_the_creation_primitives():
 
 
 def test_inference_unpacks_shapes_and_settles_dtypes():
-    typed, _ = compile_stages(corpus_array.creation, (4, floats(3, 2)))
+    typed, _ = stages(corpus_array.creation, (4, floats(3, 2)))
     graph = typed.entry_graph
     assert graph.outputs[0].type == TupleType((A1, A2, A2, A2, ArrayType(I64, 1)))
     made = [n for n in graph.nodes if n.op.startswith("array_")]
     assert all("packed_shape" not in n.attrs and n.attrs.get("dtype") is not None
                for n in made if n.op != "array_arange")
-    typed, _ = compile_stages(zeros_shape_of, (floats(2, 3),))
+    typed, _ = stages(zeros_shape_of, (floats(2, 3),))
     new = [n for n in typed.entry_graph.nodes if n.op == "array_new"][0]
     assert len(new.inputs) == 2 and new.outputs[0].type == A2
-    typed, _ = compile_stages(full_values, (3, 2.5))
+    typed, _ = stages(full_values, (3, 2.5))
     kinds = [e.dtype for e in typed.entry_graph.outputs[0].type.elements]
     assert kinds == [F64, I64, BOOL, I64, F32, F64]
-    typed, _ = compile_stages(like_functions, (floats(2, 3), np.arange(4)))
+    typed, _ = stages(like_functions, (floats(2, 3), np.arange(4)))
     kinds = [e.dtype for e in typed.entry_graph.outputs[0].type.elements]
     assert kinds == [F64, F64, F64, I64, I64, BOOL, F32]
 
@@ -536,16 +513,16 @@ def count(module: Module, op: str) -> int:
 
 
 def test_no_references_change_where_nothing_is_consumed():
-    _, final = compile_stages(corpus_array.prefix_sum, (floats(3),))
+    _, final = stages(corpus_array.prefix_sum, (floats(3),))
     assert count(final, "array_retain") == count(final, "array_release") == 0
-    _, final = compile_stages(corpus_array.creation, (3, floats(2)))  # all moved into the tuple
+    _, final = stages(corpus_array.creation, (3, floats(2)))  # all moved into the tuple
     assert count(final, "array_retain") == count(final, "array_release") == 0
 
 
 def test_returning_or_yielding_a_borrowed_array_retains_it():
-    _, final = compile_stages(returns_argument, (floats(2),))
+    _, final = stages(returns_argument, (floats(2),))
     assert ops(final) == ["array_retain"]
-    _, final = compile_stages(choose_new_or_argument, (floats(2), True))
+    _, final = stages(choose_new_or_argument, (floats(2), True))
     (node,) = final.entry_graph.nodes
     then, orelse = node.regions
     assert [n.op for n in then.nodes] == ["const", "array_new"]
@@ -553,7 +530,7 @@ def test_returning_or_yielding_a_borrowed_array_retains_it():
 
 
 def test_a_loop_releases_the_array_it_replaces():
-    _, final = compile_stages(zeros_like_in_loop, (floats(2), 2))
+    _, final = stages(zeros_like_in_loop, (floats(2), 2))
     graph = final.entry_graph
     assert [n.op for n in graph.nodes] == ["const", "array_retain", "while"]  # x, retained
     loop = graph.nodes[-1]
@@ -568,7 +545,7 @@ def ops_of(graph: Graph) -> list[str]:
 
 
 def test_a_temporary_is_released_after_its_last_use():
-    _, final = compile_stages(temporary_in_loop, (3,))
+    _, final = stages(temporary_in_loop, (3,))
     body = final.entry_graph.nodes[-1].regions[1] if final.entry_graph.nodes[-1].op == "while" \
         else next(n for n in final.entry_graph.nodes if n.op == "while").regions[1]
     names = [n.op for n in body.nodes]
@@ -577,9 +554,9 @@ def test_a_temporary_is_released_after_its_last_use():
 
 
 def test_an_unused_array_is_released_at_once():
-    _, final = compile_stages(discarded, (2,))
+    _, final = stages(discarded, (2,))
     assert [n.op for n in final.entry_graph.nodes] == ["array_new", "array_release"]
-    _, final = compile_stages(unused_then_reassigned, (2,))
+    _, final = stages(unused_then_reassigned, (2,))
     assert [n.op for n in final.entry_graph.nodes] == ["array_new", "array_release", "array_new"]
 
 
@@ -592,7 +569,7 @@ def test_the_optimized_stage_shows_the_references():
 
 def test_the_pass_is_idempotent():
     for fn, make in RESULT_CASES:
-        _, final = compile_stages(fn, make())
+        _, final = stages(fn, make())
         before = format_module(final)
         insert_array_ownership(final)
         assert format_module(final) == before, fn.__name__

@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 import pytest
+from array_checks import expect
 from ir_builders import const, counted_loop, graph_of, module_of, op
 from llvmlite import ir
 
@@ -88,15 +89,6 @@ def assert_fresh(result, dtype, shape):
     assert result.dtype == np.dtype(NAMES[dtype]) and result.shape == shape
     assert result.flags.c_contiguous and result.flags.owndata and result.flags.writeable
     assert result.base is None
-
-
-def expect(exc, f, *args):
-    """f(*args) raises `exc` (without pytest.raises, whose bookkeeping tracemalloc sees)."""
-    try:
-        f(*args)
-    except exc:
-        return
-    raise AssertionError(f"{exc.__name__} not raised")
 
 
 def traced(snapshot):

@@ -2,7 +2,6 @@
 interpreter (typed and final IR) against NumPy over every shape combination, dtype pair and
 operand layout (C, transposed, strided, reversed, zero-size); NumPy's error messages with
 the source line; compile-time errors; no leaked reference or memory; SciPy loaded lazily."""
-import copy
 import gc
 import subprocess
 import sys
@@ -10,17 +9,13 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from array_checks import expect, outcome, stages
 
 from astjit import jit
 from astjit.errors import CompileError, TypingError
 from astjit.frontend import lower_function
-from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
-from astjit.ir.passes.memory import insert_array_ownership
-from astjit.ir.passes.ownership import check_array_ownership
-from astjit.ir.passes.pipeline import optimize
 from astjit.ir.types import python_type_of
-from astjit.ir.verify import verify_module
 
 
 def at(a, b):
@@ -39,19 +34,6 @@ PRODUCTS = {"@": at, "dot": dot, "matmul": matmul}
 
 
 # ---- running every stage ---------------------------------------------------------------------
-
-def check(module):
-    verify_module(module, typed=True)
-
-
-def stages(fn, args):
-    typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
-    check(typed)
-    final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))
-    check(final)
-    check_array_ownership(final)
-    return typed, final
-
 
 _RUNNERS = {}
 
@@ -76,13 +58,6 @@ def _jitted(fn):
     if fn not in _JITTED:
         _JITTED[fn] = jit(fn)
     return _JITTED[fn]
-
-
-def outcome(run, args):
-    try:
-        return "ok", run(*args)
-    except Exception as error:  # noqa: BLE001 - the exception is the outcome compared
-        return "raised", type(error), str(error)
 
 
 def assert_close(expected, got, where):
@@ -446,15 +421,6 @@ def test_eye_matches_numpy():
 
 
 # ---- ownership and memory ------------------------------------------------------------------------
-
-def expect(exc, f, *args):
-    """f(*args) raises `exc` (without pytest.raises, whose bookkeeping tracemalloc sees)."""
-    try:
-        f(*args)
-    except exc:
-        return
-    raise AssertionError(f"{exc.__name__} not raised")
-
 
 def traced_growth(run, repeat=200):
     run()

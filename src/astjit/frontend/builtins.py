@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 from collections.abc import Callable
 
 from ..ir.core import Value
@@ -120,6 +121,17 @@ def call_handler(obj: object) -> Handler | None:
     try:
         return _BUILTIN_HANDLERS.get(obj) or _MATH_HANDLERS.get(obj)
     except TypeError:  # an unhashable callable
+        return None
+
+
+def numpy_lookup(table: Callable[[], dict], obj: object):
+    """`table()[obj]` for a NumPy function `obj`, else None. No NumPy function can reach
+    here before NumPy is imported, so `table` (which imports it) is called only after."""
+    if "numpy" not in sys.modules:
+        return None
+    try:
+        return table().get(obj)
+    except TypeError:  # unhashable
         return None
 
 

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import sys
 from dataclasses import dataclass
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.types import F64, NUMPY_DTYPES, ScalarType
-from .builtins import CallError
+from .builtins import CallError, numpy_lookup
 from .lower import LOCAL, ExpressionLowerer, is_numpy_module
 from .scope import Scope
 from .source import NOT_FOUND
@@ -94,12 +93,7 @@ def creation_table() -> dict[object, Creation | str]:
 
 def numpy_handler(obj: object) -> Creation | str | None:
     """What compiling a call of `obj` takes, if it is a NumPy function compiled code supports."""
-    if "numpy" not in sys.modules:
-        return None  # no NumPy function can reach here before NumPy is imported
-    try:
-        return creation_table().get(obj)
-    except TypeError:  # unhashable
-        return None
+    return numpy_lookup(creation_table, obj)
 
 
 def is_numpy_callable(obj: object) -> bool:

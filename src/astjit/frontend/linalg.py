@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import sys
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.types import F64
-from .builtins import CallError
+from .builtins import CallError, numpy_lookup
 from .scope import Scope
 
 SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
@@ -42,12 +41,7 @@ def linalg_table() -> dict[object, str]:
 
 def numpy_linalg(obj: object) -> str | None:
     """'dot', 'matmul', 'diag' or 'eye' when `obj` is that NumPy function, else None."""
-    if "numpy" not in sys.modules:
-        return None
-    try:
-        return linalg_table().get(obj)
-    except TypeError:  # unhashable
-        return None
+    return numpy_lookup(linalg_table, obj)
 
 
 def bind(node: ast.Call, which: str, name: str) -> dict[str, ast.expr]:

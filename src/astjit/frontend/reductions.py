@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import sys
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
+from .builtins import numpy_lookup
 from .scope import Scope
 from .source import NOT_CONSTANT
 
@@ -43,12 +43,7 @@ def _function_table() -> dict[object, str]:
 
 def numpy_reduction(obj: object) -> str | None:
     """The reduction kind of `obj` if it is np.sum, np.mean, np.max ... else None."""
-    if "numpy" not in sys.modules:
-        return None
-    try:
-        return _function_table().get(obj)
-    except TypeError:  # unhashable
-        return None
+    return numpy_lookup(_function_table, obj)
 
 
 def lower_numpy_reduction(lowerer, scope: Scope, node: ast.Call, kind: str, name: str) -> Value:

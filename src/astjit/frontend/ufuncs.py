@@ -24,9 +24,8 @@ Keyword arguments (out=, where=, dtype=) are not supported.
 from __future__ import annotations
 
 import functools
-import sys
 
-from .builtins import Handler, _fixed
+from .builtins import Handler, _fixed, numpy_lookup
 
 _NAMES = {
     "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "truediv",
@@ -53,9 +52,4 @@ def ufunc_table() -> dict[object, Handler]:
 
 def ufunc_handler(obj: object) -> Handler | None:
     """The handler compiling a call of `obj` if it is a supported NumPy elementwise function."""
-    if "numpy" not in sys.modules:
-        return None
-    try:
-        return ufunc_table().get(obj)
-    except TypeError:  # unhashable
-        return None
+    return numpy_lookup(ufunc_table, obj)

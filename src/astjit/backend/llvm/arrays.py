@@ -321,17 +321,24 @@ def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, label: str = "loo
     if not dims:
         body(list(indices))
         return
-    b = em.builder
+    count_up(em.builder, ir.Constant(I64_T, 0), dims[0],
+             lambda i: loop_nest(em, dims[1:], body, label, (*indices, i)),
+             tuple(f"{label}.{name}" for name in ("head", "body", "done")))
+
+
+def count_up(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body,
+             names=("loop", "body", "done"), flags=("nsw",)) -> None:
+    """for i in range(start, stop): body(i), emitted at `b` (left in the exit block); the
+    blocks are named `names` (head, body, exit), the increment carries `flags`."""
     before = b.block
-    head, inner, done = (b.function.append_basic_block(f"{label}.{name}")
-                         for name in ("head", "body", "done"))
+    head, inner, done = (b.function.append_basic_block(name) for name in names)
     b.branch(head)
     b.position_at_end(head)
     i = b.phi(I64_T)
-    i.add_incoming(ir.Constant(I64_T, 0), before)
-    b.cbranch(b.icmp_signed("<", i, dims[0]), inner, done)
+    i.add_incoming(start, before)
+    b.cbranch(b.icmp_signed("<", i, stop), inner, done)
     b.position_at_end(inner)
-    loop_nest(em, dims[1:], body, label, (*indices, i))
-    i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=["nsw"]), b.block)
+    body(i)
+    i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=list(flags)), b.block)
     b.branch(head)
     b.position_at_end(done)

@@ -16,7 +16,9 @@ constant unit strides, which the loop vectorizer takes as they are), and the
 general strided one (broadcast axes, views). An input the `ones` hint says has
 length 1 along an axis is read there with the constant stride 0, so a
 `keepdims` reduction's result broadcast along the last axis keeps the unit
-version.
+version. Only the unit version is vectorized: the general one's loops carry
+metadata that keeps LLVM from vectorizing or unrolling them (`outline.scalar_loops`),
+which would about double the code LLVM compiles per nest for the rare strided case.
 
 With a reduction (attr `reduce`), `reductions.emit_reduction` owns the loops
 and the reduced output; the kernel's other values are stored at each point it
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import BOOL, ArrayType
-from . import arith, arrays, memory, reductions
+from . import arith, arrays, memory, outline, reductions
 from .compare import compare_const, const_like
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_STRIDES, I1, I8, I64_T, lltype
 
@@ -270,7 +272,7 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
             with then:
                 nest(True)
             with otherwise:
-                nest(False)
+                outline.scalar_loops(b, lambda: nest(False))
 
 
 def _reusable(em: FunctionEmitter, donor: ir.Value, dims: list[ir.Value]) -> ir.Value:

@@ -254,36 +254,17 @@ def _forget(fn, b, count, items, obj):
 
 def _release(fn, b, n, items):
     """Py_DecRef the `n` references at `items` (a failing invocation's last act)."""
-    start = b.block
-    loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
-    b.branch(loop)
-    b.position_at_end(loop)
-    j = b.phi(I64_T)
-    j.add_incoming(ir.Constant(I64_T, 0), start)
-    b.cbranch(b.icmp_signed("<", j, n), body, done)
-    b.position_at_end(body)
-    b.call(declare(fn.module, "Py_DecRef"), [b.load(b.gep(items, [j], inbounds=True))])
-    j.add_incoming(b.add(j, ir.Constant(I64_T, 1), flags=["nsw"]), body)
-    b.branch(loop)
-    b.position_at_end(done)
+    arrays.count_up(b, ir.Constant(I64_T, 0), n, lambda j: b.call(
+        declare(fn.module, "Py_DecRef"), [b.load(b.gep(items, [j], inbounds=True))]))
     b.ret_void()
 
 
 def _fill(element: ir.Type):
     def emit(fn, b, data, n, value):
         """data[0:n] = value."""
-        start = b.block
-        loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
-        b.branch(loop)
-        b.position_at_end(loop)
-        i = b.phi(I64_T)
-        i.add_incoming(ir.Constant(I64_T, 0), start)
-        b.cbranch(b.icmp_signed("<", i, n), body, done)
-        b.position_at_end(body)
-        b.store(value, b.gep(data, [i], inbounds=True))
-        i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=["nsw", "nuw"]), body)
-        b.branch(loop)
-        b.position_at_end(done)
+        arrays.count_up(b, ir.Constant(I64_T, 0), n,
+                        lambda i: b.store(value, b.gep(data, [i], inbounds=True)),
+                        flags=("nsw", "nuw"))
         b.ret_void()
     return ir.FunctionType(VOID, [element.as_pointer(), I64_T, element]), emit
 
@@ -298,22 +279,14 @@ def _arange(element: ir.Type):
             b.store(next_, b.gep(data, [one], inbounds=True))
         is_float = element == DOUBLE
         delta = b.fsub(next_, start) if is_float else b.sub(next_, start)
-        entry = b.block
-        loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
-        b.branch(loop)
-        b.position_at_end(loop)
-        i = b.phi(I64_T)
-        i.add_incoming(two, entry)
-        b.cbranch(b.icmp_signed("<", i, n), body, done)
-        b.position_at_end(body)
-        if is_float:
-            value = b.fadd(start, b.fmul(b.sitofp(i, DOUBLE), delta))
-        else:
-            value = b.add(start, b.mul(i, delta))
-        b.store(value, b.gep(data, [i], inbounds=True))
-        i.add_incoming(b.add(i, one, flags=["nsw", "nuw"]), body)
-        b.branch(loop)
-        b.position_at_end(done)
+
+        def store(i):
+            if is_float:
+                value = b.fadd(start, b.fmul(b.sitofp(i, DOUBLE), delta))
+            else:
+                value = b.add(start, b.mul(i, delta))
+            b.store(value, b.gep(data, [i], inbounds=True))
+        arrays.count_up(b, two, n, store, flags=("nsw", "nuw"))
         b.ret_void()
     return ir.FunctionType(VOID, [element.as_pointer(), I64_T, element, element]), emit
 

@@ -5,8 +5,10 @@ that computes the kernel's value (already of the accumulator type) at one
 point of the space; it owns the loops, the accumulators and the output.
 
 Loop order: the space is walked in C order, so the innermost loop is the last
-axis, unit-stride for C-contiguous inputs. Let S be the longest run of reduced
-axes at the end of the space and P the axes before it.
+axis, unit-stride for C-contiguous inputs (the version of the nest for them is
+vectorized; the general strided one LLVM leaves scalar: `outline.scalar_loops`).
+Let S be the longest run of reduced axes at the end of the space and P the axes
+before it.
 
 - *Register mode* (every reduced axis is in S: `x.sum()`, `x.sum(axis=-1)`):
   for each point of P, the reduction over S runs in a register accumulator
@@ -37,7 +39,7 @@ from llvmlite import ir
 
 from ...ir.ops.reductions import empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import arrays, memory, vecmath
+from . import arrays, memory, outline, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, lltype
 
 if TYPE_CHECKING:
@@ -198,7 +200,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
             with then:
                 nest(True)
             with otherwise:
-                nest(False)
+                outline.scalar_loops(b, lambda: nest(False))
     if out is None:
         return b.load(slot)
     if kind == "mean" and not register:

@@ -33,7 +33,7 @@ row by row, so the data crosses memory once.
    is a register sum like a reduction's. As in fused.py the whole loop is emitted twice: with
    unit innermost strides (every outside array steps by one along the last
    axis; scratch and outputs always do), which vectorizes as it is, and
-   strided.
+   strided, whose loops LLVM leaves scalar (`outline.scalar_loops`).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from llvmlite import ir
 
 from ...ir.ops.reductions import empty_message
 from ...ir.types import ArrayType
-from . import arrays, memory, reductions
+from . import arrays, memory, outline, reductions
 from .fused import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
@@ -177,8 +177,13 @@ class _RowLoop:
         with b.if_else(fast, likely=True) as (then, otherwise):
             for block, unit in ((then, True), (otherwise, False)):
                 with block:
-                    arrays.loop_nest(em, self.dims[:self.rows],
-                                     lambda outer, u=unit: self._row(outer, strides, u), "rows")
+                    def nest(u: bool = unit) -> None:
+                        arrays.loop_nest(em, self.dims[:self.rows],
+                                         lambda outer: self._row(outer, strides, u), "rows")
+                    if unit:
+                        nest()
+                    else:
+                        outline.scalar_loops(b, nest)
         for buffer in self.scratch:
             memory.array_release(em, self.node, [buffer])
         return results

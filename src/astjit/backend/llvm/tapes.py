@@ -50,7 +50,7 @@ from llvmlite import ir
 
 from ...ir.core import Graph, Node
 from ...ir.types import NONE, TapeType, TupleType, Type
-from . import memory
+from . import arrays, memory
 from . import messages as msg
 from .lltypes import ARRAY_OWNER, BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
 from .pyapi import declare
@@ -317,20 +317,12 @@ def dropper(module: ir.Module, element: Type) -> ir.Function:
     function.linkage = "internal"
     data, length = function.args
     b = ir.IRBuilder(function.append_basic_block("entry"))
-    loop, body, done = (function.append_basic_block(n) for n in ("loop", "body", "done"))
-    start = b.block
-    b.branch(loop)
-    b.position_at_end(loop)
-    i = b.phi(I64_T)
-    i.add_incoming(ir.Constant(I64_T, 0), start)
-    b.cbranch(b.icmp_signed("<", i, length), body, done)
-    b.position_at_end(body)
-    value = b.load(b.gep(b.bitcast(data, ty.as_pointer()), [i], inbounds=True))
-    for array in memory.arrays_in(value, element, b):
-        b.call(declare(module, "Py_DecRef"), [b.extract_value(array, ARRAY_OWNER)])
-    i.add_incoming(b.add(i, ir.Constant(I64_T, 1)), b.block)
-    b.branch(loop)
-    b.position_at_end(done)
+
+    def drop(i):
+        value = b.load(b.gep(b.bitcast(data, ty.as_pointer()), [i], inbounds=True))
+        for array in memory.arrays_in(value, element, b):
+            b.call(declare(module, "Py_DecRef"), [b.extract_value(array, ARRAY_OWNER)])
+    arrays.count_up(b, ir.Constant(I64_T, 0), length, drop, flags=())
     b.ret_void()
     return function
 

@@ -333,14 +333,7 @@ class WrapperEmitter:
             failed = builder.or_(failed, builder.icmp_unsigned("==", item, NULL))
         with builder.if_then(failed, likely=False):
             self.api("Py_DecRef", tuple_obj)
-        filled = builder.select(failed, NULL, tuple_obj)
-        filled_block = builder.block
-        builder.branch(done)
-        builder.position_at_end(done)
-        result = builder.phi(PYOBJ)
-        result.add_incoming(NULL, start)
-        result.add_incoming(filled, filled_block)
-        return result
+        return join(builder, done, NULL, start, builder.select(failed, NULL, tuple_obj))
 
     def report(self, status: ir.Value) -> ir.Value:
         """`error_handler(status)`: its result, or NULL with the exception it raised."""
@@ -409,14 +402,7 @@ def box_array(function: ir.Function, builder: ir.IRBuilder, value: ir.Value,
     covered = builder.block
     builder.cbranch(same, done, view)
     builder.position_at_end(view)
-    made = make_view(function, builder, value, t, owner, data)
-    made_block = builder.block
-    builder.branch(done)
-    builder.position_at_end(done)
-    result = builder.phi(PYOBJ)
-    result.add_incoming(owner, covered)
-    result.add_incoming(made, made_block)
-    return result
+    return join(builder, done, owner, covered, make_view(function, builder, value, t, owner, data))
 
 
 def make_view(function: ir.Function, builder: ir.IRBuilder, value: ir.Value, t: ArrayType,
@@ -459,12 +445,18 @@ def make_view(function: ir.Function, builder: ir.IRBuilder, value: ir.Value, t: 
         # SetBaseObject dropped the owner already
         builder.call(declare(function.module, "Py_DecRef"), [new])
     ok = builder.icmp_signed("==", status, ir.Constant(I32_T, 0))
-    result = builder.select(ok, new, NULL)
-    based_end = builder.block
+    return join(builder, done, NULL, failed, builder.select(ok, new, NULL))
+
+
+def join(builder: ir.IRBuilder, done: ir.Block, other: ir.Value, other_block: ir.Block,
+         value: ir.Value) -> ir.Value:
+    """Branch from here to `done`, left there: the object `value` when coming from here,
+    `other` when coming from `other_block`."""
+    here = builder.block
     builder.branch(done)
     builder.position_at_end(done)
-    phi = builder.phi(PYOBJ)
-    phi.add_incoming(NULL, failed)
-    phi.add_incoming(result, based_end)
-    return phi
+    result = builder.phi(PYOBJ)
+    result.add_incoming(other, other_block)
+    result.add_incoming(value, here)
+    return result
 

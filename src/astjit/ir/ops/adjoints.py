@@ -58,22 +58,20 @@ def sum_to_like_rule(types, attrs):
     return [g, x], x
 
 
-def add_at_rule(types, attrs):
-    acc, g, *indices = types
-    _float_array(acc, "add_at")
-    if g != acc.dtype or len(indices) != acc.ndim or any(t != I64 for t in indices):
-        raise OpTypeError(f"add_at of {acc} needs a {acc.dtype} and {acc.ndim} int indices, "
-                          f"got {', '.join(map(str, types[1:]))}")
-    return list(types), acc
+def _element_write_rule(name: str):
+    """The type rule of `name(acc, v, *indices)`: one element of a float array written."""
+    def rule(types, attrs):
+        acc, v, *indices = types
+        _float_array(acc, name)
+        if v != acc.dtype or len(indices) != acc.ndim or any(t != I64 for t in indices):
+            raise OpTypeError(f"{name} of {acc} needs a {acc.dtype} and {acc.ndim} int indices, "
+                              f"got {', '.join(map(str, types[1:]))}")
+        return list(types), acc
+    return rule
 
 
-def set_at_rule(types, attrs):
-    acc, v, *indices = types
-    _float_array(acc, "set_at")
-    if v != acc.dtype or len(indices) != acc.ndim or any(t != I64 for t in indices):
-        raise OpTypeError(f"set_at of {acc} needs a {acc.dtype} and {acc.ndim} int indices, "
-                          f"got {', '.join(map(str, types[1:]))}")
-    return list(types), acc
+add_at_rule = _element_write_rule("add_at")
+set_at_rule = _element_write_rule("set_at")
 
 
 def zero_into_rule(types, attrs):

@@ -1,0 +1,67 @@
+"""Checks shared by the array tests: every compilation stage verified, outcomes compared,
+exceptions expected where pytest.raises would disturb tracemalloc, no leaks over many calls."""
+import copy
+import gc
+import sys
+import tracemalloc
+
+from astjit.frontend import lower_function
+from astjit.ir.infer import infer_types
+from astjit.ir.passes.memory import insert_array_ownership
+from astjit.ir.passes.ownership import check_array_ownership
+from astjit.ir.passes.pipeline import optimize
+from astjit.ir.types import python_type_of
+from astjit.ir.verify import verify_module
+
+
+def check(module):
+    verify_module(module, typed=True)
+
+
+def stages(fn, args):
+    """(typed, final) modules of `fn` for the types of `args`: final is optimized, then
+    through the memory pass, verified after every pass and for ownership at the end."""
+    typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
+    check(typed)
+    final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))
+    check(final)
+    check_array_ownership(final)
+    return typed, final
+
+
+def outcome(run, args):
+    try:
+        return "ok", run(*args)
+    except Exception as error:  # noqa: BLE001 - the exception is the outcome compared
+        return "raised", type(error), str(error)
+
+
+def expect(exc, f, *args):
+    """f(*args) raises `exc` (without pytest.raises, whose bookkeeping tracemalloc sees)."""
+    try:
+        f(*args)
+    except exc:
+        return
+    raise AssertionError(f"{exc.__name__} not raised")
+
+
+def assert_no_leaks(run, held):
+    """After a first call, 2000 more calls of `run()` grow traced memory by under 20 kB and
+    leave the reference counts of `held` (the arguments) as they were."""
+    run()
+    counts = [sys.getrefcount(a) for a in held]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(200):
+            run()
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        for _ in range(2000):
+            run()
+        gc.collect()
+        second, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert second - first < 20_000, second - first
+    assert [sys.getrefcount(a) for a in held] == counts
