@@ -2,13 +2,13 @@
 through the interpreter (typed and final IR) and compiled code: every kind x dtype x axis x
 keepdims, strided and transposed inputs, empty arrays and NumPy's errors, NaN, reductions fused
 with their elementwise producers (and the optimized dump showing it), compile-time errors."""
-import copy
 import sys
 import types
 import warnings
 
 import numpy as np
 import pytest
+from array_checks import stages
 
 from astjit import jit
 from astjit.errors import CompileError, TypingError, UnsupportedCallError
@@ -16,10 +16,8 @@ from astjit.frontend import lower_function
 from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
 from astjit.ir.passes.memory import insert_array_ownership
-from astjit.ir.passes.ownership import check_array_ownership
 from astjit.ir.passes.pipeline import optimize
 from astjit.ir.types import python_type_of
-from astjit.ir.verify import verify_module
 
 RNG = np.random.default_rng(11)
 DTYPES = (np.float64, np.float32, np.int64, np.bool_)
@@ -88,17 +86,9 @@ def specialize(template, **constants):
     return types.FunctionType(template.__code__, scope, template.__name__)
 
 
-def check(module):
-    verify_module(module, typed=True)
-
-
 def runners(fn, args):
     """The interpreter on the typed and on the final IR, and compiled code."""
-    typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
-    check(typed)
-    final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))
-    check(final)
-    check_array_ownership(final)
+    typed, final = stages(fn, args)
     return {"typed": lambda *a: interpret(typed, list(a)),
             "final": lambda *a: interpret(final, list(a)), "jit": jit(fn)}
 

@@ -3,24 +3,17 @@ fused with their consumers and run row by row. Checked against NumPy through the
 (typed and final IR) and compiled code, over shapes (1 x n, n x 1, empty, 3-d), dtypes,
 strided, reversed and transposed inputs (the fallback), NaN rows and broadcast errors; the
 optimized dump shows the grouping; no leaks."""
-import copy
 import gc
 import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
+from array_checks import stages
 
 from astjit import grad, jit, nn
 from astjit.api import interpret_call
-from astjit.frontend import lower_function
-from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
-from astjit.ir.passes.memory import insert_array_ownership
-from astjit.ir.passes.ownership import check_array_ownership
-from astjit.ir.passes.pipeline import optimize
-from astjit.ir.types import python_type_of
-from astjit.ir.verify import verify_module
 
 RNG = np.random.default_rng(5)
 
@@ -93,17 +86,9 @@ ROW_FUNCTIONS = [softmax, softmax_last, log_softmax, center, normalize, standard
 SHAPES = [(4, 7), (1, 9), (9, 1), (0, 5), (64, 33)]
 
 
-def check(module):
-    verify_module(module, typed=True)
-
-
 def runners(fn, args):
     """The interpreter on the typed and on the final IR, and compiled code."""
-    typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
-    check(typed)
-    final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))
-    check(final)
-    check_array_ownership(final)
+    typed, final = stages(fn, args)
     return {"typed": lambda *a: interpret(typed, list(a)),
             "final": lambda *a: interpret(final, list(a)), "jit": jit(fn)}
 
