@@ -84,7 +84,7 @@ def _fuse_graph(graph: Graph) -> None:
             _fuse_graph(region)
     group_of: dict[Value, _Group] = {}  # member result -> its group
     groups: list[_Group] = []
-    uses = _outside_uses(graph)
+    uses = node_uses(graph)
     for node in graph.nodes:
         if is_reduction(node):
             group = group_of.get(node.inputs[0])
@@ -189,7 +189,7 @@ def _index(graph: Graph, node: Node) -> int:
     return next(i for i, n in enumerate(graph.nodes) if n is node)
 
 
-def _outside_uses(graph: Graph) -> dict[Value, set[int]]:
+def node_uses(graph: Graph) -> dict[Value, set[int]]:
     """For each value, the ids of the nodes using it (-1 for the graph's outputs)."""
     uses: dict[Value, set[int]] = {}
     for node in graph.nodes:

@@ -65,6 +65,7 @@ from __future__ import annotations
 from ..core import Graph, Module, Node, Value
 from ..types import ArrayType
 from .effects import has_effects
+from .fuse import node_uses
 
 FULL, PER_ROW, REDUCED = "full", "per row", "reduced"
 """What a member's output is to the other members (the module docstring)."""
@@ -211,7 +212,7 @@ def _group_graph(graph: Graph) -> None:
     kept = [g for g in groups if len(g.members) > 1 and g.rows is not None]
     if not kept:
         return
-    uses = _uses(graph)
+    uses = node_uses(graph)
     replacement: dict[int, Node | None] = {}
     for group in kept:
         for member in group.members:
@@ -234,17 +235,6 @@ def _known_ones(graph: Graph) -> dict[Value, tuple[int, ...]]:
         if "reduce" in node.attrs and node.attrs["keepdims"]:
             ones[node.outputs[-1]] = node.attrs["axes"]
     return ones
-
-
-def _uses(graph: Graph) -> dict[Value, set[int]]:
-    """For each value, the ids of the nodes using it (-1 for the graph's outputs)."""
-    uses: dict[Value, set[int]] = {}
-    for node in graph.nodes:
-        for v in node.inputs:
-            uses.setdefault(v, set()).add(id(node))
-    for v in graph.outputs:
-        uses.setdefault(v, set()).add(-1)
-    return uses
 
 
 def _build(group: _RowGroup, uses: dict[Value, set[int]]) -> Node:
