@@ -20,9 +20,10 @@ NAMES = ("a", "b", "c")
 
 
 @st.composite
-def views(draw, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An array of `shape` and `dtype` whose strides are not (necessarily) C's."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+def views(draw, shape: tuple[int, ...], dtype, salt: int = 0) -> np.ndarray:
+    """An array of `shape` and `dtype` whose strides are not (necessarily) C's; `salt` keeps
+    the arrays of one program apart when hypothesis shrinks their seeds alike."""
+    rng = np.random.default_rng([draw(st.integers(0, 2**32 - 1)), salt])
     transposed = len(shape) >= 2 and draw(st.booleans())
     full = tuple(reversed(shape)) if transposed else shape
     steps = [draw(st.sampled_from((1, 2, -1))) for _ in full]
@@ -76,7 +77,7 @@ def expr(draw, kinds: dict[str, str], depth: int = 0) -> tuple[str, str, bool]:
     if op in ("abs", "neg"):
         return (f"np.abs({left})" if op == "abs" else f"(-{left})"), lk, la
     if op in ("exp", "sin", "tanh", "sqrt"):
-        arg = {"exp": f"np.minimum({left}, 5.0)", "sqrt": f"np.abs({left})"}.get(op, left)
+        arg = {"exp": f"np.minimum({left}, 5.0)", "sqrt": f"np.abs({left}) + 0.5"}.get(op, left)
         return f"np.{op}({arg})", "f", True
     right, rk, ra = draw(expr(kinds, depth + 1))
     kind = "f" if "f" in (lk, rk) else "i"
@@ -98,6 +99,21 @@ def expr(draw, kinds: dict[str, str], depth: int = 0) -> tuple[str, str, bool]:
 def programs(draw, reductions: bool = True):
     base, input_shapes = draw(shapes())
     dtypes = [draw(st.sampled_from(DTYPES)) for _ in NAMES]
+    return draw(_program(base, input_shapes, dtypes, reductions))
+
+
+@st.composite
+def losses(draw):
+    """A float64 program whose result is `np.sum` of a random expression: for gradients."""
+    base, input_shapes = draw(shapes())
+    source, args = draw(_program(base, input_shapes, [np.float64] * len(NAMES), False))
+    body = source.split("return ", 1)[1].strip()
+    source = source.replace(f"return {body}", f"return np.sum(({body}) + a * 0 + b * 0 + c * 0)")
+    return source, args
+
+
+@st.composite
+def _program(draw, base, input_shapes, dtypes, reductions):
     kinds = {n: np.dtype(d).kind.replace("u", "i") for n, d in zip(NAMES, dtypes)}
     body, _, _ = draw(expr(kinds))
     reduce = reductions and draw(st.booleans())
@@ -112,6 +128,7 @@ def programs(draw, reductions: bool = True):
         keep = draw(st.booleans())
         body = f"np.{fn}({body}, axis={axis}, keepdims={keep})"
     source = f"import numpy as np\n\n\ndef prog(a, b, c, s):\n    return {body}\n"
-    arrays = [draw(views(shape, dtype)) for shape, dtype in zip(input_shapes, dtypes)]
-    s = draw(st.floats(-3, 3, allow_nan=False))
+    arrays = [draw(views(shape, dtype, salt))
+              for salt, (shape, dtype) in enumerate(zip(input_shapes, dtypes))]
+    s = draw(st.floats(0.05, 3)) * draw(st.sampled_from((-1, 1)))  # away from abs's kink
     return source, (*arrays, s)

@@ -4,7 +4,7 @@ import itertools
 import os
 
 import numpy as np
-from array_gen import programs
+from array_gen import losses, programs
 from hypothesis import HealthCheck, given, settings
 
 from astjit import jit
@@ -48,3 +48,51 @@ def test_random_array_program_matches_numpy(tmp_path_factory, case):
     check(expected, got, source, single=any(a.dtype == np.float32 for a in args[:3]))
     for a, b in zip(args[:3], before):  # inputs untouched
         np.testing.assert_array_equal(a, b)
+
+
+GRAD_EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_GRAD_EXAMPLES", "25"))
+
+
+def central_difference(fn, args, i, h):
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    if not isinstance(args[i], np.ndarray):
+        up, down = list(args), list(args)
+        up[i], down[i] = args[i] + h, args[i] - h
+        return (fn(*up) - fn(*down)) / (2 * h)
+    x, out = args[i], np.zeros_like(args[i])
+    for idx in np.ndindex(x.shape):
+        keep = x[idx]
+        x[idx] = keep + h
+        up = fn(*args)
+        x[idx] = keep - h
+        down = fn(*args)
+        x[idx] = keep
+        out[idx] = (up - down) / (2 * h)
+    return out
+
+
+def _shifted(args, i, h):
+    args = list(args)
+    args[i] = args[i] + h
+    return args
+
+
+@settings(max_examples=GRAD_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(case=losses())
+def test_random_array_gradient_matches_finite_differences(tmp_path_factory, case):
+    from astjit import grad
+
+    source, args = case
+    prog = load(source, tmp_path_factory.mktemp("grads"))
+    got = grad(prog, argnums=(0, 1, 2, 3))(*args)
+    for i, g in enumerate(got):
+        fine = central_difference(prog, args, i, 1e-6)
+        # one-sided slopes agree where there is no kink (a tie of maximum, abs at 0) or jump
+        ahead = central_difference(prog, _shifted(args, i, 1e-5), i, 1e-5)
+        behind = central_difference(prog, _shifted(args, i, -1e-5), i, 1e-5)
+        smooth = np.abs(ahead - behind) <= 1e-3 * (1 + np.abs(fine))
+        assert np.shape(g) == np.shape(fine), source
+        np.testing.assert_allclose(np.where(smooth, g, 0.0), np.where(smooth, fine, 0.0),
+                                   rtol=1e-4, atol=1e-5, err_msg=f"{source} argument {i}")
