@@ -65,3 +65,30 @@ def assert_no_leaks(run, held):
         tracemalloc.stop()
     assert second - first < 20_000, second - first
     assert [sys.getrefcount(a) for a in held] == counts
+
+
+def central_difference(fn, args, i, h=1e-6):
+    """Central differences of scalar `fn` with respect to argument i (a float or an array),
+    each call on fresh copies of the arrays (`fn` may write into them)."""
+    import numpy as np
+
+    def call(values):
+        return fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in values])
+
+    args = list(args)
+    x = args[i]
+    if not isinstance(x, np.ndarray):
+        up, down = list(args), list(args)
+        up[i], down[i] = x + h, x - h
+        return (call(up) - call(down)) / (2 * h)
+    x = args[i] = x.copy()
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        keep = x[idx]
+        x[idx] = keep + h
+        up = call(args)
+        x[idx] = keep - h
+        down = call(args)
+        x[idx] = keep
+        g[idx] = (up - down) / (2 * h)
+    return g

@@ -10,30 +10,10 @@ import tracemalloc
 import numpy as np
 import pytest
 from array_checks import assert_no_leaks
+from array_checks import central_difference as numeric_grad
 
 from astjit import DifferentiationError, grad, jit, jvp, value_and_grad
 from astjit.api import interpret_call
-
-
-def numeric_grad(fn, args, i, h=1e-6):
-    """Central differences of scalar `fn` with respect to argument i (a float or an array)."""
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    x = args[i]
-    if not isinstance(x, np.ndarray):
-        up, down = list(args), list(args)
-        up[i], down[i] = x + h, x - h
-        return (fn(*up) - fn(*down)) / (2 * h)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + h
-        fp = fn(*args)
-        x[idx] = keep - h
-        fm = fn(*args)
-        x[idx] = keep
-        g[idx] = (fp - fm) / (2 * h)
-    return g
-
 
 # ---- the corpus -------------------------------------------------------------------------------
 

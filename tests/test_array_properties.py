@@ -4,6 +4,7 @@ import itertools
 import os
 
 import numpy as np
+from array_checks import central_difference
 from array_gen import losses, programs
 from hypothesis import HealthCheck, given, settings
 
@@ -51,24 +52,6 @@ def test_random_array_program_matches_numpy(tmp_path_factory, case):
 
 
 GRAD_EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_GRAD_EXAMPLES", "25"))
-
-
-def central_difference(fn, args, i, h):
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    if not isinstance(args[i], np.ndarray):
-        up, down = list(args), list(args)
-        up[i], down[i] = args[i] + h, args[i] - h
-        return (fn(*up) - fn(*down)) / (2 * h)
-    x, out = args[i], np.zeros_like(args[i])
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + h
-        up = fn(*args)
-        x[idx] = keep - h
-        down = fn(*args)
-        x[idx] = keep
-        out[idx] = (up - down) / (2 * h)
-    return out
 
 
 def _shifted(args, i, h):

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from array_checks import assert_no_leaks
+from array_checks import assert_no_leaks, central_difference
 
 from astjit import DifferentiationError, grad, jit, value_and_grad
 from astjit.api import interpret_call
@@ -167,25 +167,8 @@ def copies(args, dtype=np.float64):
 
 
 def numeric_grad(fn, args, i, h=1e-6):
-    """Central differences of `fn` w.r.t. argument i, on fresh copies (fn may write)."""
-    def call(values):
-        return fn(*copies(values))
-    args = copies(args)
-    x = args[i]
-    if not isinstance(x, np.ndarray):
-        up, down = list(args), list(args)
-        up[i], down[i] = x + h, x - h
-        return (call(up) - call(down)) / (2 * h)
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + h
-        fp = call(args)
-        x[idx] = keep - h
-        fm = call(args)
-        x[idx] = keep
-        g[idx] = (fp - fm) / (2 * h)
-    return g
+    """Central differences of `fn` w.r.t. argument i, in float64."""
+    return central_difference(fn, copies(args), i, h)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
