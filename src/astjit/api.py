@@ -97,7 +97,10 @@ class Specialization:
     typed: Module
     optimized: Module
     compiled: Any
-    """The backend's CompiledEntry: `.call`, `.llvm_ir`, `.llvm_ir_optimized`, `.asm`, `.errors`."""
+    """The backend's CompiledEntry: `.call`, `.llvm_ir`, `.llvm_ir_optimized`, `.asm`, `.errors`.
+    The first tier until a call needs the general one (`Dispatcher.call_general`)."""
+    fallback: Callable | None = None
+    """Where calls the entry does not take go."""
 
     def stage_text(self, stage: str, fmt: str) -> str:
         if stage == "grad":
@@ -158,8 +161,6 @@ class Dispatcher:
         return spec
 
     def compile(self, types: tuple[Type, ...]) -> Specialization:
-        from .backend.llvm import build_entry
-
         if self.parsed is None:
             self.parsed = lower_function(self.py_func)
         typed = infer_types(self.parsed, list(types))
@@ -171,14 +172,25 @@ class Dispatcher:
         optimized = optimize_for_backend(clone_module(typed), check)
         # Calls the new entry does not take go to the previous entry, then to call_slow.
         previous = [s.compiled.call for s in self.specializations.values()]
-        handler = ErrorHandler()
-        compiled = build_entry(optimized, previous[-1] if previous else self.call_slow, handler)
-        handler.errors = compiled.errors
-        spec = Specialization(types, self.parsed, typed, optimized, compiled)
+        fallback = previous[-1] if previous else self.call_slow
+        general = functools.partial(self.call_general, types)
+        spec = Specialization(types, self.parsed, typed, optimized,
+                              build(optimized, fallback, general), fallback)
         dump_dir = os.environ.get("ASTJIT_DUMP")
         if dump_dir:
             dump_stages(spec, dump_dir, self.py_func.__qualname__)
         return spec
+
+    def call_general(self, types: tuple[Type, ...], *args: Any) -> Any:
+        """Run a call the first tier of `types` left (codegen.FunctionEmitter.fast_only)
+        on the general tier, compiled on the first such call and used from then on."""
+        spec = self.specializations[types]
+        if not spec.compiled.general:
+            first = spec.compiled.call
+            spec.compiled = build(spec.optimized, spec.fallback, None)
+            if self.entry.func is first:
+                dispatch.retarget(self.entry, spec.compiled.call)
+        return spec.compiled.call(*args)
 
     def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
         """The IR of the specialization for these example arguments, at `stage`.
@@ -194,6 +206,17 @@ class Dispatcher:
         values = self.signature.bind(example_args, {})
         spec = self.specialize(self.signature.types_of(values))
         return spec.stage_text(stage, format)
+
+
+def build(optimized: Module, fallback: Callable, general: Callable | None) -> Any:
+    """The backend's CompiledEntry of `optimized`: its first tier when `general` is given
+    (where the first tier's leftover calls go), else its general tier."""
+    from .backend.llvm import build_entry
+
+    handler = ErrorHandler()
+    compiled = build_entry(optimized, fallback, handler, general)
+    handler.errors = compiled.errors
+    return compiled
 
 
 @dataclass

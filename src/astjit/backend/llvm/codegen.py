@@ -47,6 +47,10 @@ from .routines import CHECKS, ROUTINES
 
 OK = ir.Constant(STATUS, 0)
 
+DEOPTIMIZE = "Deoptimize"
+"""The exception name of the one error site that is no error: a first-tier module's way
+out where a fast version does not apply (`FunctionEmitter.fast_only`)."""
+
 
 class ErrorSite(NamedTuple):
     """A place where compiled code can raise: status k means `errors[k - 1]`."""
@@ -83,6 +87,11 @@ class ErrorTable:
         if detail is not None:
             self.details[number] = detail
         return number
+
+    @property
+    def deoptimize(self) -> int | None:
+        """The status of the `DEOPTIMIZE` site, if some code fails with it."""
+        return self._numbers.get((ErrorSite(DEOPTIMIZE, "", None), None))
 
 
 MAX_ERROR_VALUES = 4
@@ -139,8 +148,9 @@ class LoweredModule:
 _module_numbers = itertools.count(1)
 
 
-def emit_module(module: Module) -> LoweredModule:
-    """Lower the entry graph of a typed Module and every graph it calls."""
+def emit_module(module: Module, general: bool = True) -> LoweredModule:
+    """Lower the entry graph of a typed Module and every graph it calls; `general` False
+    lowers the first tier (`FunctionEmitter.fast_only`)."""
     prefix = f"astjit.{next(_module_numbers)}."
     llmodule = ir.Module(name=prefix + module.entry)
     names = reachable_graphs(module)
@@ -148,7 +158,8 @@ def emit_module(module: Module) -> LoweredModule:
                                      internal=name != module.entry) for name in names}
     errors = ErrorTable()
     for name in names:
-        FunctionEmitter(functions, errors, functions[name]).emit_body(module.graphs[name])
+        FunctionEmitter(functions, errors, functions[name], general).emit_body(
+            module.graphs[name])
     return LoweredModule(llmodule, module, functions, errors)
 
 
@@ -184,8 +195,10 @@ class FunctionEmitter:
     """Emits one graph into its LLVM function; Routines use `builder` and `fail_if`."""
 
     def __init__(self, functions: dict[str, ir.Function], errors: ErrorTable,
-                 function: ir.Function):
+                 function: ir.Function, general: bool = True):
         self.functions = functions
+        self.general = general
+        """False in a first tier: array nests get their fast version only (`fast_only`)."""
         self.errors = errors
         self.function = function
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
@@ -365,6 +378,28 @@ class FunctionEmitter:
                 number = ir.Constant(STATUS, self.errors.status(exc, message, node.loc))
                 status = number if status is None else builder.select(cond, number, status)
             self.return_status(status)
+
+    def fast_only(self, cond: ir.Value) -> bool:
+        """Whether to emit only the fast version of what `cond` chooses between a fast
+        version (when it holds: unit strides, a row layout, a reusable buffer) and a
+        general one.
+
+        In the general tier, no: both are emitted, chosen at run time. In the first
+        tier, yes: where `cond` fails the call leaves with the `DEOPTIMIZE` status,
+        which the wrapper answers by running the same call on the general tier,
+        compiled then (`api.Dispatcher.call_general`). A first tier is built only for
+        a function that writes into no argument, so leaving part-way is unseen (what
+        the invocation owns is released as on any failure). Most calls never take a
+        general version; leaving them out of the first tier halves or thirds what
+        LLVM compiles for an array function.
+        """
+        if self.general:
+            return False
+        if isinstance(cond, ir.Constant) and cond.constant:
+            return True
+        with self.builder.if_then(self.builder.not_(cond), likely=False):
+            self.return_status(ir.Constant(STATUS, self.errors.status(DEOPTIMIZE, "", None)))
+        return True
 
     def fail_with_values(self, node: Node, cond: ir.Value, exc: str, message: str, detail: str,
                          values: list[ir.Value]) -> None:

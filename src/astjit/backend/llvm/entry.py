@@ -4,9 +4,9 @@ The pipeline: `codegen.emit_module` (graphs -> LLVM IR), `wrapper.emit_wrapper`
 (the METH_FASTCALL entry, in the same LLVM module so LLVM inlines the graph
 into it), `engine().compile_ir` (O3, machine code), then `PyCFunction_NewEx`
 on a PyMethodDef pointing at the wrapper. The builtin's `__self__` is an
-`EntryPins` that owns the PyMethodDef, the fallback and the error handler
-(whose addresses the machine code embeds), so they live exactly as long as
-the builtin does. When some error site reports numbers (an array index out of
+`EntryPins` that owns the PyMethodDef, the fallback, the error handler and
+the general-tier callable (whose addresses the machine code embeds), so they
+live exactly as long as the builtin does. When some error site reports numbers (an array index out of
 bounds), the wrapper calls an `ErrorReporter` around the handler, which puts
 the numbers into the message of the exception the handler raises.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...ir.core import Module
-from . import pyapi
+from . import arrays, pyapi
 from .codegen import ErrorSite, emit_module
 from .engine import CompiledModule, engine
 from .wrapper import emit_wrapper
@@ -44,12 +44,14 @@ _new_builtin.restype = ctypes.py_object
 class EntryPins:
     """What a compiled entry's machine code points at, kept alive by the builtin."""
 
-    __slots__ = ("error_handler", "fallback", "method_def")
+    __slots__ = ("error_handler", "fallback", "general", "method_def")
 
-    def __init__(self, method_def: PyMethodDef, fallback: Any, error_handler: Any):
+    def __init__(self, method_def: PyMethodDef, fallback: Any, error_handler: Any,
+                 general: Any = None):
         self.method_def = method_def
         self.fallback = fallback
         self.error_handler = error_handler
+        self.general = general
 
     def __repr__(self) -> str:
         return f"<astjit entry {self.method_def.ml_name.decode()}>"
@@ -69,6 +71,8 @@ class CompiledEntry:
     error_details: dict[int, str] = field(default_factory=dict)
     """Status -> `str.format` template of the fuller message of the sites that report
     numbers (`ErrorReporter` fills it in); most sites have none."""
+    general: bool = True
+    """Whether this is the general tier (every version of every nest), not the first."""
 
     @property
     def llvm_ir_optimized(self) -> str:
@@ -79,24 +83,35 @@ class CompiledEntry:
         return self.compiled.asm
 
 
-def build_entry(module: Module, fallback: Callable, error_handler: Callable) -> CompiledEntry:
+def build_entry(module: Module, fallback: Callable, error_handler: Callable,
+                general: Callable | None = None) -> CompiledEntry:
     """Compile a typed Module's entry graph into a builtin with CPython's fast calling convention.
 
     Calls the builtin does not take exactly (other types, keywords, ...) go to
     `fallback(*args, **kwargs)`; a compiled error calls `error_handler(status)`,
     which should raise the exception of `errors[status - 1]`.
+
+    With `general`, the first tier when the function writes into none of its
+    arguments: array nests in their fast versions only, and a call one does not
+    fit goes, untouched, to `general(*args)`, which should run it on the general
+    tier (`codegen.FunctionEmitter.fast_only`). Without, the general tier.
     """
-    lowered = emit_module(module)
+    first_tier = general is not None and not arrays.written_parameters(module)
+    lowered = emit_module(module, general=not first_tier)
+    if lowered.error_table.deoptimize is None:
+        first_tier, general = False, None  # nothing to leave out: this is the general tier
     if lowered.error_details:
         error_handler = ErrorReporter(error_handler, lowered.errors, lowered.error_details)
-    wrapper_name = emit_wrapper(lowered, fallback, error_handler)
+    wrapper_name = emit_wrapper(lowered, fallback, error_handler, general if first_tier else None)
     # The wrapper is the only way in: LLVM inlines the graph into it and drops the copy.
     lowered.entry_function.linkage = "internal"
     llvm_ir = lowered.text
     pyapi.register_functions()
     compiled = engine().compile_ir(llvm_ir)
-    call = make_builtin(compiled.addresses[wrapper_name], module.entry, fallback, error_handler)
-    return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details)
+    call = make_builtin(compiled.addresses[wrapper_name], module.entry, fallback, error_handler,
+                        general)
+    return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details,
+                         not first_tier)
 
 
 class ErrorReporter:
@@ -133,9 +148,10 @@ class ErrorReporter:
         return f"ErrorReporter({self.handler!r})"
 
 
-def make_builtin(address: int, name: str, fallback: Any, error_handler: Any) -> Callable:
+def make_builtin(address: int, name: str, fallback: Any, error_handler: Any,
+                 general: Any = None) -> Callable:
     """A builtin function object calling the METH_FASTCALL | METH_KEYWORDS code at `address`."""
     doc = f"astjit-compiled {name}".encode()
     method_def = PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS, doc)
-    pins = EntryPins(method_def, fallback, error_handler)
+    pins = EntryPins(method_def, fallback, error_handler, general)
     return _new_builtin(ctypes.byref(method_def), pins, None)

@@ -224,12 +224,17 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     for donor in donors:
         if donor is not None:
             ok = b.and_(ok, _reusable(em, args[donor], dims))
+    reused_map = {d: k for k, d in enumerate(donors) if d is not None}
+    if em.fast_only(ok):
+        reused = [_allocate(em, node, t, dims) if d is None else
+                  memory.array_retain(em, node, [args[d]]) for t, d in zip(types, donors)]
+        _store_all(em, node, dims, point, fast, reused, reused_map)
+        return reused
     with b.if_else(ok) as (then, otherwise):
         with then:
             reused = [_allocate(em, node, t, dims) if d is None else
                       memory.array_retain(em, node, [args[d]]) for t, d in zip(types, donors)]
-            _store_all(em, node, dims, point, fast, reused,
-                       {d: k for k, d in enumerate(donors) if d is not None})
+            _store_all(em, node, dims, point, fast, reused, reused_map)
             reused_block = b.block
         with otherwise:
             fresh = [_allocate(em, node, t, dims) for t in types]
@@ -267,6 +272,8 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         nest(True)
     elif isinstance(fast, ir.Constant):
         nest(bool(fast.constant))
+    elif em.fast_only(fast):
+        nest(True)
     else:
         with b.if_else(fast, likely=True) as (then, otherwise):
             with then:

@@ -195,6 +195,8 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
 
     if unit is None:
         nest(False)
+    elif em.fast_only(unit):
+        nest(True)
     else:
         with b.if_else(unit, likely=True) as (then, otherwise):
             with then:

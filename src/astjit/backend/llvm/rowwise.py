@@ -65,6 +65,8 @@ def emit_rows(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     roles = node.attrs["stages"]
     space, ok = _spaces(em, node, members, roles, outside)
     ok = b.and_(ok, _row_layout(em, node, args))
+    if em.fast_only(ok):
+        return _RowLoop(em, node, members, roles, outside, space).run()
     with b.if_else(ok, likely=True) as (then, otherwise):
         with then:
             by_row = _RowLoop(em, node, members, roles, outside, space).run()
@@ -174,16 +176,18 @@ class _RowLoop:
             for st in per_member:
                 if st is not None and not _is_zero(st[-1]):
                     fast = b.and_(fast, b.icmp_signed("==", st[-1], _i64(1)))
-        with b.if_else(fast, likely=True) as (then, otherwise):
-            for block, unit in ((then, True), (otherwise, False)):
-                with block:
-                    def nest(u: bool = unit) -> None:
-                        arrays.loop_nest(em, self.dims[:self.rows],
-                                         lambda outer: self._row(outer, strides, u), "rows")
-                    if unit:
-                        nest()
-                    else:
-                        outline.scalar_loops(b, nest)
+
+        def nest(unit: bool) -> None:
+            arrays.loop_nest(em, self.dims[:self.rows],
+                             lambda outer: self._row(outer, strides, unit), "rows")
+        if em.fast_only(fast):
+            nest(True)
+        else:
+            with b.if_else(fast, likely=True) as (then, otherwise):
+                with then:
+                    nest(True)
+                with otherwise:
+                    outline.scalar_loops(b, lambda: nest(False))
         for buffer in self.scratch:
             memory.array_release(em, self.node, [buffer])
         return results

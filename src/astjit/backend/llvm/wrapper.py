@@ -11,7 +11,9 @@ array parameter an aligned `numpy.ndarray` itself of the right ndim and
 native dtype, see `arrays.accepts`).
 Anything else goes, untouched, to `PyObject_Vectorcall(fallback, args, nargs,
 kwnames)`. A taken call unboxes the arguments in place, calls the entry
-graph's function, and boxes its result; a nonzero status calls
+graph's function, and boxes its result; a first tier's deoptimize status
+(codegen.DEOPTIMIZE) sends the call, untouched, to `PyObject_Vectorcall(general,
+args, nargs, kwnames)`; any other nonzero status calls
 `error_handler(status)` and returns what it returns (NULL with its exception
 when it raises, as it should). When some error site reports numbers (an
 array index out of bounds), the handler is called as `error_handler(status,
@@ -83,8 +85,10 @@ WRAPPER_TYPE = ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ.as_pointer(), SSIZE, PYOBJ])
 NULL = ir.Constant(PYOBJ, None)
 
 
-def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object) -> str:
-    """Add the fast entry of `lowered`'s entry graph to its module; return its name."""
+def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object,
+                 general: object = None) -> str:
+    """Add the fast entry of `lowered`'s entry graph to its module; return its name.
+    `general`: where a first tier's call goes when it leaves with the deoptimize status."""
     core = lowered.entry_function
     graph = lowered.source.entry_graph
     function = ir.Function(lowered.module, WRAPPER_TYPE, core.name + ".fastcall")
@@ -95,6 +99,7 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,
                              with_values=bool(lowered.error_details))
     emitter.written = arrays.written_parameters(lowered.source)
+    emitter.general_object = general
     emitter.emit(core, graph)
     return function.name
 
@@ -110,6 +115,8 @@ class WrapperEmitter:
         self.errors = errors if errors is not None else ErrorTable()
         self.with_values = with_values
         """Whether the handler takes the error values after the status."""
+        self.general_object: object = None
+        """A first tier's general tier (`entry.build_entry`), else None."""
         self.written: dict = {}
         """Parameter index -> location of a write into its arrays (`written_parameters`)."""
         self.arrays: list[tuple[int, ir.Value]] = []
@@ -140,6 +147,12 @@ class WrapperEmitter:
         status = builder.call(core, values + [out])
         failed = builder.icmp_signed("!=", status, ir.Constant(STATUS, 0))
         with builder.if_then(failed, likely=False):
+            leave = self.errors.deoptimize
+            if self.general_object is not None and leave is not None:
+                with builder.if_then(builder.icmp_signed("==", status, ir.Constant(STATUS, leave))):
+                    builder.ret(self.api("PyObject_Vectorcall",
+                                         object_constant(self.general_object),
+                                         args, nargs, kwnames))
             builder.ret(self.report(status))
         builder.ret(self.box(builder.load(out), result_type))
         builder.position_at_end(self.fallback)

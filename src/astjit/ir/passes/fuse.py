@@ -148,9 +148,16 @@ def _mark_reuse(graph: Graph) -> None:
             continue
         taken: set[int] = set()
         reuse = []
+        ones = node.attrs.get("ones") or [()] * len(node.inputs)
+        # a donor known to have length 1 where the space may not is never the right shape
+        ndim = node.attrs["ndim"]
+        space_ones = {a for a in range(ndim) if all(
+            a < ndim - v.type.ndim or a - (ndim - v.type.ndim) in k
+            for v, k in zip(node.inputs, ones) if isinstance(v.type, ArrayType))}
         for out in node.outputs:
             found = next((j for j, v in enumerate(node.inputs) if j not in taken and v in made
-                          and last_use[v] == i and v.type == out.type), None)
+                          and last_use[v] == i and v.type == out.type
+                          and set(ones[j]) <= space_ones), None)
             if found is not None:
                 taken.add(found)
             reuse.append(found)
@@ -158,8 +165,15 @@ def _mark_reuse(graph: Graph) -> None:
             node.attrs["reuse"] = tuple(reuse)
 
 
+SHAPE_OF = {"stop_gradient": 0, "array_new_like": 0, "sum_to_like": 1}
+"""Ops whose array result has the shape of one of their inputs: op -> that input."""
+
+
 def _known_ones(graph: Graph, consts: dict[Value, Node]) -> dict[Value, tuple[int, ...]]:
-    """The array values of `graph` known to have length 1 along some axes, and those axes."""
+    """The array values of `graph` known to have length 1 along some axes, and those axes:
+    made so (a `keepdims` reduction, a reshape to a literal 1), then carried by ops whose
+    result has an input's shape and by elementwise ops (the broadcast has length 1 where
+    every operand has), as a gradient's `sum_to_like` onto a `keepdims` result is."""
     ones = {}
     for node in graph.nodes:
         if is_reduction(node) and node.attrs.get("keepdims"):
@@ -168,6 +182,16 @@ def _known_ones(graph: Graph, consts: dict[Value, Node]) -> dict[Value, tuple[in
         elif node.op == "array_reshape" and not node.attrs.get("packed_shape"):
             axes = tuple(k for k, d in enumerate(node.inputs[1:])
                          if d in consts and consts[d].attrs.get("value") == 1)
+            if axes:
+                ones[node.outputs[0]] = axes
+        elif node.op in SHAPE_OF and node.inputs[SHAPE_OF[node.op]] in ones:
+            ones[node.outputs[0]] = ones[node.inputs[SHAPE_OF[node.op]]]
+        elif is_array_elementwise(node):
+            ndim = node.outputs[0].type.ndim
+            arrays_ = [v for v in node.inputs if isinstance(v.type, ArrayType)]
+            axes = tuple(a for a in range(ndim) if all(
+                a - (ndim - v.type.ndim) < 0 or a - (ndim - v.type.ndim) in ones.get(v, ())
+                for v in arrays_))
             if axes:
                 ones[node.outputs[0]] = axes
     return ones

@@ -1,0 +1,145 @@
+"""The first tier: array nests compiled in their fast versions only, the general tier on demand.
+
+A function that writes into none of its arguments is first compiled with only
+the fast version of each nest (unit strides, the row layout, a reusable
+buffer); a call that needs another version leaves it and runs on the general
+tier, compiled then and used from then on (codegen.FunctionEmitter.fast_only).
+These tests check that the way out is invisible: same results and exceptions
+as NumPy for calls on either side of it, no leak, and that only calls needing
+it take it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from array_checks import assert_no_leaks
+
+from astjit import jit, nn, stop_gradient, value_and_grad
+from astjit.ir.passes.fuse import _known_ones
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def scaled(x, y):
+    return np.sin(x) * 2.0 + y
+
+
+def fill(out, x):
+    out[:] = x * 2.0
+    return out
+
+
+def compiled_of(f, *args):
+    values = f.dispatcher.signature.bind(args, {})
+    return f.dispatcher.specializations[f.dispatcher.signature.types_of(values)].compiled
+
+
+def test_contiguous_calls_stay_on_the_first_tier():
+    f = jit(softmax)
+    x = np.random.default_rng(0).standard_normal((6, 5))
+    np.testing.assert_allclose(f(x), softmax(x), rtol=1e-13)
+    assert not compiled_of(f, x).general
+    np.testing.assert_allclose(f(x[::2]), softmax(x[::2]), rtol=1e-13)  # rows apart: still unit
+    assert not compiled_of(f, x).general
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "broadcast"])
+def test_a_call_the_first_tier_does_not_fit_runs_on_the_general_tier(layout):
+    f = jit(scaled)
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    np.testing.assert_allclose(f(x, y), scaled(x, y), rtol=1e-14)
+    first = compiled_of(f, x, y)
+    assert not first.general and "Deoptimize" in {site.exc for site in first.errors}
+    other = {"transposed": rng.standard_normal((6, 4)).T, "strided": rng.standard_normal((4, 12))[:, ::2],
+             "broadcast": rng.standard_normal((4, 1))}[layout]
+    np.testing.assert_allclose(f(other, y), scaled(other, y), rtol=1e-14)
+    general = compiled_of(f, x, y)
+    assert general.general and general is not first
+    assert len(general.llvm_ir) > len(first.llvm_ir)
+    # from then on every call of the signature runs the general tier, which has both versions
+    np.testing.assert_allclose(f(x, y), scaled(x, y), rtol=1e-14)
+    np.testing.assert_allclose(f(other, y), scaled(other, y), rtol=1e-14)
+    assert compiled_of(f, x, y) is general
+
+
+def test_the_row_group_leaves_for_a_transposed_input():
+    f = jit(softmax)
+    x = np.random.default_rng(2).standard_normal((5, 7))
+    f(x)
+    assert "rows.head.1" not in compiled_of(f, x).llvm_ir  # no strided row loop
+    np.testing.assert_allclose(f(x.T.copy().T), softmax(x), rtol=1e-13)
+    np.testing.assert_allclose(f(np.asfortranarray(x)), softmax(x), rtol=1e-13)
+    assert compiled_of(f, x).general
+
+
+def test_errors_before_the_way_out_are_raised_as_numpy_raises():
+    f = jit(scaled)
+    x = np.ones((3, 4))
+    f(x, x)
+    with pytest.raises(ValueError, match=r"shapes \(3, 4\) \(5, 4\)"):
+        f(x.T.copy().T, np.ones((5, 4)))
+
+
+def test_a_function_writing_into_an_argument_has_the_general_tier_only():
+    f = jit(fill)
+    out, x = np.zeros((3, 4)), np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(f(out, x), 2 * x)
+    assert compiled_of(f, out, x).general
+    np.testing.assert_array_equal(f(np.zeros((4, 3)).T, x), 2 * x)
+
+
+def test_leaving_the_first_tier_releases_what_the_call_made():
+    f = jit(scaled)
+    x = np.random.default_rng(3).standard_normal((4, 6))
+    f(x, x)
+    t = x.T.copy().T
+    assert_no_leaks(lambda: f(t, x), [t, x])
+
+
+def mlp_loss(w1, b1, w2, b2, x, onehot):
+    h = nn.relu(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -np.mean(np.sum(nn.log_softmax(logits, axis=1) * onehot, axis=1))
+
+
+def mlp_step(w1, b1, w2, b2, x, onehot):
+    return value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
+
+
+def test_a_training_step_on_contiguous_data_never_leaves_the_first_tier():
+    """The keepdims results a gradient broadcasts back ((batch, 1) arrays) are known to have
+    length 1 there, through stop_gradient, sum_to_like and elementwise ops, so their nests stay
+    unit-stride; and a (batch, 1) buffer is never chosen to hold a (batch, classes) result."""
+    rng = np.random.default_rng(4)
+    args = (rng.standard_normal((12, 8)), np.zeros(8), rng.standard_normal((8, 3)), np.zeros(3),
+            rng.random((5, 12)), np.eye(3)[[0, 1, 2, 0, 1]])
+    f = jit(mlp_step)
+    value, grads = f(*args)
+    want_value, want_grads = mlp_step(*args)
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-14)
+    assert not compiled_of(f, *args).general
+
+
+def keepdims_chain(x, y):
+    m = stop_gradient(np.max(x, axis=1, keepdims=True))
+    d = m * 2.0 + np.sum(y, axis=1, keepdims=True)
+    return x - d, d - y
+
+
+def test_known_length_one_axes_follow_stop_gradient_and_elementwise_ops():
+    from array_checks import stages
+
+    typed, _ = stages(keepdims_chain, (np.ones((3, 4)), np.ones((3, 4))))
+    graph = typed.entry_graph
+    consts = {n.outputs[0]: n for n in graph.nodes if n.op == "const"}
+    ones = _known_ones(graph, consts)
+    by_op = {n.op: n.outputs[0] for n in graph.nodes}
+    assert ones[by_op["stop_gradient"]] == (1,)
+    assert ones[by_op["add"]] == (1,)  # m * 2 + sum(y, keepdims): both (3, 1)
+    assert by_op["sub"] not in ones  # d - y: (3, 4)
