@@ -42,6 +42,7 @@ from llvmlite import ir
 from ...errors import CompileError, Loc
 from ...ir.types import BOOL, F32, F64, I64, NUMPY_DTYPES, ArrayType, ScalarType
 from . import messages as msg
+from . import outline
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I8, I64_T, constant, contains_array, zero
 
 if TYPE_CHECKING:
@@ -340,5 +341,5 @@ def count_up(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body,
     b.position_at_end(inner)
     body(i)
     i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=list(flags)), b.block)
-    b.branch(head)
+    outline.no_runtime_unroll(b.branch(head))
     b.position_at_end(done)

@@ -80,7 +80,7 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
     module = function.module
     properties = [module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
                                        ir.Constant(ir.IntType(1), 0)]),
-                  module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])]
+                  _flag(module, "llvm.loop.unroll.disable")]
     order = {id(block): k for k, block in enumerate(function.blocks)}
     for block in made:
         if not block.instructions or not isinstance(block.instructions[0], ir.PhiInstr):
@@ -90,6 +90,24 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
         if order[id(latch)] >= order[id(block)] and isinstance(branch, ir.Branch) \
                 and branch.operands[0] is block:
             branch.set_metadata("llvm.loop", _LoopID(module, properties))
+
+
+def no_runtime_unroll(branch: ir.Instruction) -> None:
+    """Mark the loop whose latch is `branch` not to be unrolled for an unknown trip count.
+
+    For the loops of array code: the vectorizer interleaves the vector body
+    itself, and runtime unrolling would only multiply the scalar loop that
+    finishes the last few elements (eight copies and a prologue for a
+    remainder of under a vector's length): about 15% of what LLVM compiles for
+    an elementwise kernel, for nothing.
+    """
+    module = branch.function.module
+    branch.set_metadata("llvm.loop", _LoopID(module, [
+        _flag(module, "llvm.loop.unroll.runtime.disable")]))
+
+
+def _flag(module: ir.Module, name: str) -> ir.Value:
+    return module.add_metadata([ir.MetaDataString(module, name)])
 
 
 def _vector_math(instruction: ir.Instruction) -> bool:
