@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
-from . import vecmath
+from . import outline, vecmath
 
 LIBM_FUNCTIONS = (
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
@@ -87,7 +87,9 @@ class Engine:
         self.lock = threading.Lock()
 
     def compile_ir(self, text: str) -> CompiledModule:
-        """Parse, verify, optimize (O3) and load LLVM IR; return its entry points."""
+        """Parse, verify, optimize (O3) and load LLVM IR; return its entry points. The
+        shared functions it may call are compiled first (`outline.compile_runtime`)."""
+        outline.compile_runtime()
         start = time.perf_counter()
         module = self.parse(text)
         vecmath.keep_variants(module)

@@ -1,45 +1,120 @@
-"""Functions shared by every site of an LLVM module: the setup and teardown of array ops.
+"""Functions every LLVM module shares: the setup and teardown of array ops.
 
 Each array op needs some code around its loops: NumPy's dimension checks and
-the allocation call with its error path, the owned list's push and release,
-a strided copy. Emitted inline at every site, that code is most of what
-LLVM has to optimize and turn into machine code for array programs (an MLP
-training step has dozens of allocations), while it runs once per array, not
-once per element. So it is emitted once per module, as an internal function
-that LLVM must not inline (`noinline`; `cold` for what only error exits
-call), and each site calls it. Hot loops stay where they are: a kernel's loop
-nest is emitted in its function; only a helper's own loop (a fill, a copy)
-lives in the helper, where the vectorizer optimizes it once.
+the allocation call with its error path, the owned list's release, a strided
+copy, a BLAS call with its operand checks, unboxing an argument and boxing a
+result. Emitted inline at every site, that code is most of what LLVM has to
+optimize and turn into machine code for array programs (an MLP training step
+has dozens of allocations), while it runs once per array, not once per
+element. So each such function is compiled once per process, in the runtime
+module (`compile_runtime`), and every module that calls it only declares it:
+a kernel's module holds its own graphs, loops and wrapper, nothing else. Hot
+loops stay where they are: a kernel's loop nest is emitted in its function;
+only a helper's own loop (a fill, a copy) lives in the helper, where the
+vectorizer optimizes it once.
 
-`shared_function(module, name, fnty, emit)` returns the function `name` of
-`module`, emitting its body with `emit(function, builder, *args)` the first
-time it is asked for. `scalar_loops(builder, emit)` marks the loops `emit`
-makes not to be vectorized or unrolled: for the rarely run general version
-of a kernel's nest, which LLVM would otherwise optimize as hard as the fast one.
+`shared_function(module, name, fnty, emit)` returns the function `name` as
+`module` sees it: the first time any module asks for it, its body is emitted
+into the pending runtime module with `emit(function, builder, *args)`; the
+pending module is compiled just before the next module that may call it
+(`Engine.compile_ir` runs `compile_runtime` first), and its functions' addresses
+are registered with LLVM's symbol table. A name therefore stands for one body
+in the whole process: it must say everything the body depends on (dtype,
+ndim). A helper that LLVM should inline (`inline`) is emitted in the module
+itself. `scalar_loops(builder, emit)` marks the loops `emit` makes not to be
+vectorized or unrolled: for the rarely run general version of a kernel's nest,
+which LLVM would otherwise optimize as hard as the fast one.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from llvmlite import ir
 
 
+class _Runtime:
+    """The process's shared functions: those compiled, and those waiting for the next compile."""
+
+    def __init__(self) -> None:
+        self.compiled: set[str] = set()
+        self.pending: ir.Module | None = None
+        self.modules: list = []
+        """The compiled runtime modules (`engine.CompiledModule`), for `runtime_llvm_ir`."""
+        self.lock = threading.RLock()
+
+    def pending_module(self) -> ir.Module:
+        if self.pending is None:
+            self.pending = ir.Module(name=f"astjit.runtime.{len(self.compiled)}")
+        return self.pending
+
+
+RUNTIME = _Runtime()
+
+
 def shared_function(module: ir.Module, name: str, fnty: ir.FunctionType,
                     emit: Callable[..., None], *, cold: bool = False,
                     inline: bool = False) -> ir.Function:
-    """The internal function `name` of `module`, made on first use: never inlined, unless
-    `inline` leaves that to LLVM."""
+    """The function `name` as `module` sees it: a declaration of the runtime's (made there
+    on first use, by `emit`); with `inline`, a function of `module` itself, left to
+    LLVM to inline."""
     function = module.globals.get(name)
-    if function is None:
-        function = ir.Function(module, fnty, name)
+    if function is not None:
+        return function
+    if inline:
+        return _define(module, name, fnty, emit, cold=cold, inline=True)
+    with RUNTIME.lock:
+        if module is RUNTIME.pending:  # a helper's own helper
+            return _define(module, name, fnty, emit, cold=cold, inline=False)
+        if name not in RUNTIME.compiled:
+            pending = RUNTIME.pending_module()
+            if pending.globals.get(name) is None:
+                _define(pending, name, fnty, emit, cold=cold, inline=False)
+    declaration = ir.Function(module, fnty, name)
+    declaration.attributes.add("nounwind")
+    if cold:
+        declaration.attributes.add("cold")
+    return declaration
+
+
+def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[..., None], *,
+            cold: bool, inline: bool) -> ir.Function:
+    function = ir.Function(module, fnty, name)
+    function.attributes.add("nounwind")
+    if inline:
         function.linkage = "internal"
-        function.attributes.add("nounwind")
-        if not inline:
-            function.attributes.add("noinline")
-        if cold:
-            function.attributes.add("cold")
-        emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
+    else:
+        function.attributes.add("noinline")
+    if cold:
+        function.attributes.add("cold")
+    emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
     return function
+
+
+def compile_runtime() -> None:
+    """Compile the shared functions asked for since the last compile, and make their names
+    resolve to them in every module compiled after."""
+    import llvmlite.binding as llvm
+
+    from .engine import engine
+
+    with RUNTIME.lock:
+        pending, RUNTIME.pending = RUNTIME.pending, None
+    if pending is None:
+        return
+    compiled = engine().compile_ir(str(pending))
+    with RUNTIME.lock:
+        for name, address in compiled.addresses.items():
+            llvm.add_symbol(name, address)
+            RUNTIME.compiled.add(name)
+        RUNTIME.modules.append(compiled)
+
+
+def runtime_llvm_ir() -> str:
+    """The optimized LLVM IR of every shared function compiled so far (for debugging: a
+    kernel's own module only declares them)."""
+    with RUNTIME.lock:
+        return "\n".join(m.llvm_ir_optimized for m in RUNTIME.modules)
 
 
 class _LoopID(ir.values.MDValue):

@@ -218,55 +218,17 @@ class WrapperEmitter:
 
     def unbox_array(self, obj: ir.Value, t: ArrayType) -> ir.Value:
         """An aligned, exact `numpy.ndarray` of `t.ndim` dimensions and `t.dtype` in native
-        byte order (`arrays.accepts`), borrowed: its data, shape and element strides."""
-        builder, layout = self.builder, arrays.numpy_layout()
-        item = arrays.ITEM_SIZES[t.dtype]
-        self.require(type_is(builder, obj, layout.ndarray))
-        self.require(builder.icmp_signed("==", load_field(builder, obj, layout.nd, I32_T),
-                                         ir.Constant(I32_T, t.ndim)))
-        descr = load_field(builder, obj, layout.descr, PYOBJ)
-        type_num = load_field(builder, descr, layout.descr_type_num, I32_T)
-        byteorder = load_field(builder, descr, layout.descr_byteorder, ir.IntType(8))
-        same = [builder.icmp_signed("==", type_num, ir.Constant(I32_T, n))
-                for n in sorted(layout.type_nums.get(t.dtype, ()))]
-        known = ir.Constant(I1, 0)
-        for test in same:
-            known = builder.or_(known, test)
-        self.require(builder.and_(known, builder.and_(
-            builder.icmp_signed("==", load_field(builder, descr, layout.descr_elsize, SSIZE),
-                                ir.Constant(SSIZE, item)),
-            builder.icmp_unsigned("!=", byteorder,
-                                  ir.Constant(byteorder.type, layout.foreign_byteorder[0])))))
-        data = load_field(builder, obj, layout.data, PYOBJ)
-        value = zero(t)
-        value = builder.insert_value(value, builder.bitcast(
-            data, element_type(t.dtype).as_pointer()), ARRAY_DATA)
-        value = builder.insert_value(value, obj, ARRAY_OWNER)
-        if t.ndim == 0:
-            return value
-        mask = ir.Constant(I64_T, item - 1)
-        misaligned = builder.and_(builder.ptrtoint(data, I64_T), mask)
-        empty = ir.Constant(I1, 0)
-        dims = load_field(builder, obj, layout.dimensions, I64_T.as_pointer())
-        strides = load_field(builder, obj, layout.strides, I64_T.as_pointer())
-        shift = ir.Constant(I64_T, item.bit_length() - 1)
-        zero_i64, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
-        for axis in range(t.ndim):
-            at = [ir.Constant(I64_T, axis)]
-            size = builder.load(builder.gep(dims, at, inbounds=True))
-            stride = builder.load(builder.gep(strides, at, inbounds=True))
-            # An axis of length 0 or 1 is never stepped along: its stride does not matter.
-            steps = builder.icmp_signed(">", size, one)
-            misaligned = builder.or_(misaligned, builder.select(
-                steps, builder.and_(stride, mask), zero_i64))
-            empty = builder.or_(empty, builder.icmp_signed("==", size, zero_i64))
-            value = builder.insert_value(value, size, [ARRAY_SHAPE, axis])
-            value = builder.insert_value(value, builder.select(
-                steps, builder.ashr(stride, shift), zero_i64), [ARRAY_STRIDES, axis])
-        if item > 1:
-            self.require(builder.or_(empty, builder.icmp_unsigned("==", misaligned, zero_i64)))
+        byte order (`arrays.accepts`), borrowed: its data, shape and element strides. The
+        checks and loads are the shared `astjit.entry.unbox.<dtype>.<ndim>` (`unbox_array`)."""
+        builder = self.builder
+        fnty = ir.FunctionType(I1, [PYOBJ, lltype(t).as_pointer()])
+        unbox = shared_function(self.function.module, f"astjit.entry.unbox.{t.dtype}.{t.ndim}",
+                                fnty, lambda fn, b, o, out: unbox_array(fn, b, o, out, t))
+        with builder.goto_entry_block():
+            slot = builder.alloca(lltype(t))
+        self.require(builder.call(unbox, [obj, slot]))
         self.arrays.append((self.param_index, obj))
-        return value
+        return builder.load(slot)
 
     def check_writeable(self) -> None:
         """A read-only array where compiled code may write raises NumPy's ValueError."""
@@ -368,6 +330,70 @@ class WrapperEmitter:
 
 
 # ---- boxing an array: a function shared by the module -----------------------------------
+
+def unbox_array(function: ir.Function, builder: ir.IRBuilder, obj: ir.Value, out: ir.Value,
+                t: ArrayType) -> None:
+    """Store the array value of `obj` at `out` and return 1 if `obj` is what an array
+    parameter of type `t` takes (`WrapperEmitter.unbox_array`), else return 0."""
+    reject = function.append_basic_block("reject")
+    ir.IRBuilder(reject).ret(ir.Constant(I1, 0))
+
+    def require(cond: ir.Value) -> None:
+        taken = function.append_basic_block("taken")
+        builder.cbranch(cond, taken, reject)
+        builder.position_at_end(taken)
+
+    layout = arrays.numpy_layout()
+    item = arrays.ITEM_SIZES[t.dtype]
+    require(type_is(builder, obj, layout.ndarray))
+    require(builder.icmp_signed("==", load_field(builder, obj, layout.nd, I32_T),
+                                ir.Constant(I32_T, t.ndim)))
+    descr = load_field(builder, obj, layout.descr, PYOBJ)
+    type_num = load_field(builder, descr, layout.descr_type_num, I32_T)
+    byteorder = load_field(builder, descr, layout.descr_byteorder, ir.IntType(8))
+    same = [builder.icmp_signed("==", type_num, ir.Constant(I32_T, n))
+            for n in sorted(layout.type_nums.get(t.dtype, ()))]
+    known = ir.Constant(I1, 0)
+    for test in same:
+        known = builder.or_(known, test)
+    require(builder.and_(known, builder.and_(
+        builder.icmp_signed("==", load_field(builder, descr, layout.descr_elsize, SSIZE),
+                            ir.Constant(SSIZE, item)),
+        builder.icmp_unsigned("!=", byteorder,
+                              ir.Constant(byteorder.type, layout.foreign_byteorder[0])))))
+    data = load_field(builder, obj, layout.data, PYOBJ)
+    value = zero(t)
+    value = builder.insert_value(value, builder.bitcast(
+        data, element_type(t.dtype).as_pointer()), ARRAY_DATA)
+    value = builder.insert_value(value, obj, ARRAY_OWNER)
+    if t.ndim == 0:
+        builder.store(value, out)
+        builder.ret(ir.Constant(I1, 1))
+        return
+    mask = ir.Constant(I64_T, item - 1)
+    misaligned = builder.and_(builder.ptrtoint(data, I64_T), mask)
+    empty = ir.Constant(I1, 0)
+    dims = load_field(builder, obj, layout.dimensions, I64_T.as_pointer())
+    strides = load_field(builder, obj, layout.strides, I64_T.as_pointer())
+    shift = ir.Constant(I64_T, item.bit_length() - 1)
+    zero_i64, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
+    for axis in range(t.ndim):
+        at = [ir.Constant(I64_T, axis)]
+        size = builder.load(builder.gep(dims, at, inbounds=True))
+        stride = builder.load(builder.gep(strides, at, inbounds=True))
+        # An axis of length 0 or 1 is never stepped along: its stride does not matter.
+        steps = builder.icmp_signed(">", size, one)
+        misaligned = builder.or_(misaligned, builder.select(
+            steps, builder.and_(stride, mask), zero_i64))
+        empty = builder.or_(empty, builder.icmp_signed("==", size, zero_i64))
+        value = builder.insert_value(value, size, [ARRAY_SHAPE, axis])
+        value = builder.insert_value(value, builder.select(
+            steps, builder.ashr(stride, shift), zero_i64), [ARRAY_STRIDES, axis])
+    if item > 1:
+        require(builder.or_(empty, builder.icmp_unsigned("==", misaligned, zero_i64)))
+    builder.store(value, out)
+    builder.ret(ir.Constant(I1, 1))
+
 
 def box_array(function: ir.Function, builder: ir.IRBuilder, value: ir.Value,
               t: ArrayType) -> ir.Value:
