@@ -28,8 +28,9 @@ element reads and views ask for their contribution to be added *in place*
 (`ops.adjoints.AddAt`, `AddIntoView`), into an *accumulator*: an adjoint array
 this sweep made for one value alone, that nothing else holds (`exclusive`).
 The sweep keeps that true: an adjoint is exclusive when it is a new array a
-rule made for that input only (an elementwise result, not `g` passed on or
-given to two inputs, not a view or `sum_to_like`, which may alias), a sum of
+rule made for that input only (an elementwise result, a `matmul`, a
+`sum_to_like` that must sum or convert; not `g` passed on or given to two
+inputs, not a view or a `sum_to_like` onto a value like `g`, which may alias), a sum of
 two adjoints, `zeros_like`, or an accumulation into an exclusive one; the
 first in-place contribution to a value whose adjoint is not exclusive copies
 it once (adds it to zeros). Within a loop, the accumulators of the
@@ -397,5 +398,12 @@ class RegionSweep:
 
 
 def _makes_new_array(node: Node) -> bool:
-    """Whether `node` makes a new array, which no other value holds yet."""
-    return is_array_elementwise(node) or node.op in ("array_new", "array_new_like")
+    """Whether `node` makes a new array, which no other value holds yet: a `matmul` does
+    (BLAS writes a new result), and so does a `sum_to_like` onto an array of fewer axes or
+    another dtype (it must sum or convert; onto one like `g` it may be `g` itself)."""
+    if node.op == "sum_to_like":
+        g, x = (v.type for v in node.inputs)
+        return isinstance(x, ArrayType) and (x.ndim < g.ndim or x.dtype != g.dtype)
+    return (is_array_elementwise(node)
+            or node.op in ("array_new", "array_new_like")
+            or (node.op == "matmul" and isinstance(node.outputs[0].type, ArrayType)))

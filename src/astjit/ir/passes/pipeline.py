@@ -1,5 +1,5 @@
 """The optimization pipeline: inline once, then fold, simplify, CSE and DCE until nothing changes,
-then elementwise fusion (and a last DCE).
+then filled arrays plus scalars folded, elementwise fusion (and a last DCE).
 
 Every pass is a function Module -> Module that keeps the invariants of
 `core.py`; `PASSES` lists them by name so each can be run (and tested) alone.
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ..core import Graph, Module, Value
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .fills import fold_fills
 from .fold import fold_constants
 from .fuse import fuse_elementwise
 from .inline import inline_calls
@@ -31,11 +32,13 @@ PASSES: list[tuple[str, Pass]] = [
 ]
 ROUND = PASSES[1:]
 """The passes repeated after inlining."""
-FINAL: list[tuple[str, Pass]] = [("fuse", fuse_elementwise), ("rowfuse", fuse_rows),
+FINAL: list[tuple[str, Pass]] = [("fills", fold_fills),
+                                 ("fuse", fuse_elementwise), ("rowfuse", fuse_rows),
                                  ("simplify", simplify),
                                  ("cse", eliminate_common_subexpressions),
                                  ("dce", eliminate_dead_code)]
-"""Once, after the rounds: elementwise array ops become `fused` nodes (fuse.py), those sharing
+"""Once, after the rounds: `full_like(a, c) + s` becomes one filled array (fills.py), then
+elementwise array ops become `fused` nodes (fuse.py), those sharing
 their outer axes row groups (rowfuse.py); then the
 kernels' scalar ops are simplified and merged, and the constants they copied dropped."""
 MAX_ROUNDS = 4
