@@ -143,3 +143,24 @@ def test_known_length_one_axes_follow_stop_gradient_and_elementwise_ops():
     assert ones[by_op["stop_gradient"]] == (1,)
     assert ones[by_op["add"]] == (1,)  # m * 2 + sum(y, keepdims): both (3, 1)
     assert by_op["sub"] not in ones  # d - y: (3, 4)
+
+
+def weighted(x, y):
+    return np.sum(x * y)
+
+
+def test_a_gradient_broadcasting_at_run_time_leaves_the_first_tier():
+    """`sum_to_like` onto an argument of the adjoint's ndim is a pass-through in the first
+    tier; a (3, 1) argument broadcast at run time needs the sum of the general tier."""
+    f = jit(value_and_grad(weighted, argnums=(0, 1)))
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    _, (gx, gy) = f(x, y)
+    np.testing.assert_allclose(gy, x, rtol=1e-15)
+    assert not compiled_of(f, x, y).general
+    column = rng.standard_normal((3, 1))
+    value, (gx, gy) = f(x, column)
+    np.testing.assert_allclose(value, np.sum(x * column), rtol=1e-14)
+    np.testing.assert_allclose(gx, np.broadcast_to(column, (3, 4)), rtol=1e-15)
+    np.testing.assert_allclose(gy, x.sum(axis=1, keepdims=True), rtol=1e-14)
+    assert compiled_of(f, x, y).general

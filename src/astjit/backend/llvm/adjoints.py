@@ -8,7 +8,9 @@ in-place accumulation.
   (index 0 along an axis where `x` has size 1, leading axes of `g` dropped).
   Sums are computed in double and rounded once to `x`'s type; the additions
   carry `reassoc` so the loop vectorizer may reorder them (NumPy's own pairwise
-  summation does not add in order either).
+  summation does not add in order either). With attr `reduces` (ir/passes/fuse.py:
+  `x` is known to have length 1 where `g` may not) the sum alone is emitted; in a
+  first tier (codegen.FunctionEmitter.fast_only) the pass-through alone.
 - `add_at(acc, g, *indices)`: one load, add and store at the element (the
   forward read checked the indices; negative ones still count from the end).
 - `add_into(acc, view, g)`: one loop nest over the view, `view[ix] += g[ix]`.
@@ -71,12 +73,15 @@ def sum_to_like(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     g_t, x_t = node.inputs[0].type, node.inputs[1].type
     if not isinstance(x_t, ArrayType):
         return _sum_all(em, g, g_t, x_t)
-    if x_t.ndim != g_t.ndim or x_t.dtype != g_t.dtype:
+    if x_t.ndim != g_t.ndim or x_t.dtype != g_t.dtype or node.attrs.get("reduces"):
         return _sum_to(em, node, g, g_t, x, x_t)
     b = em.builder
     same = ir.Constant(I1, 1)
     for k in range(x_t.ndim):
         same = b.and_(same, b.icmp_signed("==", arrays.dim(b, g, k), arrays.dim(b, x, k)))
+    if em.fast_only(same):  # the first tier: no broadcast to undo
+        views.new_reference(em, g)
+        return g
     with b.if_else(same, likely=True) as (as_is, summed):
         with as_is:
             views.new_reference(em, g)

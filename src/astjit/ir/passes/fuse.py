@@ -117,10 +117,11 @@ def _fuse_graph(graph: Graph) -> None:
             for g in groups:
                 g.closed = True
     groups = [g for g in groups if g.members]
-    if not groups:
-        return
     consts = {n.outputs[0]: n for n in graph.nodes if n.op == "const"}
     ones = _known_ones(graph, consts)
+    _mark_reducing(graph, ones)
+    if not groups:
+        return
     replacement: dict[Node, Node | None] = {}
     for group in groups:
         whole = group.members[-1].op == "reduce" or _exact(group.members, uses)
@@ -163,6 +164,20 @@ def _mark_reuse(graph: Graph) -> None:
             reuse.append(found)
         if taken:
             node.attrs["reuse"] = tuple(reuse)
+
+
+def _mark_reducing(graph: Graph, ones: dict[Value, tuple[int, ...]]) -> None:
+    """Give attr `reduces` to each `sum_to_like` onto an array of the adjoint's ndim that is
+    known to have length 1 along an axis the adjoint is not known to: it sums (the gradient
+    of `x - m` for a keepdims `m`), so the backend emits the sum alone, without the
+    same-shape test and its pass-through version."""
+    for node in graph.nodes:
+        if node.op != "sum_to_like":
+            continue
+        g, x = node.inputs
+        if (isinstance(x.type, ArrayType) and x.type.ndim == g.type.ndim
+                and set(ones.get(x, ())) - set(ones.get(g, ()))):
+            node.attrs["reduces"] = True
 
 
 SHAPE_OF = {"stop_gradient": 0, "array_new_like": 0, "sum_to_like": 1}
