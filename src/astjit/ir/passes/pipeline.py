@@ -19,6 +19,7 @@ from .fold import fold_constants
 from .fuse import fuse_elementwise
 from .inline import inline_calls
 from .rowfuse import fuse_rows
+from .shapes import resolve_sums_to_like
 from .simplify import simplify
 
 Pass = Callable[[Module], Module]
@@ -32,12 +33,13 @@ PASSES: list[tuple[str, Pass]] = [
 ]
 ROUND = PASSES[1:]
 """The passes repeated after inlining."""
-FINAL: list[tuple[str, Pass]] = [("fills", fold_fills),
+FINAL: list[tuple[str, Pass]] = [("shapes", resolve_sums_to_like), ("fills", fold_fills),
                                  ("fuse", fuse_elementwise), ("rowfuse", fuse_rows),
                                  ("simplify", simplify),
                                  ("cse", eliminate_common_subexpressions),
                                  ("dce", eliminate_dead_code)]
-"""Once, after the rounds: `full_like(a, c) + s` becomes one filled array (fills.py), then
+"""Once, after the rounds: un-broadcasting sums that shapes prove the identity or a fixed
+reduction become that (shapes.py), `full_like(a, c) + s` one filled array (fills.py), then
 elementwise array ops become `fused` nodes (fuse.py), those sharing
 their outer axes row groups (rowfuse.py); then the
 kernels' scalar ops are simplified and merged, and the constants they copied dropped."""
