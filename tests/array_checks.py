@@ -92,3 +92,20 @@ def central_difference(fn, args, i, h=1e-6):
         x[idx] = keep
         g[idx] = (up - down) / (2 * h)
     return g
+
+
+def assert_fresh_gradients(grads, args):
+    """No gradient array shares memory with another one or with an array argument."""
+    import numpy as np
+
+    arrays = [g for g in grads if isinstance(g, np.ndarray)]
+    for k, g in enumerate(arrays):
+        assert not any(np.shares_memory(g, h) for h in arrays[k + 1:])
+        assert not any(np.shares_memory(g, a) for a in args if isinstance(a, np.ndarray))
+
+
+def narrowed(args, dtype):
+    """`args` with every array converted to `dtype` (scalars as they are)."""
+    import numpy as np
+
+    return tuple(a.astype(dtype) if isinstance(a, np.ndarray) else a for a in args)

@@ -6,31 +6,14 @@ MLP training step shows neither pattern; gradients still match finite difference
 interpreter, and stay distinct from each other and from the arguments."""
 import numpy as np
 import pytest
-from array_checks import central_difference, stages
+from array_checks import assert_fresh_gradients, central_difference, narrowed, stages
+from mlp_case import mlp_arrays, mlp_loss, mlp_step
 
 from astjit import grad, jit, nn, value_and_grad
 from astjit.api import interpret_call
 
 rng = np.random.default_rng(7)
 f32 = np.float32
-
-
-def mlp_loss(w1, b1, w2, b2, x, onehot):
-    h = nn.relu(x @ w1 + b1)
-    logits = h @ w2 + b2
-    return -np.mean(np.sum(nn.log_softmax(logits, axis=1) * onehot, axis=1))
-
-
-def mlp_step(w1, b1, w2, b2, x, onehot, lr):
-    value, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
-    g1, gb1, g2, gb2 = grads
-    return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
-
-
-def mlp_args(dtype=f32):
-    return (rng.standard_normal((12, 8)).astype(dtype), np.zeros(8, dtype),
-            rng.standard_normal((8, 3)).astype(dtype), np.zeros(3, dtype),
-            rng.random((5, 12)).astype(dtype), np.eye(3, dtype=dtype)[[0, 1, 2, 0, 1]])
 
 
 # ---- the patterns, found in the optimized IR -------------------------------------------------
@@ -76,7 +59,7 @@ are the nests): 3 identity copies of gradients and a mean's zeros-plus-adjoint l
 
 
 def test_mlp_step_has_no_identity_copies_nor_zero_fill_sums():
-    args = (*mlp_args(), 0.1)
+    args = (*mlp_arrays(seed=7), 0.1)
     _, final = stages(mlp_step, args)
     fused = fused_nodes(final)
     assert [n for n in fused if is_identity_copy(n)] == []
@@ -86,7 +69,7 @@ def test_mlp_step_has_no_identity_copies_nor_zero_fill_sums():
 
 
 def test_mlp_step_matches_numpy_gradients():
-    args = mlp_args(np.float64)
+    args = mlp_arrays(np.float64, seed=7)
     step = jit(mlp_step)(*args, 0.1)
     for k, (param, new) in enumerate(zip(args[:4], step)):
         g = central_difference(mlp_loss, args, k)
@@ -94,7 +77,7 @@ def test_mlp_step_matches_numpy_gradients():
 
 
 def test_mlp_gradients_are_distinct_new_arrays():
-    args = mlp_args()
+    args = mlp_arrays(seed=7)
     _, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(*args)
     for i, g in enumerate(grads):
         assert g.dtype == f32 and g.shape == args[i].shape
@@ -161,21 +144,18 @@ def test_gradients_match_finite_differences_and_interpreter(fn, make, argnums):
     interpreted = interpret_call(grad(fn, argnums=argnums), args, {})
     for a, b in zip(interpreted, compiled):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    arrays = [g for g in compiled if isinstance(g, np.ndarray)]
-    for k, g in enumerate(arrays):
-        assert not any(np.shares_memory(g, h) for h in arrays[k + 1:])
-        assert not any(np.shares_memory(g, a) for a in args if isinstance(a, np.ndarray))
+    assert_fresh_gradients(compiled, args)
 
 
 @pytest.mark.parametrize("fn,make,argnums", CASES, ids=IDS)
 def test_float32_gradients(fn, make, argnums):
     args = make()
-    narrow = tuple(a.astype(f32) if isinstance(a, np.ndarray) else a for a in args)
+    narrow = narrowed(args, f32)
     got = grad(fn, argnums=argnums)(*narrow)
     for i, g in zip(argnums, got):
         if isinstance(args[i], np.ndarray):
             assert g.dtype == f32 and g.shape == args[i].shape
-    wide = tuple(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in narrow)
+    wide = narrowed(narrow, np.float64)
     check(fn, wide, argnums, got, rtol=2e-4, atol=2e-4)
 
 

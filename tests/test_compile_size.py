@@ -14,32 +14,13 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from mlp_case import mlp_arrays, mlp_step
 
-from astjit import jit, nn, value_and_grad
+from astjit import jit
 
 
 def matmul(a, b):
     return a @ b
-
-
-def mlp_loss(w1, b1, w2, b2, x, onehot):
-    h = nn.relu(x @ w1 + b1)
-    logits = h @ w2 + b2
-    return -np.mean(np.sum(nn.log_softmax(logits, axis=1) * onehot, axis=1))
-
-
-def mlp_step(w1, b1, w2, b2, x, onehot, lr):
-    value, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
-    g1, gb1, g2, gb2 = grads
-    return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
-
-
-def mlp_inputs():
-    rng = np.random.default_rng(0)
-    f32 = np.float32
-    return (rng.standard_normal((12, 8)).astype(f32), np.zeros(8, f32),
-            rng.standard_normal((8, 3)).astype(f32), np.zeros(3, f32),
-            rng.random((5, 12), dtype=f32), np.eye(3, dtype=f32)[[0, 1, 2, 0, 1]], 0.1)
 
 
 def emitted(fn, *args) -> str:
@@ -72,7 +53,7 @@ def test_a_matrix_product_stays_small():
 
 
 def test_an_mlp_step_stays_small():
-    args = mlp_inputs()
+    args = (*mlp_arrays(), 0.1)
     text = emitted(mlp_step, *args)
     assert text.count("\n") < 4000
     for callee in ("astjit.PyArray_NewFromDescr", "astjit.PyArray_Zeros", "PyErr_Clear"):
@@ -85,7 +66,7 @@ def test_an_mlp_step_stays_small():
 
 def test_shared_functions_compute_what_numpy_does():
     """The MLP step compiled with the shared functions still matches NumPy's result."""
-    args = mlp_inputs()
+    args = (*mlp_arrays(), 0.1)
     got = jit(mlp_step)(*args)
     w1, b1, w2, b2, x, onehot, lr = args
     pre = x @ w1 + b1
@@ -112,7 +93,7 @@ def scalar(x, y):
 
 def test_modules_declare_the_shared_functions_they_call():
     a = np.ones((4, 3))
-    for text in (emitted(matmul, a, a.T.copy()), emitted(softmax, a), emitted(mlp_step, *mlp_inputs())):
+    for text in (emitted(matmul, a, a.T.copy()), emitted(softmax, a), emitted(mlp_step, *mlp_arrays(), 0.1)):
         defined = set(functions(text))
         assert not {name for name in defined if name.startswith(
             ("astjit.array.", "astjit.entry.", "astjit.copy.", "astjit.matmul."))}

@@ -11,7 +11,8 @@ import copy
 
 import numpy as np
 import pytest
-from array_checks import central_difference, stages
+from array_checks import assert_fresh_gradients, central_difference, narrowed, stages
+from mlp_case import mlp_arrays, mlp_step
 
 from astjit import autodiff, jit, nn, value_and_grad
 from astjit.api import interpret_call
@@ -245,21 +246,18 @@ def test_gradients_match_differences_interpreter_and_unresolved(fn, make, argnum
     for a, b, c in zip(got, interpreted, unresolved):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
-    arrays = [g for g in got if isinstance(g, np.ndarray)]
-    for k, g in enumerate(arrays):
-        assert not any(np.shares_memory(g, h) for h in arrays[k + 1:])
-        assert not any(np.shares_memory(g, a) for a in args if isinstance(a, np.ndarray))
+    assert_fresh_gradients(got, args)
 
 
 @pytest.mark.parametrize("fn,make,argnums", CASES, ids=IDS)
 def test_float32_gradients(fn, make, argnums):
     wide = make()
-    narrow = tuple(a.astype(f32) if isinstance(a, np.ndarray) else a for a in wide)
+    narrow = narrowed(wide, f32)
     got = _gradients(fn, narrow, argnums)
     for i, g in zip(argnums, got):
         if isinstance(wide[i], np.ndarray):
             assert g.dtype == f32 and g.shape == wide[i].shape
-        wide_args = tuple(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in narrow)
+        wide_args = narrowed(narrow, np.float64)
         np.testing.assert_allclose(g, central_difference(fn, wide_args, i), rtol=2e-4, atol=2e-4)
 
 
@@ -277,24 +275,6 @@ def test_one_signature_serves_every_broadcast():
 
 # ---- the MLP training step -------------------------------------------------------------------
 
-def mlp_loss(w1, b1, w2, b2, x, onehot):
-    h = nn.relu(x @ w1 + b1)
-    logits = h @ w2 + b2
-    return -np.mean(np.sum(nn.log_softmax(logits, axis=1) * onehot, axis=1))
-
-
-def mlp_step(w1, b1, w2, b2, x, onehot, lr):
-    value, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
-    g1, gb1, g2, gb2 = grads
-    return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
-
-
-def mlp_args():
-    return (rng.standard_normal((12, 8)).astype(f32), np.zeros(8, f32),
-            rng.standard_normal((8, 3)).astype(f32), np.zeros(3, f32),
-            rng.random((5, 12), dtype=f32), np.eye(3, dtype=f32)[[0, 1, 2, 0, 1]], 0.1)
-
-
 MLP_SUMS_LEFT = 5
 """Of the step's 8 `sum_to_like` nodes, the ones run-time shapes decide: onto the product with
 `onehot` (either may stretch), onto `x @ w1` and `h @ w2` (a bias may be longer), onto `b1`
@@ -302,11 +282,11 @@ and `b2` (a bias may have length 1). Two were the identity, one a row sum."""
 
 
 def test_mlp_step_keeps_only_the_sums_shapes_decide(monkeypatch):
-    _, final = stages(mlp_step, mlp_args())
+    _, final = stages(mlp_step, (*mlp_arrays(seed=11), 0.1))
     assert count(final, "sum_to_like") == MLP_SUMS_LEFT
     with monkeypatch.context() as patch:  # before fusion, where the analysis sees every op
         patch.setattr(pipeline, "FINAL", [p for p in pipeline.FINAL if p[0] == "shapes"])
-        _, unfused = stages(mlp_step, mlp_args())
+        _, unfused = stages(mlp_step, (*mlp_arrays(seed=11), 0.1))
     graph = unfused.entry_graph
     shapes = symbolic_shapes(graph)
     left = [n for n in graph.nodes if n.op == "sum_to_like"]
@@ -315,7 +295,7 @@ def test_mlp_step_keeps_only_the_sums_shapes_decide(monkeypatch):
 
 
 def test_mlp_step_float32_matches_unresolved_and_interpreter(monkeypatch):
-    args = mlp_args()
+    args = (*mlp_arrays(seed=11), 0.1)
     got = jit(mlp_step)(*args)
     with monkeypatch.context() as patch:
         without_pass(patch)

@@ -272,14 +272,8 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         nest(True)
     elif isinstance(fast, ir.Constant):
         nest(bool(fast.constant))
-    elif em.fast_only(fast):
-        nest(True)
     else:
-        with b.if_else(fast, likely=True) as (then, otherwise):
-            with then:
-                nest(True)
-            with otherwise:
-                outline.scalar_loops(b, lambda: nest(False))
+        outline.unit_or_strided(em, fast, nest)
 
 
 def _reusable(em: FunctionEmitter, donor: ir.Value, dims: list[ir.Value]) -> ir.Value:

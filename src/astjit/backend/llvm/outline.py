@@ -134,6 +134,21 @@ class _LoopID(ir.values.MDValue):
     __hash__ = object.__hash__
 
 
+def unit_or_strided(em, fast: ir.Value, nest: Callable[[bool], None]) -> None:
+    """`nest(True)`, a nest's unit-stride version, where `fast` holds, else `nest(False)`,
+    its general strided one with loops left scalar (`scalar_loops`); in a first tier
+    the unit version alone (codegen.FunctionEmitter.fast_only)."""
+    if em.fast_only(fast):
+        nest(True)
+        return
+    b = em.builder
+    with b.if_else(fast, likely=True) as (then, otherwise):
+        with then:
+            nest(True)
+        with otherwise:
+            scalar_loops(b, lambda: nest(False))
+
+
 def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
     """Run `emit()` at `builder`, then mark every loop it made (a block whose phi's last
     incoming block comes after it and branches back to it: `arrays.count_up`'s latch) not

@@ -195,14 +195,8 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
 
     if unit is None:
         nest(False)
-    elif em.fast_only(unit):
-        nest(True)
     else:
-        with b.if_else(unit, likely=True) as (then, otherwise):
-            with then:
-                nest(True)
-            with otherwise:
-                outline.scalar_loops(b, lambda: nest(False))
+        outline.unit_or_strided(em, unit, nest)
     if out is None:
         return b.load(slot)
     if kind == "mean" and not register:

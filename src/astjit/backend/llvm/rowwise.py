@@ -180,14 +180,7 @@ class _RowLoop:
         def nest(unit: bool) -> None:
             arrays.loop_nest(em, self.dims[:self.rows],
                              lambda outer: self._row(outer, strides, unit), "rows")
-        if em.fast_only(fast):
-            nest(True)
-        else:
-            with b.if_else(fast, likely=True) as (then, otherwise):
-                with then:
-                    nest(True)
-                with otherwise:
-                    outline.scalar_loops(b, lambda: nest(False))
+        outline.unit_or_strided(em, fast, nest)
         for buffer in self.scratch:
             memory.array_release(em, self.node, [buffer])
         return results
