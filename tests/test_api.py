@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import astjit
-from astjit import CompileError, jit
+from astjit import CompileError, grad, jit
 
 
 def poly(x, a=2.0, *, c=1.0):
@@ -183,3 +183,41 @@ def test_fast_path_survives_many_calls_without_leaking():
         held.append(tracemalloc.get_traced_memory()[0])
     tracemalloc.stop()
     assert held[1] - held[0] < 16 * 1024, f"{held[1] - held[0]} more bytes held after 20000 calls"
+
+
+def _exp_plus(x):
+    return np.exp(x) + 1.0
+
+
+def _gram(x):
+    return x @ x.T
+
+
+def _row_softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def _squares(x):
+    return np.sum(x * x)
+
+
+def test_threads_may_compile_at_once():
+    """LLVM's one global context takes one compile at a time (api.COMPILING): four threads
+    compiling four functions, plain and derived, at once crashed the process before."""
+    import threading
+
+    x = np.random.default_rng(0).random((5, 4))
+    for _ in range(3):
+        functions = [jit(_exp_plus), jit(_gram), jit(_row_softmax), grad(_squares)]
+        results = {}
+        threads = [threading.Thread(target=lambda k=k, f=f: results.__setitem__(k, f(x)))
+                   for k, f in enumerate(functions)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        np.testing.assert_allclose(results[0], _exp_plus(x), rtol=1e-14)
+        np.testing.assert_allclose(results[1], _gram(x), rtol=1e-14)
+        np.testing.assert_allclose(results[2], _row_softmax(x), rtol=1e-14)
+        np.testing.assert_allclose(results[3], 2 * x, rtol=1e-14)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,13 @@ def interpret_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     return interpret(insert_array_ownership(module), values)
 
 
+COMPILING = threading.RLock()
+"""Held while anything compiles: llvmlite parses every module in LLVM's one global
+context, which is not thread-safe (two threads compiling at once crashed the process),
+and the runtime's shared functions must load before their callers. Calls of compiled
+code never take it."""
+
+
 @dataclass
 class Specialization:
     """One compiled signature and every stage of its compilation."""
@@ -154,10 +162,13 @@ class Dispatcher:
     def specialize(self, types: tuple[Type, ...]) -> Specialization:
         spec = self.specializations.get(types)
         if spec is None:
-            spec = self.compile(types)
-            self.specializations[types] = spec
-            if self.signature.all_positional:
-                dispatch.retarget(self.entry, spec.compiled.call)
+            with COMPILING:
+                spec = self.specializations.get(types)  # another thread's, compiled meanwhile
+                if spec is None:
+                    spec = self.compile(types)
+                    self.specializations[types] = spec
+                    if self.signature.all_positional:
+                        dispatch.retarget(self.entry, spec.compiled.call)
         return spec
 
     def compile(self, types: tuple[Type, ...]) -> Specialization:
@@ -185,11 +196,12 @@ class Dispatcher:
         """Run a call the first tier of `types` left (codegen.FunctionEmitter.fast_only)
         on the general tier, compiled on the first such call and used from then on."""
         spec = self.specializations[types]
-        if not spec.compiled.general:
-            first = spec.compiled.call
-            spec.compiled = build(spec.optimized, spec.fallback, None)
-            if self.entry.func is first:
-                dispatch.retarget(self.entry, spec.compiled.call)
+        with COMPILING:
+            if not spec.compiled.general:
+                first = spec.compiled.call
+                spec.compiled = build(spec.optimized, spec.fallback, None)
+                if self.entry.func is first:
+                    dispatch.retarget(self.entry, spec.compiled.call)
         return spec.compiled.call(*args)
 
     def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:

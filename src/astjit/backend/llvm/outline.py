@@ -98,12 +98,11 @@ def compile_runtime() -> None:
 
     from .engine import engine
 
-    with RUNTIME.lock:
+    with RUNTIME.lock:  # held throughout: no thread compiles a caller before its callees load
         pending, RUNTIME.pending = RUNTIME.pending, None
-    if pending is None:
-        return
-    compiled = engine().compile_ir(str(pending))
-    with RUNTIME.lock:
+        if pending is None:
+            return
+        compiled = engine().compile_ir(str(pending))
         for name, address in compiled.addresses.items():
             llvm.add_symbol(name, address)
             RUNTIME.compiled.add(name)
