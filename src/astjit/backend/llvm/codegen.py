@@ -6,8 +6,12 @@ site k (an entry of the module's error table, `ErrorSite(exc, message, loc)`)
 that failed (a site may also report numbers, left in the module's
 `error_values` just before the status is returned: `fail_with_values`). A
 `call` checks its callee's status and returns it unchanged, so
-a status travels up to the entry. Graphs other than the entry have internal
-linkage, so LLVM inlines them and folds the status checks away.
+a status travels up to the entry. One site is no error: in a module's first
+tier (`emit_module(general=False)`) array nests get their fast versions only,
+and a call that needs another leaves with the `DEOPTIMIZE` status, which the
+wrapper answers by running it on the general tier (`FunctionEmitter.fast_only`).
+Graphs other than the entry have internal linkage, so LLVM inlines them and
+folds the status checks away.
 
 The structural ops (`if`, `while`, `call`, and `fused` in `fused.py`) are emitted by hand here: `if`
 becomes two blocks and phis, `while` a natural loop (header = the cond region,

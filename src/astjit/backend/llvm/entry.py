@@ -1,14 +1,16 @@
 """`build_entry`: a typed Module to a CPython builtin function running native code.
 
-The pipeline: `codegen.emit_module` (graphs -> LLVM IR), `wrapper.emit_wrapper`
-(the METH_FASTCALL entry, in the same LLVM module so LLVM inlines the graph
-into it), `engine().compile_ir` (O3, machine code), then `PyCFunction_NewEx`
-on a PyMethodDef pointing at the wrapper. The builtin's `__self__` is an
-`EntryPins` that owns the PyMethodDef, the fallback, the error handler and
-the general-tier callable (whose addresses the machine code embeds), so they
-live exactly as long as the builtin does. When some error site reports numbers (an array index out of
-bounds), the wrapper calls an `ErrorReporter` around the handler, which puts
-the numbers into the message of the exception the handler raises.
+The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
+the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
+LLVM module so LLVM inlines the graph into it), `engine().compile_ir` (O3 and
+machine code; lighter for loop-free array glue: `is_glue`), then
+`PyCFunction_NewEx` on a PyMethodDef pointing at the wrapper. The builtin's
+`__self__` is an `EntryPins` that owns the PyMethodDef, the fallback, the
+error handler and the general-tier callable (whose addresses the machine code
+embeds), so they live exactly as long as the builtin does. When some error
+site reports numbers (an array index out of bounds), the wrapper calls an
+`ErrorReporter` around the handler, which puts the numbers into the message
+of the exception the handler raises.
 
 A returned array (or a tuple holding some) is an owned reference the wrapper
 hands to the caller: the ndarray compiled code made or retained, or a new
