@@ -159,3 +159,30 @@ def test_a_gradient_broadcasting_at_run_time_leaves_the_first_tier():
     np.testing.assert_allclose(gx, np.broadcast_to(column, (3, 4)), rtol=1e-15)
     np.testing.assert_allclose(gy, x.sum(axis=1, keepdims=True), rtol=1e-14)
     assert compiled_of(f, x, y).general
+
+
+def accumulate(x, w, n):
+    acc = w * 0.0
+    for _ in range(n):
+        acc = np.tanh(acc * w + x)
+    return np.sum(acc)
+
+
+def test_leaving_the_first_tier_inside_a_differentiated_loop():
+    """A gradient whose loop carries arrays on a tape leaves part-way through its first
+    iteration for a transposed argument: the tape is freed, the general tier's gradient is
+    the finite difference's, and nothing leaks."""
+    from array_checks import central_difference
+
+    f = jit(value_and_grad(accumulate, argnums=(0, 1)))
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    f(x, w, 3)
+    assert not compiled_of(f, x, w, 3).general
+    xt = rng.standard_normal((4, 3)).T
+    value, (gx, gw) = f(xt, w, 3)
+    assert compiled_of(f, x, w, 3).general
+    np.testing.assert_allclose(value, accumulate(xt, w, 3), rtol=1e-13)
+    np.testing.assert_allclose(gx, central_difference(accumulate, (xt, w, 3), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw, central_difference(accumulate, (xt, w, 3), 1), rtol=1e-6, atol=1e-8)
+    assert_no_leaks(lambda: f(xt, w, 3), [xt, w])
