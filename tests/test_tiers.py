@@ -132,8 +132,7 @@ def test_known_length_one_axes_follow_stop_gradient_and_elementwise_ops():
 
     typed, _ = stages(keepdims_chain, (np.ones((3, 4)), np.ones((3, 4))))
     graph = typed.entry_graph
-    consts = {n.outputs[0]: n for n in graph.nodes if n.op == "const"}
-    ones = _known_ones(graph, consts)
+    ones = _known_ones(graph)
     by_op = {n.op: n.outputs[0] for n in graph.nodes}
     assert ones[by_op["stop_gradient"]] == (1,)
     assert ones[by_op["add"]] == (1,)  # m * 2 + sum(y, keepdims): both (3, 1)

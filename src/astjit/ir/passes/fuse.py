@@ -63,6 +63,7 @@ from ..ops.elementwise import array_plan, is_array_elementwise
 from ..ops.reductions import normalize_axes, result_dtype
 from ..types import ArrayType
 from .effects import has_effects
+from .shapes import ONE, symbolic_shapes
 
 
 def fuse_elementwise(module: Module) -> Module:
@@ -118,7 +119,7 @@ def _fuse_graph(graph: Graph) -> None:
                 g.closed = True
     groups = [g for g in groups if g.members]
     consts = {n.outputs[0]: n for n in graph.nodes if n.op == "const"}
-    ones = _known_ones(graph, consts)
+    ones = _known_ones(graph)
     _mark_reducing(graph, ones)
     if not groups:
         return
@@ -180,35 +181,16 @@ def _mark_reducing(graph: Graph, ones: dict[Value, tuple[int, ...]]) -> None:
             node.attrs["reduces"] = True
 
 
-SHAPE_OF = {"stop_gradient": 0, "array_new_like": 0, "sum_to_like": 1}
-"""Ops whose array result has the shape of one of their inputs: op -> that input."""
-
-
-def _known_ones(graph: Graph, consts: dict[Value, Node]) -> dict[Value, tuple[int, ...]]:
+def _known_ones(graph: Graph) -> dict[Value, tuple[int, ...]]:
     """The array values of `graph` known to have length 1 along some axes, and those axes:
-    made so (a `keepdims` reduction, a reshape to a literal 1), then carried by ops whose
-    result has an input's shape and by elementwise ops (the broadcast has length 1 where
-    every operand has), as a gradient's `sum_to_like` onto a `keepdims` result is."""
+    where their symbolic shape (shapes.py) is the constant 1, as a `keepdims` reduction's
+    result, a reshape to a literal 1, and what they carry to (`stop_gradient`, `new_like`,
+    a gradient's `sum_to_like` onto them, elementwise ops where every operand has it)."""
     ones = {}
-    for node in graph.nodes:
-        if is_reduction(node) and node.attrs.get("keepdims"):
-            ones[node.outputs[0]] = normalize_axes(node.attrs.get("axis"),
-                                                   node.inputs[0].type.ndim)
-        elif node.op == "array_reshape" and not node.attrs.get("packed_shape"):
-            axes = tuple(k for k, d in enumerate(node.inputs[1:])
-                         if d in consts and consts[d].attrs.get("value") == 1)
-            if axes:
-                ones[node.outputs[0]] = axes
-        elif node.op in SHAPE_OF and node.inputs[SHAPE_OF[node.op]] in ones:
-            ones[node.outputs[0]] = ones[node.inputs[SHAPE_OF[node.op]]]
-        elif is_array_elementwise(node):
-            ndim = node.outputs[0].type.ndim
-            arrays_ = [v for v in node.inputs if isinstance(v.type, ArrayType)]
-            axes = tuple(a for a in range(ndim) if all(
-                a - (ndim - v.type.ndim) < 0 or a - (ndim - v.type.ndim) in ones.get(v, ())
-                for v in arrays_))
-            if axes:
-                ones[node.outputs[0]] = axes
+    for value, shape in symbolic_shapes(graph).items():
+        axes = tuple(k for k, dim in enumerate(shape) if dim == ONE)
+        if axes:
+            ones[value] = axes
     return ones
 
 
