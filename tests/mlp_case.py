@@ -1,5 +1,6 @@
-"""The MLP training step several array tests compile: one definition of the model, its step
-and its inputs (the benchmark and the sample keep their own: each must stand alone)."""
+"""The MLP training step several array tests compile: one definition of the model, its step,
+the step written by hand in NumPy and its inputs (the benchmark and the sample keep their own:
+each must stand alone)."""
 import numpy as np
 
 from astjit import nn, value_and_grad
@@ -17,6 +18,19 @@ def mlp_step(w1, b1, w2, b2, x, onehot, lr):
     value, grads = value_and_grad(mlp_loss, argnums=(0, 1, 2, 3))(w1, b1, w2, b2, x, onehot)
     g1, gb1, g2, gb2 = grads
     return w1 - lr * g1, b1 - lr * gb1, w2 - lr * g2, b2 - lr * gb2
+
+
+def mlp_step_by_hand(w1, b1, w2, b2, x, onehot, lr):
+    """The same step with the backward pass written out in NumPy (one-hot labels:
+    d loss / d logits = (softmax - onehot) / batch)."""
+    pre = x @ w1 + b1
+    h = np.maximum(pre, 0)
+    logits = h @ w2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    d_logits = (e / e.sum(axis=1, keepdims=True) - onehot) / x.shape[0]
+    d_h = (d_logits @ w2.T) * (pre > 0)
+    return (w1 - lr * (x.T @ d_h), b1 - lr * d_h.sum(axis=0),
+            w2 - lr * (h.T @ d_logits), b2 - lr * d_logits.sum(axis=0))
 
 
 def mlp_arrays(dtype=np.float32, seed=0):
