@@ -221,3 +221,24 @@ def test_threads_may_compile_at_once():
         np.testing.assert_allclose(results[1], _gram(x), rtol=1e-14)
         np.testing.assert_allclose(results[2], _row_softmax(x), rtol=1e-14)
         np.testing.assert_allclose(results[3], 2 * x, rtol=1e-14)
+
+
+def _typed_twice(x, n):
+    s = 0.0
+    for i in range(n):
+        s += np.sum(x * i)
+    return s, np.exp(x) + s
+
+
+def test_stages_do_not_change_when_other_signatures_compile():
+    """The optimizer consumes the typed module it is given (no copy is kept), so the
+    parsed module every signature is typed from must come out of each compile as it
+    went in: later signatures, and the `typed` stage typed again on request, match a
+    fresh function's."""
+    used = jit(_typed_twice)
+    used(np.ones(3), 4)
+    used(np.ones((2, 2), np.float32), 2)
+    used(np.ones(3), 4)
+    for args in [(np.ones(3), 4), (np.ones((2, 2), np.float32), 2)]:
+        for stage in ("typed", "optimized"):
+            assert used.ir(*args, stage=stage) == jit(_typed_twice).ir(*args, stage=stage)

@@ -615,11 +615,16 @@ def test_argument_refcounts_are_unchanged_after_many_calls():
     assert sys.getrefcount(x) == before
 
 
-def test_the_owned_list_vanishes_where_no_error_can_follow():
-    """The list's stores are dead when no error exit reads them: LLVM removes them."""
-    entry = compile_module(new_module(F64, 1, 1))
-    assert "@astjit.owned" not in entry.llvm_ir_optimized
-    assert memory.owns_arrays(new_module(F64, 1, 1).entry_graph)
+def test_a_new_array_is_owned_until_it_is_returned():
+    """The owned list holds it (released on an error exit): compiled as glue, without
+    optimization, its stores stay (engine.Engine.compile_ir), and the call leaks nothing."""
+    module = new_module(F64, 1, 1)
+    assert memory.owns_arrays(module.entry_graph)
+    entry = compile_module(module)
+    assert "@astjit.owned.release" in entry.llvm_ir_optimized
+    made = entry.call(3)
+    np.testing.assert_array_equal(made, np.ones(3))
+    assert sys.getrefcount(made) == 2  # the name, and getrefcount's argument
 
 
 def test_the_numpy_api_table_is_verified():

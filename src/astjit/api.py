@@ -102,13 +102,21 @@ class Specialization:
 
     types: tuple[Type, ...]
     parsed: Module
-    typed: Module
     optimized: Module
     compiled: Any
     """The backend's CompiledEntry: `.call`, `.llvm_ir`, `.llvm_ir_optimized`, `.asm`, `.errors`.
     The first tier until a call needs the general one (`Dispatcher.call_general`)."""
     fallback: Callable | None = None
     """Where calls the entry does not take go."""
+    _typed: Module | None = field(default=None, repr=False)
+
+    @property
+    def typed(self) -> Module:
+        """The typed stage, typed again on request: the optimizer consumed the compile's
+        own (a copy kept for dumps cost a deep copy per compile: 6 ms of an MLP step's)."""
+        if self._typed is None:
+            self._typed = typed_module(self.parsed, self.types)
+        return self._typed
 
     def stage_text(self, stage: str, fmt: str) -> str:
         if stage == "grad":
@@ -174,18 +182,16 @@ class Dispatcher:
     def compile(self, types: tuple[Type, ...]) -> Specialization:
         if self.parsed is None:
             self.parsed = lower_function(self.py_func)
-        typed = infer_types(self.parsed, list(types))
-        if dispatch.has_tuples(types):
-            typed = with_flat_entry(typed)
+        typed = typed_module(self.parsed, types)
         check = verify_module if verifying() else None
         if check:
             check(typed)
-        optimized = optimize_for_backend(clone_module(typed), check)
+        optimized = optimize_for_backend(typed, check)
         # Calls the new entry does not take go to the previous entry, then to call_slow.
         previous = [s.compiled.call for s in self.specializations.values()]
         fallback = previous[-1] if previous else self.call_slow
         general = functools.partial(self.call_general, types)
-        spec = Specialization(types, self.parsed, typed, optimized,
+        spec = Specialization(types, self.parsed, optimized,
                               build(optimized, fallback, general), fallback)
         dump_dir = os.environ.get("ASTJIT_DUMP")
         if dump_dir:
@@ -273,6 +279,12 @@ def optimize_for_backend(module: Module, check: Callable[[Module], None] | None)
         check(module)
         check_array_ownership(module)
     return module
+
+
+def typed_module(parsed: Module, types: tuple[Type, ...]) -> Module:
+    """`parsed` typed for argument `types` (a new Module: `parsed` is left as it is)."""
+    typed = infer_types(parsed, list(types))
+    return with_flat_entry(typed) if dispatch.has_tuples(types) else typed
 
 
 def clone_module(module: Module) -> Module:

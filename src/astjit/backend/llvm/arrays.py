@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,7 +59,22 @@ ITEM_SIZES = {F64: 8, F32: 4, I64: 8, BOOL: 1}
 # ---- the Routines ---------------------------------------------------------------------
 
 def dim(b: ir.IRBuilder, array: ir.Value, axis: int) -> ir.Value:
-    return b.extract_value(array, [ARRAY_SHAPE, axis])
+    """The length of `array` along `axis`. A parameter's is read once, in the entry block,
+    and every use gets that one value: then a loop over `range(len(x))` and the bounds
+    checks of its `x[i]` compare the same value, which LLVM sees even after the loop
+    is extracted into a function of its own (split.py), and drops the checks."""
+    if not isinstance(array, ir.Argument):
+        return b.extract_value(array, [ARRAY_SHAPE, axis])
+    read = _PARAMETER_DIMS.setdefault(b.function, {})
+    key = (array, axis)
+    if key not in read:
+        with b.goto_entry_block():
+            read[key] = b.extract_value(array, [ARRAY_SHAPE, axis])
+    return read[key]
+
+
+_PARAMETER_DIMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Function -> (parameter, axis) -> its length, read in the entry block (`dim`)."""
 
 
 def element_pointer(em: FunctionEmitter, node: Node, array: ir.Value,

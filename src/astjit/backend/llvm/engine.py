@@ -1,11 +1,20 @@
-"""The process-wide LLVM engine: host target machine, O3 pipeline, MCJIT.
+"""The process-wide LLVM engine: host target machines, pipelines, MCJIT.
 
 Created once, on first use (`engine()`), and kept: initializing the native
-target, building the host TargetMachine and the MCJIT instance costs far more
-than compiling a small function. `compile_ir` then parses one module's IR,
-runs LLVM's default O3 pipeline (new pass manager, loop and SLP vectorization
-on) for the host CPU, adds the module to MCJIT and returns the addresses of
-its external functions. Compiled code lives as long as the process.
+target, building the host TargetMachines and the MCJIT instances costs far
+more than compiling a small function. `compile_ir` then parses one module's
+IR, optimizes it for the host CPU, adds it to MCJIT and returns the addresses
+of its external functions. Compiled code lives as long as the process.
+
+Three ways to compile (`PIPELINES`), each with its own MCJIT engine:
+- `scalar`: LLVM's default O3 pipeline (new pass manager, loop and SLP
+  vectorization) and the full code generator, for code without arrays, whose
+  straight-line arithmetic is as hot as its loops, and for the runtime's
+  shared functions.
+- `loops`: the loop nests of array code (split.py), at O1 with the loop
+  vectorizer and an interleave count of 1.
+- `glue`: the rest of array code, run once per call: no optimization, and the
+  fast instruction selector and register allocator.
 
 Symbols: the C math functions that lowered code calls (directly or through
 intrinsics such as `llvm.sin`) are registered with `add_symbol` from the C
@@ -21,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import itertools
 import os
 import threading
 import time
@@ -28,7 +38,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
-from . import outline, vecmath
+from . import outline, split, vecmath
 
 LIBM_FUNCTIONS = (
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
@@ -46,78 +56,172 @@ OPTIONS = (
 """LLVM's global options astjit sets while it optimizes (name, astjit's value, LLVM's
 default), put back after: see `Engine.optimize`."""
 
+LOOP_OPTIONS = (*OPTIONS, ("force-vector-interleave", "1", "0"))
+"""The `loops` pipeline's: one vector per step. Interleaving (4 vectors per step, LLVM's
+choice for most of astjit's loops) made LLVM compile 20-25% more for loops that ran
+no faster in the array benchmarks; they are memory-bound or wait on vector math."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One way to compile a module."""
+
+    name: str
+    level: int | None
+    """LLVM's default pipeline of this speed level, or None: no optimization."""
+    slp: bool
+    options: tuple[tuple[str, str, str], ...]
+    codegen: int
+    """The code generator's optimization level (0: fast instruction selection and
+    register allocation)."""
+
+
+PIPELINES = {
+    "scalar": Pipeline("scalar", 3, True, OPTIONS, 3),
+    "loops": Pipeline("loops", 1, False, LOOP_OPTIONS, 3),
+    "glue": Pipeline("glue", None, False, (), 0),
+}
+"""Measured on the array benchmarks (softmax, the MLP step), against O3 for the loops:
+O1 with the loop vectorizer compiled in 15-20% less time, and the loops ran as fast."""
+
+
+class Part:
+    """One LLVM module a compile loaded, and its pipeline's name. Its optimized IR is
+    printed on first request: printing costs milliseconds that most compiles never use."""
+
+    def __init__(self, module: llvm.ModuleRef, pipeline: str) -> None:
+        self.module = module
+        self.pipeline = pipeline
+        self._text: str | None = None
+
+    @property
+    def llvm_ir_optimized(self) -> str:
+        if self._text is None:
+            text = str(self.module)
+            self._text = split.without_borrowed(text) if self.pipeline == "glue" else text
+        return self._text
+
 
 @dataclass
 class CompiledModule:
-    """One optimized, loaded LLVM module."""
+    """One compiled module: its loaded parts (one, or an array module's loops and glue)."""
 
     addresses: dict[str, int]
     """Name -> address of each external function."""
-    llvm_ir_optimized: str
+    parts: tuple[Part, ...]
     compile_seconds: float
     """Parse + optimize + machine code, in seconds."""
-    glue: bool = False
-    """Compiled as glue (`Engine.compile_ir`)."""
     _asm: str | None = field(default=None, repr=False)
+
+    @property
+    def llvm_ir_optimized(self) -> str:
+        return "\n".join(part.llvm_ir_optimized for part in self.parts)
+
+    @property
+    def pipelines(self) -> tuple[str, ...]:
+        return tuple(part.pipeline for part in self.parts)
 
     @property
     def asm(self) -> str:
         """The host assembly, generated on first request from the optimized IR."""
         if self._asm is None:
-            self._asm = engine().assembly(self.llvm_ir_optimized, self.glue)
+            self._asm = "\n".join(engine().assembly(part.llvm_ir_optimized, part.pipeline)
+                                  for part in self.parts)
         return self._asm
 
 
 class Engine:
-    """The host TargetMachines, the pipeline options and the MCJIT execution engines: O3 for
-    code with loops, and a light pair for glue (`compile_ir`)."""
+    """The host TargetMachines and an MCJIT execution engine for each of `PIPELINES`."""
 
     def __init__(self) -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
-
-        def machine(opt: int) -> llvm.TargetMachine:
-            return target.create_target_machine(
-                cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                opt=opt, codemodel="jitdefault", jit=True)
-        self.target_machine = machine(3)
-        self.tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-        self.tuning.loop_vectorization = True
-        self.tuning.slp_vectorization = True
-        self.triple = self.target_machine.triple
-        self.data_layout = str(self.target_machine.target_data)
-        self.jit = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
-        self.glue_machine = machine(0)
-        self.glue_tuning = llvm.create_pipeline_tuning_options(speed_level=1)
-        self.glue_jit = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.glue_machine)
+        # One machine per engine: an MCJIT engine owns its TargetMachine (and frees it).
+        self.machines = {name: target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+            opt=p.codegen, codemodel="jitdefault", jit=True) for name, p in PIPELINES.items()}
+        self.tunings = {}
+        for name, p in PIPELINES.items():
+            if p.level is not None:
+                tuning = llvm.create_pipeline_tuning_options(speed_level=p.level)
+                tuning.loop_vectorization = True
+                tuning.slp_vectorization = p.slp
+                self.tunings[name] = tuning
+        self.triple = self.machines["scalar"].triple
+        self.data_layout = str(self.machines["scalar"].target_data)
+        self.jits = {name: llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+                     for name, machine in self.machines.items()}
         register_libm()
         register_libc()
         self.lock = threading.Lock()
+        self.serials = itertools.count()
 
-    def compile_ir(self, text: str, glue: bool = False) -> CompiledModule:
+    def compile_ir(self, text: str, arrays: bool = False) -> CompiledModule:
         """Parse, verify, optimize and load LLVM IR; return its entry points. The shared
         functions it may call are compiled first (`outline.compile_runtime`).
 
-        Code with loops gets O3 and the host's full code generator. `glue` (a module
-        without loops: argument checks, calls of the runtime and of BLAS, boxing)
-        gets LLVM's O1 pipeline and its fast instruction selector and register
-        allocator: about half the time (a @ b's module: 9.6 -> 5.4 ms), for code
-        that runs once per call, not once per element.
+        Without `arrays`, the module is compiled whole by the `scalar` pipeline.
+        An `arrays` module is compiled in two parts (split.py): its loop nests by
+        the `loops` pipeline, the rest by the `glue` one. Compiled together at
+        O3, softmax over rows took 50 ms of LLVM's time and the MLP training step
+        315 ms; apart, 35 and 200 ms, the loops as fast as before.
         """
         outline.compile_runtime()
         start = time.perf_counter()
         module = self.parse(text)
-        vecmath.keep_variants(module)
-        self.optimize(module, self.glue_tuning if glue else self.tuning)
-        jit = self.glue_jit if glue else self.jit
+        parts = []
+        whole = "scalar"
+        if arrays:
+            whole = "glue"
+            names = self.extract_loops(module)
+            loops = split.loops_module(str(module), names)
+            if loops is None:  # a loop the extractor left where it was: compile it whole
+                module, whole = self.parse(text), "scalar"
+            elif names:
+                parts.append(self.load(self.parse(loops), "loops"))
+                for name in names:
+                    llvm.add_symbol(name, parts[0][1][name])
+                    module.get_function(name).linkage = llvm.Linkage.available_externally
+        parts.append(self.load(module, whole))
+        addresses = {name: address for _, found in parts for name, address in found.items()}
+        return CompiledModule(addresses, tuple(part for part, _ in parts),
+                              time.perf_counter() - start)
+
+    def extract_loops(self, module: llvm.ModuleRef) -> list[str]:
+        """Move `module`'s loop nests into functions of their own (identical ones merged),
+        named uniquely in the process; their names (split.py). The glue keeps them
+        as `available_externally` definitions, which the code generator skips: its
+        calls resolve to the loops module's functions by name, as registered."""
+        before = {f.name for f in module.functions}
+        passes = llvm.create_new_module_pass_manager()
+        passes.add_sroa_pass()  # accumulators in registers, not memory the loops are passed
+        passes.add_loop_extract_pass()
+        passes.add_merge_functions_pass()
+        passes.run(module, llvm.create_pass_builder(self.machines["glue"],
+                                                    self.tunings["scalar"]))
+        serial = next(self.serials)
+        names = []
+        for function in module.functions:
+            if function.name not in before and not function.is_declaration:
+                function.name = f"{function.name}.{serial}"
+                names.append(function.name)
+        return names
+
+    def load(self, module: llvm.ModuleRef, pipeline: str) -> tuple[Part, dict[str, int]]:
+        """Optimize `module` by `pipeline`, add it to that pipeline's MCJIT engine and
+        return it with the addresses of its external functions."""
+        if pipeline in self.tunings:
+            vecmath.keep_variants(module)
+            self.optimize(module, pipeline)
+        jit = self.jits[pipeline]
         with self.lock:
             jit.add_module(module)
             jit.finalize_object()
             addresses = {f.name: jit.get_function_address(f.name)
                          for f in module.functions
                          if not f.is_declaration and f.linkage == llvm.Linkage.external}
-        return CompiledModule(addresses, str(module), time.perf_counter() - start, glue)
+        return Part(module, pipeline), addresses
 
     def parse(self, text: str) -> llvm.ModuleRef:
         module = llvm.parse_assembly(text)
@@ -126,9 +230,8 @@ class Engine:
         module.verify()
         return module
 
-    def optimize(self, module: llvm.ModuleRef, tuning: llvm.PipelineTuningOptions) -> None:
-        """LLVM's default per-module pipeline of `tuning`'s level (O3, or O1 for glue) for
-        the host CPU.
+    def optimize(self, module: llvm.ModuleRef, pipeline: str) -> None:
+        """`pipeline`'s LLVM pipeline for the host CPU, with its options.
 
         Float reductions (`s += 1.0 / (k * k)`) are vectorized in order: the
         divisions run 4 or 8 wide while the sum stays bit-identical to CPython's
@@ -141,20 +244,20 @@ class Engine:
         through a second, narrower vector loop, which cost 10-15% of the O3 and
         machine-code time of array programs for a few leftover elements per row.
         """
-        builder = llvm.create_pass_builder(self.target_machine, tuning)
+        options = PIPELINES[pipeline].options
+        builder = llvm.create_pass_builder(self.machines[pipeline], self.tunings[pipeline])
         with self.lock:
-            for option, ours, _ in OPTIONS:
+            for option, ours, _ in options:
                 llvm.set_option("", f"-{option}={ours}")
             try:
                 builder.getModulePassManager().run(module, builder)
             finally:
-                for option, _, default in OPTIONS:
+                for option, _, default in options:
                     llvm.set_option("", f"-{option}={default}")
 
-    def assembly(self, text: str, glue: bool = False) -> str:
+    def assembly(self, text: str, pipeline: str = "scalar") -> str:
         """Host assembly for (already optimized) LLVM IR, as `compile_ir` made it."""
-        machine = self.glue_machine if glue else self.target_machine
-        return machine.emit_assembly(self.parse(text))
+        return self.machines[pipeline].emit_assembly(self.parse(text))
 
 
 @functools.cache

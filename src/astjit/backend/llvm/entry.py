@@ -3,7 +3,7 @@
 The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
 the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
 LLVM module so LLVM inlines the graph into it), `engine().compile_ir` (O3 and
-machine code; lighter for loop-free array glue: `is_glue`), then
+machine code; for array code, its loops at O3 and its glue lightly: `is_array_module`), then
 `PyCFunction_NewEx` on a PyMethodDef pointing at the wrapper. The builtin's
 `__self__` is an `EntryPins` that owns the PyMethodDef, the fallback, the
 error handler and the general-tier callable (whose addresses the machine code
@@ -22,8 +22,6 @@ import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from llvmlite import ir
 
 from ...ir.core import Module
 from . import arrays, pyapi
@@ -112,48 +110,19 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     lowered.entry_function.linkage = "internal"
     llvm_ir = lowered.text
     pyapi.register_functions()
-    compiled = engine().compile_ir(llvm_ir, glue=is_glue(lowered))
+    compiled = engine().compile_ir(llvm_ir, arrays=is_array_module(lowered))
     call = make_builtin(compiled.addresses[wrapper_name], module.entry, fallback, error_handler,
                         general)
     return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details,
                          not first_tier)
 
 
-def is_glue(lowered: LoweredModule) -> bool:
-    """Whether a module is array glue, which `Engine.compile_ir` compiles lightly: it takes or
-    returns arrays and has no loop (a matrix product, views, creation: its work is in the
-    runtime's functions and BLAS). Scalar code keeps O3 even without loops: straight-line
-    arithmetic is its hot path."""
+def is_array_module(lowered: LoweredModule) -> bool:
+    """Whether a module takes or returns arrays, which `Engine.compile_ir` compiles in two
+    parts: loops at O3, glue lightly (split.py). Scalar code keeps O3 throughout:
+    its straight-line arithmetic is a hot path."""
     graph = lowered.source.entry_graph
-    if not any(contains_array(v.type) for v in [*graph.params, *graph.outputs]):
-        return False
-    return not any(_has_cycle(f) for f in lowered.module.functions if f.blocks)
-
-
-def _has_cycle(function: ir.Function) -> bool:
-    """Whether `function`'s control flow graph has a cycle (a loop)."""
-    state: dict[int, int] = {}  # block id -> 1 on the DFS stack, 2 done
-    stack = [(function.blocks[0], iter(_successors(function.blocks[0])))]
-    state[id(function.blocks[0])] = 1
-    while stack:
-        block, successors = stack[-1]
-        for successor in successors:
-            seen = state.get(id(successor))
-            if seen == 1:
-                return True
-            if seen is None:
-                state[id(successor)] = 1
-                stack.append((successor, iter(_successors(successor))))
-                break
-        else:
-            state[id(block)] = 2
-            stack.pop()
-    return False
-
-
-def _successors(block: ir.Block) -> list[ir.Block]:
-    terminator = block.terminator
-    return [op for op in terminator.operands if isinstance(op, ir.Block)] if terminator else []
+    return any(contains_array(v.type) for v in [*graph.params, *graph.outputs])
 
 
 class ErrorReporter:

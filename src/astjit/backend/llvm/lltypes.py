@@ -21,6 +21,8 @@ once loaded (`element_type`).
 """
 from __future__ import annotations
 
+import functools
+
 from llvmlite import ir
 
 from ...errors import CompileError
@@ -62,7 +64,10 @@ def element_type(dtype: ScalarType) -> ir.Type:
     return I8 if dtype == BOOL else lltype(dtype)
 
 
+@functools.cache
 def array_struct(t: ArrayType) -> ir.LiteralStructType:
+    """{data, shape, strides, owner}: one object per array type (llvmlite builds a struct
+    type slowly, and an MLP step asks for hundreds)."""
     dims = ir.ArrayType(I64_T, t.ndim)
     return ir.LiteralStructType([element_type(t.dtype).as_pointer(), dims, dims, BYTES])
 

@@ -1,0 +1,160 @@
+"""Array modules in two parts: the loop nests, compiled at O3, and the glue around them,
+compiled lightly (`Engine.compile_ir`).
+
+An array program's module is mostly glue: argument checks, the calls of the
+runtime that allocate and free, BLAS calls, boxing. It runs once per call.
+Its loop nests run once per element. LLVM's O3 pipeline and its full code
+generator cost the same per instruction for both, and on one module they
+also work on the glue with the loops inlined into it. Compiled apart, the
+loops get O3 and the glue gets no optimization and the fast instruction
+selector and register allocator. Softmax over rows compiled in 21 ms this way
+instead of 50 ms, and the MLP training step in 245 ms instead of 315 ms. The
+loops ran at the same speed.
+
+How: LLVM's loop extractor (`loop-extract`, the CodeExtractor) moves every
+top-level loop of the module's functions into a function of its own. Values
+from outside become its parameters, values it defines that are used later
+come back through pointers, and several exits come back as a returned
+selector. `split` then cuts the printed module in two:
+- The loops module holds the extracted functions, external and named
+  uniquely in the process (the engine registers their addresses as symbols,
+  as it does for the runtime's), and keeps whatever they call.
+- The glue module holds everything else and only declares them.
+
+The glue is never left holding a loop. If the extractor kept one where it
+was, `split` answers None and the module compiles whole at O3, as scalar
+code does.
+"""
+from __future__ import annotations
+
+import re
+
+_DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
+_REFERENCE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)')
+_LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_local) )*")
+_LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-\w$.]+):')
+_TARGET = re.compile(r'label %("(?:[^"\\]|\\.)*"|[-\w$.]+)')
+
+
+def loops_module(text: str, names: list[str]) -> str | None:
+    """The loops module: the functions `names` of `text` (a module printed by LLVM after
+    `loop-extract`), external, with the functions they call; None when some other
+    function still has a loop."""
+    chunks = _chunks(text)
+    bodies = {name: chunk for name, chunk in chunks if name is not None}
+    loops = set(names)
+    if any(_has_cycle(chunk) for name, chunk in bodies.items() if name not in loops):
+        return None
+    needed = _closure(bodies, loops)
+    parts = []
+    for name, chunk in chunks:
+        if name is None or name in needed:
+            parts.append(chunk)
+        elif name in loops:
+            parts.append(_private_outputs(_LINKAGE.sub("define ", chunk, count=1)))
+        else:
+            parts.append(_declaration(chunk))
+    return "".join(parts)
+
+
+_SIZES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "float": 4, "i64": 8, "double": 8, "ptr": 8}
+
+
+def _private_outputs(chunk: str) -> str:
+    """Mark the loop function's outputs (the extractor's `%<value>.out` pointers to slots
+    of the caller's: each value the loop computes that the glue uses after it)
+    `noalias writable dereferenceable`. Nothing else can reach those slots, so LLVM
+    keeps the values in registers and stores them once, at the exit. Without this it
+    stored them every iteration, and reloaded any array element the loop had just
+    written, since the slots might have been that element: a recurrence
+    `y[i] = 0.5 * y[i - 1] + sin(x[i])` ran 12% slower."""
+    header, body = chunk.split("\n", 1)
+    for name, kind in re.findall(r"store (\S+) [^\n]*, ptr (%[-\w$.]+\.out)\b", body):
+        size = _SIZES.get(name)
+        if size is not None:
+            private = f"ptr noalias writable dereferenceable({size}) {kind}"
+            header = re.sub(rf"ptr {re.escape(kind)}(?=[,)])", private, header)
+    return header + "\n" + body
+
+
+def without_borrowed(text: str) -> str:
+    """A printed glue module with the loops it borrows (`available_externally`: compiled
+    in the loops module) as the declarations they are to it."""
+    return "".join(_declaration(chunk) if name is not None and chunk.startswith(
+        "define available_externally") else chunk for name, chunk in _chunks(text))
+
+
+def _chunks(text: str) -> list[tuple[str | None, str]]:
+    """The module's text as (function name, its definition) and (None, any other line)."""
+    chunks: list[tuple[str | None, str]] = []
+    lines = text.splitlines(keepends=True)
+    k = 0
+    while k < len(lines):
+        match = _DEFINE.match(lines[k])
+        if match is None:
+            chunks.append((None, lines[k]))
+            k += 1
+            continue
+        end = k
+        while not lines[end].startswith("}"):
+            end += 1
+        chunks.append((_unquote(match.group(1)), "".join(lines[k:end + 1])))
+        k = end + 1
+    return chunks
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1] if name.startswith('"') else name
+
+
+def _declaration(chunk: str) -> str:
+    """A definition's header as a declaration (a function the other part defines, or one
+    no loop calls, which is then never resolved)."""
+    header = chunk.split("\n", 1)[0]
+    return _LINKAGE.sub("declare ", header, count=1).rstrip().removesuffix("{").rstrip() + "\n"
+
+
+def _closure(bodies: dict[str, str], roots: set[str]) -> set[str]:
+    """The defined functions that `roots` call, directly or not."""
+    seen, stack = set(roots), list(roots)
+    while stack:
+        for match in _REFERENCE.finditer(bodies[stack.pop()]):
+            name = _unquote(match.group(1))
+            if name in bodies and name not in seen:
+                seen.add(name)
+                stack.append(name)
+    return seen - roots
+
+
+def _has_cycle(chunk: str) -> bool:
+    """Whether a printed function's control flow graph has a cycle."""
+    successors: dict[str, list[str]] = {}
+    block = "<entry>"
+    order = [block]
+    for line in chunk.splitlines()[1:]:
+        label = _LABEL.match(line)
+        if label:
+            block = _unquote(label.group(1))
+            order.append(block)
+            continue
+        successors.setdefault(block, []).extend(
+            _unquote(target) for target in _TARGET.findall(line))
+    state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
+    for root in order:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(successors.get(root, ())))]
+        while stack:
+            node, rest = stack[-1]
+            for successor in rest:
+                if state.get(successor) == 1:
+                    return True
+                if successor not in state:
+                    state[successor] = 1
+                    stack.append((successor, iter(successors.get(successor, ()))))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+    return False

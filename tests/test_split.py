@@ -1,0 +1,187 @@
+"""Array modules compiled in two parts (backend/llvm/split.py, engine.Engine.compile_ir):
+the cut of a printed module, the cycle check that keeps loops out of the glue, and
+modules that go through the engine whole or cut."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from astjit import jit
+from astjit.backend.llvm import split
+from astjit.backend.llvm.engine import engine
+
+PRINTED = '''\
+@msg = private constant [3 x i8] c"hi\\00"
+
+declare double @exp(double)
+
+define internal double @helper(double %x) {
+  %y = call double @exp(double %x)
+  ret double %y
+}
+
+define internal void @"f.loop.7"(ptr %p, i64 %n) {
+newFuncRoot:
+  br label %head
+
+head:
+  %i = phi i64 [ 0, %newFuncRoot ], [ %next, %head ]
+  %a = getelementptr double, ptr %p, i64 %i
+  %v = load double, ptr %a
+  %w = call double @helper(double %v)
+  store double %w, ptr %a
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %head, label %done
+
+done:
+  ret void
+}
+
+define internal i32 @"f[array]"(ptr %p, i64 %n) {
+entry:
+  %ok = icmp sgt i64 %n, 0
+  br i1 %ok, label %run, label %fail
+
+run:
+  call void @"f.loop.7"(ptr %p, i64 %n)
+  ret i32 0
+
+fail:
+  ret i32 1
+}
+
+define i32 @wrapper(ptr %p, i64 %n) {
+  %r = call i32 @"f[array]"(ptr %p, i64 %n)
+  ret i32 %r
+}
+'''
+
+
+def test_the_loops_module_defines_the_loops_and_what_they_call_and_declares_the_rest():
+    text = split.loops_module(PRINTED, ["f.loop.7"])
+    assert 'define void @"f.loop.7"(ptr %p, i64 %n) {' in text  # external now
+    assert "define internal double @helper" in text  # the loop calls it: kept
+    assert 'declare i32 @"f[array]"(ptr %p, i64 %n)\n' in text  # glue: declared only
+    assert "declare i32 @wrapper(ptr %p, i64 %n)\n" in text
+    assert "@msg = private constant" in text
+    engine().parse(text)  # it is a module LLVM takes
+
+
+def test_no_loops_module_while_some_other_function_keeps_a_loop():
+    assert split.loops_module(PRINTED, []) is None
+    assert split.loops_module(PRINTED, ["f.loop.7"]) is not None
+
+
+@pytest.mark.parametrize(("body", "cycle"), [
+    ("  ret void\n", False),
+    ("  br i1 %c, label %a, label %b\na:\n  br label %d\nb:\n  br label %d\nd:\n  ret void\n",
+     False),
+    ("  br label %1\n1:\n  br i1 %c, label %1, label %2\n2:\n  ret void\n", True),
+    ("  br label %\"x.y\"\n\"x.y\":\n  br label %z\nz:\n  br label %\"x.y\"\n", True),
+    ("  switch i32 %k, label %a [\n    i32 1, label %b\n  ]\na:\n  ret void\n"
+     "b:\n  br label %a\n", False),
+    ("  switch i32 %k, label %a [\n    i32 1, label %b\n  ]\na:\n  ret void\n"
+     "b:\n  br label %b\n", True),
+])
+def test_cycles_are_found_in_printed_functions(body, cycle):
+    chunk = "define void @f(i1 %c, i32 %k) {\n" + body + "}\n"
+    assert split._has_cycle(chunk) is cycle
+
+
+def test_borrowed_loops_print_as_declarations():
+    glue = PRINTED.replace('define internal void @"f.loop.7"',
+                           'define available_externally void @"f.loop.7"')
+    shown = split.without_borrowed(glue)
+    assert 'declare void @"f.loop.7"(ptr %p, i64 %n)\n' in shown
+    assert "newFuncRoot" not in shown and "define i32 @wrapper" in shown
+
+
+MINIMAL_LOOP = '''\
+define i64 @count(i64 %n) {
+entry:
+  br label %head
+
+head:
+  %i = phi i64 [ 0, %entry ], [ %next, %head ]
+  %s = phi i64 [ 0, %entry ], [ %t, %head ]
+  %t = add i64 %s, %i
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %head, label %done
+
+done:
+  ret i64 %t
+}
+'''
+
+
+def test_a_loop_the_extractor_leaves_in_place_compiles_whole():
+    """LLVM's extractor keeps a function that is nothing but its loop: the module then
+    compiles whole, at O3, never as glue holding a loop."""
+    compiled = engine().compile_ir(MINIMAL_LOOP, arrays=True)
+    assert compiled.pipelines == ("scalar",)
+    count = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(compiled.addresses["count"])
+    assert count(10) == 45
+
+
+def test_loops_with_error_exits_and_results_cross_the_cut():
+    """An explicit loop's bounds check leaves it for the glue's error path, and a value
+    it computes is used after it."""
+    def scan(x, k):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i + k]
+        return s * 2.0, x * s
+
+    f = jit(scan)
+    x = np.arange(6.0)
+    total, scaled = f(x, 0)
+    assert total == 30.0
+    np.testing.assert_array_equal(scaled, x * 15.0)
+    with pytest.raises(IndexError):
+        f(x, 1)
+    (spec,) = f.dispatcher.specializations.values()
+    assert spec.compiled.compiled.pipelines == ("loops", "glue")
+
+
+def test_identical_loop_nests_compile_once():
+    def twice(a, b):
+        return a * 2.0 + 1.0, b * 2.0 + 1.0
+
+    f = jit(twice)
+    a, b = np.arange(5.0), np.arange(7.0)
+    ra, rb = f(a, b)
+    np.testing.assert_array_equal(ra, a * 2.0 + 1.0)
+    np.testing.assert_array_equal(rb, b * 2.0 + 1.0)
+    (spec,) = f.dispatcher.specializations.values()
+    loops = spec.compiled.compiled.parts[0].llvm_ir_optimized
+    assert loops.count("\ndefine ") == 1
+
+
+def test_the_loops_outputs_are_private_slots():
+    chunk = ('define void @"f.loop.1"(i64 %n, ptr %p, ptr %.5.out, ptr %.6.out) {\n'
+             "head:\n  store i64 %n, ptr %.5.out, align 8\n  store i1 true, ptr %.6.out, align 1\n"
+             "  store double 0.0, ptr %p\n  ret void\n}\n")
+    header = split._private_outputs(chunk).split("\n", 1)[0]
+    assert "ptr %p," in header  # an array's data: not an output
+    assert "ptr noalias writable dereferenceable(8) %.5.out," in header
+    assert "ptr noalias writable dereferenceable(1) %.6.out)" in header
+
+
+def test_a_recurrence_across_the_cut_reads_what_it_wrote():
+    def recur(x):
+        y = np.empty_like(x)
+        y[0] = x[0]
+        for i in range(1, x.shape[0]):
+            y[i] = 0.5 * y[i - 1] + np.sin(x[i])
+        return y
+
+    x = np.linspace(-2.0, 2.0, 50)
+    expected = np.empty_like(x)
+    expected[0] = x[0]
+    for i in range(1, 50):
+        expected[i] = 0.5 * expected[i - 1] + np.sin(x[i])
+    np.testing.assert_allclose(jit(recur)(x), expected, rtol=1e-15)
