@@ -2,7 +2,7 @@
 
 - `build_entry(module, fallback, error_handler) -> CompiledEntry`: the whole path.
 - `emit_module(module) -> LoweredModule`: typed graphs to llvmlite IR (codegen).
-- `engine()`: the process-wide host TargetMachine + O3 pipeline + MCJIT.
+- `engine()`: the process-wide host TargetMachines, pipelines and MCJIT engines.
 
 Modules: `codegen` (graphs and structural ops), `routines` / `arith` / `tapes`
 / `arrays` / `memory` (the table's Routine lowerings and error checks; tapes on

@@ -2,8 +2,9 @@
 
 The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
 the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
-LLVM module so LLVM inlines the graph into it), `engine().compile_ir` (O3 and
-machine code; for array code, its loops at O3 and its glue lightly: `is_array_module`), then
+LLVM module, so that LLVM inlines the graph into it where it optimizes the
+module whole), `engine().compile_ir` (LLVM's pipelines and machine code; array
+code in two parts: `is_array_module`), then
 `PyCFunction_NewEx` on a PyMethodDef pointing at the wrapper. The builtin's
 `__self__` is an `EntryPins` that owns the PyMethodDef, the fallback, the
 error handler and the general-tier callable (whose addresses the machine code
@@ -106,7 +107,7 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     if lowered.error_details:
         error_handler = ErrorReporter(error_handler, lowered.errors, lowered.error_details)
     wrapper_name = emit_wrapper(lowered, fallback, error_handler, general if first_tier else None)
-    # The wrapper is the only way in: LLVM inlines the graph into it and drops the copy.
+    # The wrapper is the only way in: O3 inlines the graph into it and drops the copy.
     lowered.entry_function.linkage = "internal"
     llvm_ir = lowered.text
     pyapi.register_functions()
@@ -119,7 +120,7 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
 
 def is_array_module(lowered: LoweredModule) -> bool:
     """Whether a module takes or returns arrays, which `Engine.compile_ir` compiles in two
-    parts: loops at O3, glue lightly (split.py). Scalar code keeps O3 throughout:
+    parts: loops vectorized, glue lightly (split.py). Scalar code keeps O3 throughout:
     its straight-line arithmetic is a hot path."""
     graph = lowered.source.entry_graph
     return any(contains_array(v.type) for v in [*graph.params, *graph.outputs])

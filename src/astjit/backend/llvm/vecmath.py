@@ -18,7 +18,7 @@ standard mechanism (what `#pragma omp declare simd` and `-fveclib` produce):
 LoopVectorize widens the call to the variant of the vectorization factor it
 picks, and where the loop is not vectorized (the strided nest, the remainder
 iterations, a 0-d kernel) the scalar call stays. `Engine.compile_ir` keeps
-the variant declarations alive through the O3 pipeline (`keep_variants`:
+the variant declarations alive through LLVM's pipeline (`keep_variants`:
 `@llvm.compiler.used`, as clang does), since otherwise the early global
 clean-up deletes them as unused before the vectorizer runs.
 
