@@ -242,3 +242,27 @@ def test_stages_do_not_change_when_other_signatures_compile():
     for args in [(np.ones(3), 4), (np.ones((2, 2), np.float32), 2)]:
         for stage in ("typed", "optimized"):
             assert used.ir(*args, stage=stage) == jit(_typed_twice).ir(*args, stage=stage)
+
+
+def größe(x, faktor):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * faktor
+    return s, np.exp(x) * s
+
+
+def skalar_größe(ä):
+    t = 0.0
+    for i in range(3):
+        t += ä * i
+    return t
+
+
+def test_functions_with_non_ascii_names_compile():
+    """Machine code's symbols are ASCII: the LLVM names spell other characters out."""
+    x = np.arange(4.0)
+    s, scaled = jit(größe)(x, 2.0)
+    assert s == 12.0
+    np.testing.assert_allclose(scaled, np.exp(x) * 12.0)
+    assert jit(skalar_größe)(1.5) == 4.5
+    assert grad(skalar_größe)(1.5) == 3.0

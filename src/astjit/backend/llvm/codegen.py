@@ -158,13 +158,19 @@ def emit_module(module: Module, general: bool = True) -> LoweredModule:
     prefix = f"astjit.{next(_module_numbers)}."
     llmodule = ir.Module(name=prefix + module.entry)
     names = reachable_graphs(module)
-    functions = {name: declare_graph(llmodule, module.graphs[name], prefix + name,
+    functions = {name: declare_graph(llmodule, module.graphs[name], prefix + ascii_symbol(name),
                                      internal=name != module.entry) for name in names}
     errors = ErrorTable()
     for name in names:
         FunctionEmitter(functions, errors, functions[name], general).emit_body(
             module.graphs[name])
     return LoweredModule(llmodule, module, functions, errors)
+
+
+def ascii_symbol(name: str) -> str:
+    """`name` with each non-ASCII character spelled `$u<hex>$`: machine code's symbols are
+    looked up as ASCII (a function named `größe` could not be found once compiled)."""
+    return "".join(c if c.isascii() else f"$u{ord(c):x}$" for c in name)
 
 
 def reachable_graphs(module: Module) -> list[str]:
