@@ -202,6 +202,8 @@ class ArrayCase:
     rtol: float = 1e-12
     atol: float = 1e-13
     """How close every engine's result must be to NumPy's (fast-math C included)."""
+    compile_sizes: tuple[int, ...] | None = None
+    """The sizes whose first-call compile is measured (None: the first size only)."""
 
     @property
     def unit(self) -> str:
@@ -233,9 +235,13 @@ CASES = [
               c_name="expression", targets=(("JAX", 0.5), ("C fast-math", 1.5))),
     ArrayCase("sum_squares", sum_squares, sum_squares_jax, normal_vector, (10 ** 7,),
               c_name="sum_squares", targets=(("JAX", 1.0),), rtol=1e-10),
-    ArrayCase("softmax", softmax, softmax_jax, normal_rows, (4096,),
+    # Two sizes: at 4096 rows XLA hands the whole softmax to a library (YNNPACK: a
+    # `__ynn_fusion` in its optimized HLO) and generates no code, at 2048 it generates
+    # two of its four kernels with LLVM (`--xla_dump_to`). JAX's first-call compile is
+    # that of a library call at the one and a compiler's at the other.
+    ArrayCase("softmax", softmax, softmax_jax, normal_rows, (4096, 2048),
               label=lambda rows: f"{rows}×{SOFTMAX_COLUMNS}", c_name="softmax",
-              numba_fn=softmax_loops, targets=(("JAX", 1.0),)),
+              numba_fn=softmax_loops, targets=(("JAX", 1.0),), compile_sizes=(4096, 2048)),
     ArrayCase("matmul", matmul, matmul_jax, two_squares, (256, 1024),
               label=lambda n: f"{n}×{n} @ {n}×{n}",
               missing={"C strict": NO_C, "C fast-math": NO_C},

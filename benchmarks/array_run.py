@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {case.name} {case.label(n)} ...", end="", file=sys.stderr, flush=True)
             start = time.perf_counter()
             result = measure_size(case, n, settings, c_libraries)
-            if n == case.sizes[0]:
+            if n in (case.compile_sizes or case.sizes[:1]):
                 measure_compile(case, result, settings["compile_repeats"], c_libraries)
             print(f" {time.perf_counter() - start:.1f} s", file=sys.stderr)
             results.append(result)
