@@ -33,8 +33,8 @@ import re
 _DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
 _REFERENCE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)')
 _LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_local) )*")
-_LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-\w$.]+):')
-_TARGET = re.compile(r'label %("(?:[^"\\]|\\.)*"|[-\w$.]+)')
+_NAME = r'("(?:[^"\\]|\\.)*"|[-\w$.]+)'
+_EDGE = re.compile(rf"^{_NAME}:|label %{_NAME}", re.MULTILINE)
 
 
 def loops_module(text: str, names: list[str]) -> str | None:
@@ -132,14 +132,13 @@ def _has_cycle(chunk: str) -> bool:
     successors: dict[str, list[str]] = {}
     block = "<entry>"
     order = [block]
-    for line in chunk.splitlines()[1:]:
-        label = _LABEL.match(line)
-        if label:
-            block = _unquote(label.group(1))
+    for match in _EDGE.finditer(chunk):  # labels and branch targets, in order: one pass
+        label, target = match.groups()
+        if label is not None:
+            block = _unquote(label)
             order.append(block)
-            continue
-        successors.setdefault(block, []).extend(
-            _unquote(target) for target in _TARGET.findall(line))
+        else:
+            successors.setdefault(block, []).append(_unquote(target))
     state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
     for root in order:
         if root in state:
