@@ -160,6 +160,37 @@ def test_a_gradient_broadcasting_at_run_time_leaves_the_first_tier():
     assert compiled_of(f, x, y).general
 
 
+def biased(x, b):
+    return np.sum(np.tanh(x + b) * x)
+
+
+def biased_transposed(x, b, w):
+    return np.sum((x + b).T * w)  # the adjoint of `x + b` is a transposed view of w
+
+
+@pytest.mark.parametrize("case", ["contiguous", "row", "column", "strided adjoint"])
+def test_a_bias_gradient_sums_the_leading_axes_in_either_version(case):
+    """`sum_to_like` onto a bias (the sum over the batch axis): a unit-stride version for
+    a contiguous adjoint (vectorized), the general one where the adjoint is strided or
+    the bias broadcasts along an axis of its own; the same sums either way."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((6, 5))
+    if case == "strided adjoint":
+        b, w = rng.standard_normal(5), rng.standard_normal((5, 6))
+        _, gb = jit(value_and_grad(biased_transposed, argnums=1))(x, b, w)
+        np.testing.assert_allclose(gb, w.sum(axis=1), rtol=1e-13)
+        return
+    b = {"contiguous": rng.standard_normal(5), "row": rng.standard_normal((1, 5)),
+         "column": rng.standard_normal((6, 1))}[case]
+    value, gb = jit(value_and_grad(biased, argnums=1))(x, b)
+    t = np.tanh(x + b)
+    summed = (0,) if b.ndim == 1 else tuple(k for k in range(2) if b.shape[k] == 1)
+    expected = np.sum((1 - t * t) * x, axis=summed, keepdims=b.ndim == 2)
+    np.testing.assert_allclose(value, biased(x, b), rtol=1e-13)
+    np.testing.assert_allclose(gb, expected, rtol=1e-12)
+    assert gb.shape == b.shape
+
+
 def accumulate(x, w, n):
     acc = w * 0.0
     for _ in range(n):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import F32, ArrayType, ScalarType
-from . import arrays, memory, views
+from . import arrays, memory, outline, views
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
 
 if TYPE_CHECKING:
@@ -42,9 +42,14 @@ def _i64(value: int) -> ir.Constant:
     return ir.Constant(I64_T, value)
 
 
-def _address(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value]) -> ir.Value:
+def _address(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value],
+             unit: bool = False) -> ir.Value:
+    """The element's address; `unit`: the array steps by one element along its last axis."""
     offset = _i64(0)
     for axis, index in enumerate(indices):
+        if unit and axis == len(indices) - 1:
+            offset = b.add(offset, index, flags=["nsw"])
+            continue
         stride = b.extract_value(array, [ARRAY_STRIDES, axis])
         offset = b.add(offset, b.mul(index, stride, flags=["nsw"]), flags=["nsw"])
     return b.gep(b.extract_value(array, ARRAY_DATA), [offset], inbounds=True)
@@ -115,15 +120,27 @@ def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.
     x_dims = _dims(b, x, x_t.ndim)
     out = memory.allocate(em, node, x_t, x_dims, zeroed=True)
     lead = g_t.ndim - x_t.ndim
+    g_dims = _dims(b, g, g_t.ndim)
     kept = [b.icmp_signed("!=", d, _i64(1)) for d in x_dims]
+    align = arrays.ITEM_SIZES[x_t.dtype]
 
-    def add(ix):
-        target = [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
-        pointer = _address(b, out, target)
-        value = _convert(b, _load(b, g, g_t, ix), g_t.dtype, x_t.dtype)
-        align = arrays.ITEM_SIZES[x_t.dtype]
-        b.store(b.fadd(b.load(pointer, align=align), value, flags=FLAGS), pointer, align=align)
-    arrays.loop_nest(em, _dims(b, g, g_t.ndim), add, "sum_to")
+    def nest(unit: bool) -> None:
+        def add(ix):
+            target = ix[lead:] if unit else \
+                [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
+            pointer = _address(b, out, target, unit)
+            element = b.load(_address(b, g, ix, unit), align=arrays.ITEM_SIZES[g_t.dtype])
+            value = _convert(b, element, g_t.dtype, x_t.dtype)
+            b.store(b.fadd(b.load(pointer, align=align), value, flags=FLAGS), pointer,
+                    align=align)
+        arrays.loop_nest(em, g_dims, add, "sum_to")
+
+    # The common case, a bias's gradient (leading axes summed away, the rest kept):
+    # `out[j] += g[i, j]` with unit steps, which the loop vectorizer takes.
+    fast = b.icmp_signed("==", b.extract_value(g, [ARRAY_STRIDES, g_t.ndim - 1]), _i64(1))
+    for k, d in enumerate(x_dims):
+        fast = b.and_(fast, b.icmp_signed("==", d, g_dims[lead + k]))
+    outline.unit_or_strided(em, fast, nest)
     return out
 
 
