@@ -4,9 +4,11 @@ modules that go through the engine whole or cut."""
 from __future__ import annotations
 
 import ctypes
+import gc
 
 import numpy as np
 import pytest
+from llvmlite import ir
 
 from astjit import jit
 from astjit.backend.llvm import split
@@ -185,3 +187,23 @@ def test_a_recurrence_across_the_cut_reads_what_it_wrote():
     for i in range(1, 50):
         expected[i] = 0.5 * expected[i - 1] + np.sin(x[i])
     np.testing.assert_allclose(jit(recur)(x), expected, rtol=1e-15)
+
+
+def _summed(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return x * s
+
+
+def test_compiles_leave_no_llvmlite_objects_behind():
+    """What a compile keeps is the machine code and texts: the llvmlite IR objects it
+    built (and whatever caches hang on them, such as a parameter's dims) go with it."""
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, ir.Function) for o in gc.get_objects())
+
+    before = alive()
+    for _ in range(3):
+        np.testing.assert_array_equal(jit(_summed)(np.ones(3)), np.full(3, 3.0))
+    assert alive() == before

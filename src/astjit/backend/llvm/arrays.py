@@ -33,7 +33,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
-import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -65,16 +64,13 @@ def dim(b: ir.IRBuilder, array: ir.Value, axis: int) -> ir.Value:
     is extracted into a function of its own (split.py), and drops the checks."""
     if not isinstance(array, ir.Argument):
         return b.extract_value(array, [ARRAY_SHAPE, axis])
-    read = _PARAMETER_DIMS.setdefault(b.function, {})
+    # Kept on the function itself, so that it goes with it: (parameter, axis) -> length.
+    read = b.function.__dict__.setdefault("astjit_parameter_dims", {})
     key = (array, axis)
     if key not in read:
         with b.goto_entry_block():
             read[key] = b.extract_value(array, [ARRAY_SHAPE, axis])
     return read[key]
-
-
-_PARAMETER_DIMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""Function -> (parameter, axis) -> its length, read in the entry block (`dim`)."""
 
 
 def element_pointer(em: FunctionEmitter, node: Node, array: ir.Value,
