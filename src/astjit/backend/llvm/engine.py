@@ -165,7 +165,7 @@ class Engine:
         An `arrays` module is compiled in two parts (split.py): its loop nests by
         the `loops` pipeline, the rest by the `glue` one. Compiled together at
         O3, softmax over rows took 50 ms of LLVM's time and the MLP training step
-        315 ms; apart, 35 and 200 ms, the loops as fast as before.
+        315 ms; apart, 27 and 140 ms, the loops as fast as before.
         """
         outline.compile_runtime()
         start = time.perf_counter()
