@@ -110,5 +110,7 @@ def test_array_glue_is_compiled_lightly_and_its_loops_apart():
     assert "vector.body" in loops and "vector.body" not in rest
     assert "astjit.entry.unbox" not in loops and "astjit.entry.unbox" in rest
     assert "available_externally" not in rows.llvm_ir_optimized
+    shown = [line for line in rows.llvm_ir_optimized.splitlines() if line.startswith("; ----")]
+    assert shown == ["; ---- astjit: the loops module ----", "; ---- astjit: the glue module ----"]
     # scalar arithmetic is a hot path: compiled whole, at O3
     assert compiled_module(scalar, 1.0, 2.0).pipelines == ("scalar",)

@@ -115,7 +115,9 @@ class CompiledModule:
 
     @property
     def llvm_ir_optimized(self) -> str:
-        return "\n".join(part.llvm_ir_optimized for part in self.parts)
+        """Each part's optimized IR, under a comment naming its pipeline."""
+        return "\n".join(f"; ---- astjit: the {part.pipeline} module ----\n{part.llvm_ir_optimized}"
+                         for part in self.parts)
 
     @property
     def pipelines(self) -> tuple[str, ...]:
@@ -125,8 +127,9 @@ class CompiledModule:
     def asm(self) -> str:
         """The host assembly, generated on first request from the optimized IR."""
         if self._asm is None:
-            self._asm = "\n".join(engine().assembly(part.llvm_ir_optimized, part.pipeline)
-                                  for part in self.parts)
+            self._asm = "\n".join(
+                f"# ---- astjit: the {part.pipeline} module ----\n"
+                + engine().assembly(part.llvm_ir_optimized, part.pipeline) for part in self.parts)
         return self._asm
 
 
