@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import re
 
-_DEFINE = re.compile(r'^define [^@]*@("(?:[^"\\]|\\.)*"|[-\w$.]+)\(')
-_REFERENCE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w$.]+)')
-_LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_local) )*")
 _NAME = r'("(?:[^"\\]|\\.)*"|[-\w$.]+)'
+"""An LLVM name as printed: quoted (with escapes), or bare."""
+_DEFINE = re.compile(rf"^define [^@]*@{_NAME}\(")
+_REFERENCE = re.compile(rf"@{_NAME}")
+_LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_local) )*")
 _EDGE = re.compile(rf"^{_NAME}:|label %{_NAME}", re.MULTILINE)
 
 
