@@ -1,10 +1,6 @@
-"""Test setup: verify the IR after every pass, and find the acceptance corpus."""
+"""Test setup: verify the IR after every pass, and import the helper modules beside the tests."""
 import os
 import sys
 
 os.environ.setdefault("ASTJIT_VERIFY", "1")
-HERE = os.path.dirname(__file__)
-sys.path.insert(0, HERE)
-ACCEPTANCE = os.path.join(HERE, "..", "..", "shared", "acceptance")
-if os.path.isdir(ACCEPTANCE):
-    sys.path.append(ACCEPTANCE)
+sys.path.insert(0, os.path.dirname(__file__))

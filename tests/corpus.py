@@ -1,13 +1,9 @@
-"""The one case list every differential test draws from: the acceptance corpus plus ours."""
+"""The one case list every differential test draws from: the scalar corpus plus its corners."""
 import corpus_extra
+import scalar_functions
 
-try:
-    import corpus_scalar
-except ImportError:  # the shared acceptance folder is not beside this checkout
-    corpus_scalar = None
-
-CASES = list(corpus_extra.CASES) + (list(corpus_scalar.CASES) if corpus_scalar else [])
-VALUE_ONLY = set(corpus_extra.VALUE_ONLY) | ({corpus_scalar.builtins_mix} if corpus_scalar else set())
+CASES = list(corpus_extra.CASES) + list(scalar_functions.CASES)
+VALUE_ONLY = set(corpus_extra.VALUE_ONLY) | {scalar_functions.builtins_mix}
 CASE_IDS = [(fn, args) for fn, argsets in CASES for args in argsets]
 NAMES = [f"{fn.__name__}{args}" for fn, args in CASE_IDS]
 

@@ -1,7 +1,7 @@
-"""More scalar functions for differential tests, beyond ../shared/acceptance/corpus_scalar.py.
+"""More scalar functions for differential tests, beyond scalar_functions.py.
 
 Each entry of CASES is (function, list of argument tuples), the same shape as
-the acceptance corpus. These stress the corners: loop `else`, variable range
+scalar_functions.CASES. These stress the corners: loop `else`, variable range
 steps, early returns from deep nesting, int64 edge values, Python's sign rules,
 keyword and default arguments, tuples through calls and loops.
 """

@@ -15,6 +15,7 @@ import gc
 import sys
 import tracemalloc
 
+import array_functions
 import numpy
 import numpy as np
 import pytest
@@ -33,34 +34,6 @@ from astjit.ir.printer import format_module
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 from astjit.ir.verify import verify_module
 
-try:
-    import corpus_array  # the acceptance corpus (../shared/acceptance), if it is there
-except ImportError:  # the three functions used here, verbatim
-    import types
-
-    def _prefix_sum(x):
-        out = np.empty_like(x)
-        acc = 0.0
-        for i in range(x.shape[0]):
-            acc += x[i]
-            out[i] = acc
-        return out
-
-    def _loop_2d(a, b):
-        n, m = a.shape
-        out = np.zeros((n, m))
-        for i in range(n):
-            for j in range(m):
-                out[i, j] = a[i, j] * 2.0 + b[j]
-        return out
-
-    def _creation(n, x):
-        return np.zeros(n), np.ones((2, n)), np.zeros_like(x), np.full((2, 3), 7.0), np.arange(n)
-
-    for _fn in (_prefix_sum, _loop_2d, _creation):
-        _fn.__name__ = _fn.__name__[1:]
-    corpus_array = types.SimpleNamespace(prefix_sum=_prefix_sum, loop_2d=_loop_2d,
-                                         creation=_creation)
 
 A1, A2 = ArrayType(F64, 1), ArrayType(F64, 2)
 
@@ -321,9 +294,9 @@ CREATION_CASES = [
     (aranges, lambda: (5, 2.5)),
     (aranges, lambda: (0, -1.0)),
     (by_other_names, lambda: (3,)),
-    (corpus_array.creation, lambda: (4, floats(3, 2))),
-    (corpus_array.prefix_sum, lambda: (floats(50),)),
-    (corpus_array.loop_2d, lambda: (floats(4, 5), floats(5))),
+    (array_functions.creation, lambda: (4, floats(3, 2))),
+    (array_functions.prefix_sum, lambda: (floats(50),)),
+    (array_functions.loop_2d, lambda: (floats(4, 5), floats(5))),
     # NumPy's errors, raised by compiled code too
     (negative_size, lambda: (-1,)),
     (negative_full, lambda: (-3,)),
@@ -387,7 +360,7 @@ def test_results_write_into_the_caller_s_array_when_they_are_it():
 # ---- the IR: frontend and inference ---------------------------------------------------------
 
 def test_lowering_gives_the_creation_primitives():
-    module = lower_function(corpus_array.creation)
+    module = lower_function(array_functions.creation)
     verify_module(module, typed=False)
     nodes = [n for n in module.entry_graph.nodes if n.op.startswith("array_")]
     assert [n.op for n in nodes] == ["array_new", "array_new", "array_new_like", "array_new",
@@ -400,7 +373,7 @@ def test_lowering_gives_the_creation_primitives():
 
 
 def test_inference_unpacks_shapes_and_settles_dtypes():
-    typed, _ = stages(corpus_array.creation, (4, floats(3, 2)))
+    typed, _ = stages(array_functions.creation, (4, floats(3, 2)))
     graph = typed.entry_graph
     assert graph.outputs[0].type == TupleType((A1, A2, A2, A2, ArrayType(I64, 1)))
     made = [n for n in graph.nodes if n.op.startswith("array_")]
@@ -418,8 +391,8 @@ def test_inference_unpacks_shapes_and_settles_dtypes():
 
 
 def test_the_untyped_graph_interprets():
-    module = lower_function(corpus_array.creation)
-    assert same(interpret(module, [3, floats(2)]), corpus_array.creation(3, floats(2)))
+    module = lower_function(array_functions.creation)
+    assert same(interpret(module, [3, floats(2)]), array_functions.creation(3, floats(2)))
     module = lower_function(full_values)
     assert same(interpret(module, [2, 1.5]), full_values(2, 1.5))
 
@@ -513,9 +486,9 @@ def count(module: Module, op: str) -> int:
 
 
 def test_no_references_change_where_nothing_is_consumed():
-    _, final = stages(corpus_array.prefix_sum, (floats(3),))
+    _, final = stages(array_functions.prefix_sum, (floats(3),))
     assert count(final, "array_retain") == count(final, "array_release") == 0
-    _, final = stages(corpus_array.creation, (3, floats(2)))  # all moved into the tuple
+    _, final = stages(array_functions.creation, (3, floats(2)))  # all moved into the tuple
     assert count(final, "array_retain") == count(final, "array_release") == 0
 
 
@@ -746,7 +719,7 @@ def test_the_checker_finds_leaks_double_releases_and_uses_after_release():
 # ---- compiled code: no leaks ----------------------------------------------------------------
 
 LEAK_CASES = [case for case in CREATION_CASES + RESULT_CASES
-              if case[0] not in (corpus_array.loop_2d, corpus_array.prefix_sum)]
+              if case[0] not in (array_functions.loop_2d, array_functions.prefix_sum)]
 
 
 def arrays_in(value) -> list[np.ndarray]:

@@ -15,6 +15,7 @@ import copy
 import functools
 import math
 
+import array_functions
 import numpy as np
 import pytest
 
@@ -31,33 +32,6 @@ from astjit.ir.printer import format_module
 from astjit.ir.types import BOOL, F32, F64, I64, ArrayType, TupleType, python_type_of
 from astjit.ir.verify import verify_module
 
-try:
-    import corpus_array  # the acceptance corpus (../shared/acceptance), if it is there
-except ImportError:  # its three element-wise functions, verbatim
-    import types
-
-    def _scale_in_place(x, s):
-        for i in range(x.shape[0]):
-            x[i] = x[i] * s
-
-    def _running_max_index(x):
-        best = x[0]
-        k = 0
-        for i in range(1, len(x)):
-            if x[i] > best:
-                best = x[i]
-                k = i
-        return k, best
-
-    def _attributes(a):
-        return a.shape[0] * 10 + a.shape[1], a.size, a.ndim, len(a)
-
-    for _fn in (_scale_in_place, _running_max_index, _attributes):
-        _fn.__name__ = _fn.__name__[1:]
-    corpus_array = types.SimpleNamespace(
-        scale_in_place=_scale_in_place, running_max_index=_running_max_index,
-        attributes=_attributes,
-        CASES=[(_running_max_index, lambda: (floats(40),)), (_attributes, lambda: (floats(3, 7),))])
 
 # ---- helpers ---------------------------------------------------------------------------
 
@@ -311,19 +285,19 @@ def loop_over_rows(a, i):
 
 # ---- the acceptance corpus's element-wise functions -------------------------------------
 
-CORPUS = {fn.__name__: make for fn, make in corpus_array.CASES}
+CORPUS = {fn.__name__: make for fn, make in array_functions.CASES}
 CORPUS["scale_in_place"] = lambda: (floats(7), 2.5)
 
 
-@pytest.mark.parametrize("fn", [corpus_array.scale_in_place, corpus_array.running_max_index,
-                                corpus_array.attributes], ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("fn", [array_functions.scale_in_place, array_functions.running_max_index,
+                                array_functions.attributes], ids=lambda fn: fn.__name__)
 def test_corpus_targets_match_numpy(fn):
     check_against_python(fn, CORPUS[fn.__name__])
 
 
 def test_scale_in_place_writes_into_the_callers_array():
     x = np.arange(5.0)
-    _, optimized = compile_stages(corpus_array.scale_in_place, (x, 3.0))
+    _, optimized = compile_stages(array_functions.scale_in_place, (x, 3.0))
     assert interpret(optimized, [x, 3.0]) is None
     np.testing.assert_array_equal(x, np.arange(5.0) * 3.0)
 
@@ -412,7 +386,7 @@ def test_lowering_uses_the_array_primitives():
     module = lower_function(add_outer)
     verify_module(module, typed=False)
     assert {"array_get", "array_set", "array_shape"} <= set(ops(module))
-    module = lower_function(corpus_array.attributes)
+    module = lower_function(array_functions.attributes)
     assert {"array_shape", "array_size", "array_ndim", "len"} <= set(ops(module))
     # a literal index stays a tuple getitem until inference sees an array
     assert "getitem" in ops(lower_function(read_first))
@@ -450,7 +424,7 @@ def test_passes_keep_every_element_read_and_write():
                      "array_get", "array_get"]
     _, optimized = compile_stages(unused_read, (floats(2), 0))
     assert ops(optimized).count("array_get") == 1
-    _, optimized = compile_stages(corpus_array.scale_in_place, (floats(2), 2.0))
+    _, optimized = compile_stages(array_functions.scale_in_place, (floats(2), 2.0))
     assert ops(optimized).count("array_get") == 1 and ops(optimized).count("array_set") == 1
 
 
@@ -461,7 +435,7 @@ def test_a_branch_reading_an_element_is_not_speculated():
 
 
 def test_shape_queries_simplify_to_array_dim():
-    _, optimized = compile_stages(corpus_array.attributes, (floats(3, 7),))
+    _, optimized = compile_stages(array_functions.attributes, (floats(3, 7),))
     found = ops(optimized)
     assert "array_shape" not in found and "getitem" not in found and "len" not in found
     assert "array_ndim" not in found  # the type says it: a constant
@@ -697,9 +671,9 @@ def _backend_takes_arrays() -> bool:
         return False
 
 
-JIT_CASES = [(fn, CORPUS[fn.__name__]) for fn in (corpus_array.scale_in_place,
-                                                  corpus_array.running_max_index,
-                                                  corpus_array.attributes)] + CASES
+JIT_CASES = [(fn, CORPUS[fn.__name__]) for fn in (array_functions.scale_in_place,
+                                                  array_functions.running_max_index,
+                                                  array_functions.attributes)] + CASES
 
 
 @pytest.mark.parametrize("fn,make", JIT_CASES, ids=[case_id(c) for c in JIT_CASES])
@@ -724,7 +698,7 @@ def test_compiled_writes_reach_the_callers_arrays():
     from astjit import jit
 
     x = np.arange(5.0)
-    assert jit(corpus_array.scale_in_place)(x, 3.0) is None
+    assert jit(array_functions.scale_in_place)(x, 3.0) is None
     np.testing.assert_array_equal(x, np.arange(5.0) * 3.0)
     sub = np.zeros(3).view(Subclass)
     jit(write_at)(sub, 1, 2.0)

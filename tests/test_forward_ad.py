@@ -12,7 +12,7 @@ import os
 from copy import deepcopy
 
 import corpus
-import corpus_grad
+import grad_functions
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -99,9 +99,9 @@ def while_node(graph, invariants, carried, cond, body):
     return node.outputs
 
 
-# ---- the shared gradient corpus --------------------------------------------------------
+# ---- the gradient corpus ---------------------------------------------------------------
 
-CORPUS = float_cases(corpus_grad.CASES)
+CORPUS = float_cases(grad_functions.CASES)
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[case_id(c) for c in CORPUS])
@@ -215,7 +215,7 @@ def test_stop_gradient_cuts_the_path():
 
 
 def test_directional_derivative_over_several_parameters():
-    fn = corpus_grad.branch_mixes_args
+    fn = grad_functions.branch_mixes_args
     args, direction = [0.2, 0.4], [0.3, -2.0]
     module = typed(fn, args)
     value, tangent = run_jvp(module, module.entry, [0, 1], args, direction)
@@ -327,7 +327,7 @@ def test_inactive_values_get_no_tangents():
 
 
 def test_non_float_parameter_is_refused_by_name():
-    module = typed(corpus_grad.horner, [0.5, 3])
+    module = typed(grad_functions.horner, [0.5, 3])
     with pytest.raises(NotDifferentiableError, match="'n'"):
         forward_graph(module, module.entry, [1])
 
@@ -421,7 +421,7 @@ def test_a_tape_of_constants_gets_no_tangent_tape():
 # ---- forward over reverse ------------------------------------------------------------------
 
 def test_forward_over_reverse_gives_second_derivatives():
-    module = typed(corpus_grad.newton_sqrt, [2.0])
+    module = typed(grad_functions.newton_sqrt, [2.0])
     gradient = reverse_graph(module, module.entry, [0])
     module.entry = gradient
     optimize(module, verify=verify_module)

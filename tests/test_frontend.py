@@ -13,6 +13,7 @@ import math
 import os
 
 import pytest
+import scalar_functions
 from corpus import CASE_IDS, CASES, NAMES, VALUE_ONLY, outcome, same
 
 from astjit.errors import (
@@ -254,17 +255,15 @@ def test_same_qualname_gets_distinct_graphs():
 
 
 def test_recursion_and_mutual_recursion_share_one_module():
-    import corpus_scalar
-    module = lower_function(corpus_scalar.is_even)
+    module = lower_function(scalar_functions.is_even)
     assert set(module.graphs) == {"is_even", "is_odd"}
     assert module.callees(module.graphs["is_odd"]) == {"is_even"}
-    module = lower_function(corpus_scalar.fib)
+    module = lower_function(scalar_functions.fib)
     assert module.callees(module.entry_graph) == {"fib"}
 
 
 def test_keywords_and_defaults_are_bound_at_the_call():
-    import corpus_scalar
-    module = lower_function(corpus_scalar.calls_helpers)
+    module = lower_function(scalar_functions.calls_helpers)
     calls = [n for n in module.entry_graph.walk() if n.op == "call" and n.attrs["callee"] == "_poly"]
     assert [len(c.inputs) for c in calls] == [4, 4]
 

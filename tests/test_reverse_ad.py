@@ -4,13 +4,13 @@ Each case is lowered, typed and optimized, differentiated, verified and run
 by the reference interpreter; the result (value, gradients...) is compared
 with the function itself and central finite differences. The gradient graph
 is then optimized (as the driver does) and must give the same numbers. The
-same functions drive every check: the acceptance corpus plus the cases below
+same functions drive every check: the gradient corpus plus the cases below
 (nested loops, tuples through loops, loops in branches, mutual recursion ...).
 """
 import dataclasses
 import math
 
-import corpus_grad
+import grad_functions
 import pytest
 
 from astjit.errors import Loc
@@ -281,7 +281,7 @@ EXTRA_CASES = [
     (constant, [(1.0,)]),
     (ignores_y, [(1.5, 2.0)]),
 ]
-CASES = [(fn, args) for fn, argsets in corpus_grad.CASES + EXTRA_CASES for args in argsets]
+CASES = [(fn, args) for fn, argsets in grad_functions.CASES + EXTRA_CASES for args in argsets]
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -339,27 +339,27 @@ def test_gradient_matches_finite_differences(fn, args):
 
 
 def test_seed_example_linear_square():
-    module, name, _ = differentiate(corpus_grad.linear_square, (2.0, 3.0, 1.0))
+    module, name, _ = differentiate(grad_functions.linear_square, (2.0, 3.0, 1.0))
     assert interpret(module, [2.0, 3.0, 1.0], graph_name=name) == (49.0, 42.0, 28.0, 14.0)
 
 
 def test_seed_example_graph():
-    module, name, _ = differentiate(corpus_grad.seed_graph, (2.0, 5.0))
+    module, name, _ = differentiate(grad_functions.seed_graph, (2.0, 5.0))
     value, gx1, gx2 = interpret(module, [2.0, 5.0], graph_name=name)
-    assert value == corpus_grad.seed_graph(2.0, 5.0)
+    assert value == grad_functions.seed_graph(2.0, 5.0)
     assert math.isclose(gx1, 1 / 2.0 + 5.0, rel_tol=1e-12)
     assert math.isclose(gx2, 2.0 - math.cos(5.0), rel_tol=1e-12)
 
 
 def test_wrt_order_and_repetition_are_kept():
-    module, name, _ = differentiate(corpus_grad.seed_graph, (2.0, 5.0), wrt=[1, 0, 1])
+    module, name, _ = differentiate(grad_functions.seed_graph, (2.0, 5.0), wrt=[1, 0, 1])
     value, g1, g0, g1_again = interpret(module, [2.0, 5.0], graph_name=name)
     assert (g1, g0, g1_again) == (2.0 - math.cos(5.0), 5.5, 2.0 - math.cos(5.0))
     assert name.endswith(".vjp[1,0,1]")
 
 
 def test_newton_sqrt_derivative_is_exact_enough():
-    module, name, _ = differentiate(corpus_grad.newton_sqrt, (2.0,))
+    module, name, _ = differentiate(grad_functions.newton_sqrt, (2.0,))
     _, g = interpret(module, [2.0], graph_name=name)
     assert math.isclose(g, 0.5 / math.sqrt(2.0), rel_tol=1e-9)
 
@@ -379,7 +379,7 @@ def test_single_precision_parameters_get_single_precision_adjoints():
 
 
 def test_the_differentiated_graph_is_left_unchanged():
-    module = typed_module(corpus_grad.loop_with_break, [F64])
+    module = typed_module(grad_functions.loop_with_break, [F64])
     before = fingerprint(module)
     name = reverse_graph(module, module.entry, [0])
     del module.graphs[name]
@@ -505,7 +505,7 @@ def test_work_the_backward_repeats_still_raises_once_the_forward_copy_goes():
 
 
 def test_straight_line_code_needs_no_tape():
-    module, name, _ = differentiate(corpus_grad.branch_mixes_args, (2.0, 3.0))
+    module, name, _ = differentiate(grad_functions.branch_mixes_args, (2.0, 3.0))
     ops = {node.op for node in module.graphs[name].walk()}
     assert not ops & {"tape_new", "tape_push", "tape_get", "tape_free", "while"}
 
@@ -559,7 +559,7 @@ def derivative_graph(module: Module, gradient: str, index: int) -> str:
 
 @pytest.mark.parametrize("fn,x,d2", [
     (cubic_plus_sin, 1.3, 6 * 1.3 - math.sin(1.3)),
-    (corpus_grad.piecewise, 4.0, -0.25 * 4.0 ** -1.5 + math.exp(-4.0)),
+    (grad_functions.piecewise, 4.0, -0.25 * 4.0 ** -1.5 + math.exp(-4.0)),
 ])
 def test_reverse_over_reverse(fn, x, d2):
     module, name, _ = differentiate(fn, (x,))
@@ -574,7 +574,7 @@ def test_reverse_over_reverse(fn, x, d2):
 
 def test_a_gradient_with_tapes_is_refused_cleanly():
     """Differentiating a loop's gradient meets tape_push: the driver falls back to forward mode."""
-    module, name, _ = differentiate(corpus_grad.newton_sqrt, (2.0,))
+    module, name, _ = differentiate(grad_functions.newton_sqrt, (2.0,))
     first = derivative_graph(module, name, 1)
     graphs = dict(module.graphs)
     with pytest.raises(NotDifferentiableError) as error:
@@ -613,10 +613,10 @@ def test_a_non_float_result_is_refused():
 
 
 @pytest.mark.parametrize("fn,args", [
-    (corpus_grad.seed_graph, (2.0, 5.0)),
-    (corpus_grad.branch_mixes_args, (0.2, 0.4)),
-    (corpus_grad.power_rec, (1.3, 5)),
-    (corpus_grad.newton_sqrt, (2.0,)),
+    (grad_functions.seed_graph, (2.0, 5.0)),
+    (grad_functions.branch_mixes_args, (0.2, 0.4)),
+    (grad_functions.power_rec, (1.3, 5)),
+    (grad_functions.newton_sqrt, (2.0,)),
 ])
 def test_compiled_gradient_agrees_with_the_interpreter(fn, args):
     from astjit.backend.llvm import build_entry
