@@ -188,18 +188,20 @@ class StatementLowerer(CallLowerer):
         scope.assign(target.id, self.augmented(scope, stmt, current))
 
     def augmented(self, scope: Scope, stmt: ast.AugAssign, current: Value) -> Value:
-        """`current <op> value`: the new value of an augmented assignment's target."""
+        """`current <op>= value`: an `augassign` of current, value and `current <op> value`,
+        which type inference makes NumPy's in-place update for an array and Python's
+        rebinding for anything else (ir/ops/views.py)."""
         value = self.lower_expr(scope, stmt.value)
-        op = BINARY_OPS.get(type(stmt.op))
-        if op is None:
-            return self.fail(scope, stmt, UnsupportedSyntaxError,
-                             "the '@=' operator is not supported on numbers", "use '*='")
-        return scope.emit(op, [current, value], self.loc(stmt))
+        op = BINARY_OPS[type(stmt.op)]
+        loc = self.loc(stmt)
+        new = scope.emit(op, [current, value], loc)
+        return scope.emit("augassign", [current, value, new], loc, {"op": op})
 
     def augment_element(self, scope: Scope, stmt: ast.AugAssign) -> None:
         """`x[i] += v`: x and i evaluated once, then read x[i], evaluate v, write back.
-        `x[a:b] += v`: the view x[a:b] made once, `view + v` computed (a new array, so an
-        overlapping v reads the old values, as NumPy's does), then copied into the view."""
+        `x[a:b] += v`: the view x[a:b] made once and updated in place (`augassign`): `view
+        + v` computed into a new array (so an overlapping v reads the old values, as
+        NumPy's does), then copied into the view."""
         target = stmt.target
         loc = self.loc(target)
         array = self.lower_expr(scope, target.value)
@@ -208,9 +210,8 @@ class StatementLowerer(CallLowerer):
                 self.bad_target(target)
             self.lower_expr(scope, stmt.value)  # for the problems it may have
             return
-        if has_slice(target):
-            view = lower_view(self, scope, target, array)
-            scope.emit("array_assign", [view, self.augmented(scope, stmt, view)], loc)
+        if has_slice(target):  # in place in the view, as NumPy's x[a:b].__iadd__(v)
+            self.augmented(scope, stmt, lower_view(self, scope, target, array))
             return
         indices = self.lower_indices(scope, target)
         current = scope.emit("array_get", [array, *indices], loc)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
+from .ops.views import inplace_problem
 from .types import BOOL, BOTTOM, I64, NONE, ArrayType, TupleType, Type, is_numeric, join, python_type_of
 
 MAX_ROUNDS = 20
@@ -148,6 +149,8 @@ class _Inferencer:
             return [self.undef(out, BOTTOM, node.loc) for _ in node.outputs]
         if node.op == "getitem" and isinstance(in_types[0], ArrayType):
             return self.element_read(node, inputs, out)
+        if node.op == "augassign":
+            return self.augmented_assignment(node, inputs, out)
         if node.op in ("array_new", "array_new_like"):
             inputs = self.creation_operands(node, attrs, inputs, out)
             in_types = [v.type for v in inputs]
@@ -175,6 +178,27 @@ class _Inferencer:
                         loc=node.loc, types=[I64]).outputs[0]
         read = Node("array_get", [], node.outputs, loc=node.loc)
         return self.infer_leaf(read, [inputs[0], index], out)
+
+    def augmented_assignment(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """`x op= v` (inputs x, v, x op v): for an array x, NumPy's in-place update, whose
+        result is x itself, so every name bound to it sees the new values; NumPy's
+        refusals (ops/views.py `inplace_problem`) raise when the statement runs, as
+        NumPy's do. For anything else, Python's rebinding to x op v."""
+        target, operand, new = inputs
+        if not isinstance(target.type, ArrayType):
+            new.name = new.name or node.outputs[0].name  # the target's name, for dumps
+            return [new]
+        problem = inplace_problem(node.attrs["op"], target.type, operand.type, new.type)
+        if problem is None:
+            assign = Node("array_assign", [], [Value("", None)], loc=node.loc)
+            self.infer_leaf(assign, [target, new], out)
+        else:
+            exc, message = problem
+            true = out.add("const", [], attrs={"value": True, "type": BOOL}, loc=node.loc,
+                           types=[BOOL]).outputs[0]
+            out.add("raise_if", [true], attrs={"exc": exc, "message": message}, loc=node.loc,
+                    types=[NONE])
+        return [target]
 
     def row_access(self, node: Node, inputs: list[Value], n: int, out: Graph) -> list[Value]:
         """`a[i]` of a 2-d array (fewer indices than axes): a view of the remaining axes;

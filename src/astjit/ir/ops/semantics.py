@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..types import BOOL, TupleType, Type
@@ -99,6 +100,35 @@ def py_raise_if(cond, exc, message):
     return None
 
 
+def numpy_casting_error(message: str) -> TypeError:
+    """NumPy's exception for a ufunc result that does not cast to its output array
+    (`int_array += 1.5`): an instance of NumPy's own class, carrying `message`."""
+    return _casting_error_class()(message)
+
+
+@functools.cache
+def _casting_error_class() -> type:
+    """A subclass of NumPy's class for that error, which NumPy does not export: found by
+    having NumPy raise it once. Ours takes a plain message (NumPy's takes the ufunc
+    and dtypes), so compiled code can add the source line to it."""
+    import numpy
+
+    try:
+        numpy.add(numpy.zeros(1), 1.5, out=numpy.zeros(1, dtype=numpy.int64))
+    except TypeError as error:
+        numpy_class = type(error)
+
+    class UFuncOutputCastingError(numpy_class):
+        def __init__(self, message: str):
+            TypeError.__init__(self, message)
+
+        def __str__(self) -> str:
+            return str(self.args[0])
+
+    return UFuncOutputCastingError
+
+
 EXCEPTIONS = {e.__name__: e for e in (ZeroDivisionError, ValueError, OverflowError, IndexError,
                                       AssertionError, TypeError, RuntimeError,
                                       MemoryError)}
+EXCEPTIONS["UFuncOutputCastingError"] = numpy_casting_error

@@ -22,8 +22,15 @@ the base array.
   number, or an array broadcast to the destination's shape, NumPy's rules)
   into the destination. Overlapping source and destination behave as if the
   source were copied first.
+- `augassign {op}`: `x op= v`, inputs `[x, v, x op v]`. What it means depends on
+  x's type, so type inference replaces it (`inplace_problem` is its check): for
+  an array, NumPy's in-place update (the new value copied into x, which every
+  name bound to x sees); for anything else, Python's rebinding to `x op v`.
 """
 from __future__ import annotations
+
+import operator
+import sys
 
 from ..types import I64, NONE, ArrayType, is_numeric
 from .table import OpTypeError, Routine, _def
@@ -84,6 +91,41 @@ def assign_rule(types, attrs):
     return [dest, dest.dtype], NONE
 
 
+def inplace_problem(op: str, target: ArrayType, operand, new) -> tuple[str, str] | None:
+    """Why NumPy's `target op= operand` raises, as (exception, message), or None.
+
+    NumPy computes `target op operand` into `target`, so the result must cast to
+    the target's dtype under the 'same_kind' rule (`int_array += 1.5` is a
+    TypeError), must not have more dimensions than the target, and `@=` needs a
+    matrix on the right.
+    """
+    import numpy
+
+    from .elementwise import NUMPY_NAMES, UFUNCS
+
+    if op == "matmul":
+        if target.ndim < 1 or not isinstance(operand, ArrayType) or operand.ndim < 2:
+            return "ValueError", ("inplace matrix multiplication requires the first operand to "
+                                  "have at least one and the second at least two dimensions.")
+        name = "matmul"
+    else:
+        name = getattr(numpy, UFUNCS[op]).__name__
+    if not isinstance(new, ArrayType):
+        return None
+    have, want = NUMPY_NAMES[new.dtype.name], NUMPY_NAMES[target.dtype.name]
+    if not numpy.can_cast(have, want, "same_kind"):
+        return "UFuncOutputCastingError", (f"Cannot cast ufunc '{name}' output from dtype('{have}') to "
+                             f"dtype('{want}') with casting rule 'same_kind'")
+    if new.ndim > target.ndim:
+        return "ValueError", (f"non-broadcastable output operand: a {target.ndim}-d array "
+                              f"cannot hold the {new.ndim}-d result of its '{name}'")
+    return None
+
+
+def augassign_rule(types, attrs):
+    raise OpTypeError("augassign is settled by type inference")
+
+
 # ---- reference semantics -------------------------------------------------------------
 
 def _clamp(bound, length, lower, upper):
@@ -133,6 +175,19 @@ def py_assign(dest, value):
     dest[...] = value
 
 
+_INPLACE = {"add": operator.iadd, "sub": operator.isub, "mul": operator.imul,
+            "truediv": operator.itruediv, "floordiv": operator.ifloordiv, "mod": operator.imod,
+            "pow": operator.ipow, "lshift": operator.ilshift, "rshift": operator.irshift,
+            "bitand": operator.iand, "bitor": operator.ior, "bitxor": operator.ixor,
+            "matmul": operator.imatmul}
+
+
+def py_augassign(x, v, new, op):
+    """Python's own `x op= v` for an array (NumPy's in-place ufunc); `new` otherwise."""
+    numpy = sys.modules.get("numpy")
+    return _INPLACE[op](x, v) if numpy and isinstance(x, numpy.ndarray) else new
+
+
 _def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, ("raises",),
      doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says")
 _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")},
@@ -141,3 +196,5 @@ _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape
      ("raises",), doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes"), doc="y[...] = v: copy v (broadcast) into the array y")
+_def("augassign", 3, augassign_rule, py_augassign, {}, ("raises", "writes"),
+     doc="x op= v: in place for an array x, a rebinding otherwise; type inference replaces it")
