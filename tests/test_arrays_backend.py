@@ -469,6 +469,7 @@ def arguments_for(t):
     return samples
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")  # np.matrix offered
 @pytest.mark.parametrize("t", [A1, A2, ArrayType(F32, 1), ArrayType(I64, 2), ArrayType(BOOL, 1),
                                A0])
 def test_the_entry_takes_exactly_what_accepts_says(t):

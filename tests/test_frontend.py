@@ -377,7 +377,8 @@ def method_call(x):
 
 
 def is_zero(x):
-    return x is 0  # noqa: F632                       # problem: is
+    zero = 0  # a name, not the literal: `x is 0` makes CPython warn when it compiles this file
+    return x is zero                    # problem: is
 
 
 def global_stmt(x):

@@ -184,10 +184,10 @@ def numpy_result(fn, args):
         return fn(*args)
 
 
-def cases():
-    for dtype in (np.float64, np.float32):
-        for fn in UNARY + BINARY:
-            yield pytest.param(fn, dtype, id=f"{fn.__name__[2:]}-{np.dtype(dtype).name}")
+def cases() -> list:
+    """Every kernel at both float widths (a list: pytest deprecates generators in parametrize)."""
+    return [pytest.param(fn, dtype, id=f"{fn.__name__[2:]}-{np.dtype(dtype).name}")
+            for dtype in (np.float64, np.float32) for fn in UNARY + BINARY]
 
 
 def arguments(fn, dtype):
