@@ -18,9 +18,12 @@ def const_like(value: ir.Value, number) -> ir.Constant:
 
 
 def compare(builder: ir.IRBuilder, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
-    """Python's `a op b` on two numbers of one type: ordered for floats, signed for ints."""
+    """Python's `a op b` on two numbers of one type: ordered for floats, signed for ints,
+    unsigned for bools (True is 1, not the i1 -1)."""
     if is_float(a):
         return builder.fcmp_ordered(op, a, b)
+    if a.type.width == 1:
+        return builder.icmp_unsigned(op, a, b)
     return builder.icmp_signed(op, a, b)
 
 

@@ -95,8 +95,16 @@ for _name, _pred in [("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq"
 
 _def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},
      ("pure", "elementwise"))
-_def("min", 2, arith_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"))
-_def("max", 2, arith_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"))
+def min_max_rule(types, attrs):
+    """min/max return one of their operands: two bools give a bool (`max(a > 0, b > 0)`),
+    other numbers promote as arithmetic does."""
+    if list(types) == [BOOL, BOOL]:
+        return [BOOL, BOOL], BOOL
+    return arith_rule(types, attrs)
+
+
+_def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"))
+_def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"))
 
 # math module functions on floats: (name, Python function, lowering, can_overflow)
 _MATH_UNARY = [
