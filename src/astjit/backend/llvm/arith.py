@@ -68,11 +68,25 @@ def mod_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 
 def pow_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """a ** b by squaring (wrapping); a negative b is a ValueError, as `ops.int_pow` says."""
+    """a ** b by squaring (wrapping); a negative b raises as `ops.int_pow` says
+    (ZeroDivisionError for a zero base, as CPython's; else ValueError)."""
     a, b = args
     if isinstance(b, ir.Constant) and b.constant >= 0:
         return _pow_by_constant(em.builder, a, b.constant)
-    em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError", msg.INT_NEGATIVE_POWER)
+    negative = compare_const(em.builder, "<", b, 0)
+    zero_base = em.builder.and_(negative, compare_const(em.builder, "==", a, 0))
+    em.fail_if_any(node, [(zero_base, "ZeroDivisionError", msg.ZERO_NEGATIVE_POWER),
+                          (negative, "ValueError", msg.INT_NEGATIVE_POWER)])
+    return _pow_loop(em, a, b)
+
+
+def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's integer a ** b: a negative b is a ValueError whatever a is."""
+    a, b = args
+    if isinstance(b, ir.Constant) and b.constant >= 0:
+        return _pow_by_constant(em.builder, a, b.constant)
+    em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError",
+               msg.NUMPY_INT_NEGATIVE_POWER)
     return _pow_loop(em, a, b)
 
 

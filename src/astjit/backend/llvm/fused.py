@@ -356,6 +356,8 @@ def numpy_leaf(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         return b.select(zero, const_like(a, 0), quotient if op == "floordiv" else remainder)
     if op in ("pow", "fpow") and is_float:
         return em.call_intrinsic("llvm.pow", args)
+    if op == "pow" and first is not None and first.is_int:
+        return arith.pow_int_numpy(em, node, args)
     if op == "cast" and is_float and node.attrs["to"].is_int:
         return b.fptosi(args[0], lltype(node.attrs["to"]))
     return None

@@ -30,6 +30,8 @@ FLOAT_MODULO = message_of(lambda: 1.0 % _zero)
 INT_DIVISION = message_of(lambda: 1 // int(_zero))
 INT_MODULO = message_of(lambda: 1 % int(_zero))
 INT_NEGATIVE_POWER = message_of(lambda: ops.int_pow(2, -1))
+NUMPY_INT_NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
+"""NumPy's message for an integer array raised to a negative integer (a ValueError)."""
 ZERO_NEGATIVE_POWER = message_of(lambda: ops.float_pow(0.0, -1.0))
 NEGATIVE_FRACTIONAL_POWER = message_of(lambda: ops.float_pow(-8.0, 0.5))
 POWER_OVERFLOW = message_of(lambda: ops.float_pow(10.0, 400.0))
@@ -43,6 +45,8 @@ INDEX_OUT_OF_BOUNDS = "index out of bounds for axis {axis}"
 """An array index outside its axis: the fixed message of the error site, and the detail
 template, NumPy's own message, the reporter fills in with the index and the size."""
 INDEX_OUT_OF_BOUNDS_DETAIL = "index {{0}} is out of bounds for axis {axis} with size {{1}}"
+RECURSION = "maximum recursion depth exceeded"
+"""CPython's RecursionError message, without its "while calling a Python object" suffixes."""
 READ_ONLY = "assignment destination is read-only"
 """NumPy's message for a write into a read-only array."""
 TAPE_MEMORY = "out of memory for a tape (what a differentiated loop records)"

@@ -10,7 +10,11 @@ from ..types import BOOL, TupleType, Type
 # ---- reference semantics that Python's operators do not give directly ----------
 
 def int_pow(a, b):
+    """Python's `int ** int`, except that a negative exponent with a nonzero base, whose
+    result CPython makes a float, is refused (one type per value; README)."""
     if isinstance(a, int) and isinstance(b, int) and not isinstance(b, bool) and b < 0:
+        if a == 0:
+            raise ZeroDivisionError("0.0 cannot be raised to a negative power")
         raise ValueError("integer ** negative integer has a float result; write float(a) ** b")
     return a ** b
 
@@ -130,5 +134,5 @@ def _casting_error_class() -> type:
 
 EXCEPTIONS = {e.__name__: e for e in (ZeroDivisionError, ValueError, OverflowError, IndexError,
                                       AssertionError, TypeError, RuntimeError,
-                                      MemoryError)}
+                                      MemoryError, RecursionError)}
 EXCEPTIONS["UFuncOutputCastingError"] = numpy_casting_error
