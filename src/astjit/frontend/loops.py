@@ -138,7 +138,7 @@ class LoopLowerer(StatementLowerer):
             return
         step = constant_index(call.args[2]) if len(call.args) == 3 else 1
         step = step or None  # a literal 0 raises at run time, like any other zero step
-        bounds = [self.lower_expr(scope, a) for a in call.args[:2 if step else 3]]
+        bounds = [self.range_bound(scope, a) for a in call.args[:2 if step else 3]]
         start, stop = (scope.const(0, loc), bounds[0]) if len(bounds) == 1 else bounds[:2]
         positive = None if step else self.check_step(scope, bounds[2], loc)
         counter = f"$range#{next(self.serial)}"
@@ -160,6 +160,13 @@ class LoopLowerer(StatementLowerer):
             s.assign(counter, s.emit(add, [i, increment], loc))
             s.assign(stmt.target.id, i)
         self.lower_loop(scope, stmt, [(counter, stmt.target.id, start)], cond, start_body)
+
+    def range_bound(self, scope: Scope, arg: ast.expr) -> Value:
+        """A bound or step of range(): an int (Python's operator.index: a float is a
+        TypeError), named after the variable it reads, if any, for the dumps."""
+        name = arg.id if isinstance(arg, ast.Name) else ""
+        value = self.lower_expr(scope, arg)
+        return scope.add_node("index", [value], [name], self.loc(arg)).outputs[0]
 
     def check_step(self, scope: Scope, step: Value, loc) -> Value:
         """Raise ValueError for a zero step; return the bool `step > 0`."""

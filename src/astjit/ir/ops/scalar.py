@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ..types import BOOL, I64, NONE, ArrayType, TupleType
+from ..types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 from .semantics import (
     _getitem,
     _undef,
@@ -176,6 +176,18 @@ def raise_if_rule(types, attrs):
     return [BOOL], NONE
 
 
+def index_rule(types, attrs):
+    (t,) = types
+    if t not in (BOOL, I64):
+        raise OpTypeError(f"'{_PYTHON_NAMES.get(t, t)}' object cannot be interpreted as an integer")
+    return [I64], I64
+
+
+_PYTHON_NAMES = {F64: "float", F32: "numpy.float32", NONE: "NoneType"}
+
 _def("len", 1, len_rule, len, {"*": Routine("len")})
+_def("index", 1, index_rule, lambda x: int(operator.index(x)), {"*": Routine("identity")},
+     doc="operator.index(x): an int where Python takes only ints (range's bounds); a float "
+         "is the TypeError Python's is")
 _def("raise_if", 1, raise_if_rule, py_raise_if, {"b": Routine("raise_if")}, ("raises",),
      doc="raise attrs['exc'](attrs['message']) when the operand is true; output is none")

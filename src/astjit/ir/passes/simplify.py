@@ -145,6 +145,7 @@ RULES: list[tuple[str, When, Then]] = [
     ("pow", lambda e: equals(e.y, 0), lambda e: Const(1)),                    # x ** 0 = 1
     ("neg", lambda e: e.x.op == "neg", lambda e: e.x.x),                      # -(-x) = x
     ("pos", lambda e: True, lambda e: e.x),                                   # +x = x
+    ("index", lambda e: True, lambda e: e.x),             # operator.index(n) = n (typed: n is an int)
     ("invert", lambda e: e.x.op == "invert", lambda e: e.x.x),                # ~~n = n
     ("abs", lambda e: e.x.op == "abs", lambda e: e.x),                        # ||x|| = |x|
     ("not", lambda e: e.x.op == "not" and is_bool(e.x.x), lambda e: e.x.x),   # not not b = b
