@@ -217,5 +217,6 @@ class CallLowerer(NumpyCallLowerer):
                                  f"'{fn.__name__}' is a {type(param.default).__name__}",
                                  "defaults must be numbers, booleans, None or tuples of them; "
                                  "pass the argument explicitly")
-            inputs.append(scope.const(default, loc))
+            inputs.append(self.constant(scope, node, default,
+                                        f"{param.name} (the default of {fn.__name__}())"))
         return scope.emit("call", inputs, loc, {"callee": self.functions.request(fn, tuple(static))})

@@ -37,11 +37,12 @@ import ast
 import math
 import types
 
-from ..errors import CompileError, Loc, NameResolutionError, Problem, UnsupportedSyntaxError
+from ..errors import CompileError, Loc, NameResolutionError, Problem, TypingError, UnsupportedSyntaxError
 from ..ir.core import Value
 from ..ir.types import BOOL
 from .analysis import assigned_names
 from .builtins import math_attribute
+from .literals import int64_problem, literal_value, needs_exact_arithmetic
 from .scope import Scope, Unbound, branch_value
 from .source import NOT_CONSTANT, NOT_FOUND, FunctionSource, constant_value, resolve_free_name
 from .syntax import describe, describe_constant
@@ -105,9 +106,25 @@ class ExpressionLowerer:
         if constant_value(node.value) is NOT_CONSTANT:
             what, hint = describe_constant(node.value)
             return self.fail(scope, node, UnsupportedSyntaxError, f"{what} is not supported", hint)
-        return scope.const(node.value, self.loc(node))
+        return self.constant(scope, node, node.value, ast.unparse(node))
+
+    def constant(self, scope: Scope, node: ast.expr, value: object, what: str) -> Value:
+        """A `const` of `value`, which `node` denotes; a TypingError for an int beyond int64."""
+        problem = int64_problem(value, what)
+        if problem is not None:
+            return self.fail(scope, node, TypingError, *problem)
+        return scope.const(value, self.loc(node))
+
+    def literal_arithmetic(self, scope: Scope, node: ast.expr) -> Value | None:
+        """`2**63 - 1`, `-2**63`: arithmetic on literals with a part beyond int64, computed
+        exactly as Python does (literals.py); None for anything else, lowered as written."""
+        if not needs_exact_arithmetic(node):
+            return None
+        return self.constant(scope, node, literal_value(node), ast.unparse(node))
 
     def expr_BinOp(self, scope: Scope, node: ast.BinOp) -> Value:
+        if (literal := self.literal_arithmetic(scope, node)) is not None:
+            return literal
         op = BINARY_OPS.get(type(node.op))
         left, right = self.lower_expr(scope, node.left), self.lower_expr(scope, node.right)
         if op is None:
@@ -116,6 +133,8 @@ class ExpressionLowerer:
         return scope.emit(op, [left, right], self.loc(node))
 
     def expr_UnaryOp(self, scope: Scope, node: ast.UnaryOp) -> Value:
+        if (literal := self.literal_arithmetic(scope, node)) is not None:
+            return literal
         operand = self.lower_expr(scope, node.operand)
         return scope.emit(UNARY_OPS[type(node.op)], [operand], self.loc(node))
 
@@ -265,7 +284,7 @@ class ExpressionLowerer:
             return self.fail(scope, node, NameResolutionError, f"name '{name}' is not defined")
         value = constant_value(obj)
         if value is not NOT_CONSTANT:
-            return scope.const(value, self.loc(node))
+            return self.constant(scope, node, value, name)
         if callable(obj):
             return self.fail(scope, node, UnsupportedSyntaxError,
                              f"function '{name}' is used as a value", "only calls to it are supported")

@@ -1,0 +1,147 @@
+"""CPython's semantics where compiled code could silently differ, or a clear refusal.
+
+Integer constants beyond int64, range() of floats, `0 ** -1`, min/max of bools: each
+case compares the compiled function with the plain one (value, type, exception class),
+or checks the compile-time refusal names the construct.
+"""
+import pytest
+
+import astjit
+from astjit import jit
+
+BIG = 2 ** 70
+NEGATIVE_BIG = -(2 ** 64)
+SMALLEST = -2 ** 63
+
+
+def outcome(fn, args):
+    try:
+        return "value", fn(*args)
+    except Exception as error:  # noqa: BLE001 - the class is compared
+        return "raises", type(error)
+
+
+def same_as_python(fn, *args):
+    expected, got = outcome(fn, args), outcome(jit(fn), args)
+    assert got == expected and type(got[1]) is type(expected[1]), (got, expected)
+
+
+# ---- integer constants ------------------------------------------------------------------
+
+def int64_limits(n):
+    return n > -2**63, 2**63 - 1, -2**63, SMALLEST, 2**64 // 4, ~-2**63
+
+
+def big_times_float(x):
+    return x * (2**200 * 0.5)
+
+
+@pytest.mark.parametrize("fn,args", [(int64_limits, (5,)), (big_times_float, (1.5,))],
+                         ids=["limits", "float-result"])
+def test_literal_arithmetic_is_exact(fn, args):
+    same_as_python(fn, *args)
+
+
+def literal_beyond(x):
+    return x + 100000000000000000000
+
+
+def bound_beyond(n):
+    return n < 2**63
+
+
+def global_beyond(x):
+    return x + BIG
+
+
+def tuple_global_beyond(x):
+    return x + (1, NEGATIVE_BIG)[0]
+
+
+def huge_power(x):
+    return x + 2 ** 100000
+
+
+def callee(x, big=2 ** 64):
+    return x
+
+
+def default_beyond(x):
+    return callee(x)
+
+
+@pytest.mark.parametrize("fn,named", [
+    (literal_beyond, "100000000000000000000"), (bound_beyond, "2 ** 63"),
+    (global_beyond, "BIG"), (tuple_global_beyond, "NEGATIVE_BIG"), (huge_power, "2 ** 100000"),
+    (default_beyond, "big"),
+])
+def test_integer_constants_beyond_int64_are_refused(fn, named):
+    with pytest.raises(astjit.TypingError) as caught:
+        jit(fn)(1)
+    assert named in str(caught.value) and "int64" in str(caught.value)
+
+
+def test_refusal_suggests_a_float():
+    with pytest.raises(astjit.TypingError, match=r"1e\+20"):
+        jit(literal_beyond)(1.0)
+
+
+# ---- range() takes ints -------------------------------------------------------------------
+
+def float_stop(n):
+    t = 0
+    for i in range(n / 2):
+        t += i
+    return t
+
+
+def float_start(a, n):
+    t = 0
+    for i in range(a, n):
+        t += i
+    return t
+
+
+def bool_bounds(a, n):
+    t = 0
+    for i in range(a, n, True):
+        t += i
+    return t
+
+
+@pytest.mark.parametrize("fn,args", [(float_stop, (7,)), (float_start, (0.5, 4))])
+def test_range_of_a_float_is_refused(fn, args):
+    with pytest.raises(astjit.TypingError, match="'float' object cannot be interpreted as an integer"):
+        jit(fn)(*args)
+
+
+def test_range_takes_bools_as_python_does():
+    same_as_python(bool_bounds, True, 4)
+
+
+# ---- exceptions ---------------------------------------------------------------------------
+
+def power(a, b):
+    return a ** b
+
+
+@pytest.mark.parametrize("args", [(0, -1), (0, -3), (2, 10), (-3, 3), (0, 0)])
+def test_integer_power(args):
+    same_as_python(power, *args)
+
+
+def test_negative_integer_power_is_refused_with_a_hint():
+    with pytest.raises(ValueError, match=r"float\(a\) \*\* b"):
+        jit(power)(2, -1)
+
+
+# ---- min / max of bools -------------------------------------------------------------------
+
+def extremes(a, b):
+    return max(a, b), min(a, b), max(a, b, a), min(b, a, b)
+
+
+@pytest.mark.parametrize("a", [False, True])
+@pytest.mark.parametrize("b", [False, True])
+def test_min_max_of_bools_are_bools(a, b):
+    same_as_python(extremes, a, b)
