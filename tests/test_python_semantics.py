@@ -4,6 +4,9 @@ Integer constants beyond int64, range() of floats, `0 ** -1`, min/max of bools: 
 case compares the compiled function with the plain one (value, type, exception class),
 or checks the compile-time refusal names the construct.
 """
+import math
+
+import numpy as np
 import pytest
 
 import astjit
@@ -145,3 +148,35 @@ def extremes(a, b):
 @pytest.mark.parametrize("b", [False, True])
 def test_min_max_of_bools_are_bools(a, b):
     same_as_python(extremes, a, b)
+
+
+# ---- Python's functions take Python's types ----------------------------------------------
+
+def math_sqrt(x):
+    return math.sqrt(x)
+
+
+def math_floor_plus(x):
+    return math.floor(x) + 1
+
+
+def math_atan2(y, x):
+    return math.atan2(y, x)
+
+
+@pytest.mark.parametrize("fn,args,instead", [
+    (math_sqrt, (np.arange(3.0),), "np.sqrt"),
+    (math_floor_plus, (np.ones(2),), "NumPy"),
+    (math_atan2, (1.0, np.ones(2)), "np.arctan2"),
+])
+def test_math_functions_refuse_arrays(fn, args, instead):
+    with pytest.raises(TypeError):
+        fn(*args)
+    with pytest.raises(astjit.TypingError, match=f"{fn.__code__.co_names[-1]}.*not arrays.*{instead}"):
+        jit(fn)(*args)
+
+
+def test_math_functions_of_numbers_still_compile():
+    same_as_python(math_sqrt, 4.0)
+    same_as_python(math_floor_plus, 2.5)
+    same_as_python(math_atan2, 1.0, -1.0)

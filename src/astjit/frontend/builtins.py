@@ -45,15 +45,17 @@ _MATH_OPS = {
 }
 
 
-def _fixed(op: str, what: str) -> Handler:
-    """A function of exactly the op's arity."""
+def _fixed(op: str, what: str, scalars_only: bool = False) -> Handler:
+    """A function of exactly the op's arity. `scalars_only`: Python's function of numbers
+    (`math.sqrt`), which type inference refuses to apply to arrays, as Python does."""
     arity = OPS[op].arity
+    attrs = {"scalar_function": what} if scalars_only else None
 
     def handle(emit: Emit, args: list[Value]) -> Value:
         if len(args) != arity:
             raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)}, "
                             f"got {len(args)}")
-        return emit(op, args)
+        return emit(op, args, attrs) if attrs else emit(op, args)
     return handle
 
 
@@ -113,7 +115,8 @@ _BUILTIN_HANDLERS: dict[object, Handler] = {
     builtins.pow: _pow,
     builtins.range: _range,
 }
-_MATH_HANDLERS = {getattr(math, name): _fixed(op, f"math.{name}") for name, op in _MATH_OPS.items()}
+_MATH_HANDLERS = {getattr(math, name): _fixed(op, f"math.{name}", scalars_only=True)
+                  for name, op in _MATH_OPS.items()}
 
 
 def call_handler(obj: object) -> Handler | None:

@@ -26,7 +26,21 @@ from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
 from .ops.views import inplace_problem
-from .types import BOOL, BOTTOM, I64, NONE, ArrayType, TupleType, Type, is_numeric, join, python_type_of
+from .ops.strong import numpy_semantics
+from .types import (
+    BOOL,
+    BOTTOM,
+    I64,
+    NONE,
+    ArrayType,
+    TupleType,
+    Type,
+    TypeKey,
+    exact,
+    is_numeric,
+    join,
+    python_type_of,
+)
 
 MAX_ROUNDS = 20
 
@@ -74,10 +88,10 @@ class _Inferencer:
     @property
     def changed(self) -> bool:
         """Whether a recursive call was typed with an estimate that proved wrong."""
-        return any(self.estimates[key] != t for key, t in self.consulted.items())
+        return any(exact(self.estimates[key]) != exact(t) for key, t in self.consulted.items())
 
     def specialize(self, name: str, arg_types: list[Type], loc: Loc | None) -> str:
-        key = (name, tuple(arg_types))
+        key = (name, TypeKey(arg_types))
         typed_name = specialization_name(name, arg_types)
         if key in self.done or key in self.in_progress:
             return typed_name
@@ -96,7 +110,7 @@ class _Inferencer:
         return typed_name
 
     def result_type(self, name: str, arg_types: list[Type]) -> Type:
-        key = (name, tuple(arg_types))
+        key = (name, TypeKey(arg_types))
         estimate = self.estimates.get(key, BOTTOM)
         if key in self.in_progress:
             self.consulted.setdefault(key, estimate)
@@ -142,7 +156,7 @@ class _Inferencer:
                             names=[v.name for v in node.outputs], types=[BOOL])
             self.static_truth[const.outputs[0]] = value
             return const.outputs
-        if node.op == "cast" and in_types[0] == attrs["to"]:
+        if node.op == "cast" and exact(in_types[0]) == exact(attrs["to"]):
             return inputs  # bool(b) of a bool, float(x) of a float: nothing to do
         if node.op != "tuple" and any(contains_bottom(t) for t in in_types):
             # Depends on a recursive result not known yet: a placeholder this round.
@@ -165,8 +179,12 @@ class _Inferencer:
             operand_types, result_type = OPS[node.op].rule(in_types, attrs)
         except OpTypeError as error:
             raise TypingError(str(error), node.loc, hint=_hint(node.op, in_types)) from None
+        attrs.pop("scalar_function", None)  # math.sqrt's: checked by the rule, then meaningless
         if node.op in ("const", "undef"):
             attrs["type"] = result_type
+        attrs.pop("numpy", None)
+        if numpy_semantics(node.op, in_types, node.attrs):
+            attrs["numpy"] = True  # computes as NumPy does on NumPy scalars (ops/strong.py)
         operands = [coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
         new = out.add(node.op, operands, len(node.outputs), attrs=attrs, loc=node.loc,
                       names=[v.name for v in node.outputs], types=[result_type])
@@ -340,7 +358,7 @@ class _Inferencer:
             body = self.infer_graph(node.regions[1], invariant_types + carried, "body")
             widened = [self.join_at(a, b.type, n, node.loc)
                        for a, b, n in zip(carried, body.outputs, names)]
-            if widened == carried:
+            if TypeKey(widened) == TypeKey(carried):
                 break
             carried = widened
         else:

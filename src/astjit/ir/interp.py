@@ -29,6 +29,7 @@ from .core import Graph, Module, Node, Value
 from .ops import OPS
 from .ops.elementwise import NUMPY_NAMES, UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
 from .ops.reductions import py_reduce
+from .ops.strong import evaluate_numpy
 from .types import BOOL, F32, F64, I32, I64, ArrayType, TupleType, Type, python_type_of
 
 Frame = list
@@ -193,8 +194,12 @@ def leaf_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
     evaluate = OPS[node.op].evaluate
     if node.op == "array_new" and (node.attrs.get("packed_shape") or node.attrs.get("dtype") is None):
         evaluate = _untyped_array_new(node.attrs)
-    elif node.attrs:
-        evaluate = functools.partial(evaluate, **node.attrs)
+    elif node.attrs.get("numpy"):  # NumPy's semantics on NumPy scalars (ops/strong.py)
+        typed = all(v.type is not None for v in node.inputs)
+        evaluate = evaluate_numpy(node.op, [v.type for v in node.inputs] if typed else None,
+                                  node.outputs[0].type)
+    elif attrs := {k: v for k, v in node.attrs.items() if k != "scalar_function"}:
+        evaluate = functools.partial(evaluate, **attrs)  # scalar_function only restricts typing
     convert = coercion(node.outputs[0].type) or _identity
     (output,) = outputs
     if not inputs:

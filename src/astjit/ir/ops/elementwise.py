@@ -10,10 +10,12 @@ operand:
   checked at run time: "operands could not be broadcast together with shapes
   (3,) (4,)");
 - the *computation type* `c` is NumPy's (NEP 50): array dtypes promote as
-  NumPy's do (i64 with f32 gives f64), then scalar operands are *weak* (a Python
-  scalar, which every IR scalar is): one of a higher kind (bool < int < float)
+  NumPy's do (i64 with f32 gives f64), then *weak* scalar operands (Python
+  scalars) join in: one of a higher kind (bool < int < float)
   than the arrays' gives that kind's default (int64, float64), else it takes
-  the arrays' dtype (f32 array * 2.0 -> f32 array);
+  the arrays' dtype (f32 array * 2.0 -> f32 array); a strong scalar (a NumPy
+  scalar, ops/strong.py) promotes as an array does (f32 array * np.float64(2.0)
+  -> f64 array);
 - the op's scalar rule applied to `c` gives the element types the operands are
   converted to and the result dtype (int array / int -> f64 array,
   comparisons -> bool array);
@@ -39,7 +41,7 @@ import dataclasses
 import functools
 import math
 
-from ..types import BOOL, F32, F64, I32, I64, ArrayType, ScalarType, Type, is_numeric
+from ..types import BOOL, F32, F64, I32, I64, ArrayType, ScalarType, Type, TypeKey, is_numeric, weak
 from . import vjp  # noqa: F401 - the scalar entries (and their reverse rules) come first
 from .table import OPS, Builder, Intrinsic, OpTypeError, Routine, _def, _numeric, arith_rule
 
@@ -61,6 +63,10 @@ UFUNCS: dict[str, str] = {
     "where": "where",
 }
 """The ops that work on whole arrays, and the NumPy function each one is."""
+
+BITWISE_UFUNCS = {"bitand": "bitwise_and", "bitor": "bitwise_or", "bitxor": "bitwise_xor",
+                  "lshift": "left_shift", "rshift": "right_shift"}
+"""Scalar ops NumPy also has as ufuncs, which compiled code has on scalars only (ops/strong.py)."""
 
 
 def _numpy():
@@ -144,9 +150,13 @@ def has_array(types) -> bool:
     return any(isinstance(t, ArrayType) for t in types)
 
 
-@functools.cache
 def array_plan(op: str, types: tuple[Type, ...]) -> Plan:
     """The plan of `op` on these operand types (at least one an array); OpTypeError if none."""
+    return _array_plan(op, TypeKey(types))
+
+
+@functools.cache
+def _array_plan(op: str, types: TypeKey) -> Plan:
     if op not in UFUNCS:
         what = {"min": "min() of arrays is ambiguous: use np.minimum(a, b)",
                 "max": "max() of arrays is ambiguous: use np.maximum(a, b)"}.get(op)
@@ -156,14 +166,16 @@ def array_plan(op: str, types: tuple[Type, ...]) -> Plan:
             raise OpTypeError(f"'{op}' needs arrays or numbers, got {t}")
     elements = [t.dtype if isinstance(t, ArrayType) else t for t in types]
     values = types[1:] if op == "where" else types
-    c = numpy_promote([t.dtype for t in values if isinstance(t, ArrayType)],
-                      [t for t in values if not isinstance(t, ArrayType)])
+    c = numpy_promote([t.dtype if isinstance(t, ArrayType) else weak(t) for t in values
+                       if isinstance(t, ArrayType) or t.strong],
+                      [t for t in values if not isinstance(t, ArrayType) and not t.strong])
     if op == "where":
         if elements[0] != BOOL:
             raise OpTypeError(f"np.where() needs a bool condition here, got {types[0]}")
         operands, result = [BOOL, c, c], c
     else:
-        operands, result = OPS[op].rule([c] * len(types), {})
+        scalar_rule = getattr(OPS[op].rule, "scalar_rule", OPS[op].rule)
+        operands, result = scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
@@ -173,19 +185,27 @@ def array_plan(op: str, types: tuple[Type, ...]) -> Plan:
     return Plan(tuple(operands), result, ndim)
 
 
-@functools.cache
 def numpy_result_dtype(op: str, types: tuple[Type, ...]) -> str:
-    """NumPy's own result dtype name for these operand types (scalars weak), or an error text."""
+    """NumPy's own result dtype name for these operand types (a strong scalar a NumPy
+    scalar, a weak one a Python scalar), or an error text."""
+    return _numpy_result_dtype(op, TypeKey(types))
+
+
+@functools.cache
+def _numpy_result_dtype(op: str, types: TypeKey) -> str:
     np = _numpy()
     samples = []
     for t in types:
         if isinstance(t, ArrayType):
             samples.append(np.ones(1, dtype=NUMPY_NAMES[t.dtype.name]))
+        elif t.strong:
+            samples.append(np.dtype(NUMPY_NAMES[t.name]).type(1))
         else:
             samples.append({"bool": True, "f32": 1.0, "f64": 1.0}.get(t.name, 1))
     try:
         with np.errstate(all="ignore"):
-            return np.asarray(getattr(np, UFUNCS[op])(*samples)).dtype.name
+            function = getattr(np, UFUNCS.get(op) or BITWISE_UFUNCS[op])
+            return np.asarray(function(*samples)).dtype.name
     except TypeError as error:
         return f"a TypeError ({error})"
 
@@ -195,6 +215,10 @@ def lift(op: str, scalar_rule):
     def rule(types, attrs):
         if not has_array(types):
             return scalar_rule(types, attrs)
+        if attrs.get("scalar_function"):  # math.sqrt(x): Python's function, which refuses arrays
+            instead = f"np.{UFUNCS[op]}" if op in UFUNCS else "the NumPy function"
+            raise OpTypeError(f"{attrs['scalar_function']}() takes numbers, not arrays (Python's "
+                              f"raises TypeError); use {instead}")
         plan = array_plan(op, tuple(types))
         operands = [t if isinstance(t, ArrayType) else s for t, s in zip(types, plan.operands)]
         return operands, ArrayType(plan.result, plan.ndim)
