@@ -180,3 +180,24 @@ def test_math_functions_of_numbers_still_compile():
     same_as_python(math_sqrt, 4.0)
     same_as_python(math_floor_plus, 2.5)
     same_as_python(math_atan2, 1.0, -1.0)
+
+
+# ---- globals are read once, when the function is first compiled ----------------------------
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return SCALE * x
+
+
+def test_globals_are_read_when_first_compiled():
+    global SCALE
+    compiled = jit(scaled)
+    assert compiled(1.0) == 2.0
+    SCALE = 3.0
+    try:
+        assert compiled(1.0) == 2.0 and compiled(1) == 2.0  # the README's example
+        assert jit(scaled)(1.0) == 3.0
+    finally:
+        SCALE = 2.0
