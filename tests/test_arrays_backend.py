@@ -230,7 +230,7 @@ def test_float32_arrays_round_like_numpy():
     call = compile_module(scale_module(t)).call
     x = np.linspace(0, 1, 9, dtype=np.float32)
     want = x * np.float32(0.1)
-    call(x, 0.1)
+    call(x, np.float32(0.1))
     assert np.array_equal(x, want)
     total = compile_module(sum_module(t, acc=F32)).call
     want = np.float32(0)

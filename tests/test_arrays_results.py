@@ -30,7 +30,8 @@ from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 A0, A1, A2 = (ArrayType(F64, n) for n in (0, 1, 2))
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 NAMES = {F64: "float64", F32: "float32", I64: "int64", BOOL: "bool"}
-FILL_VALUES = {F64: 2.5, F32: 0.1, I64: -7, BOOL: True}
+FILL_VALUES = {F64: 2.5, F32: np.float32(0.1), I64: -7, BOOL: True}
+"""A fill argument of each type: an f32 parameter takes a NumPy float32 (a strong scalar)."""
 
 
 # ---- building graphs -------------------------------------------------------------------
@@ -136,7 +137,7 @@ def test_new_arrays_of_every_dtype_fill_and_ndim(dtype, fill, ndim):
 
 
 def test_new_arrays_match_numpy_element_for_element():
-    assert compile_module(new_module(F32, 1, "value")).call(3, 0.1).tolist() == \
+    assert compile_module(new_module(F32, 1, "value")).call(3, np.float32(0.1)).tolist() == \
         np.full(3, 0.1, np.float32).tolist()
     assert compile_module(new_module(BOOL, 2, 1)).call(2, 2).tolist() == [[True] * 2] * 2
     assert compile_module(new_module(BOOL, 1, "value")).call(3, False).tolist() == [False] * 3

@@ -24,7 +24,7 @@ from .ir.infer import infer_types
 from .ir.passes.memory import check_array_ownership, insert_array_ownership
 from .ir.passes.pipeline import optimize
 from .ir.printer import format_module
-from .ir.types import TupleType, Type
+from .ir.types import TupleType, Type, exact
 from .ir.verify import verify_module
 
 IR_STAGES = ("parsed", "typed", "optimized")
@@ -274,11 +274,22 @@ def dump_stages(spec: Specialization, directory: str, name: str) -> None:
 def optimize_for_backend(module: Module, check: Callable[[Module], None] | None) -> Module:
     """The optimization pipeline, then the memory pass, which must come after every other
     pass; `check` (the verifier) runs after each, and the ownership checker at the end."""
+    result = module.entry_graph.outputs[0].type
     module = insert_array_ownership(optimize(module, verify=check))
+    keep_result_type(module, result)
     if check is not None:
         check(module)
         check_array_ownership(module)
     return module
+
+
+def keep_result_type(module: Module, result: Type) -> None:
+    """Give the entry's result the strength type inference gave it (ir/types.py), which
+    decides how it is boxed: a pass may have put an equal value of the other strength in
+    its place (a cast that changes only strength, `float(x[i])`, folds away)."""
+    out = module.entry_graph.outputs[0]
+    if exact(out.type) != exact(result):
+        out.type = result
 
 
 def typed_module(parsed: Module, types: tuple[Type, ...]) -> Module:

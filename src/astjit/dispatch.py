@@ -9,9 +9,16 @@ be re-targeted in place (`__setstate__`) when a new specialization is
 compiled, so a call costs one partial hop plus the wrapper.
 
 Whatever the entry does not take exactly — another signature, keywords,
-NumPy scalars, an int beyond int64 — goes to `Dispatcher.call_slow`, which
+an int subclass, an int beyond int64 — goes to `Dispatcher.call_slow`, which
 binds the arguments as Python would, compiles a new specialization if needed
 and calls it.
+
+A NumPy scalar argument of a supported type (`np.float64`, `np.float32`,
+`np.int64`, `np.bool_`) is a strong scalar (ir/types.py): its own signature,
+NumPy's semantics, and results that are NumPy scalars where NumPy gives them.
+Other NumPy scalars (`np.int8` ... `np.uint64`, `np.float16`) are refused with a
+TypeError naming the argument: computing them as int64 would silently differ.
+Signatures are `TypeKey`s, which tell `f(np.float64(1.0))` from `f(1.0)`.
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir.types import NUMPY_DTYPES, TupleType, Type, python_type_of
+from .ir.types import NUMPY_DTYPES, NUMPY_SCALARS, TupleType, Type, TypeKey, python_type_of
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
@@ -71,21 +78,43 @@ class Signature:
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is {problem}")
         return [normalize_argument(v) for v in bound.arguments.values()]
 
-    def types_of(self, values: list[Any]) -> tuple[Type, ...]:
+    def types_of(self, values: list[Any]) -> TypeKey:
         """The IR types of bound argument values; TypeError naming a bad parameter."""
         types = []
         for name, value in zip(self.names, values):
             t = python_type_of(value)
+            if t is None and is_numpy_scalar(value):
+                raise TypeError(f"argument '{name}' of {self.function.__name__}() is "
+                                f"{describe_argument(value)}, which compiled code does not "
+                                f"take; pass {numpy_scalar_hint(name, value)}")
             if t is None:
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is "
                                 f"{describe_argument(value)}; {ACCEPTED}")
             check_int_range(name, value)
             types.append(t)
-        return tuple(types)
+        return TypeKey(types)
 
 
-ACCEPTED = ("compiled functions take int, float, bool, tuples of them and NumPy arrays of "
-            f"dtype {', '.join(NUMPY_DTYPES)}")
+ACCEPTED = ("compiled functions take int, float, bool, NumPy scalars of type "
+            f"{', '.join(NUMPY_SCALARS)}, tuples of them and NumPy arrays of dtype "
+            f"{', '.join(NUMPY_DTYPES)}")
+
+
+def is_numpy_scalar(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.generic)
+
+
+def numpy_scalar_hint(name: str, value: Any) -> str:
+    """What to pass instead of a NumPy scalar of an unsupported type."""
+    kind = value.dtype.kind
+    if kind == "b":
+        return f"bool({name}) (Python's bool) or np.bool_({name})"
+    if kind in "iu":
+        return f"int({name}) (Python's int, int64 in compiled code) or np.int64({name})"
+    if kind == "f":
+        return f"float({name}) (Python's float) or np.float64({name})"
+    return f"a Python scalar or a NumPy scalar of type {', '.join(NUMPY_SCALARS)}"
 
 
 def describe_argument(value: Any) -> str:
@@ -94,6 +123,8 @@ def describe_argument(value: Any) -> str:
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):
         return f"a NumPy array of dtype {value.dtype}"
+    if numpy is not None and isinstance(value, numpy.generic):
+        return f"a numpy.{type(value).__name__} ({value!r:.40})"
     if isinstance(value, tuple):
         for i, element in enumerate(value):
             if python_type_of(element) is None:
@@ -103,9 +134,10 @@ def describe_argument(value: Any) -> str:
 
 
 def normalize_argument(value: Any) -> Any:
-    """Exactly bool, int or float (NumPy scalars, int subclasses...); tuples elementwise.
+    """Exactly bool, int or float (int subclasses...); tuples elementwise; a NumPy scalar
+    as it is (a strong scalar, or one `types_of` refuses).
 
-    Compiled entries accept only the exact built-in types, so this is what keeps
+    Compiled entries accept only the exact types, so this is what keeps
     the slow path from handing them something they pass back. A NumPy array is
     never copied, as compiled code writes into the caller's array: it is returned
     as it is, or for a subclass (`numpy.memmap` ...) as a plain `ndarray` view of
@@ -113,7 +145,7 @@ def normalize_argument(value: Any) -> Any:
     """
     numpy = sys.modules.get("numpy")  # never imported here: a NumPy scalar implies numpy
     if numpy is not None and isinstance(value, numpy.generic):
-        value = value.item()
+        return value
     if numpy is not None and isinstance(value, numpy.ndarray):
         return value if type(value) is numpy.ndarray else value.view(numpy.ndarray)
     if isinstance(value, bool):

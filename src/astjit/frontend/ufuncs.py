@@ -17,15 +17,18 @@ importing astjit does not import NumPy.
 | np.isnan, isinf, isfinite | isnan, isinf, isfinite |
 | np.where(c, a, b) | where |
 
-On scalars these ops keep the scalar semantics of the rest of compiled code
-(Python's: math.exp(1000.0) raises OverflowError where np.exp gives inf).
+On scalars they are NumPy's, unlike the `math` functions of the same ops: the
+node carries attr `numpy` (ir/ops/strong.py), so `np.exp(1000.0)` is inf where
+`math.exp(1000.0)` raises OverflowError, and the result is a NumPy scalar.
 Keyword arguments (out=, where=, dtype=) are not supported.
 """
 from __future__ import annotations
 
 import functools
 
-from .builtins import Handler, _fixed, numpy_lookup
+from ..ir.core import Value
+from ..ir.ops import OPS
+from .builtins import CallError, Emit, Handler, numpy_lookup
 
 _NAMES = {
     "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "truediv",
@@ -47,7 +50,20 @@ _NAMES = {
 def ufunc_table() -> dict[object, Handler]:
     import numpy
 
-    return {getattr(numpy, name): _fixed(op, f"np.{name}") for name, op in _NAMES.items()}
+    return {getattr(numpy, name): _numpy_function(op, f"np.{name}")
+            for name, op in _NAMES.items()}
+
+
+def _numpy_function(op: str, what: str) -> Handler:
+    """A NumPy function of exactly the op's arity: the op with NumPy's semantics."""
+    arity = OPS[op].arity
+
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        if len(args) != arity:
+            raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)}, "
+                            f"got {len(args)}")
+        return emit(op, args, {"numpy": True})
+    return handle
 
 
 def ufunc_handler(obj: object) -> Handler | None:

@@ -4,11 +4,18 @@ Python `int` is `i64` (wraps on overflow, unlike Python), `float` is `f64`,
 `bool` is `bool`. `BOTTOM` is the type of a value that has not been produced on
 any path yet (an `undef` placeholder, a recursive call whose result is still
 being inferred); it joins with anything to that thing.
+
+A scalar is *weak* (a Python `int`, `float` or `bool`) or *strong* (a NumPy
+scalar: `np.float64`, `np.int64`, `np.bool_`, and every f32/i32), as in NEP 50
+and JAX's weak types. Strength decides promotion and semantics (ir/ops/strong.py)
+and how a result is boxed; it is printed (`np.f64`) but takes no part in type
+equality or hashing, so `t == F64` holds for both. Where strength must tell two
+types apart (signature caches, specializations, joins) use `exact` or `TypeKey`.
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 
 class Type:
@@ -19,9 +26,15 @@ class Type:
 class ScalarType(Type):
     name: str
     """'bool', 'i32', 'i64', 'f32' or 'f64'."""
+    strong: bool = field(default=False, compare=False)
+    """A NumPy scalar rather than a Python one (always for f32 and i32, which Python lacks)."""
+
+    def __post_init__(self):
+        if self.name in ALWAYS_STRONG and not self.strong:
+            object.__setattr__(self, "strong", True)
 
     def __str__(self) -> str:
-        return self.name
+        return f"np.{self.name}" if self.strong and self.name not in ALWAYS_STRONG else self.name
 
     @property
     def is_float(self) -> bool:
@@ -47,12 +60,18 @@ class ArrayType(Type):
     dtype: ScalarType
     ndim: int
 
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", weak(self.dtype))  # one spelling of each dtype
+
     def __str__(self) -> str:
         return f"array<{self.dtype}, {self.ndim}>"
 
 
 NUMPY_DTYPES = {"float64": "f64", "float32": "f32", "int64": "i64", "bool": "bool"}
 """The NumPy dtypes compiled code takes, by name, and their IR scalar type names."""
+
+NUMPY_SCALARS = {"float64": "f64", "float32": "f32", "int64": "i64", "bool": "bool"}
+"""The NumPy scalar types compiled code takes as arguments (strong scalars), by dtype name."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +96,9 @@ class BottomType(Type):
         return "bottom"
 
 
+ALWAYS_STRONG = ("f32", "i32")
+"""Scalar types only NumPy has: their values are always NumPy scalars."""
+
 BOOL = ScalarType("bool")
 I32 = ScalarType("i32")
 I64 = ScalarType("i64")
@@ -100,15 +122,68 @@ def promote(*types: Type) -> Type:
     best = max(types, key=NUMERIC_RANK.__getitem__)
     if best == BOOL or best == I32:
         return I64
-    return best
+    return weak(best)
+
+
+def strong(t: Type) -> Type:
+    """`t` as a NumPy scalar type (tuples elementwise; other types unchanged)."""
+    if isinstance(t, ScalarType):
+        return t if t.strong else replace(t, strong=True)
+    if isinstance(t, TupleType):
+        return TupleType(tuple(strong(e) for e in t.elements))
+    return t
+
+
+def weak(t: Type) -> Type:
+    """`t` as a Python scalar type where Python has one (f32 and i32 stay strong)."""
+    if isinstance(t, ScalarType):
+        return replace(t, strong=False) if t.strong and t.name not in ALWAYS_STRONG else t
+    return t
+
+
+def is_strong(t: Type) -> bool:
+    return isinstance(t, ScalarType) and t.strong
+
+
+def exact(t: Type) -> object:
+    """A hashable key of `t` that, unlike `t` itself, tells strong scalars from weak ones."""
+    if isinstance(t, ScalarType):
+        return (t.name, t.strong)
+    if isinstance(t, TupleType):
+        return ("tuple", tuple(exact(e) for e in t.elements))
+    return t
+
+
+class TypeKey(tuple):
+    """A tuple of types as a cache key (argument types of a signature or specialization):
+    equal to another only when every type is exactly equal, strength included."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(exact(a) == exact(b) for a, b in zip(self, other))
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return hash(tuple(exact(t) for t in self))
 
 
 def join(a: Type, b: Type) -> Type | None:
     """The type a variable has after two paths merge, or None when they cannot meet.
 
-    Numbers meet at their promoted type (an int on one path and a float on the
-    other gives float, as Numba does); tuples meet elementwise.
+    Weak numbers meet at their promoted type (an int on one path and a float on
+    the other gives float, as Numba does). Where one is a NumPy scalar, they meet
+    as NumPy would combine them (`strong.numpy_join`): `s = 0.0` then
+    `s += x[i]` makes `s` an np.float64 (np.float32 for an f32 array) on both
+    paths. Tuples meet elementwise.
     """
+    if is_numeric(a) and is_numeric(b) and (a.strong or b.strong):
+        from .ops.strong import numpy_join  # the ops package imports this module
+
+        return numpy_join(a, b)
     if a == b:
         return a
     if a == BOTTOM:
@@ -126,13 +201,16 @@ def join(a: Type, b: Type) -> Type | None:
 def python_type_of(value) -> Type | None:
     """The IR type of a Python constant or argument value, or None if it has none.
 
-    NumPy scalars are normalized to Python scalars before they get here; a NumPy
-    array of a supported dtype is an ArrayType.
+    A NumPy scalar of a supported dtype (`NUMPY_SCALARS`) is a strong scalar, and
+    of another dtype has none; a NumPy array of a supported dtype is an ArrayType.
     """
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):
         name = NUMPY_DTYPES.get(value.dtype.name)
         return ArrayType(ScalarType(name), value.ndim) if name else None
+    if numpy is not None and isinstance(value, numpy.generic):
+        name = NUMPY_SCALARS.get(value.dtype.name)
+        return ScalarType(name, strong=True) if name else None
     if isinstance(value, bool):
         return BOOL
     if isinstance(value, int):

@@ -315,7 +315,8 @@ class FunctionEmitter:
         if opdef is None:
             raise CompileError(f"the CPU backend has no operation '{node.op}'", node.loc)
         args = self.values_of(node.inputs)
-        if self.numpy_semantics:
+        numpy = self.numpy_semantics or node.attrs.get("numpy", False)  # ir/ops/strong.py
+        if numpy:
             result = fused.numpy_leaf(self, node, args)
             if result is not None:
                 return result
@@ -331,7 +332,7 @@ class FunctionEmitter:
                 result = ROUTINES[name](self, node, args)
             case _:
                 raise CompileError(f"unknown lowering {lowering!r} for '{node.op}'", node.loc)
-        if opdef.check and not self.numpy_semantics:
+        if opdef.check and not numpy:
             CHECKS[opdef.check](self, node, args, result)
         return result
 

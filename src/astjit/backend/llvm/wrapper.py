@@ -5,8 +5,9 @@
 It takes a call only when it matches the specialization exactly: no keywords,
 the right number of arguments, each of exactly the right built-in type (a
 float is `float` itself, an int `int` itself and within int64, a bool `True`
-or `False`, a tuple `tuple` itself with the right length, elementwise; an f32
-parameter takes a `float`, rounded, and an i32 one an `int` within int32; an
+or `False`, a tuple `tuple` itself with the right length, elementwise; a NumPy
+scalar parameter (ir/types.py: a strong scalar, f32 always) a NumPy scalar of exactly
+its type (`numpy.float64` ..., `numpy.True_` or `numpy.False_`); an
 array parameter an aligned `numpy.ndarray` itself of the right ndim and
 native dtype, see `arrays.accepts`).
 Anything else goes, untouched, to `PyObject_Vectorcall(fallback, args, nargs,
@@ -30,6 +31,9 @@ to match, a read-only one raises NumPy's ValueError ("assignment destination
 is read-only") at the call, located at a write that may reach it, before any
 code runs.
 
+A strong scalar result is boxed as the NumPy scalar it is (NumPy's bool objects, or
+`numpy.float64(float)` ...), a weak one as a Python float, int or bool.
+
 A returned array (alone or in a tuple) is an owned reference to its owner,
 which boxing consumes (`box_array`): the wrapper returns the owner itself when
 the array value covers exactly the owner's data, shape and strides (same
@@ -46,7 +50,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir.core import Graph
-from ...ir.types import BOOL, F32, F64, I32, I64, ArrayType, NoneType, TupleType, Type
+from ...ir.types import BOOL, F32, F64, I32, I64, ArrayType, NoneType, ScalarType, TupleType, Type, weak
 from . import arrays, numpy_api
 from . import messages as msg
 from .codegen import MAX_ERROR_VALUES, ErrorTable, LoweredModule, error_values
@@ -170,6 +174,8 @@ class WrapperEmitter:
     def unbox(self, obj: ir.Value, t: Type) -> ir.Value:
         """The native value of `obj` if it is exactly of type `t`, else to the fallback."""
         builder = self.builder
+        if isinstance(t, ScalarType) and t.strong:
+            return self.unbox_numpy_scalar(obj, t)
         if t in (F64, F32):
             self.require(type_is(builder, obj, float))
             value = load_field(builder, obj, FLOAT_VALUE, DOUBLE)
@@ -189,6 +195,19 @@ class WrapperEmitter:
         if isinstance(t, ArrayType):
             return self.unbox_array(obj, t)
         raise TypeError(f"the fast entry cannot take arguments of type {t}")
+
+    def unbox_numpy_scalar(self, obj: ir.Value, t: ScalarType) -> ir.Value:
+        """A NumPy scalar exactly of `t`'s type (`numpy.float64` ...): the value that
+        follows its object header; a bool is one of NumPy's two bool objects."""
+        builder = self.builder
+        if t == BOOL:
+            numpy = numpy_module()
+            is_true = builder.icmp_unsigned("==", obj, object_constant(numpy.True_))
+            self.require(builder.or_(is_true, builder.icmp_unsigned(
+                "==", obj, object_constant(numpy.False_))))
+            return is_true
+        self.require(type_is(builder, obj, numpy_scalar_type(t)))
+        return load_field(builder, obj, NUMPY_SCALAR_VALUE, lltype(t))
 
     def unbox_int(self, obj: ir.Value, ty: ir.IntType) -> ir.Value:
         """An exact `int` that fits in `ty`."""
@@ -250,6 +269,8 @@ class WrapperEmitter:
     def box(self, value: ir.Value, t: Type) -> ir.Value:
         """A new reference to the Python object for `value`, or NULL (exception set)."""
         builder = self.builder
+        if isinstance(t, ScalarType) and t.strong:
+            return self.box_numpy_scalar(value, t)
         if t in (F64, F32):
             return self.api("PyFloat_FromDouble",
                             value if t == F64 else builder.fpext(value, DOUBLE))
@@ -267,6 +288,36 @@ class WrapperEmitter:
         if isinstance(t, ArrayType):
             return self.box_array(value, t)
         raise TypeError(f"the fast entry cannot return values of type {t}")
+
+    def box_numpy_scalar(self, value: ir.Value, t: ScalarType) -> ir.Value:
+        """The NumPy scalar of `value` (ir/types.py: a strong scalar): NumPy's bool object,
+        or its type called on the Python float or int (NULL if either step fails)."""
+        builder = self.builder
+        if t == BOOL:
+            numpy = numpy_module()
+            result = builder.select(value, object_constant(numpy.True_),
+                                    object_constant(numpy.False_))
+            self.api("Py_IncRef", result)
+            return result
+        if t == F32:
+            value, t_python = builder.fpext(value, DOUBLE), F64
+        else:
+            t_python = weak(t)
+        python = self.box(value, t_python)
+        start = builder.block
+        call = self.function.append_basic_block("numpy.scalar")
+        done = self.function.append_basic_block("numpy.scalar.done")
+        builder.cbranch(builder.icmp_unsigned("==", python, NULL), done, call)
+        builder.position_at_end(call)
+        result = self.api("PyObject_CallOneArg", object_constant(numpy_scalar_type(t)), python)
+        self.api("Py_DecRef", python)
+        called = builder.block
+        builder.branch(done)
+        builder.position_at_end(done)
+        phi = builder.phi(PYOBJ)
+        phi.add_incoming(NULL, start)
+        phi.add_incoming(result, called)
+        return phi
 
     def box_array(self, value: ir.Value, t: ArrayType) -> ir.Value:
         """The ndarray for an owned array value (`box_array`), made by the module's shared
@@ -327,6 +378,26 @@ class WrapperEmitter:
         result = self.api("PyObject_CallOneArg", object_constant(self.handler_object), code)
         self.api("Py_DecRef", code)
         return result
+
+
+# ---- NumPy scalars ------------------------------------------------------------------------
+
+NUMPY_SCALAR_VALUE = object.__basicsize__
+"""Offset of the value in a NumPy scalar object (`obval`, right after the object header; for
+`numpy.float64`, a subclass of float, that is where float keeps its own)."""
+
+
+def numpy_module():
+    import numpy  # a strong scalar type implies the program uses NumPy
+
+    return numpy
+
+
+def numpy_scalar_type(t: ScalarType) -> type:
+    """The NumPy scalar type of strong scalars of type `t`."""
+    numpy = numpy_module()
+    return {"f64": numpy.float64, "f32": numpy.float32, "i64": numpy.int64,
+            "i32": numpy.int32, "bool": numpy.bool_}[t.name]
 
 
 # ---- boxing an array: a function shared by the module -----------------------------------

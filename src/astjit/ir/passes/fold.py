@@ -22,6 +22,7 @@ from typing import Any
 from ..core import Graph, Module, Node, Value
 from ..interp import coercion
 from ..ops import OPS
+from ..ops.strong import evaluate_numpy
 from ..types import BOOL, F64, I64, TupleType
 from .effects import has_effects
 from .rewrite import Replacement, forward, make_const, rewrite_graph
@@ -84,6 +85,9 @@ def _evaluate(node: Node, args: list[Any]) -> Any:
     if node.op == "lshift" and not 0 <= args[1] <= MAX_SHIFT:
         return None
     try:
+        if node.attrs.get("numpy"):
+            types = [v.type for v in node.inputs]
+            return evaluate_numpy(node.op, types, node.outputs[0].type)(*args)
         return OPS[node.op].evaluate(*args, **node.attrs)
     except Exception:  # noqa: BLE001 - any error is the program's, raised at run time
         return None

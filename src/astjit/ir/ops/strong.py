@@ -1,0 +1,145 @@
+"""NumPy scalars among the operands of scalar ops: NEP 50 promotion and NumPy's semantics.
+
+A value is a *strong* scalar (ir/types.py) when it is a NumPy scalar in the
+plain Python program: a NumPy scalar argument, an element `x[i]` of an array,
+a reduction or dot product of arrays, the result of a NumPy function, any f32.
+Python literals, Python arguments and Python arithmetic on them are *weak*.
+
+- An operator (`+ - * / // % ** & | ^ << >> ~`, unary `-`/`+`, `abs`, the
+  comparisons) with a strong operand, and a NumPy function (`np.sqrt(2.0)`,
+  attr `numpy` from the frontend) on any scalars, promote as NumPy does on
+  arrays (`elementwise.numpy_promote`) with the strong scalars playing the
+  arrays' part: `np.float32(1) * 2.0` is np.float32, `np.int64(1) + 1.5`
+  np.float64, `x32[i] + np.float64(1)` np.float64, `np.add(1, 2)` np.int64.
+  The result is strong. Its dtype is checked against NumPy's own, as for
+  arrays: where they differ (`np.bool_ + np.bool_` is a bool in NumPy) the
+  combination is "not supported yet".
+- Type inference marks such a node (attr `numpy`, `numpy_semantics`): it
+  computes with NumPy's semantics. Float division by zero is inf or nan,
+  integer `//` and `%` by zero give 0, math functions give nan and inf instead
+  of raising, `~` of a bool is `not`, `np.int64 ** negative` is ValueError. The
+  interpreter and constant folding evaluate it with NumPy (`evaluate_numpy`),
+  the backend with the lowerings of fused array kernels (`fused.numpy_leaf`).
+  NumPy's RuntimeWarnings are not emitted.
+- `math` functions stay Python's whatever their operands (`math.sqrt(x[i])`
+  raises on a negative, returns a Python float; but an f32 stays f32), and so
+  do `int()`, `float()`, `round()`, `not`: their results are weak. The
+  builtins `min` and `max` return one of their operands: strong when one is.
+- Two paths that merge (`join`) meet as NumPy combines them (`numpy_join`): a
+  strong and a weak value meet at NumPy's promotion of the two, strong.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from ..types import BOOL, ScalarType, Type, TypeKey, is_numeric, is_strong, strong, weak
+from .elementwise import NUMPY_NAMES, UFUNCS, _strong, has_array, numpy_promote, numpy_result_dtype
+from .table import OPS, Builder, OpTypeError
+
+OPERATORS = {
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "invert", "abs",
+    "lt", "le", "gt", "ge", "eq", "ne", "bitand", "bitor", "bitxor", "lshift", "rshift",
+}
+"""Python operators: NumPy's semantics when an operand is a NumPy scalar."""
+
+BITWISE = {"bitand": "bitwise_and", "bitor": "bitwise_or", "bitxor": "bitwise_xor",
+           "lshift": "left_shift", "rshift": "right_shift"}
+NUMPY_FUNCTIONS = {**{op: name for op, name in UFUNCS.items() if op != "where"}, **BITWISE}
+"""The scalar ops NumPy has as a ufunc, by the ufunc's name."""
+
+PYTHON_MATH = {op for op in UFUNCS if op not in OPERATORS and op not in
+               ("minimum", "maximum", "where")}
+"""The `math` functions (sqrt, exp, ..., math.pow): Python's whatever their operands,
+unless called as NumPy's (attr `numpy`)."""
+
+STRONG_RESULTS = ("array_get", "reduce", "matmul")
+"""Ops whose scalar result is a NumPy scalar: an element, a reduction, a dot product."""
+
+PYTHON_EVALUATED = ("lshift", "rshift")
+"""Typed as NumPy's, computed as Python's: the same for counts in [0, 64) and beyond
+(wrapped); a negative count raises ValueError as in Python (NumPy gives 0)."""
+
+
+# ---- type rules ---------------------------------------------------------------------------
+
+def numpy_join(a: ScalarType, b: ScalarType) -> ScalarType:
+    """Where a strong scalar meets another scalar at a merge: NumPy's promotion, strong."""
+    if a.strong and b.strong:
+        return strong(_strong(weak(a), weak(b)))
+    strong_one, weak_one = (a, b) if a.strong else (b, a)
+    return strong(numpy_promote([weak(strong_one)], [weak(weak_one)]))
+
+
+def numpy_semantics(op: str, types: list[Type], attrs: dict) -> bool:
+    """Whether a leaf node of `op` on operands of `types` computes as NumPy does on scalars."""
+    if op not in NUMPY_FUNCTIONS or op in PYTHON_EVALUATED or has_array(types):
+        return False
+    return bool(attrs.get("numpy")) or op in OPERATORS and any(map(is_strong, types))
+
+
+@functools.cache
+def scalar_plan(op: str, types: TypeKey) -> tuple[list[Type], Type]:
+    """The operand and result types of `op` on NumPy scalars (strong) and Python ones."""
+    c = numpy_promote([weak(t) for t in types if t.strong], [weak(t) for t in types if not t.strong])
+    if op == "invert" and c == BOOL:
+        operands, result = [BOOL], BOOL  # ~np.True_ is np.False_
+    else:
+        operands, result = BASE_RULES[op]([c] * len(types), {})
+    expected = numpy_result_dtype(op, types)
+    if expected != NUMPY_NAMES[result.name]:
+        shown = ", ".join(map(str, types))
+        raise OpTypeError(f"'{op}' of ({shown}) is not supported yet: NumPy gives {expected}, "
+                          "which compiled code does not compute")
+    return [strong(t) for t in operands], strong(result)
+
+
+def with_strength(op: str, rule):
+    """`rule` (which handles arrays) extended with the scalar rules of the module docstring."""
+    def typed(types, attrs):
+        if has_array(types):
+            operands, result = rule(types, attrs)
+            return operands, strong(result) if op in STRONG_RESULTS else result
+        if op in NUMPY_FUNCTIONS and all(map(is_numeric, types)) and (
+                attrs.get("numpy") or op in OPERATORS and any(map(is_strong, types))):
+            return scalar_plan(op, TypeKey(types))
+        if op in PYTHON_MATH:  # math.sqrt(np.float64(x)) is a Python float
+            operands, result = rule(types, attrs)
+            return operands, weak(result)
+        operands, result = rule(types, attrs)
+        if op in ("min", "max") and any(map(is_strong, types)):
+            return operands, strong(result)
+        return operands, result
+    typed.scalar_rule = getattr(rule, "scalar_rule", rule)
+    return typed
+
+
+BASE_RULES = {op: getattr(OPS[op].rule, "scalar_rule", OPS[op].rule) for op in NUMPY_FUNCTIONS}
+"""Each op's Python rule on scalars, which the NumPy plan applies to the computation type."""
+
+OPS["invert"] = dataclasses.replace(OPS["invert"], llvm={**OPS["invert"].llvm, "b": Builder("not_")})
+for _name, _opdef in list(OPS.items()):
+    if _name in NUMPY_FUNCTIONS or _name in PYTHON_MATH or _name in STRONG_RESULTS \
+            or _name in ("min", "max"):
+        OPS[_name] = dataclasses.replace(_opdef, rule=with_strength(_name, _opdef.rule))
+
+
+# ---- evaluation (the interpreter's and constant folding's) -------------------------------
+
+def evaluate_numpy(op: str, operand_types: list[Type] | None, result_type: Type | None):
+    """A function computing `op` on scalars as NumPy does on NumPy scalars of the operand
+    types, giving a Python scalar (as the interpreter represents every scalar)."""
+    import numpy
+
+    ufunc = getattr(numpy, NUMPY_FUNCTIONS[op])
+
+    def evaluate(*args):
+        if operand_types is not None:
+            args = [numpy.dtype(NUMPY_NAMES[t.name]).type(a) if isinstance(t, ScalarType) else a
+                    for a, t in zip(args, operand_types)]
+        with numpy.errstate(all="ignore"):
+            result = ufunc(*args)
+        if isinstance(result_type, ScalarType):
+            result = numpy.asarray(result).astype(NUMPY_NAMES[result_type.name])
+        return result.item() if isinstance(result, (numpy.generic, numpy.ndarray)) else result
+    return evaluate
