@@ -45,7 +45,8 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
 from ...ir.types import ScalarType
-from . import fused, memory, tapes, vecmath
+from . import fused, memory, stack, tapes, vecmath
+from . import messages as msg
 from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype
 from .routines import CHECKS, ROUTINES
 
@@ -161,9 +162,11 @@ def emit_module(module: Module, general: bool = True) -> LoweredModule:
     functions = {name: declare_graph(llmodule, module.graphs[name], prefix + ascii_symbol(name),
                                      internal=name != module.entry) for name in names}
     errors = ErrorTable()
+    guarded = stack.cycle_callees(module, names)
     for name in names:
-        FunctionEmitter(functions, errors, functions[name], general).emit_body(
-            module.graphs[name])
+        emitter = FunctionEmitter(functions, errors, functions[name], general)
+        emitter.guarded = guarded[name]
+        emitter.emit_body(module.graphs[name])
     return LoweredModule(llmodule, module, functions, errors)
 
 
@@ -219,6 +222,8 @@ class FunctionEmitter:
         """The array references this invocation owns, if it may own any (`memory.py`)."""
         self._failure: ir.PhiInstr | None = None
         """The status phi of the failure exit, once some site needs it (`failure_exit`)."""
+        self.guarded: set[str] = set()
+        """The callees that reach back to this graph: their calls check the stack first."""
         self.numpy_semantics = False
         """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`fused.numpy_leaf`),
         without the table's error checks."""
@@ -296,8 +301,11 @@ class FunctionEmitter:
         return carried
 
     def emit_call(self, node: Node) -> ir.Value:
-        """Call another graph; a nonzero status returns from this function too."""
+        """Call another graph; a nonzero status returns from this function too. A call
+        that may close a cycle first checks the stack (`stack.py`)."""
         callee = self.functions[node.attrs["callee"]]
+        if node.attrs["callee"] in self.guarded:
+            self.fail_if(node, stack.too_deep(self.builder), "RecursionError", msg.RECURSION)
         slot = self.alloca(lltype(node.outputs[0].type))
         status = self.builder.call(callee, self.values_of(node.inputs) + [slot])
         with self.builder.if_then(self.builder.icmp_signed("!=", status, OK), likely=False):

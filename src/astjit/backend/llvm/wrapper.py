@@ -51,7 +51,7 @@ from llvmlite import ir
 
 from ...ir.core import Graph
 from ...ir.types import BOOL, F32, F64, I32, I64, ArrayType, NoneType, ScalarType, TupleType, Type, weak
-from . import arrays, numpy_api
+from . import arrays, numpy_api, stack
 from . import messages as msg
 from .codegen import MAX_ERROR_VALUES, ErrorTable, LoweredModule, error_values
 from .lltypes import (
@@ -148,7 +148,11 @@ class WrapperEmitter:
         result_type = graph.outputs[0].type
         with builder.goto_entry_block():
             out = builder.alloca(lltype(result_type))
+        guarded = stack.is_guarded(self.function.module)
+        previous_limit = stack.enter(builder) if guarded else None
         status = builder.call(core, values + [out])
+        if guarded:
+            stack.leave(builder, previous_limit)
         failed = builder.icmp_signed("!=", status, ir.Constant(STATUS, 0))
         with builder.if_then(failed, likely=False):
             leave = self.errors.deoptimize

@@ -1,0 +1,140 @@
+"""Compiled recursion too deep for the stack raises RecursionError, as CPython does,
+located at the recursive call; the process stays usable; recursion that fits still
+runs far deeper than CPython's frame limit (backend/llvm/stack.py)."""
+import threading
+
+import numpy as np
+import pytest
+
+from astjit import grad, jit
+
+DEEP = 10**7
+
+
+def count(n):
+    if n == 0:
+        return 0
+    return count(n - 1) + 1
+
+
+def halve(n, x):
+    """Not a tail call: the result is worked on after the call returns."""
+    if n <= 0:
+        return x
+    return 0.5 * halve(n - 1, x) + 1.0
+
+
+def climb(n):
+    """Its base case is never reached from n >= 0."""
+    if n < 0:
+        return 0
+    return climb(n + 1) + 1
+
+
+def even(n):
+    if n == 0:
+        return True
+    return odd(n - 1)
+
+
+def odd(n):
+    if n == 0:
+        return False
+    return even(n - 1)
+
+
+def scaled(n, x):
+    if n == 0:
+        return x
+    return scaled(n - 1, x) + 2.0 * x
+
+
+def grows(n, x):
+    """Makes an array at every level: the unwinding releases them."""
+    if n == 0:
+        return x
+    return grows(n - 1, x + 1.0) * 2.0
+
+
+def test_deep_recursion_raises_at_the_recursive_call():
+    with pytest.raises(RecursionError, match=r"maximum recursion depth exceeded .*count\(n - 1\)"):
+        jit(count)(DEEP)
+
+
+def test_unreachable_base_case_raises():
+    with pytest.raises(RecursionError, match="climb"):
+        jit(climb)(0)
+
+
+def test_mutual_recursion_raises():
+    with pytest.raises(RecursionError, match="odd"):
+        jit(even)(DEEP)
+
+
+def test_the_process_stays_usable():
+    compiled, other = jit(count), jit(even)
+    for _ in range(3):
+        with pytest.raises(RecursionError):
+            compiled(DEEP)
+    assert compiled(10) == 10
+    assert other(10) is True
+    assert jit(scaled)(3, 1.0) == 7.0
+
+
+def test_recursion_that_fits_runs_deeper_than_cpython():
+    assert jit(count)(10**4) == 10**4
+    assert jit(count)(10**5) == 10**5
+    for depth in (10**4, 10**5):
+        expected = 1.0
+        for _ in range(depth):
+            expected = 0.5 * expected + 1.0
+        assert jit(halve)(depth, 1.0) == expected
+
+
+def test_array_recursion_raises_and_releases():
+    x = np.zeros(50)
+    for _ in range(3):
+        with pytest.raises(RecursionError, match="grows"):
+            jit(grows)(DEEP, x)
+    np.testing.assert_array_equal(jit(grows)(3, x), np.full(50, 24.0))
+
+
+def test_grad_through_deep_recursion_raises():
+    derivative = jit(grad(scaled, argnums=1))
+    assert derivative(10**4, 1.0) == pytest.approx(1.0 + 2.0 * 10**4)
+    with pytest.raises(RecursionError, match="scaled"):
+        derivative(DEEP, 1.0)
+    assert derivative(3, 1.0) == 7.0
+
+
+def test_a_thread_with_a_small_stack_raises():
+    results = []
+    compiled = jit(count)
+
+    def run():
+        try:
+            results.append(compiled(DEEP))
+        except RecursionError as error:
+            results.append(error)
+        results.append(compiled(1000))
+
+    previous = threading.stack_size(1 << 20)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert isinstance(results[0], RecursionError) and results[1] == 1000
+    assert compiled(DEEP // 100) == DEEP // 100  # the main thread's own limit again
+
+
+def test_only_calls_on_a_cycle_check_the_stack():
+    def add(x):
+        return x + 1.0
+
+    def twice(x):
+        return add(add(x))
+
+    assert "astjit.stack.limit" not in jit(twice).ir(1.0, stage="llvm")
+    assert "astjit.stack.limit" in jit(count).ir(1, stage="llvm")
