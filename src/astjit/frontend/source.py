@@ -15,11 +15,13 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import sys
 import textwrap
 import types
 from dataclasses import dataclass
 
 from ..errors import Loc, SourceUnavailableError, UnsupportedSyntaxError
+from ..ir.types import python_type_of
 
 NOT_FOUND = object()
 """`resolve_free_name`'s answer for a name bound nowhere."""
@@ -107,10 +109,15 @@ def resolve_free_name(fn: types.FunctionType, name: str) -> object:
 def constant_value(obj: object) -> object:
     """`obj` as the value of a `const` node (bool, int, float, None or a tuple of them).
 
-    NumPy scalars become the Python scalars they equal; anything else gives NOT_CONSTANT.
+    A NumPy scalar of a type compiled code has (`NUMPY_SCALARS`) stays one: type
+    inference makes it a strong scalar constant (ir/ops/strong.py). Other NumPy
+    scalars (np.int8 ...) and anything else give NOT_CONSTANT.
     """
     if obj is None:
         return None
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(obj, numpy.generic):
+        return obj if python_type_of(obj) is not None else NOT_CONSTANT
     for kind in (bool, int, float):  # bool first: it is an int too
         if isinstance(obj, kind):
             return kind(obj)
@@ -118,5 +125,5 @@ def constant_value(obj: object) -> object:
         parts = tuple(constant_value(part) for part in obj)
         return NOT_CONSTANT if any(p is NOT_CONSTANT for p in parts) else parts
     if type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
-        return constant_value(obj.item())
+        return constant_value(obj.item())  # a 0-d array
     return NOT_CONSTANT

@@ -26,7 +26,7 @@ from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
 from .ops.views import inplace_problem
-from .ops.strong import numpy_semantics
+from .ops.strong import numpy_constant, numpy_semantics
 from .types import (
     BOOL,
     BOTTOM,
@@ -144,11 +144,15 @@ class _Inferencer:
     def infer_leaf(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         attrs = dict(node.attrs)
         if node.op == "const" and isinstance(attrs["value"], tuple):
-            parts = [out.add("const", [], attrs={"value": v}, loc=node.loc) for v in attrs["value"]]
+            parts = [out.add("const", [], attrs=numpy_constant({"value": v}), loc=node.loc)
+                     for v in attrs["value"]]
             for p in parts:
-                p.attrs["type"] = p.outputs[0].type = python_type_of(p.attrs["value"])
+                p.attrs["type"] = p.outputs[0].type = p.attrs.get("type") or \
+                    python_type_of(p.attrs["value"])
             return self.infer_leaf(Node("tuple", [], node.outputs, loc=node.loc),
                                    [p.outputs[0] for p in parts], out)
+        if node.op == "const":
+            attrs = numpy_constant(attrs)
         in_types = [v.type for v in inputs]
         if node.op == "is_none" or (node.op == "not" and inputs[0] in self.static_truth):
             value = in_types[0] == NONE if node.op == "is_none" else not self.static_truth[inputs[0]]

@@ -19,7 +19,7 @@ import copy
 
 from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
-from ..types import F32, F64, ArrayType, TupleType
+from ..types import F32, F64, ArrayType, ScalarType, TupleType, Type, exact, strong, weak
 
 
 def derive(module: Module, name: str, spec: tuple) -> str:
@@ -34,7 +34,11 @@ def derive(module: Module, name: str, spec: tuple) -> str:
     else:
         core = _gradient(scratch, list(spec[1]))
     scratch.entry = _shape(scratch, core, spec)
+    declared = scratch.entry_graph.outputs[0].type
     optimize(scratch)
+    out = scratch.entry_graph.outputs[0]
+    if exact(out.type) != exact(declared):  # strength, which boxing reads (`_shape`)
+        out.type = declared
     prefix = f"{_spec_name(spec)}({name})"
     return _merge(module, scratch, prefix)
 
@@ -145,7 +149,8 @@ def _shape(module: Module, core: str, spec: tuple) -> str:
         outer.outputs = [result]
     else:
         _, wrt, single = spec
-        grads = [_item(outer, result, k + 1) for k in range(len(wrt))]
+        grads = [_item(outer, result, k + 1, like=inner.params[i].type)
+                 for k, i in enumerate(wrt)]
         gradient = grads[0] if single else _tuple(outer, grads)
         outer.outputs = [_tuple(outer, [_item(outer, result, 0), gradient])
                          if spec[0] == "value_and_grad" else gradient]
@@ -158,9 +163,14 @@ def _call(graph: Graph, callee: Graph, args: list[Value]) -> Value:
                      types=[callee.outputs[0].type]).outputs[0]
 
 
-def _item(graph: Graph, value: Value, index: int) -> Value:
+def _item(graph: Graph, value: Value, index: int, like: Type | None = None) -> Value:
+    """Element `index` of a tuple; with `like`, of `like`'s strength (ir/types.py): the
+    gradient with respect to a Python float is a Python float, to a NumPy scalar one of those."""
+    t = value.type.elements[index]
+    if isinstance(like, ScalarType) and isinstance(t, ScalarType):
+        t = strong(t) if like.strong else weak(t)
     return graph.add("getitem", [value], attrs={"index": index}, loc=graph.loc,
-                     types=[value.type.elements[index]]).outputs[0]
+                     types=[t]).outputs[0]
 
 
 def _tuple(graph: Graph, parts: list[Value]) -> Value:

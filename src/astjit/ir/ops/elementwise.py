@@ -41,7 +41,20 @@ import dataclasses
 import functools
 import math
 
-from ..types import BOOL, F32, F64, I32, I64, ArrayType, ScalarType, Type, TypeKey, is_numeric, weak
+from ..types import (
+    BOOL,
+    F32,
+    F64,
+    I32,
+    I64,
+    ArrayType,
+    ScalarType,
+    Type,
+    TypeKey,
+    is_numeric,
+    strong,
+    weak,
+)
 from . import vjp  # noqa: F401 - the scalar entries (and their reverse rules) come first
 from .table import OPS, Builder, Intrinsic, OpTypeError, Routine, _def, _numeric, arith_rule
 
@@ -220,7 +233,8 @@ def lift(op: str, scalar_rule):
             raise OpTypeError(f"{attrs['scalar_function']}() takes numbers, not arrays (Python's "
                               f"raises TypeError); use {instead}")
         plan = array_plan(op, tuple(types))
-        operands = [t if isinstance(t, ArrayType) else s for t, s in zip(types, plan.operands)]
+        operands = [t if isinstance(t, ArrayType) else strong(s) if t.strong else s
+                    for t, s in zip(types, plan.operands)]  # a scalar keeps its strength
         return operands, ArrayType(plan.result, plan.ndim)
     rule.scalar_rule = scalar_rule
     return rule

@@ -22,7 +22,7 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
   the backend with the lowerings of fused array kernels (`fused.numpy_leaf`).
   NumPy's RuntimeWarnings are not emitted.
 - `math` functions stay Python's whatever their operands (`math.sqrt(x[i])`
-  raises on a negative, returns a Python float; but an f32 stays f32), and so
+  raises on a negative, returns a Python float, of an f32 too), and so
   do `int()`, `float()`, `round()`, `not`: their results are weak. The
   builtins `min` and `max` return one of their operands: strong when one is.
 - Two paths that merge (`join`) meet as NumPy combines them (`numpy_join`): a
@@ -33,7 +33,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from ..types import BOOL, ScalarType, Type, TypeKey, is_numeric, is_strong, strong, weak
+from ..types import (
+    BOOL,
+    F32,
+    F64,
+    ScalarType,
+    Type,
+    TypeKey,
+    is_numeric,
+    is_strong,
+    python_type_of,
+    strong,
+    weak,
+)
 from .elementwise import NUMPY_NAMES, UFUNCS, _strong, has_array, numpy_promote, numpy_result_dtype
 from .table import OPS, Builder, OpTypeError
 
@@ -104,6 +116,8 @@ def with_strength(op: str, rule):
                 attrs.get("numpy") or op in OPERATORS and any(map(is_strong, types))):
             return scalar_plan(op, TypeKey(types))
         if op in PYTHON_MATH:  # math.sqrt(np.float64(x)) is a Python float
+            if attrs.get("scalar_function"):  # math's own function computes in double
+                types = [F64 if t == F32 else t for t in types]
             operands, result = rule(types, attrs)
             return operands, weak(result)
         operands, result = rule(types, attrs)
@@ -122,6 +136,15 @@ for _name, _opdef in list(OPS.items()):
     if _name in NUMPY_FUNCTIONS or _name in PYTHON_MATH or _name in STRONG_RESULTS \
             or _name in ("min", "max"):
         OPS[_name] = dataclasses.replace(_opdef, rule=with_strength(_name, _opdef.rule))
+
+
+def numpy_constant(attrs: dict) -> dict:
+    """A `const`'s attrs with a NumPy scalar value (a global `EPS = np.float32(1e-3)`) as
+    the Python scalar it equals, typed as the strong scalar it is."""
+    value = attrs["value"]
+    if type(value).__module__ != "numpy" or not hasattr(value, "item"):
+        return attrs
+    return {**attrs, "value": value.item(), "type": attrs.get("type") or python_type_of(value)}
 
 
 # ---- evaluation (the interpreter's and constant folding's) -------------------------------

@@ -130,7 +130,7 @@ Then = Callable[[Term], Any]
 # (ops, when, then); `n` an int, `x` a float or int, `b` a bool, `c` a constant.
 RULES: list[tuple[str, When, Then]] = [
     (COMMUTATIVE, lambda e: constant(e.x) and not constant(e.y),
-     lambda e: Apply(e.op, e.y, e.x)),                                        # c + x = x + c
+     lambda e: Apply(e.op, e.y, e.x, **e.node.attrs)),                        # c + x = x + c
     ("add", lambda e: is_int(e) and equals(e.y, 0), lambda e: e.x),           # n + 0 = n
     ("add", lambda e: is_float(e) and equals(e.y, -0.0), lambda e: e.x),      # x + -0.0 = x
     ("sub", lambda e: is_int(e) and equals(e.y, 0), lambda e: e.x),           # n - 0 = n
