@@ -47,6 +47,10 @@ outline.py), one call per returned array.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
+
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...ir.core import Graph
@@ -80,6 +84,7 @@ from .pyapi import (
     TUPLE_SIZE,
     c_string,
     declare,
+    field_pointer,
     load_field,
     object_constant,
     type_is,
@@ -295,7 +300,8 @@ class WrapperEmitter:
 
     def box_numpy_scalar(self, value: ir.Value, t: ScalarType) -> ir.Value:
         """The NumPy scalar of `value` (ir/types.py: a strong scalar): NumPy's bool object,
-        or its type called on the Python float or int (NULL if either step fails)."""
+        or a new scalar object as NumPy's `PyArrayScalar_New` makes one (its type's
+        `tp_alloc`), its value stored after the header; NULL if the allocation fails."""
         builder = self.builder
         if t == BOOL:
             numpy = numpy_module()
@@ -303,25 +309,14 @@ class WrapperEmitter:
                                     object_constant(numpy.False_))
             self.api("Py_IncRef", result)
             return result
-        if t == F32:
-            value, t_python = builder.fpext(value, DOUBLE), F64
-        else:
-            t_python = weak(t)
-        python = self.box(value, t_python)
-        start = builder.block
-        call = self.function.append_basic_block("numpy.scalar")
-        done = self.function.append_basic_block("numpy.scalar.done")
-        builder.cbranch(builder.icmp_unsigned("==", python, NULL), done, call)
-        builder.position_at_end(call)
-        result = self.api("PyObject_CallOneArg", object_constant(numpy_scalar_type(t)), python)
-        self.api("Py_DecRef", python)
-        called = builder.block
-        builder.branch(done)
-        builder.position_at_end(done)
-        phi = builder.phi(PYOBJ)
-        phi.add_incoming(NULL, start)
-        phi.add_incoming(result, called)
-        return phi
+        cls = numpy_scalar_type(t)
+        name = register_alloc(cls)
+        alloc = self.function.module.globals.get(name) or ir.Function(
+            self.function.module, ir.FunctionType(PYOBJ, [PYOBJ, SSIZE]), name)
+        result = builder.call(alloc, [object_constant(cls), ir.Constant(SSIZE, 0)])
+        with builder.if_then(builder.icmp_unsigned("!=", result, NULL), likely=True):
+            builder.store(value, field_pointer(builder, result, NUMPY_SCALAR_VALUE, value.type))
+        return result
 
     def box_array(self, value: ir.Value, t: ArrayType) -> ir.Value:
         """The ndarray for an owned array value (`box_array`), made by the module's shared
@@ -389,6 +384,20 @@ class WrapperEmitter:
 NUMPY_SCALAR_VALUE = object.__basicsize__
 """Offset of the value in a NumPy scalar object (`obval`, right after the object header; for
 `numpy.float64`, a subclass of float, that is where float keeps its own)."""
+
+
+TP_ALLOC = 47
+"""`Py_tp_alloc`, the number of the `tp_alloc` slot for `PyType_GetSlot` (typeslots.h)."""
+
+
+@functools.cache
+def register_alloc(cls: type) -> str:
+    """The LLVM name of `cls`'s `tp_alloc` (`PyType_GetSlot`), registered once per process."""
+    get = ctypes.pythonapi.PyType_GetSlot
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_int]
+    name = f"astjit.tp_alloc.{cls.__name__}"
+    llvm.add_symbol(name, get(cls, TP_ALLOC))
+    return name
 
 
 def numpy_module():
