@@ -21,6 +21,7 @@ from .frontend import lower_function
 from .ir.core import Graph, Module, Value
 from .ir.dot import format_dot
 from .ir.infer import infer_types
+from .ir.passes.boundscheck import drop_bounds_checks
 from .ir.passes.memory import check_array_ownership, insert_array_ownership
 from .ir.passes.pipeline import optimize
 from .ir.printer import format_module
@@ -60,21 +61,29 @@ def static_params(*names: str) -> Callable[[Callable], Callable]:
     return mark
 
 
-def jit(fn: Callable | None = None, *, target: str = "cpu", **options: Any):
+def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = True):
     """Compile `fn` on its first call for each signature of argument types.
 
     Usable as `@jit` or `@jit(target="cpu")`. With ASTJIT_DISABLE_JIT=1 the
     function is returned unchanged (handy under a debugger).
+
+    Options (any other keyword is a TypeError): `target`, only "cpu";
+    `boundscheck=False` trusts every array index to be within its axis and
+    emits no check for it (a negative index still counts from the end; one
+    out of range is undefined behaviour, as in C).
     """
+    if not isinstance(boundscheck, bool):
+        raise TypeError(f"jit() option 'boundscheck' must be True or False, got {boundscheck!r}")
     if fn is None:
-        return functools.partial(jit, target=target, **options)
+        return functools.partial(jit, target=target, boundscheck=boundscheck)
     if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
         return fn
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; available: 'cpu'")
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
-    if hasattr(fn, "__astjit_derived__"):
+    options = {} if boundscheck else {"boundscheck": False}
+    if hasattr(fn, "__astjit_derived__") and not options:
         return fn.entry  # jit(grad(f)) is grad(f)'s own compiled entry
     return Dispatcher(fn, options).entry
 
@@ -148,6 +157,7 @@ class Dispatcher:
 
     py_func: Callable
     options: dict
+    """The `jit` options that differ from their defaults (only `boundscheck` so far)."""
     signature: dispatch.Signature = field(init=False)
     specializations: dict = field(default_factory=dict)
     parsed: Module | None = None
@@ -183,6 +193,8 @@ class Dispatcher:
         if self.parsed is None:
             self.parsed = lower_function(self.py_func)
         typed = typed_module(self.parsed, types)
+        if not self.options.get("boundscheck", True):
+            typed = drop_bounds_checks(typed)
         check = verify_module if verifying() else None
         if check:
             check(typed)

@@ -111,9 +111,11 @@ def array_view(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         if entry == "i":
             index = parts.pop(0)
             wrapped = b.select(b.icmp_signed("<", index, _i64(0)), b.add(index, size), index)
-            em.fail_with_values(node, b.icmp_unsigned(">=", wrapped, size), "IndexError",
-                                msg.INDEX_OUT_OF_BOUNDS.format(axis=axis),
-                                msg.INDEX_OUT_OF_BOUNDS_DETAIL.format(axis=axis), [index, size])
+            if node.attrs.get("boundscheck", True):
+                em.fail_with_values(node, b.icmp_unsigned(">=", wrapped, size), "IndexError",
+                                    msg.INDEX_OUT_OF_BOUNDS.format(axis=axis),
+                                    msg.INDEX_OUT_OF_BOUNDS_DETAIL.format(axis=axis),
+                                    [index, size])
             offset = b.add(offset, b.mul(wrapped, stride))
             continue
         bounds = [parts.pop(0) if flag == "1" else None for flag in entry[1:]]

@@ -112,7 +112,7 @@ def py_sum_to_like(g, x, reduces=False):
     return np.array(summed, dtype=x.dtype)
 
 
-def py_add_at(acc, g, *indices):
+def py_add_at(acc, g, *indices, boundscheck=True):
     acc[indices] += g
     return acc
 
@@ -122,7 +122,7 @@ def py_add_into(acc, view, g):
     return acc
 
 
-def py_set_at(acc, v, *indices):
+def py_set_at(acc, v, *indices, boundscheck=True):
     acc[indices] = v
     return acc
 

@@ -148,7 +148,7 @@ def adjust_slice(length, start, stop, step):
     return start, n
 
 
-def py_array_view(array, *parts, spec):
+def py_array_view(array, *parts, spec, boundscheck=True):
     parts = list(parts)
     index = []
     for axis, entry in enumerate(spec):
