@@ -11,7 +11,7 @@ and which ndarrays the entry takes; arrays compiled code makes and the
 references each invocation owns), `numpy_api` (NumPy's C API table, verified),
 `compare` and `lltypes` (IR helpers), `outline` (the setup code of array ops as
 functions each module shares),
-`messages` (CPython's error messages), `engine`, `pyapi` + `wrapper` (the
+`messages` (CPython's error messages), `stack` (the recursion guard), `engine`, `pyapi` + `wrapper` (the
 METH_FASTCALL entry in LLVM), `entry` (build_entry).
 """
 from .codegen import ErrorSite, LoweredModule, emit_module

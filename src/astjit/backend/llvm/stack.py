@@ -14,8 +14,8 @@ lowest address of the calling thread's stack plus `HEADROOM` (for one more
 frame and what compiled code calls unchecked: NumPy, BLAS, libm). The bounds
 come from the thread library, once per thread (`thread_stack_limit`, cached
 per thread in Python and, for the last thread that called, in the module).
-Compiled code holds the GIL throughout and calls no Python code between
-`enter` and `leave`, so one limit per module serves every thread. Where the
+Compiled code holds the GIL throughout, so no other thread enters the module
+between one's `enter` and `leave`: one limit per module serves every thread. Where the
 bounds are unknown the limit is 0, which no stack address is below: no guard.
 """
 from __future__ import annotations
@@ -30,9 +30,11 @@ from llvmlite import ir
 from ...ir.core import Module
 from .lltypes import I8, I64_T
 
-HEADROOM = 1 << 20
-"""Stack bytes kept free above the thread's lowest address, at most (a quarter of a
-smaller stack): the guard fails this far before the stack would overflow."""
+HEADROOM = (128 << 10, 1 << 20)
+"""The stack bytes kept free above the thread's lowest address: a quarter of the stack,
+within these bounds. The guard fails that far before the stack would overflow; below
+the last check, NumPy's allocations and BLAS calls need tens of KiB. A thread with
+less stack than the lower bound raises at its first guarded call."""
 MAX_STACK = 1 << 30
 """The most stack one thread is assumed to have (an unlimited RLIMIT_STACK reports the
 whole gap below the stack, which later mappings may take)."""
@@ -131,7 +133,7 @@ def thread_stack_limit() -> int:
         if bounds is not None:
             low, high = bounds
             low = max(low, high - MAX_STACK)
-            limit = low + min(HEADROOM, (high - low) // 4)
+            limit = low + min(max(HEADROOM[0], (high - low) // 4), HEADROOM[1])
         _thread.limit = limit
     return limit
 
