@@ -46,12 +46,25 @@ MAX_ROUNDS = 20
 
 
 def infer_types(module: Module, arg_types: list[Type]) -> Module:
-    """Specialize `module.entry` for `arg_types`; return the typed Module."""
+    """Specialize `module.entry` for `arg_types`; return the typed Module.
+
+    A specialization whose every return waits on its own recursion (`return
+    f(n + 1) + 1`) never returns: once the fixed point leaves it so, its result
+    is estimated an int and typing goes on from there (any type the body agrees
+    with is sound, since no value ever comes back); at run time the recursion
+    raises RecursionError, as in CPython.
+    """
     estimates: dict[tuple, Type] = {}
+    seeded = False
     for _ in range(MAX_ROUNDS):
         inferencer = _Inferencer(module, estimates)
         entry = inferencer.specialize(module.entry, list(arg_types), module.entry_graph.loc)
         if not inferencer.changed:
+            never = {k: t for k, t in estimates.items() if contains_bottom(t)}
+            if never and not seeded:
+                estimates.update({k: _without_bottom(t) for k, t in never.items()})
+                seeded = True
+                continue
             typed = inferencer.out
             typed.entry = entry
             _check_resolved(typed)
@@ -62,6 +75,13 @@ def infer_types(module: Module, arg_types: list[Type]) -> Module:
 
 def specialization_name(name: str, arg_types: list[Type]) -> str:
     return f"{name}[{','.join(map(str, arg_types))}]"
+
+
+def _without_bottom(t: Type) -> Type:
+    """`t` with an int wherever it has BOTTOM (the estimate of a result never returned)."""
+    if isinstance(t, TupleType):
+        return TupleType(tuple(_without_bottom(e) for e in t.elements))
+    return I64 if t == BOTTOM else t
 
 
 def contains_bottom(t: Type) -> bool:
@@ -192,6 +212,10 @@ class _Inferencer:
         operands = [coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
         new = out.add(node.op, operands, len(node.outputs), attrs=attrs, loc=node.loc,
                       names=[v.name for v in node.outputs], types=[result_type])
+        if _is_ufunc_0d(node.op, result_type):
+            # NumPy: a ufunc whose result is 0-d returns a NumPy scalar (its one element).
+            return self.infer_leaf(Node("array_get", [], node.outputs, loc=node.loc),
+                                   new.outputs, out)
         return new.outputs
 
     def element_read(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
@@ -390,6 +414,15 @@ class _Inferencer:
     @staticmethod
     def undef(out: Graph, t: Type, loc: Loc | None) -> Value:
         return out.add("undef", [], attrs={"type": t}, loc=loc, types=[t]).outputs[0]
+
+
+def _is_ufunc_0d(op: str, t: Type) -> bool:
+    """Whether a node of `op` giving `t` is a NumPy ufunc with a 0-d result (np.where is
+    not a ufunc: it keeps its 0-d array)."""
+    from .ops.elementwise import UFUNCS
+
+    return (isinstance(t, ArrayType) and t.ndim == 0 and op in UFUNCS and op != "where"
+            and "elementwise" in OPS[op].traits)
 
 
 _CREATION_NAMES = {None: "np.empty", 0: "np.zeros", 1: "np.ones", "value": "np.full"}

@@ -32,7 +32,7 @@ from __future__ import annotations
 import operator
 import sys
 
-from ..types import I64, NONE, ArrayType, is_numeric
+from ..types import I64, NONE, ArrayType, ScalarType, is_numeric
 from .table import OpTypeError, Routine, _def
 
 SLICE_STEP_ZERO = "slice step cannot be zero"
@@ -111,7 +111,9 @@ def inplace_problem(op: str, target: ArrayType, operand, new) -> tuple[str, str]
     else:
         name = getattr(numpy, UFUNCS[op]).__name__
     if not isinstance(new, ArrayType):
-        return None
+        if not (isinstance(new, ScalarType) and target.ndim == 0):
+            return None
+        new = ArrayType(new, 0)  # a ufunc of 0-d arrays: its scalar result (ir/infer.py)
     have, want = NUMPY_NAMES[new.dtype.name], NUMPY_NAMES[target.dtype.name]
     if not numpy.can_cast(have, want, "same_kind"):
         return "UFuncOutputCastingError", (f"Cannot cast ufunc '{name}' output from dtype('{have}') to "
