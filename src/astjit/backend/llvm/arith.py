@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from . import messages as msg
-from .compare import all_of, compare, compare_const, const_like, is_finite, is_inf
+from .compare import all_of, compare, compare_const, const_like, is_finite, is_inf, is_nan
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -170,6 +170,20 @@ def py_max(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 # ---- floats -------------------------------------------------------------------------
 
+def np_minimum(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`a if a < b or isnan(a) else b`, as `ops.elementwise._np_minimum` (NumPy's ties)."""
+    a, b = args
+    keep = em.builder.or_(em.builder.fcmp_ordered("<", a, b), is_nan(em.builder, a))
+    return em.builder.select(keep, a, b)
+
+
+def np_maximum(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`a if a > b or isnan(a) else b`, as `ops.elementwise._np_maximum`."""
+    a, b = args
+    keep = em.builder.or_(em.builder.fcmp_ordered(">", a, b), is_nan(em.builder, a))
+    return em.builder.select(keep, a, b)
+
+
 def truediv(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     a, b = args
     _check_divisor(em, node, b, msg.FLOAT_DIVISION)
@@ -246,6 +260,7 @@ def math_pow(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 ROUTINES = {
     "floordiv_int": floordiv_int, "mod_int": mod_int, "pow_int": pow_int,
     "lshift": lshift, "rshift": rshift, "abs_int": abs_int, "min": py_min, "max": py_max,
+    "np_minimum": np_minimum, "np_maximum": np_maximum,
     "truediv": truediv, "floordiv_float": floordiv_float, "mod_float": mod_float,
     "pow_float": pow_float, "math_pow": math_pow,
 }

@@ -91,15 +91,14 @@ def _numpy():
 # ---- the new scalar ops ---------------------------------------------------------------
 
 def _np_minimum(a, b):
-    if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
-        return math.nan
-    return a if a <= b else b
+    """NumPy's `minimum` (x86): `a` if it is smaller or NaN, else `b`; so a NaN wins and a
+    tie (0.0 and -0.0) gives `b`."""
+    return a if a < b or a != a else b
 
 
 def _np_maximum(a, b):
-    if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
-        return math.nan
-    return a if a >= b else b
+    """NumPy's `maximum`: `a` if it is larger or NaN, else `b`."""
+    return a if a > b or a != a else b
 
 
 def where_rule(types, attrs):
@@ -109,11 +108,12 @@ def where_rule(types, attrs):
 
 
 _def("minimum", 2, arith_rule, _np_minimum,
-     {"f": Intrinsic("llvm.minimum"), "i": Routine("min"), "b": Routine("min")},
-     ("pure", "commutative", "elementwise"), doc="np.minimum: the smaller, NaN if either is NaN")
+     {"f": Routine("np_minimum"), "i": Routine("min"), "b": Routine("min")},
+     ("pure", "elementwise"), doc="np.minimum: the smaller, NaN if either is NaN, b on a tie "
+                                  "(not commutative: -0.0 and 0.0)")
 _def("maximum", 2, arith_rule, _np_maximum,
-     {"f": Intrinsic("llvm.maximum"), "i": Routine("max"), "b": Routine("max")},
-     ("pure", "commutative", "elementwise"), doc="np.maximum: the larger, NaN if either is NaN")
+     {"f": Routine("np_maximum"), "i": Routine("max"), "b": Routine("max")},
+     ("pure", "elementwise"), doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
 _def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
      ("pure", "elementwise"), doc="np.where(c, a, b): a select with NumPy's promotion of a and b")
 

@@ -30,7 +30,7 @@ from typing import Any
 from ..core import Graph, Module, Node, Value
 from ..ops import OPS
 from ..ops.elementwise import is_array_elementwise
-from ..types import BOOL, F64, I64, ArrayType
+from ..types import BOOL, F64, I64, ArrayType, exact
 from .effects import has_effects
 from .rewrite import Replacement, forward, make_const, rewrite_graph
 
@@ -238,11 +238,12 @@ def _rewrite(node: Node, defs: dict[Value, Node]) -> Value | None:
 
 
 def _first_match(e: Term) -> Term | Const | Apply | None:
-    """The result of the first rule for `e.op` that applies (a term only of `e`'s type)."""
+    """The result of the first rule for `e.op` that applies (a term only of `e`'s exact type:
+    `+x` of a Python int is a NumPy int under np.positive, so it stays)."""
     for when, then in RULES_BY_OP.get(e.op, ()):
         if when(e):
             result = then(e)
-            if not isinstance(result, Term) or result.type == e.type:
+            if not isinstance(result, Term) or exact(result.type) == exact(e.type):
                 return result
     return None
 
