@@ -40,6 +40,7 @@ from .types import (
     is_numeric,
     join,
     python_type_of,
+    weak,
 )
 
 MAX_ROUNDS = 20
@@ -199,6 +200,8 @@ class _Inferencer:
             n_indices = len(inputs) - (1 if node.op == "array_get" else 2)
             if 0 < n_indices < in_types[0].ndim:
                 return self.row_access(node, inputs, n_indices, out)
+        if node.op == "where" and not any(isinstance(t, ArrayType) for t in in_types):
+            return self.scalar_where(node, inputs, out)
         try:
             operand_types, result_type = OPS[node.op].rule(in_types, attrs)
         except OpTypeError as error:
@@ -217,6 +220,19 @@ class _Inferencer:
             return self.infer_leaf(Node("array_get", [], node.outputs, loc=node.loc),
                                    new.outputs, out)
         return new.outputs
+
+    def scalar_where(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """np.where(c, a, b) of scalars: NumPy's is a 0-d array (np.where is not a ufunc),
+        of a and b's NEP 50 promotion (NumPy scalars strong, Python ones weak)."""
+        try:
+            operand_types, c = OPS["where"].rule([v.type for v in inputs], {})
+        except OpTypeError as error:
+            raise TypingError(str(error), node.loc) from None
+        operands = [coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
+        chosen = out.add("where", operands, attrs={}, loc=node.loc, types=[c]).outputs[0]
+        make = Node("array_new", [], node.outputs, attrs={"fill": "value", "dtype": weak(c)},
+                    loc=node.loc)
+        return self.infer_leaf(make, [chosen], out)
 
     def element_read(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         """`x[0]` of an array (a getitem with a literal index): an array_get of that index."""

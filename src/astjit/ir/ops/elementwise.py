@@ -102,9 +102,12 @@ def _np_maximum(a, b):
 
 
 def where_rule(types, attrs):
+    """np.where of scalars (which ir/infer.py makes a 0-d array): NEP 50's promotion of a
+    and b, NumPy scalars strong, Python ones weak; a bool condition keeps its strength."""
     _numeric(types, "np.where()")
-    t = numpy_promote([], types[1:])
-    return [BOOL, t, t], t
+    t = numpy_promote([weak(v) for v in types[1:] if v.strong],
+                      [v for v in types[1:] if not v.strong])
+    return [types[0] if types[0] == BOOL else BOOL, t, t], t
 
 
 _def("minimum", 2, arith_rule, _np_minimum,
