@@ -177,6 +177,9 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
         def outer(indices: list[ir.Value]) -> None:
             if acc is None:
                 value = at(indices)
+                if register and kind in ("sum", "mean") and element.is_float:
+                    # nothing reduced (a 0-d array): NumPy's sum still starts from +0.0
+                    value = combine(em, kind, element, identity(kind, element), value)
             else:
                 acc.start()
                 arrays.loop_nest(em, dims[suffix:], lambda full: acc.take(at(full)), "reduce",
