@@ -156,7 +156,18 @@ _def("floor", 1, to_int_rule, int_result(math.floor), {"f": Routine("floor"), "i
      ("pure", "raises", "elementwise"))
 _def("ceil", 1, to_int_rule, int_result(math.ceil), {"f": Routine("ceil"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"))
-_def("trunc", 1, to_int_rule, int_result(math.trunc), {"f": Routine("trunc"), "i": Routine("identity")},
+def trunc_rule(types, attrs):
+    """math.trunc calls __trunc__, which of the NumPy scalars only np.float64 (a float)
+    has: math.trunc(np.float32(x)) is a TypeError in Python, refused here."""
+    t = types[0] if types else None
+    if attrs.get("scalar_function") and getattr(t, "strong", False) and t != F64:
+        raise OpTypeError(f"type {t} doesn't define __trunc__ method (math.trunc of a NumPy "
+                          f"scalar other than np.float64 is a TypeError in Python); "
+                          f"use int(x) or float(x) first")
+    return to_int_rule(types, attrs)
+
+
+_def("trunc", 1, trunc_rule, int_result(math.trunc), {"f": Routine("trunc"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"))
 _def("round", 1, to_int_rule, int_result(round), {"f": Routine("round"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"), doc="round(x): half to even, an int")
