@@ -401,11 +401,11 @@ def read_first(x):
 def test_inference_types_the_elements():
     typed, _ = compile_stages(scale_f32, (floats(3, dtype=np.float32),))
     graph = typed.entry_graph
-    assert graph.params[0].type == ArrayType(F32, 1) and graph.outputs[0].type == F64
+    assert graph.params[0].type == ArrayType(F32, 1) and graph.outputs[0].type == F32  # NEP 50
     gets = [n for n in graph.walk() if n.op == "array_get"]
     sets = [n for n in graph.walk() if n.op == "array_set"]
     assert {n.outputs[0].type for n in gets} == {F32}
-    assert [n.inputs[1].type for n in sets] == [F32]  # f64 product cast back to f32
+    assert [n.inputs[1].type for n in sets] == [F32]  # np.float32 * 0.1 is a float32
     typed, _ = compile_stages(flip_bools, (np.zeros(2, bool),))
     assert {n.outputs[0].type for n in typed.entry_graph.walk() if n.op == "array_get"} == {BOOL}
     typed, _ = compile_stages(count_and_double, (np.zeros(2, np.int64),))

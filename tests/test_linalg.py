@@ -72,6 +72,9 @@ def assert_close(expected, got, where):
         assert (got.shape, got.dtype) == (expected.shape, expected.dtype), \
             f"{where}: {got.shape} {got.dtype} vs {expected.shape} {expected.dtype}"
     else:
+        if isinstance(got, np.generic):  # compiled code: NumPy's own scalar, as NumPy gives
+            assert type(got) is type(expected), f"{where}: {type(got)} vs {type(expected)}"
+            got = got.item()
         expected = np.asarray(expected).item()
         assert type(got) is type(expected), f"{where}: {type(got)} vs {type(expected)}"
     if dtype.kind in "iub":

@@ -24,7 +24,8 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
 - `math` functions stay Python's whatever their operands (`math.sqrt(x[i])`
   raises on a negative, returns a Python float, of an f32 too), and so
   do `int()`, `float()`, `round()`, `not`: their results are weak. The
-  builtins `min` and `max` return one of their operands: strong when one is.
+  builtins `min` and `max` return one of their operands: with a strong one, a
+  strong scalar of NumPy's promotion of the operands (`numpy_join`'s rule).
 - Two paths that merge (`join`) meet as NumPy combines them (`numpy_join`): a
   strong and a weak value meet at NumPy's promotion of the two, strong.
 """
@@ -61,7 +62,7 @@ NUMPY_FUNCTIONS = {**{op: name for op, name in UFUNCS.items() if op != "where"},
 """The scalar ops NumPy has as a ufunc, by the ufunc's name."""
 
 PYTHON_MATH = {op for op in UFUNCS if op not in OPERATORS and op not in
-               ("minimum", "maximum", "where")}
+               ("minimum", "maximum", "where")} | {"erf", "erfc"}
 """The `math` functions (sqrt, exp, ..., math.pow): Python's whatever their operands,
 unless called as NumPy's (attr `numpy`)."""
 
@@ -115,15 +116,19 @@ def with_strength(op: str, rule):
         if op in NUMPY_FUNCTIONS and all(map(is_numeric, types)) and (
                 attrs.get("numpy") or op in OPERATORS and any(map(is_strong, types))):
             return scalar_plan(op, TypeKey(types))
+        if op == "trunc" and attrs.get("scalar_function") and types[0] == F32:
+            raise OpTypeError("math.trunc() of a numpy.float32 raises TypeError in Python (it "
+                              "has no __trunc__); write int(x) or math.trunc(float(x))")
         if op in PYTHON_MATH:  # math.sqrt(np.float64(x)) is a Python float
             if attrs.get("scalar_function"):  # math's own function computes in double
                 types = [F64 if t == F32 else t for t in types]
             operands, result = rule(types, attrs)
             return operands, weak(result)
-        operands, result = rule(types, attrs)
-        if op in ("min", "max") and any(map(is_strong, types)):
-            return operands, strong(result)
-        return operands, result
+        if op in ("min", "max") and all(map(is_numeric, types)) and any(map(is_strong, types)):
+            c = numpy_promote([weak(t) for t in types if t.strong],
+                              [t for t in types if not t.strong])
+            return [strong(c)] * len(types), strong(c)
+        return rule(types, attrs)
     typed.scalar_rule = getattr(rule, "scalar_rule", rule)
     return typed
 
@@ -134,7 +139,7 @@ BASE_RULES = {op: getattr(OPS[op].rule, "scalar_rule", OPS[op].rule) for op in N
 OPS["invert"] = dataclasses.replace(OPS["invert"], llvm={**OPS["invert"].llvm, "b": Builder("not_")})
 for _name, _opdef in list(OPS.items()):
     if _name in NUMPY_FUNCTIONS or _name in PYTHON_MATH or _name in STRONG_RESULTS \
-            or _name in ("min", "max"):
+            or _name in ("min", "max", "trunc"):
         OPS[_name] = dataclasses.replace(_opdef, rule=with_strength(_name, _opdef.rule))
 
 
