@@ -31,6 +31,23 @@ def climb(n):
     return climb(n + 1) + 1
 
 
+def forever(n):
+    """No base case at all: it never returns (typed as if it did, an int)."""
+    return forever(n + 1) + 1
+
+
+def halving(x):
+    return halving(x * 0.5) + 0.25
+
+
+def ping(n):
+    return pong(n) + 1
+
+
+def pong(n):
+    return ping(n) * 2
+
+
 def even(n):
     if n == 0:
         return True
@@ -64,6 +81,13 @@ def test_deep_recursion_raises_at_the_recursive_call():
 def test_unreachable_base_case_raises():
     with pytest.raises(RecursionError, match="climb"):
         jit(climb)(0)
+
+
+@pytest.mark.parametrize("fn, arg", [(forever, 0), (halving, 1.0), (ping, 1)])
+def test_recursion_without_a_base_case_raises(fn, arg):
+    """LLVM would make such a recursion an endless loop; the guarded call stays a call."""
+    with pytest.raises(RecursionError, match=r"\(at .*test_recursion_limit.py:\d+: return"):
+        jit(fn)(arg)
 
 
 def test_mutual_recursion_raises():

@@ -304,10 +304,13 @@ class FunctionEmitter:
         """Call another graph; a nonzero status returns from this function too. A call
         that may close a cycle first checks the stack (`stack.py`)."""
         callee = self.functions[node.attrs["callee"]]
-        if node.attrs["callee"] in self.guarded:
+        guarded = node.attrs["callee"] in self.guarded
+        if guarded:
             self.fail_if(node, stack.too_deep(self.builder), "RecursionError", msg.RECURSION)
         slot = self.alloca(lltype(node.outputs[0].type))
-        status = self.builder.call(callee, self.values_of(node.inputs) + [slot])
+        # A guarded call stays a call: made a loop, an endless recursion would not raise.
+        status = self.builder.call(callee, self.values_of(node.inputs) + [slot],
+                                   tail="notail" if guarded else False)
         with self.builder.if_then(self.builder.icmp_signed("!=", status, OK), likely=False):
             self.return_status(status)
         result = self.builder.load(slot)
