@@ -298,9 +298,13 @@ def augmented(a, b):
     return c
 
 
-def test_augmented_matmul_rebinds_the_name():
+def test_augmented_matmul_updates_in_place():
+    """`c @= b` writes into the array c names (a, the caller's), as NumPy's does."""
     a, b = values((3, 3), np.float64), values((3, 3), np.float64)
-    np.testing.assert_allclose(jit(augmented)(a, b), a @ b, rtol=1e-12)
+    expected = a @ b
+    result = jit(augmented)(a, b)
+    assert result is a
+    np.testing.assert_allclose(a, expected, rtol=1e-12)
 
 
 # ---- errors -----------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from .ops import OPS
 from .ops.elementwise import NUMPY_NAMES, UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
 from .ops.reductions import py_reduce
 from .ops.strong import evaluate_numpy
-from .types import BOOL, F32, F64, I32, I64, ArrayType, TupleType, Type, python_type_of
+from .types import BOOL, F32, F64, I32, I64, ArrayType, ScalarType, TupleType, Type, python_type_of
 
 Frame = list
 Step = Callable[[Frame], None]
@@ -44,7 +44,21 @@ def interpret(module: Module, args: list | tuple, graph_name: str | None = None)
     converts = [coercion(p.type) or _identity for p in graph.params]
     args = [convert(arg) for convert, arg in zip(converts, args)]
     results = _Interpreter(module).program(graph).run(args)
+    results = [(boxing(v.type) or _identity)(r) for v, r in zip(graph.outputs, results)]
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def boxing(t: Type | None) -> Callable[[Any], Any] | None:
+    """How a result of type `t` reaches Python, as compiled code returns it: a NumPy scalar
+    type (f32, np.float64 ...) as a NumPy scalar; None when the representation is already it."""
+    if isinstance(t, ScalarType) and t.strong:
+        import numpy
+
+        return numpy.dtype(NUMPY_NAMES[t.name]).type
+    if isinstance(t, TupleType):
+        parts = [boxing(e) or _identity for e in t.elements]
+        return lambda xs: tuple(part(x) for part, x in zip(parts, xs))
+    return None
 
 
 # ---- conversion to the representation of a type ------------------------------------
