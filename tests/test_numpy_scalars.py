@@ -281,7 +281,7 @@ def test_interpreter_agrees_on_numpy_semantics():
         warnings.simplefilter("ignore")
         assert interpret_call(floor_divide, (np.int64(7), 0), {}) == 0
         assert math.isnan(interpret_call(np_functions, (-1.0,), {})[0])
-        assert interpret_call(negate_bits, (np.bool_(True),), {}) is False
+        assert interpret_call(negate_bits, (np.bool_(True),), {}) == False  # noqa: E712
         with pytest.raises(ValueError):
             interpret_call(power, (np.int64(2), -1), {})
 

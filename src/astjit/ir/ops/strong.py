@@ -116,9 +116,6 @@ def with_strength(op: str, rule):
         if op in NUMPY_FUNCTIONS and all(map(is_numeric, types)) and (
                 attrs.get("numpy") or op in OPERATORS and any(map(is_strong, types))):
             return scalar_plan(op, TypeKey(types))
-        if op == "trunc" and attrs.get("scalar_function") and types[0] == F32:
-            raise OpTypeError("math.trunc() of a numpy.float32 raises TypeError in Python (it "
-                              "has no __trunc__); write int(x) or math.trunc(float(x))")
         if op in PYTHON_MATH:  # math.sqrt(np.float64(x)) is a Python float
             if attrs.get("scalar_function"):  # math's own function computes in double
                 types = [F64 if t == F32 else t for t in types]
@@ -139,7 +136,7 @@ BASE_RULES = {op: getattr(OPS[op].rule, "scalar_rule", OPS[op].rule) for op in N
 OPS["invert"] = dataclasses.replace(OPS["invert"], llvm={**OPS["invert"].llvm, "b": Builder("not_")})
 for _name, _opdef in list(OPS.items()):
     if _name in NUMPY_FUNCTIONS or _name in PYTHON_MATH or _name in STRONG_RESULTS \
-            or _name in ("min", "max", "trunc"):
+            or _name in ("min", "max"):
         OPS[_name] = dataclasses.replace(_opdef, rule=with_strength(_name, _opdef.rule))
 
 
