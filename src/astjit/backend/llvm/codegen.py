@@ -6,7 +6,8 @@ site k (an entry of the module's error table, `ErrorSite(exc, message, loc)`)
 that failed (a site may also report numbers, left in the module's
 `error_values` just before the status is returned: `fail_with_values`). A
 `call` checks its callee's status and returns it unchanged, so
-a status travels up to the entry. One site is no error: in a module's first
+a status travels up to the entry; a call on a call-graph cycle first checks
+the stack, and raises RecursionError where it runs out (`stack.py`). One site is no error: in a module's first
 tier (`emit_module(general=False)`) array nests get their fast versions only,
 and a call that needs another leaves with the `DEOPTIMIZE` status, which the
 wrapper answers by running it on the general tier (`FunctionEmitter.fast_only`).

@@ -143,14 +143,14 @@ def thread_stack_bounds() -> tuple[int, int] | None:
     library: glibc's and musl's `pthread_getattr_np`, macOS's `pthread_get_stack*_np`."""
     libc = ctypes.CDLL(None)
     libc.pthread_self.restype = ctypes.c_void_p
-    self = ctypes.c_void_p(libc.pthread_self())
+    thread = ctypes.c_void_p(libc.pthread_self())
     if sys.platform == "darwin":
         libc.pthread_get_stackaddr_np.restype = ctypes.c_void_p
         libc.pthread_get_stacksize_np.restype = ctypes.c_size_t
-        high = libc.pthread_get_stackaddr_np(self)
-        return high - libc.pthread_get_stacksize_np(self), high
+        high = libc.pthread_get_stackaddr_np(thread)
+        return high - libc.pthread_get_stacksize_np(thread), high
     attr = ctypes.create_string_buffer(256)  # a pthread_attr_t (56 or 64 bytes)
-    if libc.pthread_getattr_np(self, attr) != 0:
+    if libc.pthread_getattr_np(thread, attr) != 0:
         return None
     try:
         address, size = ctypes.c_void_p(), ctypes.c_size_t()
