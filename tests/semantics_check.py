@@ -141,15 +141,17 @@ def mixed_via_float64(s, fn, args, outcome):
 
 
 def min_max_promoted(s, fn, args, outcome):
-    """min() and max() of two types give the type `a + b` has (bool and int: int;
-    np.float32 and float: np.float32), not whichever argument won. README: "A bool and an
-    int merged", "A variable that is a Python scalar on one path and a NumPy scalar on
-    another"."""
+    """min() and max() of two types give the type `a + b` has (bool and float: float;
+    np.float32 and float: np.float32), not whichever argument won; a bool and an int keep
+    the winner's type, as CPython's (int|bool). README: "A bool and a float merged", "A
+    variable that is a Python scalar on one path and a NumPy scalar on another"."""
     if s.family not in PYTHON_FAMILIES or not s.ops & {"min", "max"} \
-            or type(args[0]) is type(args[1]) or not isinstance(outcome, Value):
+            or type(args[0]) is type(args[1]) or not isinstance(outcome, Value) \
+            or {type(a) for a in args} == {bool, int}:
         return None
     promoted = run(operator.add, args)
-    return Value(type(promoted.value)(outcome.value))
+    with np.errstate(over="ignore"):  # a float beyond float32 becomes inf, as compiled code's
+        return Value(type(promoted.value)(outcome.value))
 
 
 def scalar_conversion_of_array(s, fn, args, outcome):
@@ -264,9 +266,10 @@ def zero_sign_of_min_max_reduction(s, fn, args, outcome):
     return None
 
 
-KEPT = (numpy_not_compiled_yet, zero_sign_of_min_max_reduction, scalar_conversion_of_array, int64_wraps, int_negative_power, no_complex,
-        mixed_via_float64, min_max_promoted, numpy_dtype_astjit_lacks, numpy_bool_arithmetic,
-        negative_shift_raises, numpy_sqrt_fast_path)
+KEPT = (numpy_not_compiled_yet, zero_sign_of_min_max_reduction, scalar_conversion_of_array,
+        int64_wraps, int_negative_power, no_complex, mixed_via_float64, min_max_promoted,
+        numpy_dtype_astjit_lacks, numpy_bool_arithmetic, negative_shift_raises,
+        numpy_sqrt_fast_path)
 """The kept differences, in the order they are tried; the first that applies decides."""
 
 REFUSAL_IS_FINE = (TypeError, np.exceptions.AxisError)

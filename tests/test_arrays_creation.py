@@ -34,7 +34,6 @@ from astjit.ir.printer import format_module
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 from astjit.ir.verify import verify_module
 
-
 A1, A2 = ArrayType(F64, 1), ArrayType(F64, 2)
 
 

@@ -32,7 +32,6 @@ from astjit.ir.printer import format_module
 from astjit.ir.types import BOOL, F32, F64, I64, ArrayType, TupleType, python_type_of
 from astjit.ir.verify import verify_module
 
-
 # ---- helpers ---------------------------------------------------------------------------
 
 def compile_stages(fn, args) -> tuple[Module, Module]:

@@ -4,6 +4,7 @@ import shutil
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 from astjit.errors import Loc
@@ -152,7 +153,7 @@ def test_results_take_their_types_representation():
                     TupleType((I64, F32, F64)))]
     x, tenth, one = interpret(module_of(g), [3])
     assert (x, type(one)) == (3, float)
-    assert tenth != 0.1 and abs(tenth - 0.1) < 1e-8
+    assert type(tenth) is np.float32 and float(tenth) != 0.1 and abs(float(tenth) - 0.1) < 1e-8
 
 
 def test_python_errors_propagate():

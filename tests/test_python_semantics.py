@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import astjit
-from astjit import jit
+from astjit import grad, jit
+from astjit.api import interpret_call
 
 BIG = 2 ** 70
 NEGATIVE_BIG = -(2 ** 64)
@@ -201,3 +202,77 @@ def test_globals_are_read_when_first_compiled():
         assert jit(scaled)(1.0) == 3.0
     finally:
         SCALE = 2.0
+
+
+# ---- a bool on one path and an int on another keeps its type (int|bool) ---------------------
+
+def or_value(n, m):
+    return n > 0 or m
+
+
+def and_value(n):
+    return n > 0 and n
+
+
+def ternary(n):
+    return True if n else 2
+
+
+def found_index(n):
+    found = False
+    for i in range(n):
+        if i == 3:
+            found = i
+    return found
+
+
+def arithmetic_reads_the_int(n, m):
+    r = n > 0 or m
+    return r + 1, r, -r, ~r, r * 2.5, r / 2, (r, n), int(r), bool(r), r == 1
+
+
+def bitwise(n, m, c):
+    a = n > 0 or n
+    b = m > 0 or m
+    return a & b, a | b, a ^ b, a & c, c | a, a & 3, a ^ a
+
+
+def extremes_mixed(a, b):
+    return max(a, b), min(a, b), max(a, b, 0), min(b, 2, a)
+
+
+def callee_returns(x):
+    return x
+
+
+def through_a_call(n, m):
+    return callee_returns(n > 0 or m)
+
+
+MIXED = [(or_value, (1, 5)), (or_value, (-1, 5)), (and_value, (0,)), (and_value, (4,)),
+         (ternary, (0,)), (ternary, (1,)), (found_index, (2,)), (found_index, (5,)),
+         (arithmetic_reads_the_int, (1, 2)), (arithmetic_reads_the_int, (-1, 7)),
+         (through_a_call, (1, 0)), (through_a_call, (0, 9))]
+MIXED += [(bitwise, (n, m, c)) for n in (1, 0, -2) for m in (1, 5) for c in (True, False)]
+MIXED += [(extremes_mixed, (a, b)) for a in (True, False, 0, 2) for b in (True, False, 1, -1)]
+
+
+@pytest.mark.parametrize("fn,args", MIXED, ids=[f"{fn.__name__}{args}" for fn, args in MIXED])
+def test_bool_or_int_keeps_cpythons_type(fn, args):
+    expected, got = fn(*args), jit(fn)(*args)
+    assert repr(got) == repr(expected)
+
+
+@pytest.mark.parametrize("fn,args", MIXED[:12], ids=[f"{fn.__name__}{args}" for fn, args in MIXED[:12]])
+def test_interpreter_keeps_it_too(fn, args):
+    assert repr(interpret_call(fn, args, {})) == repr(fn(*args))
+
+
+def scaled_by_flag(x, n):
+    k = n > 0 or n
+    return x * x * k
+
+
+def test_gradient_through_a_bool_or_int():
+    for n in (-2, 0, 3):
+        assert grad(scaled_by_flag)(1.5, n) == 2 * 1.5 * (True if n > 0 else n)

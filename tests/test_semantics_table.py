@@ -83,7 +83,9 @@ NO_SPELLING = {
     "tuple": "a tuple display", "getitem": "indexing a tuple with a constant",
     "select": "`x if c else y` (corpus and random programs)",
     "is_none": "`x is None`, decided by types (test_frontend.py)",
-    "index": "range()'s bounds must be ints (test_frontend.py, the corpus)",
+    "index": "range()'s bounds must be ints (test_python_semantics.py)",
+    "tag": "a bool or an int merged as an int|bool (test_python_semantics.py)",
+    "untag": "an int|bool read as its int (test_python_semantics.py)",
     # emitted by the compiler itself
     "add_sat": "a range() counter's saturating step",
     "raise_if": "a run-time check's raise",

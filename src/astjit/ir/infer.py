@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
-from .ops.views import inplace_problem
 from .ops.strong import numpy_constant, numpy_semantics
+from .ops.views import inplace_problem
 from .types import (
     BOOL,
     BOTTOM,
     I64,
+    INT_OR_BOOL,
     NONE,
     ArrayType,
     TupleType,
@@ -164,6 +165,9 @@ class _Inferencer:
 
     def infer_leaf(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         attrs = dict(node.attrs)
+        if node.op not in KEEPS_INT_OR_BOOL:  # every other op reads an int|bool as its int
+            inputs = [coerce(out, v, I64, node.loc) if v.type == INT_OR_BOOL else v
+                      for v in inputs]
         if node.op == "const" and isinstance(attrs["value"], tuple):
             parts = [out.add("const", [], attrs=numpy_constant({"value": v}), loc=node.loc)
                      for v in attrs["value"]]
@@ -445,11 +449,20 @@ _CREATION_NAMES = {None: "np.empty", 0: "np.zeros", 1: "np.ones", "value": "np.f
 """The function an `array_new` of each `fill` comes from, for messages."""
 
 
+KEEPS_INT_OR_BOOL = frozenset({"tag", "tuple", "select", "min", "max", "bitand", "bitor", "bitxor"})
+"""The ops that take an int|bool as it is: the rest read its int (`untag`)."""
+
+
 def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
     """`value` converted to `target` by nodes appended to `graph` (Python's promotion)."""
     have = value.type
     if have == target:
         return value
+    if target == INT_OR_BOOL and have in (BOOL, I64):
+        return graph.add("tag", [value], loc=loc, names=[value.name], types=[target]).outputs[0]
+    if have == INT_OR_BOOL and target != INT_OR_BOOL:
+        value = graph.add("untag", [value], loc=loc, names=[value.name], types=[I64]).outputs[0]
+        return coerce(graph, value, target, loc)
     if have == BOTTOM:
         return graph.add("undef", [], attrs={"type": target}, loc=loc, types=[target]).outputs[0]
     if is_numeric(have) and is_numeric(target):

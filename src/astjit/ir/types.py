@@ -85,6 +85,18 @@ class TapeType(Type):
 
 
 @dataclass(frozen=True)
+class IntOrBoolType(Type):
+    """A Python int that is a bool on some paths (`n > 0 or m`, `found = False` then
+    `found = k`): an i64 with a tag saying whether it is a bool, so it reaches Python as
+    CPython's value would (`True`, not `1`). Every operation reads it as its i64 (True
+    is 1, which is all Python's arithmetic sees of a bool): type inference puts an
+    `untag` before it, and a `tag` where a bool or an int becomes one."""
+
+    def __str__(self) -> str:
+        return "int|bool"
+
+
+@dataclass(frozen=True)
 class NoneType(Type):
     def __str__(self) -> str:
         return "none"
@@ -106,6 +118,7 @@ F32 = ScalarType("f32")
 F64 = ScalarType("f64")
 NONE = NoneType()
 BOTTOM = BottomType()
+INT_OR_BOOL = IntOrBoolType()
 
 NUMERIC_RANK = {BOOL: 0, I32: 1, I64: 2, F32: 3, F64: 4}
 
@@ -175,11 +188,16 @@ def join(a: Type, b: Type) -> Type | None:
     """The type a variable has after two paths merge, or None when they cannot meet.
 
     Weak numbers meet at their promoted type (an int on one path and a float on
-    the other gives float, as Numba does). Where one is a NumPy scalar, they meet
+    the other gives float, as Numba does), but a bool and an int meet at
+    `INT_OR_BOOL`, which keeps which one it is. Where one is a NumPy scalar, they meet
     as NumPy would combine them (`strong.numpy_join`): `s = 0.0` then
     `s += x[i]` makes `s` an np.float64 (np.float32 for an f32 array) on both
     paths. Tuples meet elementwise.
     """
+    if {a, b} <= {BOOL, I64, INT_OR_BOOL} and a != b and not is_strong(a) and not is_strong(b):
+        return INT_OR_BOOL  # a bool on one path, an int on the other: each keeps its type
+    if INT_OR_BOOL in (a, b) and a != b:
+        return join(I64, b if a == INT_OR_BOOL else a)  # with a float: a float, as an int's
     if is_numeric(a) and is_numeric(b) and (a.strong or b.strong):
         from .ops.strong import numpy_join  # the ops package imports this module
 

@@ -159,13 +159,19 @@ def abs_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 def py_min(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """`b if b < a else a`, as `ops.py_min` (a NaN first operand wins, a NaN second loses)."""
     a, b = args
-    return em.builder.select(compare(em.builder, "<", b, a), b, a)
+    return em.builder.select(compare(em.builder, "<", _number(em, b), _number(em, a)), b, a)
 
 
 def py_max(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """`b if b > a else a`, as `ops.py_max`."""
     a, b = args
-    return em.builder.select(compare(em.builder, ">", b, a), b, a)
+    return em.builder.select(compare(em.builder, ">", _number(em, b), _number(em, a)), b, a)
+
+
+def _number(em: FunctionEmitter, value: ir.Value) -> ir.Value:
+    """The number min/max compare: an int|bool's int (its tag travels with the winner)."""
+    return em.builder.extract_value(value, 1) if isinstance(value.type, ir.LiteralStructType) \
+        else value
 
 
 # ---- floats -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ...ir.types import (
     F64,
     I32,
     I64,
+    INT_OR_BOOL,
     ArrayType,
     BottomType,
     NoneType,
@@ -79,10 +80,16 @@ def contains_array(t: Type | None) -> bool:
     return isinstance(t, ArrayType)
 
 
+INT_OR_BOOL_T = ir.LiteralStructType([I1, I64_T])
+"""An int|bool: whether it is a bool, and its value as an int."""
+
+
 def lltype(t: Type) -> ir.Type:
     """The LLVM type that holds a value of IR type `t`."""
     if t in _SCALARS:
         return _SCALARS[t]
+    if t == INT_OR_BOOL:
+        return INT_OR_BOOL_T
     if isinstance(t, TupleType):
         return ir.LiteralStructType([lltype(e) for e in t.elements])
     if isinstance(t, (NoneType, BottomType)):
@@ -111,6 +118,9 @@ def constant(t: Type, value) -> ir.Constant:
         return ir.Constant(ty, float(value))
     if isinstance(t, TupleType):
         return ir.Constant(ty, [constant(e, v) for e, v in zip(t.elements, value)])
+    if t == INT_OR_BOOL:
+        return ir.Constant(ty, [ir.Constant(I1, isinstance(value, bool)),
+                                ir.Constant(I64_T, wrap_int(value, 64))])
     if isinstance(t, ArrayType):
         raise CompileError(f"an array constant ({t}) cannot be compiled yet: pass the array "
                            "as an argument")

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.ops import OPS
-from ...ir.types import BOOL, I64, NONE, ArrayType, TupleType, Type
+from ...ir.types import BOOL, I64, INT_OR_BOOL, NONE, ArrayType, TupleType, Type
 from . import adjoints, arith, arrays, fused, linalg, memory, tapes, views
 from . import messages as msg
 from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
-from .lltypes import DOUBLE, constant, lltype, zero
+from .lltypes import DOUBLE, INT_OR_BOOL_T, constant, lltype, zero
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -133,6 +133,28 @@ def length(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return constant(I64, len(t.elements))
 
 
+def tag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """A bool or an int as an int|bool: {is it a bool, its value as an int}."""
+    (value,) = args
+    is_bool = node.inputs[0].type == BOOL
+    whole = em.builder.zext(value, INT_OR_BOOL_T.elements[1]) if is_bool else value
+    tagged = em.builder.insert_value(zero(INT_OR_BOOL), constant(BOOL, is_bool), 0)
+    return em.builder.insert_value(tagged, whole, 1)
+
+
+def untag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return em.builder.extract_value(args[0], 1)
+
+
+def bitwise_int_or_bool(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`a & b`, `a | b`, `a ^ b` of int|bools: the ints', a bool where both are bools."""
+    b = em.builder
+    method = {"bitand": b.and_, "bitor": b.or_, "bitxor": b.xor}[node.op]
+    whole = method(b.extract_value(args[0], 1), b.extract_value(args[1], 1))
+    is_bool = b.and_(b.extract_value(args[0], 0), b.extract_value(args[1], 0))
+    return b.insert_value(b.insert_value(zero(INT_OR_BOOL), is_bool, 0), whole, 1)
+
+
 def raise_if(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     em.fail_if(node, args[0], node.attrs["exc"], node.attrs["message"])
     return zero(NONE)
@@ -169,5 +191,6 @@ ROUTINES = {
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
     "const": const, "undef": undef, "tuple": make_tuple, "getitem": getitem, "len": length,
-    "raise_if": raise_if, "reduce": fused.reduce_routine,
+    "raise_if": raise_if, "reduce": fused.reduce_routine, "tag": tag, "untag": untag,
+    "bitwise_int_or_bool": bitwise_int_or_bool,
 }

@@ -54,7 +54,19 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...ir.core import Graph
-from ...ir.types import BOOL, F32, F64, I32, I64, ArrayType, NoneType, ScalarType, TupleType, Type, weak
+from ...ir.types import (
+    BOOL,
+    F32,
+    F64,
+    I32,
+    I64,
+    INT_OR_BOOL,
+    ArrayType,
+    NoneType,
+    ScalarType,
+    TupleType,
+    Type,
+)
 from . import arrays, numpy_api, stack
 from . import messages as msg
 from .codegen import MAX_ERROR_VALUES, ErrorTable, LoweredModule, error_values
@@ -288,6 +300,19 @@ class WrapperEmitter:
                             value if t == I64 else builder.sext(value, I64_T))
         if t == BOOL:
             return self.api("PyBool_FromLong", builder.zext(value, LONG))
+        if t == INT_OR_BOOL:  # True/False where it is a bool, else the int
+            is_bool, whole = builder.extract_value(value, 0), builder.extract_value(value, 1)
+            with builder.if_else(is_bool) as (as_bool, as_int):
+                with as_bool:
+                    boxed_bool = self.box(builder.trunc(whole, I1), BOOL)
+                    bool_block = builder.block
+                with as_int:
+                    boxed_int = self.box(whole, I64)
+                    int_block = builder.block
+            boxed = builder.phi(boxed_bool.type)
+            boxed.add_incoming(boxed_bool, bool_block)
+            boxed.add_incoming(boxed_int, int_block)
+            return boxed
         if isinstance(t, NoneType):
             none = object_constant(None)
             self.api("Py_IncRef", none)

@@ -27,7 +27,7 @@ The structural ops (`if`, `while`, `call`) are not in this table; see `core.py`.
 """
 # Fill the table: scalar, derivative, the reverse rules, then the whole-array forms
 # (elementwise.py imports vjp first).
-from . import elementwise, linalg, reductions, vjp, vjp_arrays  # noqa: F401
+from . import elementwise, linalg, reductions, vjp, vjp_arrays  # noqa: F401, I001 - order matters
 from . import strong  # noqa: F401 - last: it wraps the rules of the entries above
 from .derivative import ieee_div, ieee_log, ieee_pow
 from .semantics import (

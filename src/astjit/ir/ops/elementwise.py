@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 from ..types import (
     BOOL,
@@ -56,7 +55,7 @@ from ..types import (
     weak,
 )
 from . import vjp  # noqa: F401 - the scalar entries (and their reverse rules) come first
-from .table import OPS, Builder, Intrinsic, OpTypeError, Routine, _def, _numeric, arith_rule
+from .table import OPS, Builder, OpTypeError, Routine, _def, _numeric, arith_rule
 
 NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32", "bool": "bool"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ..types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
+from ..types import BOOL, F32, F64, I64, INT_OR_BOOL, NONE, ArrayType, TupleType, is_strong
 from .semantics import (
     _getitem,
     _undef,
@@ -75,11 +75,14 @@ _def("pow", 2, arith_rule, py_pow,
      {"f": Routine("pow_float"), "i": Routine("pow_int")}, ("pure", "raises", "elementwise"))
 _def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")}, ("pure", "raises"))
 _def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")}, ("pure", "raises"))
-_def("bitand", 2, bitwise_rule, operator.and_, {"i": Builder("and_"), "b": Builder("and_")},
+_def("bitand", 2, bitwise_rule, operator.and_, {"i": Builder("and_"), "b": Builder("and_"),
+                                                  "*": Routine("bitwise_int_or_bool")},
      ("pure", "commutative"))
-_def("bitor", 2, bitwise_rule, operator.or_, {"i": Builder("or_"), "b": Builder("or_")},
+_def("bitor", 2, bitwise_rule, operator.or_, {"i": Builder("or_"), "b": Builder("or_"),
+                                                  "*": Routine("bitwise_int_or_bool")},
      ("pure", "commutative"))
-_def("bitxor", 2, bitwise_rule, operator.xor, {"i": Builder("xor"), "b": Builder("xor")},
+_def("bitxor", 2, bitwise_rule, operator.xor, {"i": Builder("xor"), "b": Builder("xor"),
+                                                  "*": Routine("bitwise_int_or_bool")},
      ("pure", "commutative"))
 _def("neg", 1, unary_arith_rule, operator.neg, {"f": Builder("fneg"), "i": Builder("neg")},
      ("pure", "elementwise"))
@@ -96,11 +99,15 @@ for _name, _pred in [("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq"
 _def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},
      ("pure", "elementwise"))
 def min_max_rule(types, attrs):
-    """min/max return one of their operands: two bools give a bool (`max(a > 0, b > 0)`),
-    other numbers promote as arithmetic does."""
-    if list(types) == [BOOL, BOOL]:
+    """min/max return one of their operands, of its own type: two bools give a bool
+    (`max(a > 0, b > 0)`), a bool and an int an int|bool (`max(b, n)` is True or n); other
+    numbers promote as arithmetic does."""
+    kinds = set(types)
+    if kinds == {BOOL}:
         return [BOOL, BOOL], BOOL
-    return arith_rule(types, attrs)
+    if kinds <= {BOOL, I64, INT_OR_BOOL} and kinds != {I64} and not any(map(is_strong, types)):
+        return [INT_OR_BOOL, INT_OR_BOOL], INT_OR_BOOL
+    return arith_rule([I64 if t == INT_OR_BOOL else t for t in types], attrs)
 
 
 _def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"))
@@ -195,6 +202,25 @@ def index_rule(types, attrs):
 
 
 _PYTHON_NAMES = {F64: "float", F32: "numpy.float32", NONE: "NoneType"}
+
+
+def tag_rule(types, attrs):
+    (t,) = types
+    if t not in (BOOL, I64) or is_strong(t):
+        raise OpTypeError(f"only a bool or an int becomes an int|bool, got {t}")
+    return [t], INT_OR_BOOL
+
+
+def untag_rule(types, attrs):
+    if types[0] != INT_OR_BOOL:
+        raise OpTypeError(f"untag reads an int|bool, got {types[0]}")
+    return [INT_OR_BOOL], I64
+
+
+_def("tag", 1, tag_rule, lambda x: x, {"*": Routine("tag")},
+     doc="a bool or an int as an int|bool that remembers which it is (types.IntOrBoolType)")
+_def("untag", 1, untag_rule, int, {"*": Routine("untag")},
+     doc="an int|bool's value as an int (True is 1)")
 
 _def("len", 1, len_rule, len, {"*": Routine("len")})
 _def("index", 1, index_rule, lambda x: int(operator.index(x)), {"*": Routine("identity")},

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..types import BOOL, F64, I64, TupleType, Type, is_numeric, promote, python_type_of
+from ..types import BOOL, F64, I64, INT_OR_BOOL, TupleType, Type, is_numeric, promote, python_type_of
 
 
 class OpTypeError(Exception):
@@ -100,9 +100,13 @@ def int_only_rule(types, attrs):
 
 
 def bitwise_rule(types, attrs):
+    """`&`, `|`, `^`: of bools a bool, else an int, as Python's; of bools and int|bools an
+    int|bool (a bool where both operands are)."""
     if all(t == BOOL for t in types):
         return [BOOL] * len(types), BOOL
-    return int_only_rule(types, attrs)
+    if set(types) <= {BOOL, INT_OR_BOOL} and not any(t.strong for t in types if t == BOOL):
+        return [INT_OR_BOOL] * len(types), INT_OR_BOOL
+    return int_only_rule([I64 if t == INT_OR_BOOL else t for t in types], attrs)
 
 
 def compare_rule(types, attrs):

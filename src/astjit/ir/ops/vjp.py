@@ -190,8 +190,8 @@ _vjp("mod", _mod_vjp)
 
 ZERO_DERIVATIVE = frozenset({
     "floordiv", "floor", "ceil", "trunc", "round", "lt", "le", "gt", "ge", "eq", "ne", "not",
-    "isnan", "isinf", "isfinite", "raise_if", "len", "index", "const", "undef", "tape_new", "tape_clear",
-    "tape_free",
+    "isnan", "isinf", "isfinite", "raise_if", "len", "index", "tag", "untag", "const", "undef",
+    "tape_new", "tape_clear", "tape_free",
     "bitand", "bitor", "bitxor", "lshift", "rshift", "invert", "add_sat",
     "array_dim", "array_shape", "array_size", "array_ndim", "array_arange", "array_release",
 })

@@ -30,7 +30,7 @@ from typing import Any
 from ..core import Graph, Module, Node, Value
 from ..ops import OPS
 from ..ops.elementwise import is_array_elementwise
-from ..types import BOOL, F64, I64, ArrayType, exact
+from ..types import BOOL, F64, I64, INT_OR_BOOL, ArrayType, exact
 from .effects import has_effects
 from .rewrite import Replacement, forward, make_const, rewrite_graph
 
@@ -146,6 +146,9 @@ RULES: list[tuple[str, When, Then]] = [
     ("neg", lambda e: e.x.op == "neg", lambda e: e.x.x),                      # -(-x) = x
     ("pos", lambda e: True, lambda e: e.x),                                   # +x = x
     ("index", lambda e: True, lambda e: e.x),             # operator.index(n) = n (typed: n is an int)
+    ("untag", lambda e: e.x.op == "tag" and is_int(e.x.x), lambda e: e.x.x),  # int(tag(n)) = n
+    ("untag", lambda e: e.x.op == "tag" and is_bool(e.x.x),
+     lambda e: Apply("cast", e.x.x, to=I64)),                                 # int(tag(b)) = int(b)
     ("invert", lambda e: e.x.op == "invert", lambda e: e.x.x),                # ~~n = n
     ("abs", lambda e: e.x.op == "abs", lambda e: e.x),                        # ||x|| = |x|
     ("not", lambda e: e.x.op == "not" and is_bool(e.x.x), lambda e: e.x.x),   # not not b = b
@@ -211,7 +214,9 @@ def _simplify_graph(graph: Graph) -> None:
             replacement = _if_to_select(node)
             if replacement is not None:
                 return replacement
-        elif node.op in RULES_BY_OP and not is_array_elementwise(node):  # new arrays stay new
+        elif node.op in RULES_BY_OP and not is_array_elementwise(node) \
+                and node.outputs[0].type != INT_OR_BOOL:  # new arrays stay new; the rules'
+            # constants would lose an int|bool's tag (True ^ True is False, not 0)
             result = _rewrite(node, defs)
             if result is not None:
                 return forward(node, [result])
