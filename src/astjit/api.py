@@ -122,7 +122,7 @@ class Specialization:
     @property
     def typed(self) -> Module:
         """The typed stage, typed again on request: the optimizer consumed the compile's
-        own (a copy kept for dumps cost a deep copy per compile: 6 ms of an MLP step's)."""
+        own (a copy kept for dumps cost a deep copy per compile, docs/measurements.md)."""
         if self._typed is None:
             self._typed = typed_module(self.parsed, self.types)
         return self._typed

@@ -50,7 +50,7 @@ Invariants (checked by `verify.py`):
             parameter per input and one output per node output; it means that
             graph, which a backend may run row by row.
 
-  Every other op is a leaf primitive from the table in `ops.py`.
+  Every other op is a leaf primitive from the table in `ops/`.
 - A function's Graph has exactly one output (its return value; a tuple-typed
   value for `return a, b`).
 """

@@ -2,7 +2,7 @@
 
 Each (graph, argument types) pair becomes one typed Graph named `name[t1,t2]`.
 The typed IR is explicit: every leaf op's operands have exactly the types its
-rule in `ops.py` asks for, because inference inserts `cast` nodes (Python's
+rule in `ops/` asks for, because inference inserts `cast` nodes (Python's
 int -> float promotion), and values merging at an `if` or carried by a `while`
 are converted to their joined type inside the regions.
 

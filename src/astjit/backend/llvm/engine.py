@@ -58,8 +58,9 @@ default), put back after: see `Engine.optimize`."""
 
 LOOP_OPTIONS = (*OPTIONS, ("force-vector-interleave", "1", "0"))
 """The `loops` pipeline's: one vector per step. Interleaving (4 vectors per step, LLVM's
-choice for most of astjit's loops) made LLVM compile 20-25% more for loops that ran
-no faster in the array benchmarks; they are memory-bound or wait on vector math."""
+choice for most of astjit's loops) made LLVM compile more for loops that ran no
+faster in the array benchmarks; they are memory-bound or wait on vector math
+(docs/measurements.md)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ PIPELINES = {
     "glue": Pipeline("glue", None, False, (), 0),
 }
 """Measured on the array benchmarks (softmax, the MLP step), against O3 for the loops:
-O1 with the loop vectorizer compiled in 15-20% less time, and the loops ran as fast."""
+O1 with the loop vectorizer compiled in less time, and the loops ran as fast
+(docs/measurements.md)."""
 
 
 class Part:
@@ -166,9 +168,8 @@ class Engine:
 
         Without `arrays`, the module is compiled whole by the `scalar` pipeline.
         An `arrays` module is compiled in two parts (split.py): its loop nests by
-        the `loops` pipeline, the rest by the `glue` one. Compiled together at
-        O3, softmax over rows took 50 ms of LLVM's time and the MLP training step
-        315 ms; apart, 27 and 140 ms, the loops as fast as before.
+        the `loops` pipeline, the rest by the `glue` one, which takes LLVM about
+        half the time of compiling them together at O3 (docs/measurements.md).
         """
         outline.compile_runtime()
         start = time.perf_counter()
@@ -244,8 +245,9 @@ class Engine:
         they were (so are all of `OPTIONS`).
 
         No epilogue vectorization: a vectorized loop's remainder runs scalar, not
-        through a second, narrower vector loop, which cost 10-15% of the O3 and
-        machine-code time of array programs for a few leftover elements per row.
+        through a second, narrower vector loop, which cost a noticeable part of the
+        O3 and machine-code time of array programs for a few leftover elements per row
+        (docs/measurements.md).
         """
         options = PIPELINES[pipeline].options
         builder = llvm.create_pass_builder(self.machines[pipeline], self.tunings[pipeline])

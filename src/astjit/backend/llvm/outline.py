@@ -158,7 +158,7 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
     strides are 1, with run-time checks, scalar epilogues) about doubles what LLVM
     optimizes and turns into machine code for each nest, for the rare strided case.
     Not where the loops call a math function libmvec has (`vecmath.call_math`): the
-    vector calls pay for the strided loads (`np.sin(x.T)` ran 2.3x faster vectorized).
+    vector calls pay for the strided loads (docs/measurements.md).
     """
     function = builder.function
     known = {id(block) for block in function.blocks}
@@ -187,8 +187,8 @@ def no_runtime_unroll(branch: ir.Instruction) -> None:
     For the loops of array code: the vectorizer interleaves the vector body
     itself, and runtime unrolling would only multiply the scalar loop that
     finishes the last few elements (eight copies and a prologue for a
-    remainder of under a vector's length): about 15% of what LLVM compiles for
-    an elementwise kernel, for nothing.
+    remainder of under a vector's length): a good part of what LLVM compiles for
+    an elementwise kernel, for nothing (docs/measurements.md).
     """
     module = branch.function.module
     branch.set_metadata("llvm.loop", _LoopID(module, [

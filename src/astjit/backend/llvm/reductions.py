@@ -223,8 +223,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
 @functools.cache
 def _has_avx512() -> bool:
     """Whether the host has 512-bit vectors: LLVM's default for it is 256-bit vectors,
-    but a reduction streams memory, and 512-bit loads ran ~15% faster here (and the
-    vectorized max/min reduction about 25%)."""
+    but a reduction streams memory, and 512-bit loads ran faster (docs/measurements.md)."""
     import llvmlite.binding as llvm
 
     return bool(llvm.get_host_cpu_features().get("avx512f"))

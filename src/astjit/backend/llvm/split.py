@@ -7,9 +7,8 @@ Its loop nests run once per element. LLVM's pipelines and its full code
 generator cost the same per instruction for both, and on one module they
 also work on the glue with the loops inlined into it. Compiled apart, the
 loops get the `loops` pipeline (O1 and the loop vectorizer) and the glue no
-optimization and the fast instruction selector and register allocator.
-Softmax over rows compiled in 35 ms this way instead of 43 ms, and the MLP
-training step in 200 ms instead of 330 ms. The loops ran as fast.
+optimization and the fast instruction selector and register allocator:
+much less compile time, loops as fast (docs/measurements.md).
 
 How: LLVM's loop extractor (`loop-extract`, the CodeExtractor) moves every
 top-level loop of the module's functions into a function of its own. Values
@@ -68,8 +67,8 @@ def _private_outputs(chunk: str) -> str:
     `noalias writable dereferenceable`. Nothing else can reach those slots, so LLVM
     keeps the values in registers and stores them once, at the exit. Without this it
     stored them every iteration, and reloaded any array element the loop had just
-    written, since the slots might have been that element: a recurrence
-    `y[i] = 0.5 * y[i - 1] + sin(x[i])` ran 12% slower."""
+    written, since the slots might have been that element, which slowed
+    recurrences such as `y[i] = 0.5 * y[i - 1] + sin(x[i])` (docs/measurements.md)."""
     header, body = chunk.split("\n", 1)
     for name, kind in re.findall(r"store (\S+) [^\n]*, ptr (%[-\w$.]+\.out)\b", body):
         size = _SIZES.get(name)

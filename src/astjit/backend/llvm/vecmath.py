@@ -29,8 +29,7 @@ mapped only if libmvec exports every variant of it (glibc 2.22 has sin, cos,
 exp, log, pow; 2.35 added the rest). LLVM keeps to 256-bit vectors on most
 AVX-512 CPUs (its prefer-vector-width tuning), so with AVX-512 the function
 holding a kernel is marked `"prefer-vector-width"="512"`: the 8-wide `e`
-variants ran `exp(-x*x)*sin(3x) + tanh(y)/(1+x*x)` about 1.3x faster than the
-4-wide `d` ones here.
+variants ran faster than the 4-wide `d` ones (docs/measurements.md).
 
 Scalar fallback: no libmvec, a CPU without AVX2, a function libmvec lacks
 (fmod, sqrt, which is an instruction anyway), or `ASTJIT_VECMATH=0` in the

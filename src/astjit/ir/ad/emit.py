@@ -1,7 +1,7 @@
 """Building typed IR from transforms: the `Emitter` that derivative rules call.
 
 A rule writes `e.op("mul", g, x)` and gets the typed result Value; the
-result type comes from the op's own type rule in `ops.py`, and the operands
+result type comes from the op's own type rule in `ops/`, and the operands
 must already have the types that rule asks for (derivative code works on
 values of one float type, so it never needs casts).
 """

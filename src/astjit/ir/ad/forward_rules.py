@@ -1,4 +1,4 @@
-"""Tangent rules of the leaf ops, derived from the reverse-mode rules of `ops.py`.
+"""Tangent rules of the leaf ops, derived from the reverse-mode rules of `ops/`.
 
 Every VJP rule is linear in its cotangent `g`: component i is g * d(out)/d(x_i).
 Called with the tangent `dx_i` in place of `g`, component i is that input's
