@@ -360,4 +360,4 @@ def test_backend_compiles_fused():
     def f(x):
         return x * 2.0
 
-    np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 2.0))  # tests/test_fused_backend.py
+    np.testing.assert_array_equal(f(np.ones(3)), np.full(3, 2.0))  # tests/backend/test_fused_backend.py

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-SAMPLES = pathlib.Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 
 
 def load(name):

@@ -1,5 +1,8 @@
-"""Building typed IR graphs by hand, for the backend tests (what inference would produce)."""
+"""Building typed IR graphs by hand, for the backend tests (what inference would produce),
+and compiling them (`compile_module`: the fast entry, with a handler that raises)."""
+from astjit.backend.llvm import build_entry
 from astjit.ir.core import Graph, Module, Value
+from astjit.ir.ops import EXCEPTIONS
 from astjit.ir.types import BOOL, I64
 
 
@@ -37,3 +40,27 @@ def counted_loop(g, n, invariants, carried, body_fn):
     loop = g.add("while", [n, *invariants, *carried, const(g, 0, I64)], len(car_types),
                  attrs={"n_invariants": k}, regions=[cond, body], types=car_types)
     return loop.outputs[:-1]
+
+
+class Handler:
+    """Raises the reported site's exception, as `api.ErrorHandler` does without the location."""
+
+    def __init__(self):
+        self.errors, self.calls = [], 0
+
+    def __call__(self, status):
+        self.calls += 1
+        name, message, _ = self.errors[status - 1]
+        raise EXCEPTIONS[name](message)
+
+
+def no_fallback(*args, **kwargs):
+    raise AssertionError(f"unexpected fallback with {args} {kwargs}")
+
+
+def compile_module(module, fallback=no_fallback, handler=None):
+    handler = handler or Handler()
+    entry = build_entry(module, fallback, handler)
+    handler.errors = entry.errors
+    entry.handler = handler
+    return entry

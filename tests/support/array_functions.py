@@ -1,6 +1,6 @@
 """The array corpus: NumPy functions that @jit must compile with NumPy's semantics.
 
-test_arrays_frontend and test_arrays_creation compile them. Each entry of CASES
+test_frontend_arrays and test_array_creation compile them. Each entry of CASES
 is (function, argument factory). A factory returns a fresh tuple of arguments,
 so functions that write into their arguments can be compared. Results are
 compared with NumPy's own (values, dtype, shape). The functions match the

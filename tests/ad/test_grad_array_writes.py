@@ -301,7 +301,7 @@ def stale_view(x):
 def test_unsupported_writes_are_refused_clearly(fn, words):
     with pytest.raises(DifferentiationError, match=words) as info:
         grad(fn)(np.array([0.5, 0.7, 0.9, 1.1]))
-    assert "test_array_write_grad.py" in str(info.value)
+    assert "test_grad_array_writes.py" in str(info.value)
 
 
 def rebinds_a_fresh_array(x):        # writes into the array the body makes: supported

@@ -298,7 +298,7 @@ def test_no_leak_across_calls_on_any_exit():
 
 OUT_OF_MEMORY = """
 import resource, sys
-sys.path.insert(0, {tests!r})
+sys.path[:0] = {paths!r}
 from test_tape_ops import compile_module, record_replay
 entry = compile_module(record_replay())
 assert entry.call(10, 1.0, -1) == entry.call(10, 1.0, -1)
@@ -315,7 +315,8 @@ print(entry.call(100, 1.0, -1) == entry.call(100, 1.0, -1))
 
 @needs_proc
 def test_out_of_memory_is_an_error_status_not_a_crash():
-    script = OUT_OF_MEMORY.format(tests=os.path.dirname(__file__))
+    here = os.path.dirname(__file__)  # this file, and ir_builders in ../support
+    script = OUT_OF_MEMORY.format(paths=[here, os.path.join(os.path.dirname(here), "support")])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -424,7 +424,7 @@ def test_no_memory_leaks_with_reused_buffers_and_errors():
 
 
 def test_unfused_reduce_nodes_compile_through_their_routine():
-    from test_arrays_backend import compile_module
+    from ir_builders import compile_module
 
     def reduce_module(kind, axis, keepdims):
         fn = specialize(np_function, REDUCE=FUNCTIONS[kind], AXIS=axis, KEEP=keepdims)

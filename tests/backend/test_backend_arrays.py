@@ -4,13 +4,12 @@ import sys
 
 import numpy as np
 import pytest
-from ir_builders import const, counted_loop, graph_of, module_of, op
+from ir_builders import Handler, compile_module, const, counted_loop, graph_of, module_of, no_fallback, op
 
 from astjit.api import ErrorHandler
 from astjit.backend.llvm import arrays, build_entry
 from astjit.errors import CompileError, Loc
 from astjit.ir.interp import interpret
-from astjit.ir.ops import EXCEPTIONS
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType, python_type_of
 
 A1, A2, A3, A0 = (ArrayType(F64, n) for n in (1, 2, 3, 0))
@@ -22,22 +21,6 @@ def none(graph):
     return const(graph, None, NONE)
 
 
-class Handler:
-    """Raises the reported site's exception, as `api.ErrorHandler` does without the location."""
-
-    def __init__(self):
-        self.errors, self.calls = [], 0
-
-    def __call__(self, status):
-        self.calls += 1
-        name, message, _ = self.errors[status - 1]
-        raise EXCEPTIONS[name](message)
-
-
-def no_fallback(*args, **kwargs):
-    raise AssertionError(f"unexpected fallback with {args} {kwargs}")
-
-
 class Recorder:
     def __init__(self):
         self.calls = []
@@ -45,14 +28,6 @@ class Recorder:
     def __call__(self, *args, **kwargs):
         self.calls.append(args)
         return "fallback"
-
-
-def compile_module(module, fallback=no_fallback, handler=None):
-    handler = handler or Handler()
-    entry = build_entry(module, fallback, handler)
-    handler.errors = entry.errors
-    entry.handler = handler
-    return entry
 
 
 # ---- the modules under test -----------------------------------------------------------

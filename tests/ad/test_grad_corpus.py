@@ -11,8 +11,7 @@ import pytest
 from corpus import CASE_IDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from program_gen import programs
-from test_random_programs import load
+from program_gen import load, programs
 
 from astjit import grad, value_and_grad
 

@@ -9,7 +9,7 @@ with `locations=False`. `golden/located.typed.txt` is the one dump with the
 A mismatch fails with a unified diff, expected (the file) against actual. After
 a deliberate change to the IR, rewrite the files and review the diff in git:
 
-    ASTJIT_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_ir.py
+    ASTJIT_UPDATE_GOLDEN=1 python -m pytest tests/ir/test_golden_ir.py
 
 That writes files but deletes none: remove those of a renamed or deleted case by
 hand (`test_no_stale_golden_files` lists them).

@@ -15,6 +15,9 @@ Programs are total by construction, so CPython's result is a reference:
 """
 from __future__ import annotations
 
+import importlib.util
+import itertools
+
 from hypothesis import strategies as st
 
 INT_VARS = ("a", "b", "i", "j")
@@ -137,3 +140,17 @@ def programs(draw) -> str:
     body += draw(block(0, ("a", "b"), FLOAT_VARS, False))
     body.append(f"return float({draw(float_expr(0, ('a', 'b'), FLOAT_VARS))})")
     return "import math\n\n\ndef prog(a, b, x, y):\n" + "\n".join(indent(body)) + "\n"
+
+
+SERIALS = itertools.count()
+
+
+def load(source: str, directory):
+    """Import `source` from a real file, so inspect.getsource finds it."""
+    name = f"prog_{next(SERIALS)}"
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.prog

@@ -28,7 +28,7 @@ def check(fn, make, through=jit):
         assert isinstance(got[1], type(expected[1])), (got[1], expected[1])
         return
     np.testing.assert_array_equal(got[1], expected[1])
-    if isinstance(expected[1], np.ndarray):  # scalar result types: tests/test_numpy_scalars.py
+    if isinstance(expected[1], np.ndarray):  # scalar result types: tests/e2e/test_numpy_scalars.py
         assert type(got[1]) is np.ndarray and got[1].dtype == expected[1].dtype
     for a, b in zip(expected_args, got_args):
         np.testing.assert_array_equal(b, a)

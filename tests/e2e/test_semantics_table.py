@@ -109,12 +109,12 @@ TESTED_ELSEWHERE = {
     "array_reshape": "x.reshape (test_array_views.py)",
     "array_assign": "y[...] = v (test_augmented_assignment.py)",
     "augassign": "x op= v on arrays, in place (test_augmented_assignment.py)",
-    "array_dim": "x.shape[i] (test_arrays_frontend.py)",
+    "array_dim": "x.shape[i] (test_frontend_arrays.py)",
     "array_shape": "x.shape", "array_size": "x.size", "array_ndim": "x.ndim",
-    "array_new": "np.zeros/ones/empty/full (test_arrays_creation.py)",
-    "array_new_like": "np.zeros_like ... (test_arrays_creation.py)",
-    "array_arange": "np.arange (test_arrays_creation.py)",
-    "eye": "np.eye (test_arrays_creation.py)", "diag": "np.diag (test_linalg.py)",
+    "array_new": "np.zeros/ones/empty/full (test_array_creation.py)",
+    "array_new_like": "np.zeros_like ... (test_array_creation.py)",
+    "array_arange": "np.arange (test_array_creation.py)",
+    "eye": "np.eye (test_array_creation.py)", "diag": "np.diag (test_linalg.py)",
 }
 """Ops with a Python spelling outside this test's scope, and the tests that cover them.
 (`matmul`, `a @ b`, is here for numbers, which Python and astjit both refuse.)"""

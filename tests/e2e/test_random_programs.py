@@ -1,34 +1,18 @@
 """Property: random programs compiled by astjit return exactly what CPython returns.
 
 The number of examples is HYPOTHESIS_EXAMPLES (200 by default in CI; raise it
-to search harder: `HYPOTHESIS_EXAMPLES=5000 python -m pytest tests/test_random_programs.py`).
+to search harder: `HYPOTHESIS_EXAMPLES=5000 python -m pytest tests/e2e/test_random_programs.py`).
 """
-import importlib.util
-import itertools
 import math
 import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from program_gen import programs
+from program_gen import load, programs
 
 from astjit import jit
 
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "200"))
-
-
-SERIALS = itertools.count()
-
-
-def load(source: str, directory):
-    """Import `source` from a real file, so inspect.getsource finds it."""
-    name = f"prog_{next(SERIALS)}"
-    path = directory / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.prog
 
 
 def outcome(fn, args):

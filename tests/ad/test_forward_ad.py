@@ -16,8 +16,7 @@ import grad_functions
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from program_gen import programs
-from test_random_programs import load
+from program_gen import load, programs
 
 from astjit.frontend import lower_function
 from astjit.ir.ad.forward import NotDifferentiableError, forward_graph
