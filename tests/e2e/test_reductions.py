@@ -367,20 +367,23 @@ def test_the_optimized_dump_shows_the_reduction_fused_with_its_producer():
     x = RNG.standard_normal(10)
     text = jit(sum_of_squares).ir(x, stage="optimized")
     assert text.count("fused") == 1, text
-    assert "sum axes=(0,)" in text and "mul" in text, text
+    assert "reduce='sum', axes=(0,)" in text and "mul" in text, text
     text = jit(rows_of_products).ir(RNG.standard_normal((3, 4)), stage="optimized")
-    assert text.count("fused") == 1 and "sum axes=(1,)" in text, text
+    assert text.count("fused") == 1 and "reduce='sum', axes=(1,)" in text, text
     text = jit(count_positive).ir(x, stage="optimized")
     assert text.count("fused") == 1 and "cast" in text and ": i64" in text, text
     # a producer used elsewhere too is stored by the loop of the first reduction joining it;
     # the next reduction reads it
     text = jit(shared_producer).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert text.count("fused [") == 2 and "max axes=(0,)" in text, text
-    assert "%e.1, %1 = fused [ndim=2, sum axes=(0, 1)] (%x) {" in text, text
+    assert text.count("fused (") == 2 and "reduce='max', axes=(0,)" in text, text
+    assert "%e.1, %1 = fused (%x) {ndim=2, reduce='sum', axes=(0, 1), keepdims=False} {" in text, text
     text = jit(softmax).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert text.count("fused [") == 4 and "max axes=(1,), keepdims" in text, text  # a row group
-    assert "fused [ndim=2, rows=1] (%x) {" in text, text  # of the 3 nodes (test_row_fusion.py)
-    assert "%e.1, %3 = fused [ndim=2, sum axes=(1,), keepdims] (%x.1, %0) {" in text, text
+    assert text.count("fused (") == 4, text  # a row group of 3 nodes
+    assert "reduce='max', axes=(1,), keepdims=True" in text, text
+    assert "fused (%x) {ndim=2, rows=1, " in text, text  # of the 3 nodes (test_row_fusion.py)
+    assert ("%e.1, %3 = fused (%x.1, %0) {ndim=2, reduce='sum', axes=(1,), keepdims=True, "
+            "ones={%0: (1,)}} {") in text, text
+    assert "%7 = fused (%e.1, %3) {ndim=2, ones={%3: (1,)}, reuse=%e.1} {" in text, text  # e / s
 
 
 def test_no_reference_leaks():

@@ -180,8 +180,8 @@ def test_expression_becomes_one_fused_node():
     np.testing.assert_allclose(after, f(x, y))
     np.testing.assert_allclose(before, f(x, y))
     text = format_module(module)
-    assert "fused [ndim=1] (%x, %y) {" in text and "kernel (" in text
-    assert "kernel" in format_dot(module)
+    assert "fused (%x, %y) {ndim=1} {" in text and "kernel (" in text
+    assert "kernel" in format_dot(module) and '"fused {ndim=1}' in format_dot(module)
 
 
 def test_intermediates_used_outside_become_outputs():

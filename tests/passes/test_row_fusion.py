@@ -184,12 +184,13 @@ def test_scalar_operand():
 
 def test_dump_shows_the_row_group():
     text = jit(softmax).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert "fused [ndim=2, rows=1] (%x) {" in text and "    rows (%x.1: array<f64, 2>) {" in text
-    assert text.count("fused [") == 4, text  # the group and its three members
+    assert "fused (%x) {ndim=2, rows=1, stages=('full', 'full', 'full')} {" in text
+    assert "    rows (%x.1: array<f64, 2>) {" in text
+    assert text.count("fused (") == 4, text  # the group and its three members
     text = jit(center_planes).ir(RNG.standard_normal((2, 3, 4)), stage="optimized")
-    assert "fused [ndim=3, rows=1]" in text, text
+    assert "{ndim=3, rows=1," in text, text
     text = jit(softmax_last).ir(RNG.standard_normal((2, 3, 4)), stage="optimized")
-    assert "fused [ndim=3, rows=2]" in text, text
+    assert "{ndim=3, rows=2," in text, text
     text = jit(columns).ir(RNG.standard_normal((2, 3)), stage="optimized")
     assert "rows=" not in text, text
 
@@ -201,7 +202,7 @@ def test_an_outside_use_between_members_splits_the_group():
         return (x - m) * k
     text = jit(used_between).ir(RNG.standard_normal((2, 3)), stage="optimized")
     check_all(used_between, RNG.standard_normal((3, 4)))
-    assert "rows=" in text or text.count("fused [") == 2, text
+    assert "rows=" in text or text.count("fused (") == 2, text
 
 
 # ---- gradients ------------------------------------------------------------------------------

@@ -1,17 +1,19 @@
 """Graphviz DOT export of a Module: operators are nodes, values are edges.
 
 Each function graph is a cluster holding one ellipse per parameter, a box per
-operator (its op, attributes and result types) and a `return` ellipse. Each use
-of a value is an edge from the operator (or parameter) that defines it to the
-one that uses it, labelled with the value's name as the text printer shows it.
-A structural op's regions are nested clusters (`then`/`else`, `cond`/`body`)
-with their own parameters and a `yield`; dashed edges link the op to its
-regions' parameters and their yields back to the op.
+operator (its op and attributes as the text printer shows them, operands left
+to the edges, then its result types) and a `return` ellipse. Each use of a
+value is an edge from the operator (or parameter) that defines it to the one
+that uses it, labelled with the value's name as the text printer shows it. A
+structural op's regions are nested clusters (`then`/`else`, `cond`/`body`,
+`kernel`, or a row group's `rows`) with their own parameters and a `yield`;
+dashed edges link the op to its regions' parameters and their yields back to
+the op.
 """
 from __future__ import annotations
 
 from .core import REGION_ROLES, Graph, Module, Node, Value
-from .printer import ValueNames, format_op
+from .printer import ValueNames, format_attrs, format_op, region_roles
 
 
 def format_dot(module: Module) -> str:
@@ -80,14 +82,15 @@ class _DotWriter:
     def node(self, node: Node, depth: int) -> None:
         node_id = self.new_id()
         if node.op == "call":
-            label = f"call @{node.attrs.get('callee')}"
+            label = f"call @{node.attrs.get('callee')}" + format_attrs(node, self.names)
         elif node.op in REGION_ROLES:
-            label = node.op
+            label = node.op + format_attrs(node, self.names)
         else:
-            label = format_op(node, [])
+            label = format_op(node, self.names, operands=False)
         self.emit(depth, f"{node_id} [label={quote(label + _types_line(node.outputs))}];")
         self.value_edges(node.inputs, node_id, depth)
-        for role, region in zip(REGION_ROLES.get(node.op, ()), node.regions):
+        roles = region_roles(node) if node.op in REGION_ROLES else ()
+        for role, region in zip(roles, node.regions):
             yield_id = self.cluster(role, region, "yield", depth)
             for param in region.params:
                 self.emit(depth, f"{node_id} -> {self.producers[param]} [style=dashed];")

@@ -20,6 +20,25 @@ numbered in definition order; temporaries are `%0`, `%1`, ... Names are unique
 within each function graph (regions included) and deterministic. Types follow a
 colon (omitted while untyped); the source location is a right-aligned trailing
 comment, which `locations=False` leaves out for golden tests.
+
+Attributes have one syntax on every op: `{name=value, ...}` after the operands
+(`reduce %x {kind='max', axis=(1,), keepdims=True}`; on a structural op before
+its regions' brace: `fused (%x, %0) {ndim=2, reduce='sum', axes=(1,),
+keepdims=True} {`; on a call after its arguments), in `ATTR_ORDER` and then by
+name. Values print as literals (`repr`), types by name, graph names as `@name`,
+and the attributes that point at operands by the operands' names: a fused
+node's `reuse` (the input whose buffer each output is written into,
+`reuse=%e.1`, a tuple with `None` when there are several outputs) and `ones`
+(the inputs known to have length 1 along some axes: `ones={%m: (1,)}`).
+
+Every attribute that changes what runs is printed, in braces or in the op's
+own syntax: `value`/`index` as trailing operands (`const 1.0`, `getitem %t,
+1`), `to` as a keyword (`cast %x to i64`), a call's `callee` as `@name`, a
+`while`'s `n_invariants` as its bracketed operands. Left out are only:
+attributes the types already say (`IMPLIED_ATTRS`: a `const`'s `type`, a
+`tape_new`'s `element`, a fused node's `plan`, each shown when it differs),
+and `primal` on a derived call, bookkeeping that names the graph
+`ir(stage='grad')` prints next to the gradient (`BOOKKEEPING_ATTRS`).
 """
 from __future__ import annotations
 
@@ -28,9 +47,7 @@ from dataclasses import dataclass
 
 from ..errors import Loc
 from .core import REGION_ROLES, Graph, Module, Node, Value
-from .types import TapeType, Type
-
-"""The role of each region of a structural op, by position."""
+from .types import ArrayType, TapeType, Type
 
 OPERAND_ATTRS = ("value", "index")
 """Attributes printed as trailing operands: `const 1.0`, `getitem %t, 1`."""
@@ -38,9 +55,37 @@ OPERAND_ATTRS = ("value", "index")
 KEYWORD_ATTRS = ("to",)
 """Attributes printed as a keyword and a value: `cast %x to i64`."""
 
-IMPLIED_ATTRS = {"type": lambda t: t, "element": TapeType}
-"""Attributes left out when the result type says them: `const 1.0 : f64` (not
-`{type=f64}`), `tape_new : tape<f64>` (not `{element=f64}`)."""
+HEADER_ATTRS = {"call": ("callee",), "while": ("n_invariants",)}
+"""Attributes a structural op's own syntax shows: `call @f(...)`, `while [%n] (...)`."""
+
+
+def _result_types(node: Node) -> list:
+    return [v.type for v in node.outputs]
+
+
+def _input_ndims(node: Node) -> tuple:
+    return tuple(v.type.ndim if isinstance(v.type, ArrayType) else None for v in node.inputs)
+
+
+IMPLIED_ATTRS = {
+    "type": lambda node, t: _result_types(node) == [t],
+    "element": lambda node, element: _result_types(node) == [TapeType(element)],
+    "plan": lambda node, plan: node.op == "fused" and tuple(plan) == _input_ndims(node),
+}
+"""Attributes left out when the types say them: `const 1.0 : f64` (not
+`{type=f64}`), `tape_new : tape<f64>` (not `{element=f64}`), a fused node's
+`plan` (each input's ndim, None for a scalar: what its operands' types say)."""
+
+BOOKKEEPING_ATTRS = ("primal",)
+"""Attributes with no effect on what runs, never printed: `primal` on a derived
+call (the graph it derives, for `ir(stage='grad')`'s side-by-side view)."""
+
+ATTR_ORDER = ("kind", "op", "ndim", "rows", "reduce", "axis", "axes", "keepdims", "dtype",
+              "fill", "stages", "ones", "reuse")
+"""Attributes print in this order, then any other by name."""
+
+GRAPH_ATTRS = ("callee", "custom_vjp")
+"""Attributes naming a graph of the module, printed as `@name`."""
 
 MAX_CODE_WIDTH = 80
 """Location comments align after the longest line, up to this column."""
@@ -143,21 +188,50 @@ def types_suffix(values: list[Value]) -> str:
     return " : " + ", ".join(str(v.type) if v.type is not None else "?" for v in values)
 
 
-def format_op(node: Node, operands: list[str]) -> str:
+def region_roles(node: Node) -> tuple[str, ...]:
+    """The role of each region of a structural op, by position (a row group's is `rows`)."""
+    return ("rows",) if node.op == "fused" and "rows" in node.attrs else REGION_ROLES[node.op]
+
+
+def format_attrs(node: Node, names: ValueNames) -> str:
+    """` {name=value, ...}`: the attributes the op's own syntax does not show, or ''."""
+    skip = set(OPERAND_ATTRS + KEYWORD_ATTRS + BOOKKEEPING_ATTRS + HEADER_ATTRS.get(node.op, ()))
+    skip.update(name for name, implied in IMPLIED_ATTRS.items()
+                if name in node.attrs and implied(node, node.attrs[name]))
+    shown = [k for k in node.attrs if k not in skip]
+    shown.sort(key=lambda k: (ATTR_ORDER.index(k), "") if k in ATTR_ORDER else (len(ATTR_ORDER), k))
+    if not shown:
+        return ""
+    return " {" + ", ".join(f"{k}={_attr_value(node, k, names)}" for k in shown) + "}"
+
+
+def _attr_value(node: Node, name: str, names: ValueNames) -> str:
+    value = node.attrs[name]
+    if name in GRAPH_ATTRS and isinstance(value, str):
+        return "@" + value
+    if node.op == "fused" and name == "reuse":  # per output: the index of the donor input
+        donors = [names[node.inputs[j]] if isinstance(j, int) and 0 <= j < len(node.inputs)
+                  else repr(j) for j in value]  # (an index out of range as itself)
+        return donors[0] if len(donors) == 1 else "(" + ", ".join(donors) + ")"
+    if node.op == "fused" and name == "ones":  # per input: its axes of length 1
+        known = [f"{names[v]}: {format_literal(tuple(axes))}"
+                 for v, axes in zip(node.inputs, value) if axes]
+        return "{" + ", ".join(known) + "}"
+    return format_literal(value)
+
+
+def format_op(node: Node, names: ValueNames, *, operands: bool = True) -> str:
     """A leaf op with its operands and attributes: `const 1.0`, `cast %x to i64`, `op %a {k=v}`.
 
-    Attributes the result type implies (`IMPLIED_ATTRS`) are not repeated.
+    Attributes the types imply (`IMPLIED_ATTRS`) are not repeated. Without `operands`
+    (DOT labels, whose edges show them) the value operands are left out.
     """
-    operands = operands + [format_literal(node.attrs[a]) for a in OPERAND_ATTRS if a in node.attrs]
-    text = node.op + (" " + ", ".join(operands) if operands else "")
+    shown = [names[v] for v in node.inputs] if operands else []
+    shown += [format_literal(node.attrs[a]) for a in OPERAND_ATTRS if a in node.attrs]
+    text = node.op + (" " + ", ".join(shown) if shown else "")
     text += "".join(f" {a} {format_literal(node.attrs[a])}" for a in KEYWORD_ATTRS
                     if a in node.attrs)
-    shown = set(OPERAND_ATTRS + KEYWORD_ATTRS)
-    result_types = [v.type for v in node.outputs]
-    shown.update(name for name, implied in IMPLIED_ATTRS.items()
-                 if name in node.attrs and result_types == [implied(node.attrs[name])])
-    others = [f"{k}={format_literal(v)}" for k, v in node.attrs.items() if k not in shown]
-    return text + (" {" + ", ".join(others) + "}" if others else "")
+    return text + format_attrs(node, names)
 
 
 class _Printer:
@@ -193,32 +267,28 @@ class _Printer:
         results = f"{self.refs(node.outputs)} = " if node.outputs else ""
         if node.op in REGION_ROLES:
             self.lines.append(Line(depth, results + self.structural_header(node), node.loc))
-            roles = ("rows",) if "rows" in node.attrs else REGION_ROLES[node.op]  # a row group
-            for role, region in zip(roles, node.regions):
+            for role, region in zip(region_roles(node), node.regions):
                 self.region(role, region, depth + 1)
             self.lines.append(Line(depth, "}" + types_suffix(node.outputs)))
             return
         if node.op == "call":
             text = f"call @{node.attrs.get('callee')}({self.refs(node.inputs)})"
+            text += format_attrs(node, self.names)
         else:
-            text = format_op(node, [self.names[v] for v in node.inputs])
+            text = format_op(node, self.names)
         self.lines.append(Line(depth, results + text + types_suffix(node.outputs), node.loc))
 
     def structural_header(self, node: Node) -> str:
-        """`if %c (%x, %y) {` or `while [%invariants] (%carried) {`."""
+        """`if %c (%x, %y) {`, `while [%invariants] (%carried) {`, `fused (%x) {ndim=1} {`."""
         if node.op == "if":
             cond, captured = node.inputs[:1], node.inputs[1:]
-            return f"if {self.refs(cond)} ({self.refs(captured)}) {{"
-        if node.op == "fused":
-            reduction = ""
-            if "reduce" in node.attrs:
-                reduction = f", {node.attrs['reduce']} axes={format_literal(node.attrs['axes'])}"
-                reduction += ", keepdims" if node.attrs.get("keepdims") else ""
-            if "rows" in node.attrs:
-                reduction = f", rows={node.attrs['rows']}"
-            return f"fused [ndim={node.attrs.get('ndim')}{reduction}] ({self.refs(node.inputs)}) {{"
-        k = node.attrs.get("n_invariants", 0)
-        return f"while [{self.refs(node.inputs[:k])}] ({self.refs(node.inputs[k:])}) {{"
+            operands = f"{self.refs(cond)} ({self.refs(captured)})"
+        elif node.op == "fused":
+            operands = f"({self.refs(node.inputs)})"
+        else:
+            k = node.attrs.get("n_invariants", 0)
+            operands = f"[{self.refs(node.inputs[:k])}] ({self.refs(node.inputs[k:])})"
+        return f"{node.op} {operands}{format_attrs(node, self.names)} {{"
 
     def region(self, role: str, region: Graph, depth: int) -> None:
         self.lines.append(Line(depth, f"{role} ({self.declarations(region.params)}) {{",
