@@ -9,6 +9,8 @@
   lowered into the other branch, so they need no exit flag.
 - `may_break` / `may_return`: whether a loop body can leave its loop early,
   which decides the exit flags the loop carries.
+- `is_boolean`, `constant_index`: an expression that is a bool by its form, a
+  literal integer index.
 """
 from __future__ import annotations
 
@@ -87,3 +89,28 @@ def may_break(stmts: list[ast.stmt]) -> bool:
 def may_return(stmts: list[ast.stmt]) -> bool:
     """Whether `stmts` contain a `return` of the function being compiled."""
     return any(isinstance(sub, ast.Return) for stmt in stmts for sub in walk_scope(stmt))
+
+
+def is_boolean(node: ast.expr) -> bool:
+    """Whether an expression's value is a bool by its form alone."""
+    if isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp)
+                                         and isinstance(node.op, ast.Not)):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.BoolOp):
+        return all(is_boolean(value) for value in node.values)
+    if isinstance(node, ast.IfExp):
+        return is_boolean(node.body) and is_boolean(node.orelse)
+    return False
+
+
+def constant_index(node: ast.expr) -> int | None:
+    """The value of a literal integer index (`0`, `-1`), or None."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        sign = -1 if isinstance(node.op, ast.USub) else 1
+        node = node.operand
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return sign * node.value
+    return None

@@ -1,10 +1,10 @@
-"""Lowering calls of NumPy: the array creation functions, and a clear error for the rest.
+"""Lowering calls of NumPy's array creation functions.
 
 The callee is found by identity, as `math.sqrt` is: `np.zeros` with `import
 numpy as np`, `numpy.zeros`, `from numpy import zeros` are the same function
-object, looked up in `CREATION` (built on first use, so importing astjit does not
-import NumPy). Any other NumPy callable (`np.sum`, `np.linalg.inv`, a ufunc) is
-an UnsupportedCallError naming it ("np.linalg.inv is not supported yet").
+object, looked up in `creation_table()` (built on first use, so importing astjit
+does not import NumPy). A NumPy callable that no module lowers (`np.linalg.inv`)
+is calls.py's UnsupportedCallError ("np.linalg.inv is not supported yet").
 
 | call | node |
 |---|---|
@@ -36,20 +36,11 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
-from ..ir.types import F64, NUMPY_DTYPES, ScalarType
+from ..ir.types import F64
 from .builtins import CallError, numpy_lookup
-from .lower import LOCAL, ExpressionLowerer, is_numpy_module
+from .resolve import dtype_of_array, static_dtype
 from .scope import Scope
-from .source import NOT_FOUND
-
-SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms, np.arange, "
-                   "np.eye, np.diag, np.dot, np.matmul (and a @ b) of 1-d and 2-d arrays, "
-                   "NumPy's elementwise functions (np.exp, np.maximum, np.where, ...) and "
-                   "the reductions np.sum, np.mean, np.max, np.min (np.amax, np.amin, and "
-                   "the methods x.sum() ...); other whole-array operations (np.prod, "
-                   "np.cumsum, ...) come later: loop over the elements instead")
-DTYPE_HINT = ("write the dtype as np.float64, np.float32, np.int64 or np.bool_ "
-              "(or float, int, bool)")
+from .state import Lowering
 
 
 @dataclass(frozen=True)
@@ -96,112 +87,61 @@ def numpy_handler(obj: object) -> Creation | str | None:
     return numpy_lookup(creation_table, obj)
 
 
-def is_numpy_callable(obj: object) -> bool:
-    """A function, ufunc or class of NumPy (`np.sum`, `np.sin`, `np.linalg.inv`, `np.float64`)."""
-    module = getattr(obj, "__module__", None)
-    return callable(obj) and isinstance(module, str) and module.partition(".")[0] == "numpy"
-
-
-def numpy_dtype(obj: object) -> ScalarType | None:
-    """The IR scalar type of a dtype-like compile-time object; None if unsupported."""
-    import numpy
-
+def lower_numpy_creation(state: Lowering, scope: Scope, node: ast.Call, handler: Creation | str,
+                         name: str) -> Value:
+    """Lower a call of a supported NumPy function (`handler` from `numpy_handler`)."""
     try:
-        name = numpy.dtype(obj).name
-    except (TypeError, ValueError):
-        return None
-    found = NUMPY_DTYPES.get(name)
-    return ScalarType(found) if found else None
+        if handler == ARANGE:
+            return _arange(state, scope, node, name)
+        return _creation(state, scope, node, handler, name)
+    except CallError as error:
+        return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
 
 
-class NumpyCallLowerer(ExpressionLowerer):
-    """Expressions, plus calls of NumPy's creation functions."""
+def _creation(state: Lowering, scope: Scope, node: ast.Call, creation: Creation,
+              name: str) -> Value:
+    args = bind_arguments(node, creation.params, name)
+    loc = state.loc(node)
+    dtype_of = dtype_of_array(state, scope, args.get("dtype"))
+    dtype = None if dtype_of is not None else static_dtype(state, scope, args.get("dtype"), name)
+    if dtype is None and not (creation.like or creation.fill == "value"):
+        dtype = F64
+    attrs: dict = {"dtype": dtype, "fill": creation.fill}
+    if creation.like:
+        attrs["what"] = name  # the type rule's messages name the function
+        inputs = [state.lower_expr(scope, args["a"])]
+    else:
+        inputs = _shape(state, scope, args["shape"], attrs)
+    if creation.fill == "value":
+        inputs.append(state.lower_expr(scope, args["fill_value"]))
+    if dtype_of is not None:
+        attrs["dtype_of"] = True  # type inference takes the dtype of this last input
+        inputs.append(state.lower_expr(scope, dtype_of))
+    op = "array_new_like" if creation.like else "array_new"
+    return scope.emit(op, inputs, loc, attrs)
 
-    def call_numpy(self, scope: Scope, node: ast.Call, handler: Creation | str, name: str) -> Value:
-        """Lower a call of a supported NumPy function (`handler` from `numpy_handler`)."""
-        try:
-            if handler == ARANGE:
-                return self.call_arange(scope, node, name)
-            return self.call_creation(scope, node, handler, name)
-        except CallError as error:
-            return self.fail(scope, node, UnsupportedCallError, error.message, error.hint)
 
-    def is_numpy_attribute(self, scope: Scope, node: ast.expr) -> bool:
-        """Whether `node` is `<numpy module>.<name>` (`np.random.rand`: a method, no __module__)."""
-        return isinstance(node, ast.Attribute) \
-            and is_numpy_module(self.static_object(scope, node.value))
+def _shape(state: Lowering, scope: Scope, shape: ast.expr, attrs: dict) -> list[Value]:
+    """The dimension inputs: one per element of a display, else one packed shape value."""
+    if isinstance(shape, (ast.Tuple, ast.List)) \
+            and not any(isinstance(e, ast.Starred) for e in shape.elts):
+        return [state.lower_expr(scope, e) for e in shape.elts]
+    attrs["packed_shape"] = True
+    return [state.lower_expr(scope, shape)]
 
-    def unsupported_numpy(self, scope: Scope, node: ast.Call, name: str) -> Value:
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
-            self.lower_expr(scope, arg)  # for the problems the arguments may have
-        return self.fail(scope, node, UnsupportedCallError, f"{name} is not supported yet",
-                         f"compiled code supports {SUPPORTED_NUMPY}")
 
-    def call_creation(self, scope: Scope, node: ast.Call, creation: Creation, name: str) -> Value:
-        args = bind_arguments(node, creation.params, name)
-        loc = self.loc(node)
-        dtype_of = self.dtype_of_array(scope, args.get("dtype"))
-        dtype = None if dtype_of is not None else self.static_dtype(scope, args.get("dtype"), name)
-        if dtype is None and not (creation.like or creation.fill == "value"):
-            dtype = F64
-        attrs: dict = {"dtype": dtype, "fill": creation.fill}
-        if creation.like:
-            attrs["what"] = name  # the type rule's messages name the function
-            inputs = [self.lower_expr(scope, args["a"])]
-        else:
-            inputs = self.lower_shape(scope, args["shape"], attrs)
-        if creation.fill == "value":
-            inputs.append(self.lower_expr(scope, args["fill_value"]))
-        if dtype_of is not None:
-            attrs["dtype_of"] = True  # type inference takes the dtype of this last input
-            inputs.append(self.lower_expr(scope, dtype_of))
-        op = "array_new_like" if creation.like else "array_new"
-        return scope.emit(op, inputs, loc, attrs)
-
-    def lower_shape(self, scope: Scope, shape: ast.expr, attrs: dict) -> list[Value]:
-        """The dimension inputs: one per element of a display, else one packed shape value."""
-        if isinstance(shape, (ast.Tuple, ast.List)) \
-                and not any(isinstance(e, ast.Starred) for e in shape.elts):
-            return [self.lower_expr(scope, e) for e in shape.elts]
-        attrs["packed_shape"] = True
-        return [self.lower_expr(scope, shape)]
-
-    def call_arange(self, scope: Scope, node: ast.Call, name: str) -> Value:
-        if node.keywords:
-            word = node.keywords[0].arg
-            hint = ("its dtype comes from its arguments (int64, or float64 when one is a float); "
-                    "write float(n) for a float array") if word == "dtype" else \
-                "pass start, stop and step by position"
-            raise CallError(f"the keyword argument {word}= of {name}() is not supported", hint)
-        if not 1 <= len(node.args) <= 3 or any(isinstance(a, ast.Starred) for a in node.args):
-            raise CallError(f"{name}() takes 1 to 3 arguments (start, stop, step), "
-                            f"got {len(node.args)}")
-        inputs = [self.lower_expr(scope, arg) for arg in node.args]
-        return scope.emit("array_arange", inputs, self.loc(node))
-
-    def dtype_of_array(self, scope: Scope, node: ast.expr | None) -> ast.expr | None:
-        """For `dtype=x.dtype` with `x` a local (an array), the expression `x`; else None."""
-        if isinstance(node, ast.Attribute) and node.attr == "dtype" \
-                and self.static_object(scope, node.value) is LOCAL:
-            return node.value
-        return None
-
-    def static_dtype(self, scope: Scope, node: ast.expr | None, name: str) -> ScalarType | None:
-        """The `dtype=` argument's IR type, read at compile time; None when absent or None."""
-        if node is None or (isinstance(node, ast.Constant) and node.value is None):
-            return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            obj = node.value
-        else:
-            obj = self.static_object(scope, node)
-        if obj is LOCAL or obj is NOT_FOUND:
-            raise CallError(f"the dtype of {name}() must be known at compile time, "
-                            f"got '{ast.unparse(node)}'", DTYPE_HINT)
-        dtype = numpy_dtype(obj)
-        if dtype is None:
-            raise CallError(f"dtype {ast.unparse(node)} of {name}() is not supported: compiled "
-                            "code has float64, float32, int64 and bool arrays", DTYPE_HINT)
-        return dtype
+def _arange(state: Lowering, scope: Scope, node: ast.Call, name: str) -> Value:
+    if node.keywords:
+        word = node.keywords[0].arg
+        hint = ("its dtype comes from its arguments (int64, or float64 when one is a float); "
+                "write float(n) for a float array") if word == "dtype" else \
+            "pass start, stop and step by position"
+        raise CallError(f"the keyword argument {word}= of {name}() is not supported", hint)
+    if not 1 <= len(node.args) <= 3 or any(isinstance(a, ast.Starred) for a in node.args):
+        raise CallError(f"{name}() takes 1 to 3 arguments (start, stop, step), "
+                        f"got {len(node.args)}")
+    inputs = [state.lower_expr(scope, arg) for arg in node.args]
+    return scope.emit("array_arange", inputs, state.loc(node))
 
 
 def bind_arguments(node: ast.Call, params: tuple[str, ...], name: str) -> dict[str, ast.expr]:

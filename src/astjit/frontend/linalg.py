@@ -2,7 +2,7 @@
 
 Found by identity, as the creation functions are (the table is built on first
 use, so importing astjit does not import NumPy). `a @ b` itself is the
-`matmul` op of the binary operator table (lower.py).
+`matmul` op of the binary operator table (operators.py).
 
 | call | node |
 |---|---|
@@ -11,7 +11,7 @@ use, so importing astjit does not import NumPy). `a @ b` itself is the
 | `np.diag(v, k=0)` | `diag(v, k)` |
 | `np.eye(N, M=None, k=0, dtype=float)` | `eye(N, M or N, k) {dtype}` |
 
-`dtype=` is read at compile time (`NumpyCallLowerer.static_dtype`); `out=` and
+`dtype=` is read at compile time (`resolve.static_dtype`); `out=` and
 the other keywords of the ufunc np.matmul are not supported.
 """
 from __future__ import annotations
@@ -23,7 +23,9 @@ from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.types import F64
 from .builtins import CallError, numpy_lookup
+from .resolve import static_dtype
 from .scope import Scope
+from .state import Lowering
 
 SIGNATURES: dict[str, tuple[tuple[str, ...], int]] = {
     "matmul": (("x1", "x2"), 2), "dot": (("a", "b"), 2),
@@ -70,20 +72,20 @@ def bind(node: ast.Call, which: str, name: str) -> dict[str, ast.expr]:
             if not (isinstance(e, ast.Constant) and e.value is None)}
 
 
-def lower_numpy_linalg(lowerer, scope: Scope, node: ast.Call, which: str, name: str) -> Value:
+def lower_numpy_linalg(state: Lowering, scope: Scope, node: ast.Call, which: str, name: str) -> Value:
     """The node of a call of np.dot / np.matmul / np.diag / np.eye (`which`)."""
-    loc = lowerer.loc(node)
+    loc = state.loc(node)
     try:
         args = bind(node, which, name)
         if which == "eye":
-            dtype = lowerer.static_dtype(scope, args.get("dtype"), name) or F64
+            dtype = static_dtype(state, scope, args.get("dtype"), name) or F64
     except CallError as error:
-        return lowerer.fail(scope, node, UnsupportedCallError, error.message, error.hint)
+        return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
 
     def value(param: str, default: int | None = None) -> Value:
         if param not in args:
             return scope.const(default, loc)
-        return lowerer.lower_expr(scope, args[param])
+        return state.lower_expr(scope, args[param])
 
     if which in ("dot", "matmul"):
         first, second = SIGNATURES[which][0]

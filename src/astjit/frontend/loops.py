@@ -22,206 +22,225 @@ import ast
 import builtins
 
 from ..ir.core import Value
-from .analysis import assigned_names, may_break, may_return
-from .lower import constant_index
+from .analysis import assigned_names, constant_index, may_break, may_return
+from .blocks import Rest, guard, lower_block, none_set, skip_stmt, unsupported_stmt
+from .resolve import static_object
 from .scope import (
-    RESULT,
-    RETURNED,
-    RegionGroup,
-    Scope,
-    Unbound,
-    branch_value,
-    display_name,
-    is_flag,
+RESULT,
+RETURNED,
+RegionGroup,
+Scope,
+Unbound,
+branch_value,
+display_name,
+is_flag,
 )
-from .statements import LoopFrame, Rest, StatementLowerer
+from .state import LoopFrame, Lowering, StmtRule
+from .targets import assign_target
 
 
-class LoopLowerer(StatementLowerer):
-    """Statements, plus loops."""
+def lower_break(state: Lowering, scope: Scope, stmt: ast.Break) -> None:
+    scope.assign(state.frames[-1].break_flag, True)
+    scope.dead = True
 
-    def stmt_Break(self, scope: Scope, stmt: ast.Break) -> None:
-        scope.assign(self.frames[-1].break_flag, True)
-        scope.dead = True
 
-    def stmt_Continue(self, scope: Scope, stmt: ast.Continue) -> None:
-        scope.assign(self.frames[-1].continue_flag, True)
-        scope.dead = True
+def lower_continue(state: Lowering, scope: Scope, stmt: ast.Continue) -> None:
+    scope.assign(state.frames[-1].continue_flag, True)
+    scope.dead = True
 
-    def stmt_While(self, scope: Scope, stmt: ast.While) -> None:
-        loc = self.loc(stmt)
-        test = stmt.test
 
-        def cond(s: Scope, go_on: Value | None) -> Value:
-            if go_on is None:
-                return self.condition(s, test)
-            if isinstance(test, ast.Constant) and isinstance(test.value, (int, float)) and test.value:
-                return go_on  # `while True:` left by break or return
-            return branch_value(s, go_on, lambda r: self.condition(r, test),
-                                lambda r: r.const(False, loc), loc)
-        self.lower_loop(scope, stmt, [], cond)
+def lower_while(state: Lowering, scope: Scope, stmt: ast.While) -> None:
+    loc = state.loc(stmt)
+    test = stmt.test
 
-    def stmt_For(self, scope: Scope, stmt: ast.For) -> None:
-        iterable = stmt.iter
-        if (isinstance(iterable, ast.Call)
-                and self.static_object(scope, iterable.func) is builtins.range):
-            self.range_loop(scope, stmt, iterable)
-        elif (isinstance(iterable, ast.Tuple)
-              and not any(isinstance(e, ast.Starred) for e in iterable.elts)):
-            elements = [self.lower_expr(scope, e) for e in iterable.elts]
-            self.unrolled_loop(scope, stmt, len(elements), lambda s, k: elements[k])
+    def cond(s: Scope, go_on: Value | None) -> Value:
+        if go_on is None:
+            return state.condition(s, test)
+        if isinstance(test, ast.Constant) and isinstance(test.value, (int, float)) and test.value:
+            return go_on  # `while True:` left by break or return
+        return branch_value(s, go_on, lambda r: state.condition(r, test),
+                            lambda r: r.const(False, loc), loc)
+    _lower_loop(state, scope, stmt, [], cond)
+
+
+def lower_for(state: Lowering, scope: Scope, stmt: ast.For) -> None:
+    iterable = stmt.iter
+    if (isinstance(iterable, ast.Call)
+            and static_object(state, scope, iterable.func) is builtins.range):
+        _range_loop(state, scope, stmt, iterable)
+    elif (isinstance(iterable, ast.Tuple)
+          and not any(isinstance(e, ast.Starred) for e in iterable.elts)):
+        elements = [state.lower_expr(scope, e) for e in iterable.elts]
+        _unrolled_loop(state, scope, stmt, len(elements), lambda s, k: elements[k])
+    else:
+        _tuple_loop(state, scope, stmt)
+
+
+# ---- while nodes ------------------------------------------------------------------------
+
+def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
+                hidden: list[tuple[str, str, Value]], make_cond,
+                start_body: Rest | None = None) -> None:
+    """A `while` node for `stmt`.
+
+    `hidden`: (name, parameter name, initial value) of extra carried values;
+    `make_cond(cond_scope, go_on)`: the loop test, where `go_on` is None or the
+    bool "no exit flag is set"; `start_body`: lowered at the top of the body.
+    """
+    loc = state.loc(stmt)
+    frame = state.new_frame()
+    names = assigned_names(stmt.body + ([stmt.target] if isinstance(stmt, ast.For) else []))
+    carried = list(hidden)
+    carried += [(n, n, scope.lookup(n)) for n in names if isinstance(scope.lookup(n), Value)]
+    if may_break(stmt.body):
+        carried.append((frame.break_flag, "$break", scope.const(False, loc)))
+    if may_return(stmt.body):
+        carried.append((RETURNED, RETURNED, scope.const(False, loc)))
+        carried.append((RESULT, RESULT, scope.value_of(RESULT, loc)))
+    group = RegionGroup(scope, ["cond", "body"], loc, [(name, p) for name, p, _ in carried])
+    cond_scope, body_scope = group.scopes
+    flags = [name for name, _, _ in carried if is_flag(name)]
+    test = make_cond(cond_scope, none_set(cond_scope, flags, loc))
+    for flag in flags:
+        body_scope.know(flag, False)  # the body runs only while no flag is set
+    state.frames.append(frame)
+    if start_body is not None:
+        start_body(body_scope)
+    lower_block(state, body_scope, stmt.body)
+    state.frames.pop()
+    group.set_outputs([[test], [body_scope.value_of(name, loc) for name, _, _ in carried]])
+    inputs = group.inputs + [init for _, _, init in carried]
+    node = scope.add_node("while", inputs, [display_name(name) for name, _, _ in carried], loc,
+                          attrs={"n_invariants": len(group.inputs)}, regions=group.graphs)
+    for (name, _, _), result in zip(carried, node.outputs):
+        scope.assign(name, result)
+    for name in names:
+        if scope.lookup(name) is None:
+            scope.assign(name, Unbound(f"it is first assigned inside the loop at line {loc.line}",
+                                       "assign it before the loop"))
+    _finish_loop(state, scope, stmt, frame)
+
+
+def _finish_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
+                 frame: LoopFrame) -> None:
+    """The loop's `else` runs unless it was left by break (or return); then drop its flags."""
+    if stmt.orelse and scope.lookup(frame.break_flag) is not True:
+        guard(scope, [frame.break_flag, RETURNED],
+              lambda s: lower_block(state, s, stmt.orelse), state.loc(stmt), exits=False)
+    scope.forget(frame.break_flag)
+    scope.forget(frame.continue_flag)
+
+
+def _range_loop(state: Lowering, scope: Scope, stmt: ast.For, call: ast.Call) -> None:
+    loc = state.loc(stmt)
+    if call.keywords or not 1 <= len(call.args) <= 3 or \
+            any(isinstance(a, ast.Starred) for a in call.args):
+        unsupported_stmt(state, scope, stmt, "range() takes 1 to 3 positional arguments here",
+                         "write range(stop), range(start, stop) or range(start, stop, step)")
+        return
+    if not isinstance(stmt.target, ast.Name):
+        unsupported_stmt(state, scope, stmt, "the target of a loop over range() must be a name",
+                         "write: for i in range(...):")
+        return
+    step = constant_index(call.args[2]) if len(call.args) == 3 else 1
+    step = step or None  # a literal 0 raises at run time, like any other zero step
+    bounds = [_range_bound(state, scope, a) for a in call.args[:2 if step else 3]]
+    start, stop = (scope.const(0, loc), bounds[0]) if len(bounds) == 1 else bounds[:2]
+    positive = None if step else _check_step(state, scope, bounds[2], loc)
+    counter = f"$range#{next(state.serial)}"
+
+    def cond(s: Scope, go_on: Value | None) -> Value:
+        i = s.value_of(counter, loc)
+        if positive is None:
+            test = s.emit("lt" if step > 0 else "gt", [i, stop], loc)
         else:
-            self.tuple_loop(scope, stmt)
+            test = s.emit("select", [positive, s.emit("lt", [i, stop], loc),
+                                     s.emit("gt", [i, stop], loc)], loc)
+        return test if go_on is None else s.emit("bitand", [go_on, test], loc)
 
-    # ---- while nodes --------------------------------------------------------------------
+    def start_body(s: Scope) -> None:
+        i = s.value_of(counter, loc)
+        increment = s.const(step, loc) if step else bounds[2]
+        # Past stop, a step of +-1 never overflows; a larger one may, so it saturates.
+        add = "add" if step in (1, -1) else "add_sat"
+        s.assign(counter, s.emit(add, [i, increment], loc))
+        s.assign(stmt.target.id, i)
+    _lower_loop(state, scope, stmt, [(counter, stmt.target.id, start)], cond, start_body)
 
-    def lower_loop(self, scope: Scope, stmt: ast.While | ast.For,
-                   hidden: list[tuple[str, str, Value]], make_cond, start_body: Rest | None = None,
-                   ) -> None:
-        """A `while` node for `stmt`.
 
-        `hidden`: (name, parameter name, initial value) of extra carried values;
-        `make_cond(cond_scope, go_on)`: the loop test, where `go_on` is None or the
-        bool "no exit flag is set"; `start_body`: lowered at the top of the body.
-        """
-        loc = self.loc(stmt)
-        frame = self.new_frame()
-        names = assigned_names(stmt.body + ([stmt.target] if isinstance(stmt, ast.For) else []))
-        carried = list(hidden)
-        carried += [(n, n, scope.lookup(n)) for n in names if isinstance(scope.lookup(n), Value)]
-        if may_break(stmt.body):
-            carried.append((frame.break_flag, "$break", scope.const(False, loc)))
-        if may_return(stmt.body):
-            carried.append((RETURNED, RETURNED, scope.const(False, loc)))
-            carried.append((RESULT, RESULT, scope.value_of(RESULT, loc)))
-        group = RegionGroup(scope, ["cond", "body"], loc, [(name, p) for name, p, _ in carried])
-        cond_scope, body_scope = group.scopes
-        flags = [name for name, _, _ in carried if is_flag(name)]
-        test = make_cond(cond_scope, self.none_set(cond_scope, flags, loc))
-        for flag in flags:
-            body_scope.know(flag, False)  # the body runs only while no flag is set
-        self.frames.append(frame)
-        if start_body is not None:
-            start_body(body_scope)
-        self.lower_block(body_scope, stmt.body)
-        self.frames.pop()
-        group.set_outputs([[test], [body_scope.value_of(name, loc) for name, _, _ in carried]])
-        inputs = group.inputs + [init for _, _, init in carried]
-        node = scope.add_node("while", inputs, [display_name(name) for name, _, _ in carried], loc,
-                              attrs={"n_invariants": len(group.inputs)}, regions=group.graphs)
-        for (name, _, _), result in zip(carried, node.outputs):
-            scope.assign(name, result)
-        for name in names:
-            if scope.lookup(name) is None:
-                scope.assign(name, Unbound(f"it is first assigned inside the loop at line {loc.line}",
-                                           "assign it before the loop"))
-        self.finish_loop(scope, stmt, frame)
+def _range_bound(state: Lowering, scope: Scope, arg: ast.expr) -> Value:
+    """A bound or step of range(): an int (Python's operator.index: a float is a
+    TypeError), named after the variable it reads, if any, for the dumps."""
+    name = arg.id if isinstance(arg, ast.Name) else ""
+    value = state.lower_expr(scope, arg)
+    return scope.add_node("index", [value], [name], state.loc(arg)).outputs[0]
 
-    def finish_loop(self, scope: Scope, stmt: ast.While | ast.For, frame: LoopFrame) -> None:
-        """The loop's `else` runs unless it was left by break (or return); then drop its flags."""
-        if stmt.orelse and scope.lookup(frame.break_flag) is not True:
-            self.guard(scope, [frame.break_flag, RETURNED],
-                       lambda s: self.lower_block(s, stmt.orelse), self.loc(stmt), exits=False)
-        scope.forget(frame.break_flag)
-        scope.forget(frame.continue_flag)
 
-    def range_loop(self, scope: Scope, stmt: ast.For, call: ast.Call) -> None:
-        loc = self.loc(stmt)
-        if call.keywords or not 1 <= len(call.args) <= 3 or \
-                any(isinstance(a, ast.Starred) for a in call.args):
-            self.unsupported_stmt(scope, stmt, "range() takes 1 to 3 positional arguments here",
-                                  "write range(stop), range(start, stop) or range(start, stop, step)")
+def _check_step(state: Lowering, scope: Scope, step: Value, loc) -> Value:
+    """Raise ValueError for a zero step; return the bool `step > 0`."""
+    zero = scope.const(0, loc)
+    scope.emit("raise_if", [scope.emit("eq", [step, zero], loc)], loc,
+               {"exc": "ValueError", "message": "range() arg 3 must not be zero"})
+    return scope.emit("gt", [step, zero], loc)
+
+
+# ---- unrolled loops ---------------------------------------------------------------------
+
+def _tuple_loop(state: Lowering, scope: Scope, stmt: ast.For) -> None:
+    """`for x in t` over a tuple value whose length is known here."""
+    reported = len(state.problems)
+    items = state.lower_expr(scope, stmt.iter)
+    size = scope.sizes.get(items)
+    if size is not None:
+        loc = state.loc(stmt)
+        _unrolled_loop(state, scope, stmt, size,
+                       lambda s, k: s.emit("getitem", [items], loc, {"index": k}))
+    elif len(state.problems) > reported:  # the iterable itself is what was reported
+        skip_stmt(state, scope, stmt)
+    else:
+        unsupported_stmt(
+            state, scope, stmt, f"for loop over '{ast.unparse(stmt.iter)}' is not supported: "
+            "only range(...) and tuples of a length known at compile time can be iterated",
+            "loop over range(...), e.g. for an array: for i in range(len(x)): ... x[i], "
+            "or over a tuple display: for x in (a, b, c):")
+
+
+def _unrolled_loop(state: Lowering, scope: Scope, stmt: ast.For, count: int, element) -> None:
+    """One copy of the body per element; `element(scope, k)` gives the k-th element."""
+    frame = state.new_frame()
+    flags = [RETURNED, frame.break_flag]
+
+    def iteration(k: int) -> Rest:
+        def run(s: Scope) -> None:
+            assign_target(state, s, stmt.target, element(s, k))
+            state.frames.append(frame)
+            lower_block(state, s, stmt.body)
+            state.frames.pop()
+            s.know(frame.continue_flag, False)
+            if s.lookup(RETURNED) is not True and s.lookup(frame.break_flag) is not True:
+                s.dead = False  # the paths that continued go on to the next element
+        return run
+    _run_steps(state, scope, [iteration(k) for k in range(count)], flags, state.loc(stmt))
+    if scope.lookup(RETURNED) is not True:
+        scope.dead = False  # the paths that broke out go on after the loop
+    _finish_loop(state, scope, stmt, frame)
+
+
+def _run_steps(state: Lowering, scope: Scope, steps: list[Rest], flags: list[str], loc) -> None:
+    """Lower `steps` in order, each only where none of `flags` has been set."""
+    for k, step in enumerate(steps):
+        if scope.dead:
             return
-        if not isinstance(stmt.target, ast.Name):
-            self.unsupported_stmt(scope, stmt, "the target of a loop over range() must be a name",
-                                  "write: for i in range(...):")
+        if any(isinstance(scope.lookup(flag), Value) for flag in flags):
+            guard(scope, flags, lambda s, k=k: _run_steps(state, s, steps[k:], flags, loc),
+                  loc, exits=False)
             return
-        step = constant_index(call.args[2]) if len(call.args) == 3 else 1
-        step = step or None  # a literal 0 raises at run time, like any other zero step
-        bounds = [self.range_bound(scope, a) for a in call.args[:2 if step else 3]]
-        start, stop = (scope.const(0, loc), bounds[0]) if len(bounds) == 1 else bounds[:2]
-        positive = None if step else self.check_step(scope, bounds[2], loc)
-        counter = f"$range#{next(self.serial)}"
+        step(scope)
 
-        def cond(s: Scope, go_on: Value | None) -> Value:
-            i = s.value_of(counter, loc)
-            if positive is None:
-                test = s.emit("lt" if step > 0 else "gt", [i, stop], loc)
-            else:
-                test = s.emit("select", [positive, s.emit("lt", [i, stop], loc),
-                                         s.emit("gt", [i, stop], loc)], loc)
-            return test if go_on is None else s.emit("bitand", [go_on, test], loc)
 
-        def start_body(s: Scope) -> None:
-            i = s.value_of(counter, loc)
-            increment = s.const(step, loc) if step else bounds[2]
-            # Past stop, a step of +-1 never overflows; a larger one may, so it saturates.
-            add = "add" if step in (1, -1) else "add_sat"
-            s.assign(counter, s.emit(add, [i, increment], loc))
-            s.assign(stmt.target.id, i)
-        self.lower_loop(scope, stmt, [(counter, stmt.target.id, start)], cond, start_body)
-
-    def range_bound(self, scope: Scope, arg: ast.expr) -> Value:
-        """A bound or step of range(): an int (Python's operator.index: a float is a
-        TypeError), named after the variable it reads, if any, for the dumps."""
-        name = arg.id if isinstance(arg, ast.Name) else ""
-        value = self.lower_expr(scope, arg)
-        return scope.add_node("index", [value], [name], self.loc(arg)).outputs[0]
-
-    def check_step(self, scope: Scope, step: Value, loc) -> Value:
-        """Raise ValueError for a zero step; return the bool `step > 0`."""
-        zero = scope.const(0, loc)
-        scope.emit("raise_if", [scope.emit("eq", [step, zero], loc)], loc,
-                   {"exc": "ValueError", "message": "range() arg 3 must not be zero"})
-        return scope.emit("gt", [step, zero], loc)
-
-    # ---- unrolled loops ---------------------------------------------------------------
-
-    def tuple_loop(self, scope: Scope, stmt: ast.For) -> None:
-        """`for x in t` over a tuple value whose length is known here."""
-        reported = len(self.problems)
-        items = self.lower_expr(scope, stmt.iter)
-        size = scope.sizes.get(items)
-        if size is not None:
-            loc = self.loc(stmt)
-            self.unrolled_loop(scope, stmt, size,
-                               lambda s, k: s.emit("getitem", [items], loc, {"index": k}))
-        elif len(self.problems) > reported:  # the iterable itself is what was reported
-            self.skip_stmt(scope, stmt)
-        else:
-            self.unsupported_stmt(
-                scope, stmt, f"for loop over '{ast.unparse(stmt.iter)}' is not supported: "
-                "only range(...) and tuples of a length known at compile time can be iterated",
-                "loop over range(...), e.g. for an array: for i in range(len(x)): ... x[i], "
-                "or over a tuple display: for x in (a, b, c):")
-
-    def unrolled_loop(self, scope: Scope, stmt: ast.For, count: int, element) -> None:
-        """One copy of the body per element; `element(scope, k)` gives the k-th element."""
-        frame = self.new_frame()
-        flags = [RETURNED, frame.break_flag]
-
-        def iteration(k: int) -> Rest:
-            def run(s: Scope) -> None:
-                self.assign_target(s, stmt.target, element(s, k))
-                self.frames.append(frame)
-                self.lower_block(s, stmt.body)
-                self.frames.pop()
-                s.know(frame.continue_flag, False)
-                if s.lookup(RETURNED) is not True and s.lookup(frame.break_flag) is not True:
-                    s.dead = False  # the paths that continued go on to the next element
-            return run
-        self.run_steps(scope, [iteration(k) for k in range(count)], flags, self.loc(stmt))
-        if scope.lookup(RETURNED) is not True:
-            scope.dead = False  # the paths that broke out go on after the loop
-        self.finish_loop(scope, stmt, frame)
-
-    def run_steps(self, scope: Scope, steps: list[Rest], flags: list[str], loc) -> None:
-        """Lower `steps` in order, each only where none of `flags` has been set."""
-        for k, step in enumerate(steps):
-            if scope.dead:
-                return
-            if any(isinstance(scope.lookup(flag), Value) for flag in flags):
-                self.guard(scope, flags, lambda s, k=k: self.run_steps(s, steps[k:], flags, loc),
-                           loc, exits=False)
-                return
-            step(scope)
+STATEMENTS: dict[type[ast.stmt], StmtRule] = {
+    ast.Break: lower_break,
+    ast.Continue: lower_continue,
+    ast.While: lower_while,
+    ast.For: lower_for,
+}

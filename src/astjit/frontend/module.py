@@ -14,9 +14,10 @@ import types
 
 from ..errors import CompileError, Loc, Problem, SourceUnavailableError
 from ..ir.core import Graph, Module, Value
-from .calls import FunctionTable, is_compilable
+from .calls import is_compilable
 from .function import FunctionLowerer
 from .source import FunctionSource
+from .state import FunctionTable
 
 Found = list[tuple[type[CompileError], Problem]]
 

@@ -23,6 +23,7 @@ import functools
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from .builtins import numpy_lookup
+from .resolve import compile_time_value
 from .scope import Scope
 from .source import NOT_CONSTANT
 
@@ -98,7 +99,7 @@ def _static_axis(lowerer, scope: Scope, node: ast.expr | None, name: str):
     """None or a tuple of ints; NOT_CONSTANT (reported) when not a compile-time constant."""
     if node is None:
         return None
-    value = lowerer.compile_time_value(scope, node)
+    value = compile_time_value(lowerer, scope, node)
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -117,7 +118,7 @@ def _static_keepdims(lowerer, scope: Scope, node: ast.expr | None, name: str):
     """The keepdims flag; NOT_CONSTANT (reported) unless a compile-time bool."""
     if node is None:
         return False
-    value = lowerer.compile_time_value(scope, node)
+    value = compile_time_value(lowerer, scope, node)
     if isinstance(value, bool):
         return value
     lowerer.report(UnsupportedCallError,

@@ -1,19 +1,75 @@
-"""Lowering array views: slices (`x[1:n:2, i]`), `x.T`, `np.transpose`, reshape, and
-slice assignment (`y[1:3] = v`). See ir/ops/views.py for the ops.
+"""Lowering subscripts and array views: `t[0]`, `x[i, j]`, slices (`x[1:n:2, i]`),
+`np.transpose`, reshape. See ir/ops/views.py for the ops.
 
-The frontend does not know types: `x[a:b]` is an `array_view` whatever `x` is
-(type inference rejects a non-array), and a row `a[i]` of a 2-d array is an
-`array_get` with too few indices that type inference turns into a view.
+The frontend does not know types:
+
+- `v[k]` with a literal integer `k` (`t[0]`, `x[-1]`) is `getitem {index=k}`,
+  the tuple element; type inference turns a `getitem` whose operand is an
+  array into `array_get(v, const k)`. Any other index (`x[i]`, `a[i, j]`) is
+  `array_get(v, *indices)`, as a tuple takes only literal indices: inference
+  rejects an `array_get` of a tuple with that hint. So the tuple IR stays as
+  it was, and no op needs resolving later except that one `getitem` case.
+- `x[a:b]` is an `array_view` whatever `x` is (type inference rejects a
+  non-array), and a row `a[i]` of a 2-d array is an `array_get` with too few
+  indices that type inference turns into a view. `...`, `None` and starred
+  indices are reported (not supported yet).
+- Element and slice assignment (`x[i] = v`, `y[1:3] = v`: targets.py; `x[i] += v`:
+  statements.py) are built from `lower_indices` and `lower_view`.
 """
 from __future__ import annotations
 
 import ast
 
-from ..errors import UnsupportedCallError
+from ..errors import UnsupportedCallError, UnsupportedSyntaxError
 from ..ir.core import Value
-from .reductions import METHODS as REDUCTION_METHODS
-from .reductions import lower_reduction_method
+from .analysis import constant_index
 from .scope import Scope
+from .state import ExprRule, Lowering
+
+
+def lower_subscript(state: Lowering, scope: Scope, node: ast.Subscript) -> Value:
+    """`t[0]` -> getitem (inference makes it an array_get when `t` is an array);
+    `x[i]`, `x[i, j]` -> array_get; `x[1:n]` -> array_view."""
+    base = state.lower_expr(scope, node.value)
+    if unsupported_index(state, node):
+        return scope.emit("undef", [], state.loc(node))
+    if has_slice(node):
+        if base in scope.sizes:
+            return state.fail(scope, node.slice, UnsupportedSyntaxError,
+                              "slicing a tuple is not supported")
+        return lower_view(state, scope, node, base)
+    index = constant_index(node.slice)
+    if index is not None:
+        return scope.emit("getitem", [base], state.loc(node), {"index": index})
+    if base in scope.sizes:  # a tuple display or a tuple constant: only literal indices
+        return state.fail(scope, node.slice, UnsupportedSyntaxError,
+                          "a tuple index must be a constant integer",
+                          "index with a literal, e.g. t[0] or t[-1]; "
+                          "to visit every element write: for x in t:")
+    return scope.emit("array_get", [base, *lower_indices(state, scope, node)], state.loc(node))
+
+
+def lower_indices(state: Lowering, scope: Scope, node: ast.Subscript) -> list[Value]:
+    """The index values of `x[i]` or `x[i, j]`, left to right."""
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return [state.lower_expr(scope, part) for part in parts]
+
+
+def unsupported_index(state: Lowering, node: ast.Subscript) -> bool:
+    """Report (and return True for) an index with `...`, `None` or `*`."""
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    for part in parts:
+        if isinstance(part, ast.Constant) and (part.value is Ellipsis or part.value is None):
+            what = f"indexing with {ast.unparse(part)} ({ast.unparse(node)})"
+        elif isinstance(part, ast.Starred):
+            what = f"a starred index ({ast.unparse(node)})"
+        else:
+            continue
+        state.report(UnsupportedSyntaxError, f"{what} is not supported yet", part,
+                     "index one element at a time with integers, e.g. x[i] or a[i, j], "
+                     "in a for loop over range()")
+        return True
+    return False
 
 
 def has_slice(node: ast.Subscript) -> bool:
@@ -21,7 +77,7 @@ def has_slice(node: ast.Subscript) -> bool:
     return any(isinstance(part, ast.Slice) for part in parts)
 
 
-def lower_view(lowerer, scope: Scope, node: ast.Subscript, base: Value) -> Value:
+def lower_view(state: Lowering, scope: Scope, node: ast.Subscript, base: Value) -> Value:
     """`x[a:b:c, i]`: an array_view of `base` (already lowered)."""
     parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     spec, inputs = [], []
@@ -29,63 +85,58 @@ def lower_view(lowerer, scope: Scope, node: ast.Subscript, base: Value) -> Value
         if isinstance(part, ast.Slice):
             bounds = (part.lower, part.upper, part.step)
             spec.append("s" + "".join("0" if b is None else "1" for b in bounds))
-            inputs += [lowerer.lower_expr(scope, b) for b in bounds if b is not None]
+            inputs += [state.lower_expr(scope, b) for b in bounds if b is not None]
         else:
             spec.append("i")
-            inputs.append(lowerer.lower_expr(scope, part))
-    return scope.emit("array_view", [base, *inputs], lowerer.loc(node), {"spec": tuple(spec)})
+            inputs.append(state.lower_expr(scope, part))
+    return scope.emit("array_view", [base, *inputs], state.loc(node), {"spec": tuple(spec)})
 
 
-def lower_reshape(lowerer, scope: Scope, node: ast.Call, array: Value, shape: list[ast.expr],
-                  name: str) -> Value:
+def lower_reshape(state: Lowering, scope: Scope, node: ast.Call, array: Value,
+                  shape: list[ast.expr], name: str) -> Value:
     """`a.reshape(2, 3)`, `a.reshape((2, -1))`, `np.reshape(a, n)`."""
-    loc = lowerer.loc(node)
+    loc = state.loc(node)
     if not shape:
-        return lowerer.fail(scope, node, UnsupportedCallError, f"{name}() needs a shape")
+        return state.fail(scope, node, UnsupportedCallError, f"{name}() needs a shape")
     if len(shape) == 1 and isinstance(shape[0], (ast.Tuple, ast.List)):
         shape = shape[0].elts
     elif len(shape) == 1:
-        packed = lowerer.lower_expr(scope, shape[0])
+        packed = state.lower_expr(scope, shape[0])
         return scope.emit("array_reshape", [array, packed], loc, {"packed_shape": True})
-    dims = [lowerer.lower_expr(scope, d) for d in shape]
+    dims = [state.lower_expr(scope, d) for d in shape]
     return scope.emit("array_reshape", [array, *dims], loc)
 
 
-ARRAY_METHODS = ("reshape", *REDUCTION_METHODS)
-"""The array methods compiled code knows: `x.reshape(...)` and the reductions."""
-
-
-def lower_method(lowerer, scope: Scope, node: ast.Call) -> Value:
-    """`<array>.reshape(...)`, or a reduction `<array>.sum(axis)` (reductions.py)."""
-    if node.func.attr in REDUCTION_METHODS:
-        return lower_reduction_method(lowerer, scope, node)
+def lower_reshape_method(state: Lowering, scope: Scope, node: ast.Call) -> Value:
+    """`<array>.reshape(...)`."""
     if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-        return lowerer.fail(scope, node, UnsupportedCallError,
-                            "reshape() takes only the shape, by position, here",
-                            "write a.reshape((n, m)) or a.reshape(n, m)")
-    array = lowerer.lower_expr(scope, node.func.value)
-    return lower_reshape(lowerer, scope, node, array, node.args, "reshape")
+        return state.fail(scope, node, UnsupportedCallError,
+                          "reshape() takes only the shape, by position, here",
+                          "write a.reshape((n, m)) or a.reshape(n, m)")
+    array = state.lower_expr(scope, node.func.value)
+    return lower_reshape(state, scope, node, array, node.args, "reshape")
 
 
-def lower_numpy_view(lowerer, scope: Scope, node: ast.Call, which: str, name: str) -> Value:
+def lower_numpy_view(state: Lowering, scope: Scope, node: ast.Call, which: str,
+                     name: str) -> Value:
     """`np.transpose(a)` and `np.reshape(a, shape)`."""
     args = list(node.args)
     for k in node.keywords:
         if which == "reshape" and k.arg in ("shape", "newshape") and len(args) == 1:
             args.append(k.value)
         else:
-            return lowerer.fail(scope, node, UnsupportedCallError,
-                                f"{name}() takes its arguments by position here"
-                                + (" (axes= is not supported yet)" if which == "transpose" else ""))
+            return state.fail(scope, node, UnsupportedCallError,
+                              f"{name}() takes its arguments by position here"
+                              + (" (axes= is not supported yet)" if which == "transpose" else ""))
     expected = 1 if which == "transpose" else 2
     if len(args) != expected or any(isinstance(a, ast.Starred) for a in args):
         what = "np.transpose(a) with axes is not supported yet" if which == "transpose" \
             and len(args) > 1 else f"{name}() takes {expected} argument(s)"
-        return lowerer.fail(scope, node, UnsupportedCallError, what)
-    array = lowerer.lower_expr(scope, args[0])
+        return state.fail(scope, node, UnsupportedCallError, what)
+    array = state.lower_expr(scope, args[0])
     if which == "transpose":
-        return scope.emit("array_transpose", [array], lowerer.loc(node))
-    return lower_reshape(lowerer, scope, node, array, [args[1]], name)
+        return scope.emit("array_transpose", [array], state.loc(node))
+    return lower_reshape(state, scope, node, array, [args[1]], name)
 
 
 def numpy_view_function(obj: object) -> str | None:
@@ -100,3 +151,6 @@ def numpy_view_function(obj: object) -> str | None:
     if obj is numpy.reshape:
         return "reshape"
     return None
+
+
+EXPRESSIONS: dict[type[ast.expr], ExprRule] = {ast.Subscript: lower_subscript}

@@ -1,0 +1,47 @@
+"""The frontend's tables: which function lowers each construct (state.py's `Rules`).
+
+Each construct module lists its expression and statement rules; the callees
+and array methods, whose order and names span modules, are listed here. So
+adding a construct touches its module and, for a callable or a new module, one
+line here. Every table is built at import from plain literals: no module
+registers anything as a side effect of being imported.
+"""
+from __future__ import annotations
+
+from . import calls, creation, linalg, loops, lower, reductions, statements, views
+from .builtins import primitive_handler
+from .state import Callee, Rules
+from .ufuncs import ufunc_handler
+
+
+def _merge(*tables: dict) -> dict:
+    """One table of several; a construct lowered by two modules is a bug."""
+    merged: dict = {}
+    for table in tables:
+        both = merged.keys() & table.keys()
+        if both:
+            raise AssertionError(f"two rules for {sorted(map(str, both))}")
+        merged.update(table)
+    return merged
+
+
+CALLEES = (  # tried in this order on the callee of a call
+    Callee(primitive_handler, calls.lower_builtin_call),  # astjit.stop_gradient: an op
+    Callee(calls.jvp_transform, calls.lower_jvp),
+    Callee(views.numpy_view_function, views.lower_numpy_view),  # np.transpose, np.reshape
+    Callee(reductions.numpy_reduction, reductions.lower_numpy_reduction),  # np.sum, np.max ...
+    Callee(creation.numpy_handler, creation.lower_numpy_creation),  # np.zeros, np.arange ...
+    Callee(linalg.numpy_linalg, linalg.lower_numpy_linalg),  # np.dot, np.matmul, np.eye ...
+    Callee(ufunc_handler, calls.lower_builtin_call),  # np.exp, np.maximum, np.where ...
+)
+METHODS = {
+    "reshape": views.lower_reshape_method,
+    **{name: reductions.lower_reduction_method for name in reductions.METHODS},  # x.sum() ...
+}
+
+RULES = Rules(
+    expressions=_merge(lower.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS),
+    statements=_merge(statements.STATEMENTS, loops.STATEMENTS),
+    callees=CALLEES,
+    methods=METHODS,
+)

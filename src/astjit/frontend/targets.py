@@ -1,0 +1,93 @@
+"""Assigning to targets: names, elements (`x[i] = v`), views (`y[1:3] = v`), unpacking.
+
+Assignment to an element, `x[i] = v` / `x[i, j] = v`, is an `array_set` node,
+evaluated as Python does: the value, then `x`, then the indices; to a slice,
+an `array_assign` into the view. An element of a value known to be a tuple
+cannot be assigned. `a, b = t` assigns element by element, left to right; a
+tuple display unpacked into a tuple target of its length needs no tuple at all.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..errors import TypingError, UnsupportedSyntaxError
+from ..ir.core import Value
+from .analysis import assigned_names
+from .scope import Scope
+from .state import Lowering
+from .views import has_slice, lower_indices, lower_view, unsupported_index
+
+
+def lower_rhs(state: Lowering, scope: Scope, expr: ast.expr,
+              target: ast.expr | None) -> Value | list:
+    """The assigned value; a tuple display unpacked into a tuple target stays a list of values."""
+    if (isinstance(target, (ast.Tuple, ast.List)) and isinstance(expr, ast.Tuple)
+            and len(target.elts) == len(expr.elts)
+            and not any(isinstance(e, ast.Starred) for e in target.elts + expr.elts)):
+        return [lower_rhs(state, scope, e, t) for e, t in zip(expr.elts, target.elts)]
+    return state.lower_expr(scope, expr)
+
+
+def assign_target(state: Lowering, scope: Scope, target: ast.expr, value: Value | list) -> None:
+    if isinstance(target, ast.Name):
+        scope.assign(target.id, value)
+    elif isinstance(target, ast.Subscript):
+        _store_element(state, scope, target, value)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        _unpack(state, scope, target, value)
+    else:
+        bad_target(state, target)
+
+
+def _store_element(state: Lowering, scope: Scope, target: ast.Subscript, value: Value) -> None:
+    """`x[i] = value`, `x[i, j] = value`: an array_set (x, then the indices, evaluated
+    after the value, as Python does)."""
+    array = state.lower_expr(scope, target.value)
+    if unsupported_index(state, target):
+        return
+    if array in scope.sizes:  # a tuple display or constant
+        bad_target(state, target)
+        return
+    if has_slice(target):  # y[1:3] = v: copy into the view
+        view = lower_view(state, scope, target, array)
+        scope.emit("array_assign", [view, value], state.loc(target))
+        return
+    indices = lower_indices(state, scope, target)
+    scope.emit("array_set", [array, value, *indices], state.loc(target))
+
+
+def _unpack(state: Lowering, scope: Scope, target: ast.Tuple | ast.List,
+            value: Value | list) -> None:
+    """`a, (b, c) = value`: element by element, as Python assigns left to right."""
+    starred = [t for t in target.elts if isinstance(t, ast.Starred)]
+    if starred:
+        state.unsupported(scope, starred[0])
+        for name in assigned_names([target]):
+            scope.assign(name, scope.emit("undef", [], state.loc(target)))
+        return
+    if isinstance(value, list):
+        for t, v in zip(target.elts, value):
+            assign_target(state, scope, t, v)
+        return
+    loc, count = state.loc(target), len(target.elts)
+    size = scope.sizes.get(value)
+    if size is None:  # too few elements fail type inference (getitem); too many raise here
+        too_many = scope.emit("ne", [scope.emit("len", [value], loc), scope.const(count, loc)], loc)
+        scope.emit("raise_if", [too_many], loc,
+                   {"exc": "ValueError", "message": f"too many values to unpack (expected {count})"})
+    elif size != count:
+        state.report(TypingError, f"cannot unpack a tuple of {size} values into {count} targets",
+                     target)
+    for index, t in enumerate(target.elts):
+        assign_target(state, scope, t, scope.emit("getitem", [value], loc, {"index": index}))
+
+
+def bad_target(state: Lowering, target: ast.expr) -> None:
+    if isinstance(target, ast.Subscript):
+        state.report(UnsupportedSyntaxError,
+                     f"assignment to an element of a tuple ({ast.unparse(target)} = ...) "
+                     "is not supported", target,
+                     "tuples cannot be changed in place; build a new tuple")
+        return
+    state.report(UnsupportedSyntaxError, f"assignment to '{ast.unparse(target)}' is not supported",
+                 target, "assign to a variable name or to an array element (x[i] = ...)")
