@@ -50,7 +50,7 @@ from collections.abc import Callable
 from ..core import Graph, Node, Value
 from ..ops.adjoints import AddAt, AddIntoView
 from ..ops.elementwise import is_array_elementwise
-from ..ops.vjp_arrays import call_vjp
+from ..ops.vjp import call_vjp
 from ..passes.inline import clone_node
 from ..types import I64, ArrayType, TupleType
 from .duplicates import drop_unused_recomputation

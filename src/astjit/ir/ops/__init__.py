@@ -15,20 +15,41 @@ An entry (`OpDef`) holds everything the stages need for one operation:
   `math` functions — NaN from a non-NaN argument is ValueError, an infinite
   result from finite arguments OverflowError when `can_overflow`, else ValueError).
 - `traits`: 'pure' (no side effect), 'raises' (may raise at run time, so the
-  node is kept even when unused), 'commutative', 'elementwise'.
+  node is kept even when unused), 'commutative', 'elementwise', 'view' (its
+  result is a view of its first operand), 'allocates' (a new array), 'reads'
+  (reads its array operands' elements), 'writes'; and how it treats NumPy
+  scalars ('operator', 'math', 'numpy_result': ops/strong.py).
+- `vjp`: the reverse-mode rule (vjp.py; forward mode derives its tangents from
+  the same rules), or the reason it has none: `zero_derivative` (AD cuts the
+  path) or `no_vjp` (handled elsewhere, or not differentiable).
+- `python`, `numpy`: the spellings the frontend lowers to this op; `ufunc`:
+  the NumPy function computing it.
+- `cuda`: the GPU lowering, today a declared refusal (`Refused`).
 
-`vjp`: the reverse-mode rule (vjp.py; forward mode derives its tangents from
-the same rules); `cuda` lowerings come with the GPU work.
+An op is declared once (`declare._def`), complete: lifting its type rule to
+arrays and NumPy scalars and its VJP rule to broadcasting happens there, and
+nothing changes an entry afterwards.
 
-Modules: table.py (OpDef, descriptors, type rules), semantics.py (reference
-semantics Python's operators lack), scalar.py (the scalar entries),
-derivative.py (IEEE primitives and tapes that derivative code uses), vjp.py.
-The structural ops (`if`, `while`, `call`) are not in this table; see `core.py`.
+Modules: table.py (OpDef, descriptors, type rules), declare.py, semantics.py
+(reference semantics Python's operators lack), scalar.py (operators,
+conversions), mathfuncs.py (`math` and NumPy functions), derivative.py (IEEE
+primitives and tapes that derivative code uses), vjp.py (what VJP rules are
+built from), arrays/views/memory/reductions/linalg/adjoints.py (array ops),
+elementwise.py and strong.py (NumPy's promotion). The structural ops (`if`,
+`while`, `call`) are not in this table; see `core.py`.
 """
-# Fill the table: scalar, derivative, the reverse rules, then the whole-array forms
-# (elementwise.py imports vjp first).
-from . import elementwise, linalg, reductions, vjp, vjp_arrays  # noqa: F401, I001 - order matters
-from . import strong  # noqa: F401 - last: it wraps the rules of the entries above
+# The modules declaring ops, in any order: each declaration is complete (ops/declare.py).
+from . import (  # noqa: F401
+    adjoints,
+    arrays,
+    derivative,
+    linalg,
+    mathfuncs,
+    memory,
+    reductions,
+    scalar,
+    views,
+)
 from .derivative import ieee_div, ieee_log, ieee_pow
 from .semantics import (
                         EXCEPTIONS,
@@ -41,10 +62,24 @@ from .semantics import (
                         py_shift_right,
                         zero_of,
 )
-from .table import OPS, Builder, Intrinsic, LibCall, OpDef, OpTypeError, Routine, kind
-from .vjp import ZERO_DERIVATIVE
+from .table import (
+    BACKENDS,
+    OPS,
+    Builder,
+    Intrinsic,
+    LibCall,
+    OpDef,
+    OpTypeError,
+    Refused,
+    Routine,
+    kind,
+)
 
-__all__ = ["OPS", "OpDef", "OpTypeError", "Builder", "Intrinsic", "LibCall", "Routine", "kind",
+ZERO_DERIVATIVE = frozenset(name for name, op in OPS.items() if op.zero_derivative)
+"""Ops whose result does not change with their float inputs (or that have none)."""
+
+__all__ = ["OPS", "OpDef", "OpTypeError", "Builder", "Intrinsic", "LibCall", "Routine", "Refused",
+           "BACKENDS", "kind",
            "EXCEPTIONS", "ZERO_DERIVATIVE", "zero_of", "float_pow", "int_pow", "ieee_div",
            "ieee_log", "ieee_pow", "in_int64", "py_max", "py_min", "py_shift_left",
            "py_shift_right"]

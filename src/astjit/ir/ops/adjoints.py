@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..types import I64, ArrayType, ScalarType
-from .table import OpTypeError, Routine, _def
+from .declare import _def
+from .table import OpTypeError, Routine
 
 
 def _float_array(t, what) -> ArrayType:
@@ -132,16 +133,20 @@ def py_zero_into(acc, view):
     return acc
 
 
+_ADJOINT_OP = "an adjoint op: reverse mode makes it, never differentiates it"
+
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
-     ("pure",), doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
-_def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",),
+     ("pure", "reads"), no_vjp=_ADJOINT_OP,
+     doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
+_def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",), no_vjp=_ADJOINT_OP,
      doc="acc[indices] += g; consumes and returns the accumulator acc")
-_def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes",),
+_def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes",), no_vjp=_ADJOINT_OP,
      doc="view += g, view a view of acc; consumes and returns the accumulator acc")
 
-_def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes",),
+_def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes",), no_vjp=_ADJOINT_OP,
      doc="acc[indices] = v; consumes and returns the accumulator acc")
 _def("zero_into", 2, zero_into_rule, py_zero_into, {"*": Routine("zero_into")}, ("writes",),
+     no_vjp=_ADJOINT_OP,
      doc="view[...] = 0, view a view of acc; consumes and returns the accumulator acc")
 
 ACCUMULATING = frozenset({"add_at", "add_into", "set_at", "zero_into"})

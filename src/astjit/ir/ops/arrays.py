@@ -12,7 +12,9 @@ with size 5"), unless the node's attrs say `boundscheck=False`.
 from __future__ import annotations
 
 from ..types import I64, NONE, ArrayType, TupleType
-from .table import OpTypeError, Routine, _def
+from .adjoints import AddAt
+from .declare import _def
+from .table import OpTypeError, Routine
 
 
 def _array(t, what):
@@ -85,13 +87,20 @@ def py_array_set(array, value, *index, boundscheck=True):
     array[_normalize(array, index)] = value
 
 
-_def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")}, ("raises",),
+_def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
+     ("raises", "reads", "numpy_result"),
+     vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
      doc="x[i, j]: one element; inputs [array, *indices]")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("raises", "writes"),
+     no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/adjoints.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none")
-_def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")},
+_def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),
+     zero_derivative="an int (the shape of an array)",
      doc="x.shape[axis] for attrs['axis'] (already non-negative)")
-_def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("array_shape")},
+_def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("array_shape")}, ("pure", "reads"),
+     zero_derivative="an int (the shape of an array)",
      doc="x.shape, a tuple of ints")
-_def("array_size", 1, size_rule, lambda a: a.size, {"*": Routine("array_size")}, doc="x.size")
-_def("array_ndim", 1, ndim_rule, lambda a: a.ndim, {"*": Routine("array_ndim")}, doc="x.ndim")
+_def("array_size", 1, size_rule, lambda a: a.size, {"*": Routine("array_size")}, ("pure", "reads"),
+     zero_derivative="an int (the shape of an array)", doc="x.size")
+_def("array_ndim", 1, ndim_rule, lambda a: a.ndim, {"*": Routine("array_ndim")}, ("pure", "reads"),
+     zero_derivative="an int (the shape of an array)", doc="x.ndim")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 from ..types import I64, NONE, ArrayType, TapeType
-from .table import Builder, Intrinsic, OpTypeError, Routine, _def, _numeric, float_rule
+from . import vjp as v
+from .declare import _def
+from .table import Builder, Intrinsic, OpTypeError, Routine, _numeric, float_rule
 
 # ---- primitives that derivative code uses ---------------------------------------
 
@@ -46,13 +48,16 @@ def identity_rule(types, attrs):
 
 
 _def("fdiv", 2, float_rule, ieee_div, {"f": Builder("fdiv")}, ("pure", "elementwise"),
+     vjp=v.truediv_vjp,
      doc="IEEE float division, never raises: derivative code divides by values a forward pass made")
 _def("powr", 2, float_rule, ieee_pow, {"f": Intrinsic("llvm.pow")}, ("pure", "elementwise"),
+     vjp=v.pow_vjp,
      doc="C's pow, never raises: derivative code of `**`")
 _def("logr", 1, float_rule, ieee_log, {"f": Intrinsic("llvm.log")}, ("pure", "elementwise"),
+     vjp=v.log_vjp,
      doc="C's log, never raises: derivative code of `**` with respect to the exponent")
 _def("stop_gradient", 1, identity_rule, lambda x: x, {"*": Routine("identity")}, ("pure",),
-     doc="the identity, whose derivative is zero")
+     vjp=lambda e, g, ins, out, needs: [None], doc="the identity, whose derivative is zero")
 
 
 # ---- tapes: what a differentiated `while` records, one entry per iteration -------
@@ -109,15 +114,21 @@ def _tape_free(tape):
 
 
 _def("tape_new", 0, tape_new_rule, lambda element: [], {"*": Routine("tape_new")}, (),
+     zero_derivative="a new tape",
      doc="an empty tape of attrs['element'] values (allocates: never merged or moved)")
 _def("tape_push", 2, tape_push_rule, _tape_push, {"*": Routine("tape_push")}, (),
+     no_vjp="derivative code only: reverse mode makes it, never differentiates it",
      doc="append a value; the result is the same tape, threaded on as a new SSA value")
 _def("tape_get", 2, tape_get_rule, lambda tape, i: tape[i], {"*": Routine("tape_get")}, ("pure",),
+     no_vjp="derivative code only: reverse mode makes it, never differentiates it",
      doc="the value pushed at position i (0 = first)")
 _def("tape_len", 1, tape_len_rule, len, {"*": Routine("tape_len")}, (),
+     no_vjp="derivative code only: reverse mode makes it, never differentiates it",
      doc="how many values were pushed (not pure: the tape grows in place, so a read must "
          "stay where the program puts it)")
 _def("tape_clear", 1, tape_clear_rule, _tape_clear, {"*": Routine("tape_clear")}, (),
+     zero_derivative="the same tape",
      doc="forget the values pushed, keeping the memory; the result is the same tape")
 _def("tape_free", 1, tape_free_rule, _tape_free, {"*": Routine("tape_free")}, (),
+     zero_derivative="no result",
      doc="release the tape's memory; it is not used afterwards")

@@ -31,9 +31,8 @@ Semantics on arrays are NumPy's, not Python's: no ZeroDivisionError (1/0 is
 inf, integer division by zero 0), math functions give NaN/inf instead of
 raising, integers wrap. The result is always a new array (owned).
 
-New ops: `minimum`, `maximum` (np.minimum / np.maximum: NaN-propagating; the
-builtins min/max stay `min`/`max`, which refuse arrays as Python's do), and
-`where` (np.where(c, a, b): a select with NumPy promotion of a and b).
+Which ops these are is declared with each op (ops/declare.py lifts the rule
+of every `elementwise` op; those declaring a `ufunc` have an array form).
 """
 from __future__ import annotations
 
@@ -54,30 +53,15 @@ from ..types import (
     strong,
     weak,
 )
-from . import vjp  # noqa: F401 - the scalar entries (and their reverse rules) come first
-from .table import OPS, Builder, OpTypeError, Routine, _def, _numeric, arith_rule
+from .table import OPS, OpTypeError
 
 NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32", "bool": "bool"}
 
-UFUNCS: dict[str, str] = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
-    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "fpow": "power",
-    "neg": "negative", "pos": "positive", "invert": "invert", "abs": "absolute",
-    "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-    "eq": "equal", "ne": "not_equal",
-    "minimum": "minimum", "maximum": "maximum",
-    "sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
-    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
-    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "fabs": "fabs",
-    "atan2": "arctan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
-    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-    "where": "where",
-}
-"""The ops that work on whole arrays, and the NumPy function each one is."""
+UFUNCS: dict[str, str] = {}
+"""The ops that work on whole arrays, and the NumPy function each one is: the elementwise
+ops that declare a `ufunc` (ops/declare.py fills it as they are declared)."""
 
-BITWISE_UFUNCS = {"bitand": "bitwise_and", "bitor": "bitwise_or", "bitxor": "bitwise_xor",
-                  "lshift": "left_shift", "rshift": "right_shift"}
+BITWISE_UFUNCS: dict[str, str] = {}
 """Scalar ops NumPy also has as ufuncs, which compiled code has on scalars only (ops/strong.py)."""
 
 
@@ -85,39 +69,6 @@ def _numpy():
     import numpy
 
     return numpy
-
-
-# ---- the new scalar ops ---------------------------------------------------------------
-
-def _np_minimum(a, b):
-    """NumPy's `minimum` (x86): `a` if it is smaller or NaN, else `b`; so a NaN wins and a
-    tie (0.0 and -0.0) gives `b`."""
-    return a if a < b or a != a else b
-
-
-def _np_maximum(a, b):
-    """NumPy's `maximum`: `a` if it is larger or NaN, else `b`."""
-    return a if a > b or a != a else b
-
-
-def where_rule(types, attrs):
-    """np.where of scalars (which ir/infer.py makes a 0-d array): NEP 50's promotion of a
-    and b, NumPy scalars strong, Python ones weak; a bool condition keeps its strength."""
-    _numeric(types, "np.where()")
-    t = numpy_promote([weak(v) for v in types[1:] if v.strong],
-                      [v for v in types[1:] if not v.strong])
-    return [types[0] if types[0] == BOOL else BOOL, t, t], t
-
-
-_def("minimum", 2, arith_rule, _np_minimum,
-     {"f": Routine("np_minimum"), "i": Routine("min"), "b": Routine("min")},
-     ("pure", "elementwise"), doc="np.minimum: the smaller, NaN if either is NaN, b on a tie "
-                                  "(not commutative: -0.0 and 0.0)")
-_def("maximum", 2, arith_rule, _np_maximum,
-     {"f": Routine("np_maximum"), "i": Routine("max"), "b": Routine("max")},
-     ("pure", "elementwise"), doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
-_def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
-     ("pure", "elementwise"), doc="np.where(c, a, b): a select with NumPy's promotion of a and b")
 
 
 # ---- promotion ------------------------------------------------------------------------
@@ -189,8 +140,7 @@ def _array_plan(op: str, types: TypeKey) -> Plan:
             raise OpTypeError(f"np.where() needs a bool condition here, got {types[0]}")
         operands, result = [BOOL, c, c], c
     else:
-        scalar_rule = getattr(OPS[op].rule, "scalar_rule", OPS[op].rule)
-        operands, result = scalar_rule([c] * len(types), {})
+        operands, result = OPS[op].scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
@@ -219,7 +169,7 @@ def _numpy_result_dtype(op: str, types: TypeKey) -> str:
             samples.append({"bool": True, "f32": 1.0, "f64": 1.0}.get(t.name, 1))
     try:
         with np.errstate(all="ignore"):
-            function = getattr(np, UFUNCS.get(op) or BITWISE_UFUNCS[op])
+            function = getattr(np, OPS[op].ufunc)
             return np.asarray(function(*samples)).dtype.name
     except TypeError as error:
         return f"a TypeError ({error})"
@@ -238,7 +188,6 @@ def lift(op: str, scalar_rule):
         operands = [t if isinstance(t, ArrayType) else strong(s) if t.strong else s
                     for t, s in zip(types, plan.operands)]  # a scalar keeps its strength
         return operands, ArrayType(plan.result, plan.ndim)
-    rule.scalar_rule = scalar_rule
     return rule
 
 
@@ -246,11 +195,6 @@ def is_array_elementwise(node) -> bool:
     """A leaf node computing an elementwise op over whole arrays (a new array)."""
     return (node.op in OPS and "elementwise" in OPS[node.op].traits
             and isinstance(node.outputs[0].type if node.outputs else None, ArrayType))
-
-
-for _name, _opdef in list(OPS.items()):
-    if "elementwise" in _opdef.traits:
-        OPS[_name] = dataclasses.replace(_opdef, rule=lift(_name, _opdef.rule))
 
 
 # ---- evaluation on arrays (the interpreter's) ----------------------------------------------

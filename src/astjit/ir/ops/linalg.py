@@ -31,8 +31,9 @@ may write), so the passes never merge, move or drop them (passes/effects.py).
 from __future__ import annotations
 
 from ..types import BOOL, F64, I64, ArrayType, ScalarType, is_numeric
+from .declare import _def
 from .elementwise import NUMPY_NAMES, numpy_promote
-from .table import OpTypeError, Routine, _def
+from .table import OpTypeError, Routine
 
 MAX_NDIM = 2
 """The most dimensions a matrix product operand may have (stacks of matrices come later)."""
@@ -117,10 +118,44 @@ def py_eye(n, m, k, dtype: ScalarType | None = None):
     return _numpy().eye(n, m, k, dtype=NUMPY_NAMES[(dtype or F64).name])
 
 
-_def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")}, ("raises",),
+def _column(e, v):
+    """A vector as an (n, 1) matrix (a view when contiguous)."""
+    return e.op("array_reshape", v, e.op("array_dim", v, axis=0), e.const(1, I64))
+
+
+def _matmul_vjp(e, g, ins, out, needs):
+    """d(a @ b) = (g @ b.T, a.T @ g); with a vector operand the products become outer
+    products (a column times a row, by broadcasting) and dots (g times the other vector)."""
+    a, b = ins
+    da = db = None
+    ndims = (a.type.ndim, b.type.ndim)
+    if needs[0]:
+        da = {(2, 2): lambda: e.op("matmul", g, e.op("array_transpose", b)),
+              (2, 1): lambda: e.op("mul", _column(e, g), b),
+              (1, 2): lambda: e.op("matmul", b, g),
+              (1, 1): lambda: e.op("mul", g, b)}[ndims]()
+    if needs[1]:
+        db = {(2, 2): lambda: e.op("matmul", e.op("array_transpose", a), g),
+              (2, 1): lambda: e.op("matmul", e.op("array_transpose", a), g),
+              (1, 2): lambda: e.op("mul", _column(e, a), g),
+              (1, 1): lambda: e.op("mul", g, a)}[ndims]()
+    return [_like(e, da, a), _like(e, db, b)]
+
+
+def _like(e, adjoint, x):
+    """`adjoint` in `x`'s dtype (an f32 operand of an f64 product gets an f32 adjoint)."""
+    if adjoint is None or adjoint.type == x.type:
+        return adjoint
+    return e.op("sum_to_like", adjoint, x)
+
+
+_def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
+     ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp,
      doc="a @ b, np.matmul, np.dot of 1-d/2-d arrays through BLAS; attrs['kind'] picks "
          "the error message")
-_def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises",),
+_def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view"),
+     no_vjp="not differentiable in reverse mode yet",
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
-_def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises",),
+_def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises", "allocates"),
+     no_vjp="not differentiable in reverse mode yet",
      doc="np.eye(n, m, k, dtype): a new matrix with ones on diagonal k")

@@ -16,7 +16,9 @@ reference interpreter, where Python's garbage collector owns everything.
 from __future__ import annotations
 
 from ..types import F64, I64, NONE, ArrayType, ScalarType, is_numeric
-from .table import OpTypeError, Routine, _def
+from .declare import _def
+from .table import OpTypeError, Routine
+from .vjp import with_attrs
 
 NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "bool"}
 
@@ -99,13 +101,27 @@ def py_arange(*inputs):
     return _numpy().arange(*inputs)
 
 
-_def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises",),
+
+@with_attrs
+def _fill_vjp(e, g, ins, out, needs, attrs):
+    """np.full(shape, v) / np.full_like(x, v): v's adjoint is the sum of g; nothing else has one."""
+    adjoints = [None] * len(ins)
+    if attrs.get("fill") == "value" and needs[-1]:
+        adjoints[-1] = e.op("sum_to_like", g, ins[-1])
+    return adjoints
+
+
+_def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises", "allocates"),
+     vjp=_fill_vjp,
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
-     ("raises",), doc="np.empty_like/zeros_like/ones_like/full_like(x)")
-_def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises",),
+     ("raises", "allocates", "reads"), vjp=_fill_vjp, doc="np.empty_like/zeros_like/ones_like/full_like(x)")
+_def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises", "allocates"),
+     zero_derivative="ints or evenly spaced values from its bounds",
      doc="np.arange(start, stop, step); ValueError for a zero step")
 _def("array_retain", 1, retain_rule, lambda a: a, {"*": Routine("array_retain")}, (),
+     no_vjp="memory management, added after differentiation",
      doc="a new owned reference to a (borrowed) array: the same array")
 _def("array_release", 1, release_rule, lambda a: None, {"*": Routine("array_release")}, (),
+     zero_derivative="no result",
      doc="give up an owned reference (the last one frees the memory)")

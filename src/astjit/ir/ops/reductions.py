@@ -33,7 +33,9 @@ elementwise group that computes its operand when it can.
 from __future__ import annotations
 
 from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
-from .table import OpTypeError, Routine, _def
+from .declare import _def
+from .table import OpTypeError, Routine
+from .vjp import c, div, is_array, select, with_attrs
 
 KINDS = ("sum", "mean", "max", "min")
 NUMPY_NAMES = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}
@@ -109,5 +111,42 @@ def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False):
     return result.item()
 
 
-_def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")}, ("pure", "raises"),
+def _expand(e, v, x, axes: tuple[int, ...], keepdims: bool):
+    """A reduction's result (or adjoint) `v` with the reduced axes of `x` back, of length 1,
+    so that it broadcasts against `x` (a scalar broadcasts as it is)."""
+    if not is_array(v) or keepdims:
+        return v
+    dims = [e.const(1, I64) if k in axes else e.op("array_dim", x, axis=k)
+            for k in range(x.type.ndim)]
+    return e.op("array_reshape", v, *dims)
+
+
+def _count(e, x, axes: tuple[int, ...], like):
+    """How many elements each result of reducing `axes` of `x` summed, as `like`'s float."""
+    n = e.const(1, I64)
+    for k in axes:
+        n = e.op("mul", n, e.op("array_dim", x, axis=k))
+    return e.op("cast", n, to=c(e, 0.0, like).type)
+
+
+@with_attrs
+def _reduce_vjp(e, g, ins, out, needs, attrs):
+    """sum: g spread back over the reduced axes; mean: that over the count; max / min: g to
+    the positions holding the result (each of several equal ones gets all of it)."""
+    x = ins[0]
+    if not x.type.dtype.is_float:
+        return [None]
+    kind, keepdims = attrs["kind"], bool(attrs.get("keepdims"))
+    axes = normalize_axes(attrs.get("axis"), x.type.ndim)
+    spread = _expand(e, g, x, axes, keepdims)
+    if kind in ("max", "min"):
+        picked = e.op("eq", x, _expand(e, out, x, axes, keepdims))
+        return [select(e, picked, spread, c(e, 0.0, g))]
+    if kind == "mean":
+        spread = div(e, spread, _count(e, x, axes, g))
+    return [e.op("add", e.op("array_new_like", x, fill=0), spread)]  # spread to x's shape
+
+
+_def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},
+     ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp,
      doc="np.sum/mean/max/min(x, axis, keepdims): attrs kind, axis (None or a tuple), keepdims")

@@ -1,11 +1,31 @@
-"""The table entries of the scalar primitives: arithmetic, comparisons, math, conversions."""
+"""The table entries of the scalar primitives: arithmetic, comparisons, conversions.
+
+Each block declares an op whole: type rule, evaluation, lowering, traits, its VJP
+rule (ops/vjp.py) or why it has none, its NumPy spellings. The `math` functions
+are in ops/mathfuncs.py."""
 
 from __future__ import annotations
 
 import math
 import operator
 
-from ..types import BOOL, F32, F64, I64, INT_OR_BOOL, NONE, ArrayType, TupleType, is_strong
+from ..types import (
+    BOOL,
+    F32,
+    F64,
+    I64,
+    INT_OR_BOOL,
+    NONE,
+    ArrayType,
+    TupleType,
+    is_numeric,
+    is_strong,
+    strong,
+    weak,
+)
+from . import vjp as v
+from .declare import _def
+from .elementwise import numpy_promote
 from .semantics import (
     _getitem,
     _undef,
@@ -21,17 +41,13 @@ from .semantics import (
 from .table import (
     Builder,
     Intrinsic,
-    LibCall,
     OpTypeError,
     Routine,
-    _def,
     arith_rule,
     bitwise_rule,
     cast_rule,
     compare_rule,
     const_rule,
-    float_pred_rule,
-    float_rule,
     getitem_rule,
     int_only_rule,
     select_rule,
@@ -43,126 +59,125 @@ from .table import (
     undef_rule,
 )
 
+_ZERO_INT = "an int or bool result: a step function of its float inputs, if any"
+_COMPARISON = "a comparison: a bool"
+_OPERATOR = ("pure", "elementwise", "operator")
+_ARITH_RAISES = ("pure", "raises", "elementwise", "operator")
+
 # ---- the table ---------------------------------------------------------------
 
-_def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")})
-_def("undef", 0, undef_rule, _undef, {"*": Routine("undef")},
+_def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
+     zero_derivative="a constant")
+_def("undef", 0, undef_rule, _undef, {"*": Routine("undef")}, zero_derivative="a placeholder",
      doc="a placeholder for a value not produced yet on this path (a return value before the return)")
 _def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None, {},
+     no_vjp="type inference replaces it by a constant",
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
-_def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")})
-_def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")})
+_def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},
+     no_vjp="reverse mode handles tuples itself (ad/adjoints.py: backward_tuple)")
+_def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")},
+     no_vjp="reverse mode handles tuples itself (ad/adjoints.py: backward_getitem)")
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
+     vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
-_def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")})
+_def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
+     vjp=lambda e, g, ins, out, needs: [
+         None, v.select(e, ins[0], g, v.c(e, 0.0, g)), v.select(e, ins[0], v.c(e, 0.0, g), g)])
 
-_def("add", 2, arith_rule, operator.add,
-     {"f": Builder("fadd"), "i": Builder("add")}, ("pure", "commutative", "elementwise"))
-_def("sub", 2, arith_rule, operator.sub,
-     {"f": Builder("fsub"), "i": Builder("sub")}, ("pure", "elementwise"))
+_def("add", 2, arith_rule, operator.add, {"f": Builder("fadd"), "i": Builder("add")},
+     ("pure", "commutative", "elementwise", "operator"), numpy=("add",),
+     vjp=lambda e, g, ins, out, needs: [g, g])
+_def("sub", 2, arith_rule, operator.sub, {"f": Builder("fsub"), "i": Builder("sub")}, _OPERATOR,
+     numpy=("subtract",), vjp=lambda e, g, ins, out, needs: [g, e.op("neg", g)])
 _def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, a + b)),
-     {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"),
+     {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"), zero_derivative="ints only",
      doc="int64 addition clamped to the int64 range: a range() counter's step, which must not wrap")
-_def("mul", 2, arith_rule, operator.mul,
-     {"f": Builder("fmul"), "i": Builder("mul")}, ("pure", "commutative", "elementwise"))
-_def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")},
-     ("pure", "raises", "elementwise"))
+_def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mul")},
+     ("pure", "commutative", "elementwise", "operator"), numpy=("multiply",),
+     vjp=lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
+                                        e.op("mul", g, ins[0]) if needs[1] else None])
+_def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")}, _ARITH_RAISES,
+     numpy=("true_divide", "divide"), vjp=v.truediv_vjp)
 _def("floordiv", 2, arith_rule, operator.floordiv,
-     {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, ("pure", "raises", "elementwise"))
-_def("mod", 2, arith_rule, operator.mod,
-     {"f": Routine("mod_float"), "i": Routine("mod_int")}, ("pure", "raises", "elementwise"))
-_def("pow", 2, arith_rule, py_pow,
-     {"f": Routine("pow_float"), "i": Routine("pow_int")}, ("pure", "raises", "elementwise"))
-_def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")}, ("pure", "raises"))
-_def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")}, ("pure", "raises"))
-_def("bitand", 2, bitwise_rule, operator.and_, {"i": Builder("and_"), "b": Builder("and_"),
-                                                  "*": Routine("bitwise_int_or_bool")},
-     ("pure", "commutative"))
-_def("bitor", 2, bitwise_rule, operator.or_, {"i": Builder("or_"), "b": Builder("or_"),
-                                                  "*": Routine("bitwise_int_or_bool")},
-     ("pure", "commutative"))
-_def("bitxor", 2, bitwise_rule, operator.xor, {"i": Builder("xor"), "b": Builder("xor"),
-                                                  "*": Routine("bitwise_int_or_bool")},
-     ("pure", "commutative"))
-_def("neg", 1, unary_arith_rule, operator.neg, {"f": Builder("fneg"), "i": Builder("neg")},
-     ("pure", "elementwise"))
-_def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, ("pure", "elementwise"))
-_def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_")}, ("pure", "elementwise"))
-_def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"))
+     {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
+     numpy=("floor_divide",), zero_derivative=_ZERO_INT)
 
-for _name, _pred in [("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")]:
+
+def _mod_vjp(e, g, ins, out, needs):
+    """a % b = a - b * floor(a / b) (floats): da = g, db = -g floor(a / b)."""
+    if not g.type.is_float:
+        return [None, None]
+    quotient = e.op("cast", e.op("floor", v.div(e, ins[0], ins[1])), to=g.type)
+    return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
+
+
+_def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
+     _ARITH_RAISES, numpy=("remainder", "mod"), vjp=_mod_vjp)
+_def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int")},
+     _ARITH_RAISES, numpy=("power",), vjp=v.pow_vjp)
+_def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")},
+     ("pure", "raises", "operator"), ufunc="left_shift", zero_derivative="ints only")
+_def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")},
+     ("pure", "raises", "operator"), ufunc="right_shift", zero_derivative="ints only")
+for _name, _fn, _instruction in [("bitand", operator.and_, "and_"), ("bitor", operator.or_, "or_"),
+                                 ("bitxor", operator.xor, "xor")]:
+    _def(_name, 2, bitwise_rule, _fn, {"i": Builder(_instruction), "b": Builder(_instruction),
+                                       "*": Routine("bitwise_int_or_bool")},
+         ("pure", "commutative", "operator"), ufunc="bitwise_" + _name[3:],
+         zero_derivative="ints and bools only")
+_def("neg", 1, unary_arith_rule, operator.neg, {"f": Builder("fneg"), "i": Builder("neg")},
+     _OPERATOR, numpy=("negative",), vjp=v.unary(lambda e, g, x, out: e.op("neg", g)))
+_def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, _OPERATOR,
+     numpy=("positive",), vjp=v.unary(lambda e, g, x, out: g))
+_def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_"), "b": Builder("not_")},
+     _OPERATOR, ufunc="invert", zero_derivative="ints and bools only",
+     doc="~x of an int; of a bool only as NumPy's (~np.True_ is np.False_), ops/strong.py")
+_def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"),
+     zero_derivative="a bool")
+
+for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),
+                             ("gt", ">", "greater"), ("ge", ">=", "greater_equal"),
+                             ("eq", "==", "equal"), ("ne", "!=", "not_equal")]:
     _fcmp = "fcmp_unordered" if _name == "ne" else "fcmp_ordered"
     _def(_name, 2, compare_rule, getattr(operator, _name),
          {"f": Builder(_fcmp, (_pred,)), "i": Builder("icmp_signed", (_pred,)),
-          "b": Builder("icmp_unsigned", (_pred,))}, ("pure", "elementwise"))
+          "b": Builder("icmp_unsigned", (_pred,))},
+         _OPERATOR,
+         numpy=(_ufunc,), zero_derivative=_COMPARISON)
 
 _def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},
-     ("pure", "elementwise"))
+     _OPERATOR, python=("abs",), numpy=("absolute", "abs"),
+     vjp=v.unary(lambda e, g, x, out: v.sign_times(e, g, x)))
+
+
 def min_max_rule(types, attrs):
     """min/max return one of their operands, of its own type: two bools give a bool
-    (`max(a > 0, b > 0)`), a bool and an int an int|bool (`max(b, n)` is True or n); other
+    (`max(a > 0, b > 0)`), a bool and an int an int|bool (`max(b, n)` is True or n); with a
+    NumPy scalar (ops/strong.py) a NumPy scalar of NumPy's promotion of the operands; other
     numbers promote as arithmetic does."""
     kinds = set(types)
     if kinds == {BOOL}:
         return [BOOL, BOOL], BOOL
     if kinds <= {BOOL, I64, INT_OR_BOOL} and kinds != {I64} and not any(map(is_strong, types)):
         return [INT_OR_BOOL, INT_OR_BOOL], INT_OR_BOOL
+    if all(map(is_numeric, types)) and any(map(is_strong, types)):
+        c = numpy_promote([weak(t) for t in types if t.strong], [t for t in types if not t.strong])
+        return [strong(c)] * len(types), strong(c)
     return arith_rule([I64 if t == INT_OR_BOOL else t for t in types], attrs)
 
 
-_def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"))
-_def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"))
-
-# math module functions on floats: (name, Python function, lowering, can_overflow)
-_MATH_UNARY = [
-    ("sqrt", math.sqrt, Intrinsic("llvm.sqrt"), False),
-    ("exp", math.exp, Intrinsic("llvm.exp"), True),
-    ("expm1", math.expm1, LibCall("expm1"), True),
-    ("log", math.log, Intrinsic("llvm.log"), False),
-    ("log2", math.log2, Intrinsic("llvm.log2"), False),
-    ("log10", math.log10, Intrinsic("llvm.log10"), False),
-    ("log1p", math.log1p, LibCall("log1p"), False),
-    ("sin", math.sin, Intrinsic("llvm.sin"), False),
-    ("cos", math.cos, Intrinsic("llvm.cos"), False),
-    ("tan", math.tan, LibCall("tan"), False),
-    ("asin", math.asin, LibCall("asin"), False),
-    ("acos", math.acos, LibCall("acos"), False),
-    ("atan", math.atan, LibCall("atan"), False),
-    ("sinh", math.sinh, LibCall("sinh"), True),
-    ("cosh", math.cosh, LibCall("cosh"), True),
-    ("tanh", math.tanh, LibCall("tanh"), False),
-    ("asinh", math.asinh, LibCall("asinh"), False),
-    ("acosh", math.acosh, LibCall("acosh"), False),
-    ("atanh", math.atanh, LibCall("atanh"), False),
-    ("erf", math.erf, LibCall("erf"), False),
-    ("erfc", math.erfc, LibCall("erfc"), False),
-    ("fabs", math.fabs, Intrinsic("llvm.fabs"), False),
-]
-for _name, _fn, _low, _ovf in _MATH_UNARY:
-    _def(_name, 1, float_rule, _fn, {"f": _low}, ("pure", "raises", "elementwise"),
-         check=None if _name == "fabs" else "math1", can_overflow=_ovf)
-
-_MATH_BINARY = [
-    ("atan2", math.atan2, LibCall("atan2"), False),
-    ("hypot", math.hypot, LibCall("hypot"), False),
-    ("copysign", math.copysign, Intrinsic("llvm.copysign"), False),
-    ("fmod", math.fmod, LibCall("fmod"), False),
-    ("fpow", math.pow, Routine("math_pow"), True),
-]
-for _name, _fn, _low, _ovf in _MATH_BINARY:
-    _def(_name, 2, float_rule, _fn, {"f": _low}, ("pure", "raises", "elementwise"),
-         check=None if _name in ("copysign", "hypot") else "math1", can_overflow=_ovf)
-
-_def("isnan", 1, float_pred_rule, math.isnan, {"f": Routine("isnan")}, ("pure", "elementwise"))
-_def("isinf", 1, float_pred_rule, math.isinf, {"f": Routine("isinf")}, ("pure", "elementwise"))
-_def("isfinite", 1, float_pred_rule, math.isfinite, {"f": Routine("isfinite")},
-     ("pure", "elementwise"))
+_def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"),
+     python=("min",), vjp=v.min_max_vjp("lt"))
+_def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"),
+     python=("max",), vjp=v.min_max_vjp("gt"))
 
 # float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range
 _def("floor", 1, to_int_rule, int_result(math.floor), {"f": Routine("floor"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"))
+     ("pure", "raises", "elementwise"), python=("math.floor",), zero_derivative=_ZERO_INT)
 _def("ceil", 1, to_int_rule, int_result(math.ceil), {"f": Routine("ceil"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"))
+     ("pure", "raises", "elementwise"), python=("math.ceil",), zero_derivative=_ZERO_INT)
+
+
 def trunc_rule(types, attrs):
     """math.trunc calls __trunc__, which of the NumPy scalars only np.float64 (a float)
     has: math.trunc(np.float32(x)) is a TypeError in Python, refused here."""
@@ -175,10 +190,10 @@ def trunc_rule(types, attrs):
 
 
 _def("trunc", 1, trunc_rule, int_result(math.trunc), {"f": Routine("trunc"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"))
+     ("pure", "raises", "elementwise"), python=("math.trunc",), zero_derivative=_ZERO_INT)
 _def("round", 1, to_int_rule, int_result(round), {"f": Routine("round"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), doc="round(x): half to even, an int")
-
+     ("pure", "raises", "elementwise"), python=("round",), zero_derivative=_ZERO_INT,
+     doc="round(x): half to even, an int")
 
 
 def len_rule(types, attrs):
@@ -217,14 +232,16 @@ def untag_rule(types, attrs):
     return [INT_OR_BOOL], I64
 
 
-_def("tag", 1, tag_rule, lambda x: x, {"*": Routine("tag")},
+_def("tag", 1, tag_rule, lambda x: x, {"*": Routine("tag")}, zero_derivative="ints and bools only",
      doc="a bool or an int as an int|bool that remembers which it is (types.IntOrBoolType)")
-_def("untag", 1, untag_rule, int, {"*": Routine("untag")},
+_def("untag", 1, untag_rule, int, {"*": Routine("untag")}, zero_derivative="an int",
      doc="an int|bool's value as an int (True is 1)")
 
-_def("len", 1, len_rule, len, {"*": Routine("len")})
+_def("len", 1, len_rule, len, {"*": Routine("len")}, python=("len",), zero_derivative="an int")
 _def("index", 1, index_rule, lambda x: int(operator.index(x)), {"*": Routine("identity")},
+     zero_derivative="an int",
      doc="operator.index(x): an int where Python takes only ints (range's bounds); a float "
          "is the TypeError Python's is")
 _def("raise_if", 1, raise_if_rule, py_raise_if, {"b": Routine("raise_if")}, ("raises",),
+     zero_derivative="no result (none)",
      doc="raise attrs['exc'](attrs['message']) when the operand is true; output is none")

@@ -31,7 +31,6 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from ..types import (
@@ -47,31 +46,21 @@ from ..types import (
     strong,
     weak,
 )
-from .elementwise import NUMPY_NAMES, UFUNCS, _strong, has_array, numpy_promote, numpy_result_dtype
-from .table import OPS, Builder, OpTypeError
+from .elementwise import NUMPY_NAMES, _strong, has_array, numpy_promote, numpy_result_dtype
+from .table import OPS, OpTypeError
 
-OPERATORS = {
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "invert", "abs",
-    "lt", "le", "gt", "ge", "eq", "ne", "bitand", "bitor", "bitxor", "lshift", "rshift",
-}
-"""Python operators: NumPy's semantics when an operand is a NumPy scalar."""
-
-BITWISE = {"bitand": "bitwise_and", "bitor": "bitwise_or", "bitxor": "bitwise_xor",
-           "lshift": "left_shift", "rshift": "right_shift"}
-NUMPY_FUNCTIONS = {**{op: name for op, name in UFUNCS.items() if op != "where"}, **BITWISE}
-"""The scalar ops NumPy has as a ufunc, by the ufunc's name."""
-
-PYTHON_MATH = {op for op in UFUNCS if op not in OPERATORS and op not in
-               ("minimum", "maximum", "where")} | {"erf", "erfc"}
-"""The `math` functions (sqrt, exp, ..., math.pow): Python's whatever their operands,
-unless called as NumPy's (attr `numpy`)."""
-
-STRONG_RESULTS = ("array_get", "reduce", "matmul")
-"""Ops whose scalar result is a NumPy scalar: an element, a reduction, a dot product."""
+NUMPY_ONLY = ("where",)
+"""Ops with a NumPy function that is no ufunc: np.where of scalars is a 0-d array (ir/infer.py)."""
 
 PYTHON_EVALUATED = ("lshift", "rshift")
 """Typed as NumPy's, computed as Python's: the same for counts in [0, 64) and beyond
 (wrapped); a negative count raises ValueError as in Python (NumPy gives 0)."""
+
+STRENGTH_TRAITS = frozenset({"operator", "math", "numpy_result"})
+"""The traits saying how an op treats NumPy scalars: 'operator' (a Python operator: NumPy's
+semantics when an operand is a NumPy scalar), 'math' (a `math` function: Python's whatever
+its operands), 'numpy_result' (its scalar result is a NumPy scalar: an element, a
+reduction, a dot product)."""
 
 
 # ---- type rules ---------------------------------------------------------------------------
@@ -86,9 +75,15 @@ def numpy_join(a: ScalarType, b: ScalarType) -> ScalarType:
 
 def numpy_semantics(op: str, types: list[Type], attrs: dict) -> bool:
     """Whether a leaf node of `op` on operands of `types` computes as NumPy does on scalars."""
-    if op not in NUMPY_FUNCTIONS or op in PYTHON_EVALUATED or has_array(types):
+    opdef = OPS[op]
+    if not _numpy_function(opdef) or op in PYTHON_EVALUATED or has_array(types):
         return False
-    return bool(attrs.get("numpy")) or op in OPERATORS and any(map(is_strong, types))
+    return bool(attrs.get("numpy")) or "operator" in opdef.traits and any(map(is_strong, types))
+
+
+def _numpy_function(opdef) -> bool:
+    """Whether NumPy has the op as a ufunc, which computes it on NumPy scalars."""
+    return opdef.ufunc is not None and opdef.name not in NUMPY_ONLY
 
 
 @functools.cache
@@ -98,7 +93,7 @@ def scalar_plan(op: str, types: TypeKey) -> tuple[list[Type], Type]:
     if op == "invert" and c == BOOL:
         operands, result = [BOOL], BOOL  # ~np.True_ is np.False_
     else:
-        operands, result = BASE_RULES[op]([c] * len(types), {})
+        operands, result = OPS[op].scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
@@ -107,37 +102,29 @@ def scalar_plan(op: str, types: TypeKey) -> tuple[list[Type], Type]:
     return [strong(t) for t in operands], strong(result)
 
 
-def with_strength(op: str, rule):
-    """`rule` (which handles arrays) extended with the scalar rules of the module docstring."""
+def with_strength(op: str, rule, traits: frozenset, ufunc: str | None):
+    """`rule` (which handles arrays) extended with the scalar rules of the module docstring,
+    for an op of these traits and NumPy function; `rule` itself for the other ops."""
+    numpy_function = ufunc is not None and op not in NUMPY_ONLY
+    operator, python_math = "operator" in traits, "math" in traits
+    numpy_result = "numpy_result" in traits
+    if not (numpy_function or operator or python_math or numpy_result):
+        return rule
+
     def typed(types, attrs):
         if has_array(types):
             operands, result = rule(types, attrs)
-            return operands, strong(result) if op in STRONG_RESULTS else result
-        if op in NUMPY_FUNCTIONS and all(map(is_numeric, types)) and (
-                attrs.get("numpy") or op in OPERATORS and any(map(is_strong, types))):
+            return operands, strong(result) if numpy_result else result
+        if numpy_function and all(map(is_numeric, types)) and (
+                attrs.get("numpy") or operator and any(map(is_strong, types))):
             return scalar_plan(op, TypeKey(types))
-        if op in PYTHON_MATH:  # math.sqrt(np.float64(x)) is a Python float
+        if python_math:  # math.sqrt(np.float64(x)) is a Python float
             if attrs.get("scalar_function"):  # math's own function computes in double
                 types = [F64 if t == F32 else t for t in types]
             operands, result = rule(types, attrs)
             return operands, weak(result)
-        if op in ("min", "max") and all(map(is_numeric, types)) and any(map(is_strong, types)):
-            c = numpy_promote([weak(t) for t in types if t.strong],
-                              [t for t in types if not t.strong])
-            return [strong(c)] * len(types), strong(c)
         return rule(types, attrs)
-    typed.scalar_rule = getattr(rule, "scalar_rule", rule)
     return typed
-
-
-BASE_RULES = {op: getattr(OPS[op].rule, "scalar_rule", OPS[op].rule) for op in NUMPY_FUNCTIONS}
-"""Each op's Python rule on scalars, which the NumPy plan applies to the computation type."""
-
-OPS["invert"] = dataclasses.replace(OPS["invert"], llvm={**OPS["invert"].llvm, "b": Builder("not_")})
-for _name, _opdef in list(OPS.items()):
-    if _name in NUMPY_FUNCTIONS or _name in PYTHON_MATH or _name in STRONG_RESULTS \
-            or _name in ("min", "max"):
-        OPS[_name] = dataclasses.replace(_opdef, rule=with_strength(_name, _opdef.rule))
 
 
 def numpy_constant(attrs: dict) -> dict:
@@ -156,7 +143,7 @@ def evaluate_numpy(op: str, operand_types: list[Type] | None, result_type: Type 
     types, giving a Python scalar (as the interpreter represents every scalar)."""
     import numpy
 
-    ufunc = getattr(numpy, NUMPY_FUNCTIONS[op])
+    ufunc = getattr(numpy, OPS[op].ufunc)
 
     def evaluate(*args):
         if operand_types is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..types import BOOL, F64, I64, INT_OR_BOOL, TupleType, Type, is_numeric, promote, python_type_of
@@ -30,8 +30,9 @@ class Intrinsic:
 
 @dataclass(frozen=True)
 class LibCall:
-    """A C math library function on doubles, e.g. 'tan'."""
+    """A C math library function on doubles, e.g. 'tan'; `vector`: libmvec may have it."""
     name: str
+    vector: bool = True
 
 
 @dataclass(frozen=True)
@@ -41,27 +42,56 @@ class Routine:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A backend's declared refusal of an op: compiling it there is an error with this text."""
+    message: str
+
+
+GPU_LATER = Refused("the GPU backend comes with issue 12")
+
+BACKENDS = ("llvm", "cuda")
+"""The backends every op declares a lowering (or a refusal) for."""
+
+
+@dataclass(frozen=True)
 class OpDef:
+    """One primitive, as declared (ops/declare.py); never changed after."""
     name: str
     arity: int
+    """The number of operands; -1: any."""
     rule: Callable[[list[Type], dict], tuple[list[Type], Type]]
+    """The type rule inference calls: `scalar_rule` lifted to arrays and NumPy scalars."""
     evaluate: Callable[..., Any]
+    """Python's semantics on scalars (the interpreter's, constant folding's)."""
     llvm: dict[str, Any]
+    """The CPU lowering by operand kind ('f', 'i', 'b', '*')."""
     traits: frozenset = frozenset({"pure"})
     check: str | None = None
     can_overflow: bool = False
     doc: str = ""
     vjp: Callable | None = None
-    cuda: dict[str, str] = field(default_factory=dict)
+    """The reverse-mode rule (ops/vjp.py says its signature)."""
+    zero_derivative: str | None = None
+    """Why the result does not change with the float inputs (AD cuts the path here)."""
+    no_vjp: str | None = None
+    """Why the op has no rule of its own: where reverse mode handles it, or why it can't."""
+    scalar_rule: Callable | None = None
+    """The declared type rule on Python scalars."""
+    python: tuple[str, ...] = ()
+    """The Python spellings that lower to this op (`math.tanh`, `abs`)."""
+    numpy: tuple[str, ...] = ()
+    """The NumPy functions (`np.<name>`) that lower to this op."""
+    ufunc: str | None = None
+    """The NumPy function computing the op (its array form, its NumPy-scalar semantics)."""
+    cuda: Any = GPU_LATER
+    """The GPU lowering, or its refusal."""
+
+    def lowering(self, backend: str):
+        """This op's lowering descriptors (or refusal) for `backend` (one of `BACKENDS`)."""
+        return getattr(self, backend)
 
 
 OPS: dict[str, OpDef] = {}
-
-
-def _def(name, arity, rule, evaluate, llvm, traits=("pure",), **kw) -> None:
-    """Declare one primitive; names are unique."""
-    assert name not in OPS, name
-    OPS[name] = OpDef(name, arity, rule, evaluate, llvm, frozenset(traits), **kw)
 
 
 def kind(t: Type) -> str:

@@ -33,7 +33,10 @@ import operator
 import sys
 
 from ..types import I64, NONE, ArrayType, ScalarType, is_numeric
-from .table import OpTypeError, Routine, _def
+from . import vjp as v
+from .adjoints import AddIntoView
+from .declare import _def
+from .table import OpTypeError, Routine
 
 SLICE_STEP_ZERO = "slice step cannot be zero"
 
@@ -190,13 +193,26 @@ def py_augassign(x, v, new, op):
     return _INPLACE[op](x, v) if numpy and isinstance(x, numpy.ndarray) else new
 
 
-_def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, ("raises",),
+
+def _reshape_vjp(e, g, ins, out, needs):
+    """The adjoint reshaped back to the input's shape (a view when contiguous)."""
+    x = ins[0]
+    dims = [e.op("array_dim", x, axis=k) for k in range(x.type.ndim)]
+    return [e.op("array_reshape", g, *dims)] + [None] * len(ins[1:])
+
+
+_def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, ("raises", "view"),
+     vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
+         AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
      doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says")
-_def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")},
+_def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")}, ("pure", "view"),
+     vjp=lambda e, g, ins, out, needs: [e.op("array_transpose", g)],
      doc="x.T: a view with the axes reversed")
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
-     ("raises",), doc="x.reshape(dims): a view if C-contiguous, else a copy")
+     ("raises", "view"), vjp=_reshape_vjp, doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
-     ("raises", "writes"), doc="y[...] = v: copy v (broadcast) into the array y")
+     ("raises", "writes"), no_vjp="reverse mode handles array writes itself (ad/writes.py)",
+     doc="y[...] = v: copy v (broadcast) into the array y")
 _def("augassign", 3, augassign_rule, py_augassign, {}, ("raises", "writes"),
+     no_vjp="type inference replaces it",
      doc="x op= v: in place for an array x, a rebinding otherwise; type inference replaces it")

@@ -1,0 +1,164 @@
+"""The table entries of the `math` functions and NumPy's elementwise functions on floats.
+
+One block per op: Python's function (the interpreter's), the libm call or LLVM
+intrinsic that computes it (`LibCall(name)` is also the C symbol the backend
+links and may widen to libmvec), its VJP rule, its `math.` and `np.` spellings.
+A `math` function stays Python's whatever its operands (trait 'math',
+ops/strong.py); called as NumPy's (`np.tanh`) it computes as NumPy does.
+"""
+from __future__ import annotations
+
+import math
+
+from ..types import BOOL, weak
+from . import vjp as v
+from .declare import _def
+from .elementwise import numpy_promote
+from .table import Builder, Intrinsic, LibCall, Routine, _numeric, arith_rule, float_pred_rule, float_rule
+
+_MATH = ("pure", "raises", "elementwise", "math")
+
+
+def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="math1"):
+    """A unary `math` function on floats, `math.<name>`, and NumPy's `np.<numpy>`; `vjp`
+    gives x's adjoint from (e, g, x, out)."""
+    _def(name, 1, float_rule, fn, {"f": lowering}, _MATH, check=check, can_overflow=can_overflow,
+         python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp))
+
+
+def _math2(name, fn, lowering, vjp, numpy=None, python=None, check="math1", **kw):
+    """A binary `math` function on floats."""
+    _def(name, 2, float_rule, fn, {"f": lowering}, _MATH, check=check, vjp=vjp,
+         python=(f"math.{python or name}",), numpy=(numpy or name,) if numpy != "" else (), **kw)
+
+
+def _one_minus_sq(e, x):
+    return e.op("sub", v.c(e, 1.0, x), v.sq(e, x))
+
+
+_math1("sqrt", math.sqrt, Intrinsic("llvm.sqrt"), "sqrt",
+       lambda e, g, x, out: v.div(e, e.op("mul", g, v.c(e, 0.5, g)), out))
+_math1("exp", math.exp, Intrinsic("llvm.exp"), "exp",
+       lambda e, g, x, out: e.op("mul", g, out), can_overflow=True)
+_math1("expm1", math.expm1, LibCall("expm1"), "expm1",
+       lambda e, g, x, out: e.op("mul", g, e.op("add", out, v.c(e, 1.0, out))), can_overflow=True)
+_math1("log", math.log, Intrinsic("llvm.log"), "log", lambda e, g, x, out: v.div(e, g, x))
+_math1("log2", math.log2, Intrinsic("llvm.log2"), "log2",
+       lambda e, g, x, out: v.div(e, g, e.op("mul", x, v.c(e, math.log(2.0), x))))
+_math1("log10", math.log10, Intrinsic("llvm.log10"), "log10",
+       lambda e, g, x, out: v.div(e, g, e.op("mul", x, v.c(e, math.log(10.0), x))))
+_math1("log1p", math.log1p, LibCall("log1p"), "log1p",
+       lambda e, g, x, out: v.div(e, g, e.op("add", x, v.c(e, 1.0, x))))
+_math1("sin", math.sin, Intrinsic("llvm.sin"), "sin",
+       lambda e, g, x, out: e.op("mul", g, e.op("cos", x)))
+_math1("cos", math.cos, Intrinsic("llvm.cos"), "cos",
+       lambda e, g, x, out: e.op("neg", e.op("mul", g, e.op("sin", x))))
+_math1("tan", math.tan, LibCall("tan"), "tan",
+       lambda e, g, x, out: e.op("mul", g, e.op("add", v.c(e, 1.0, out), v.sq(e, out))))
+_math1("asin", math.asin, LibCall("asin"), "arcsin",
+       lambda e, g, x, out: v.div(e, g, e.op("sqrt", _one_minus_sq(e, x))))
+_math1("acos", math.acos, LibCall("acos"), "arccos",
+       lambda e, g, x, out: e.op("neg", v.div(e, g, e.op("sqrt", _one_minus_sq(e, x)))))
+_math1("atan", math.atan, LibCall("atan"), "arctan",
+       lambda e, g, x, out: v.div(e, g, e.op("add", v.c(e, 1.0, x), v.sq(e, x))))
+_math1("sinh", math.sinh, LibCall("sinh"), "sinh",
+       lambda e, g, x, out: e.op("mul", g, e.op("cosh", x)), can_overflow=True)
+_math1("cosh", math.cosh, LibCall("cosh"), "cosh",
+       lambda e, g, x, out: e.op("mul", g, e.op("sinh", x)), can_overflow=True)
+_math1("tanh", math.tanh, LibCall("tanh"), "tanh",
+       lambda e, g, x, out: e.op("mul", g, _one_minus_sq(e, out)))
+_math1("asinh", math.asinh, LibCall("asinh"), "arcsinh",
+       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("add", v.sq(e, x), v.c(e, 1.0, x)))))
+_math1("acosh", math.acosh, LibCall("acosh"), "arccosh",
+       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("sub", v.sq(e, x), v.c(e, 1.0, x)))))
+_math1("atanh", math.atanh, LibCall("atanh"), "arctanh",
+       lambda e, g, x, out: v.div(e, g, _one_minus_sq(e, x)))
+
+
+def _erf_adjoint(e, g, x, out):
+    """d erf(x) = 2 / sqrt(pi) exp(-x^2) dx."""
+    return e.op("mul", g, e.op("mul", v.c(e, 2.0 / math.sqrt(math.pi), x),
+                               e.op("exp", e.op("neg", v.sq(e, x)))))
+
+
+_math1("erf", math.erf, LibCall("erf"), None, _erf_adjoint)
+_math1("erfc", math.erfc, LibCall("erfc"), None,
+       lambda e, g, x, out: e.op("neg", _erf_adjoint(e, g, x, out)))
+_math1("fabs", math.fabs, Intrinsic("llvm.fabs"), "fabs",
+       lambda e, g, x, out: v.sign_times(e, g, x), check=None)
+
+
+def _atan2_vjp(e, g, ins, out, needs):
+    """atan2(y, x): dy = x / (x^2 + y^2), dx = -y / (x^2 + y^2)."""
+    y, x = ins
+    scale = v.div(e, g, e.op("add", v.sq(e, x), v.sq(e, y)))
+    return [e.op("mul", scale, x), e.op("neg", e.op("mul", scale, y))]
+
+
+def _hypot_vjp(e, g, ins, out, needs):
+    """hypot(x, y): dx = x / out, dy = y / out."""
+    scale = v.div(e, g, out)
+    return [e.op("mul", scale, ins[0]), e.op("mul", scale, ins[1])]
+
+
+def _copysign_vjp(e, g, ins, out, needs):
+    """copysign(a, b) = |a| sign(b): da = sign(a) sign(b) g; b only chooses a sign."""
+    one = v.c(e, 1.0, g)
+    sign = e.op("mul", e.op("copysign", one, ins[0]), e.op("copysign", one, ins[1]))
+    return [e.op("mul", g, sign), None]
+
+
+def _fmod_vjp(e, g, ins, out, needs):
+    """fmod(a, b) = a - b * trunc(a / b): da = g, db = -g trunc(a / b)."""
+    quotient = e.op("cast", e.op("trunc", v.div(e, ins[0], ins[1])), to=g.type)
+    return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
+
+
+_math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2")
+_math2("hypot", math.hypot, LibCall("hypot"), _hypot_vjp, check=None)
+_math2("copysign", math.copysign, Intrinsic("llvm.copysign"), _copysign_vjp, check=None)
+_math2("fmod", math.fmod, LibCall("fmod", vector=False), _fmod_vjp)
+_math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow", ufunc="power",
+       can_overflow=True, doc="math.pow(a, b): floats, Python's errors (np.power is `pow`)")
+
+for _name, _fn in [("isnan", math.isnan), ("isinf", math.isinf), ("isfinite", math.isfinite)]:
+    _def(_name, 1, float_pred_rule, _fn, {"f": Routine(_name)}, ("pure", "elementwise", "math"),
+         python=(f"math.{_name}",), numpy=(_name,), zero_derivative="a bool")
+
+
+# ---- NumPy's own: np.minimum, np.maximum, np.where --------------------------------------------
+
+def _np_minimum(a, b):
+    """NumPy's `minimum` (x86): `a` if it is smaller or NaN, else `b`; so a NaN wins and a
+    tie (0.0 and -0.0) gives `b`."""
+    return a if a < b or a != a else b
+
+
+def _np_maximum(a, b):
+    """NumPy's `maximum`: `a` if it is larger or NaN, else `b`."""
+    return a if a > b or a != a else b
+
+
+def where_rule(types, attrs):
+    """np.where of scalars (which ir/infer.py makes a 0-d array): NEP 50's promotion of a
+    and b, NumPy scalars strong, Python ones weak; a bool condition keeps its strength."""
+    _numeric(types, "np.where()")
+    t = numpy_promote([weak(x) for x in types[1:] if x.strong],
+                      [x for x in types[1:] if not x.strong])
+    return [types[0] if types[0] == BOOL else BOOL, t, t], t
+
+
+_def("minimum", 2, arith_rule, _np_minimum,
+     {"f": Routine("np_minimum"), "i": Routine("min"), "b": Routine("min")},
+     ("pure", "elementwise"), numpy=("minimum",), vjp=v.min_max_vjp("lt"),
+     doc="np.minimum: the smaller, NaN if either is NaN, b on a tie (not commutative: -0.0 and 0.0)")
+_def("maximum", 2, arith_rule, _np_maximum,
+     {"f": Routine("np_maximum"), "i": Routine("max"), "b": Routine("max")},
+     ("pure", "elementwise"), numpy=("maximum",), vjp=v.min_max_vjp("gt"),
+     doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
+_def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
+     ("pure", "elementwise"), numpy=("where",),
+     vjp=lambda e, g, ins, out, needs: [
+         None, v.select(e, ins[0], g, v.c(e, 0.0, g)) if needs[1] else None,
+         v.select(e, ins[0], v.c(e, 0.0, g), g) if needs[2] else None],
+     doc="np.where(c, a, b): a select with NumPy's promotion of a and b")
