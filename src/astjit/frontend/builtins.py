@@ -35,14 +35,9 @@ class CallError(Exception):
 
 MATH_CONSTANTS = {name: getattr(math, name) for name in ("pi", "e", "tau", "inf", "nan")}
 
-_MATH_OPS = {
-    **{name: name for name in (
-        "sqrt", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin",
-        "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "fabs",
-        "atan2", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "floor", "ceil",
-        "trunc")},
-    "pow": "fpow",
-}
+_MATH_OPS = {spelling.removeprefix("math."): op for op, opdef in OPS.items()
+             for spelling in opdef.python if spelling.startswith("math.")}
+"""`math` function name -> op, as the ops declare their spellings (`math.pow` is `fpow`)."""
 
 
 def _fixed(op: str, what: str, scalars_only: bool = False) -> Handler:

@@ -4,18 +4,9 @@
 follows NumPy (ops/elementwise.py). The table is built on first use, so
 importing astjit does not import NumPy.
 
-| NumPy | op |
-|---|---|
-| np.add, subtract, multiply, true_divide/divide | add, sub, mul, truediv |
-| np.floor_divide, remainder/mod, power | floordiv, mod, pow |
-| np.negative, positive, absolute/abs, fabs | neg, pos, abs, fabs |
-| np.less, less_equal, greater, greater_equal, equal, not_equal | lt, le, gt, ge, eq, ne |
-| np.minimum, np.maximum | minimum, maximum (NaN-propagating) |
-| np.sqrt, exp, expm1, log, log2, log10, log1p, sin, cos, tan | the math op of that name |
-| np.sinh, cosh, tanh; arcsin, arccos, arctan, arcsinh ... | sinh, cosh, tanh; asin ... |
-| np.arctan2, hypot, copysign, fmod | atan2, hypot, copysign, fmod |
-| np.isnan, isinf, isfinite | isnan, isinf, isfinite |
-| np.where(c, a, b) | where |
+Each op declares the NumPy functions that are it (`OpDef.numpy`: `np.add` is
+`add`, `np.arcsin` is `asin`, `np.minimum` is the NaN-propagating `minimum`);
+the table here is derived from those declarations.
 
 On scalars they are NumPy's, unlike the `math` functions of the same ops: the
 node carries attr `numpy` (ir/ops/strong.py), so `np.exp(1000.0)` is inf where
@@ -30,19 +21,7 @@ from ..ir.core import Value
 from ..ir.ops import OPS
 from .builtins import CallError, Emit, Handler, numpy_lookup
 
-_NAMES = {
-    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "truediv",
-    "divide": "truediv", "floor_divide": "floordiv", "remainder": "mod", "mod": "mod",
-    "power": "pow", "negative": "neg", "positive": "pos", "absolute": "abs", "abs": "abs",
-    "fabs": "fabs", "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
-    "equal": "eq", "not_equal": "ne", "minimum": "minimum", "maximum": "maximum",
-    "sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
-    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
-    "arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fmod": "fmod",
-    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "where": "where",
-}
+_NAMES = {name: op for op, opdef in OPS.items() for name in opdef.numpy}
 """NumPy function name -> op."""
 
 

@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from ...errors import CompileError, Loc
 from ...ir.core import Graph, Module, Node, Value
-from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Routine, kind
+from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Refused, Routine, kind
 from ...ir.types import ScalarType
 from . import fused, memory, stack, tapes, vecmath
 from . import messages as msg
@@ -342,6 +342,9 @@ class FunctionEmitter:
                 result = self.call_libm(name, args)
             case Routine(name):
                 result = ROUTINES[name](self, node, args)
+            case Refused(message):
+                raise CompileError(f"the CPU backend does not compile '{node.op}': {message}",
+                                   node.loc)
             case _:
                 raise CompileError(f"unknown lowering {lowering!r} for '{node.op}'", node.loc)
         if opdef.check and not numpy:

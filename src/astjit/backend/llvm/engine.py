@@ -39,13 +39,18 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 
 from . import outline, split, vecmath
+from .vecmath import libm_calls
 
-LIBM_FUNCTIONS = (
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
-    "acosh", "atanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "fmod",
-    "hypot", "erf", "erfc", "sqrt", "cbrt", "floor", "ceil", "trunc", "round", "roundeven",
-    "rint", "nearbyint", "copysign", "fabs", "fmin", "fmax", "sincos", "ldexp", "frexp",
+LLVM_LIBM = (
+    "sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow", "sqrt", "cbrt", "floor", "ceil",
+    "trunc", "round", "roundeven", "rint", "nearbyint", "copysign", "fabs", "fmin", "fmax",
+    "sincos", "ldexp", "frexp",
 )
+"""The C math functions LLVM itself may call: for its intrinsics and its own rewrites."""
+
+LIBM_FUNCTIONS = tuple(dict.fromkeys([*LLVM_LIBM, *libm_calls()]))
+"""The C math functions compiled code may call: LLVM's and those the op table's
+lowerings name (`LibCall("erf")`)."""
 LIBC_FUNCTIONS = ("malloc", "calloc", "realloc", "free")
 """The allocator: what tapes call, and calloc, which LLVM makes of malloc + zeroing."""
 

@@ -1,7 +1,7 @@
 """Vector math for NumPy-semantics kernels: glibc's libmvec behind the loop vectorizer.
 
 LLVM's loop vectorizer widens the arithmetic of a fused kernel's loop, but a
-math call (`llvm.sin.f64`, or a libm call such as `tanh`) it can only widen
+math call (`llvm.sin.f64`, or a libm call such as `erf`) it can only widen
 to an intrinsic that the backend splits back into one scalar libm call per
 lane. glibc ships vector versions of most of libm in `libmvec.so.1`, named by
 the x86 Vector Function ABI: `_ZGV<isa>N<lanes><v per argument>_<name>`, e.g.
@@ -10,7 +10,7 @@ the x86 Vector Function ABI: `_ZGV<isa>N<lanes><v per argument>_<name>`, e.g.
 
 How the vectorizer finds them: inside a `fused` kernel (and only there: the
 emitter's `numpy_semantics`), a math function that libmvec has is emitted as a
-call of the scalar C function (`sin`, `tanhf`: declared `readnone`, since
+call of the scalar C function (`sin`, `erff`: declared `readnone`, since
 compiled code never reads errno) carrying the call-site attribute
 `"vector-function-abi-variant"="_ZGVdN4v_sin(_ZGVdN4v_sin),_ZGVeN8v_sin(...)"`,
 with the vector functions declared in the module. That attribute is LLVM's
@@ -58,6 +58,7 @@ from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 from llvmlite.ir.values import FunctionAttributes
 
+from ...ir.ops import OPS, LibCall
 from .lltypes import DOUBLE
 
 if TYPE_CHECKING:
@@ -67,13 +68,19 @@ LIBRARY = "libmvec.so.1"
 ENV_SWITCH = "ASTJIT_VECMATH"
 """`ASTJIT_VECMATH=0` in the environment: kernels compiled from then on call scalar libm."""
 
+def libm_calls() -> dict[str, tuple[int, bool]]:
+    """The C math functions the op table's lowerings call (`LibCall`): name -> (arity,
+    whether libmvec may have it)."""
+    return {low.name: (op.arity, low.vector) for op in OPS.values() for low in op.llvm.values()
+            if isinstance(low, LibCall)}
+
+
 ARITY = {
-    "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1,
-    "tanh": 1, "asinh": 1, "acosh": 1, "atanh": 1, "exp": 1, "exp2": 1, "expm1": 1, "log": 1,
-    "log2": 1, "log10": 1, "log1p": 1, "erf": 1, "erfc": 1, "cbrt": 1,
-    "atan2": 2, "hypot": 2, "pow": 2,
+    "sin": 1, "cos": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1, "cbrt": 1, "pow": 2,
+    **{name: arity for name, (arity, vector) in libm_calls().items() if vector},
 }
-"""The C math functions kernels may call that libmvec can have, by arity."""
+"""The C math functions kernels may call that libmvec can have, by arity: those LLVM's
+intrinsics call, and the op table's libm calls."""
 
 ISAS = (("d", 256, "avx2"), ("e", 512, "avx512f"))
 """Vector Function ABI ISA letter, register width and the host feature it needs."""

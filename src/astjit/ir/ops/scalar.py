@@ -42,6 +42,7 @@ from .table import (
     Builder,
     Intrinsic,
     OpTypeError,
+    Refused,
     Routine,
     arith_rule,
     bitwise_rule,
@@ -70,7 +71,8 @@ _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
      zero_derivative="a constant")
 _def("undef", 0, undef_rule, _undef, {"*": Routine("undef")}, zero_derivative="a placeholder",
      doc="a placeholder for a value not produced yet on this path (a return value before the return)")
-_def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None, {},
+_def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None,
+     {"*": Refused("`is None` is decided by type inference")},
      no_vjp="type inference replaces it by a constant",
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
 _def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},

@@ -78,7 +78,7 @@ class OpDef:
     scalar_rule: Callable | None = None
     """The declared type rule on Python scalars."""
     python: tuple[str, ...] = ()
-    """The Python spellings that lower to this op (`math.tanh`, `abs`)."""
+    """The Python spellings that lower to this op (`math.sin`, `abs`)."""
     numpy: tuple[str, ...] = ()
     """The NumPy functions (`np.<name>`) that lower to this op."""
     ufunc: str | None = None

@@ -36,7 +36,7 @@ from ..types import I64, NONE, ArrayType, ScalarType, is_numeric
 from . import vjp as v
 from .adjoints import AddIntoView
 from .declare import _def
-from .table import OpTypeError, Routine
+from .table import OpTypeError, Refused, Routine
 
 SLICE_STEP_ZERO = "slice step cannot be zero"
 
@@ -213,6 +213,7 @@ _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes"), no_vjp="reverse mode handles array writes itself (ad/writes.py)",
      doc="y[...] = v: copy v (broadcast) into the array y")
-_def("augassign", 3, augassign_rule, py_augassign, {}, ("raises", "writes"),
+_def("augassign", 3, augassign_rule, py_augassign,
+     {"*": Refused("`x op= v` is replaced in type inference")}, ("raises", "writes"),
      no_vjp="type inference replaces it",
      doc="x op= v: in place for an array x, a rebinding otherwise; type inference replaces it")
