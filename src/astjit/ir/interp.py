@@ -27,10 +27,22 @@ from typing import Any
 
 from .core import Graph, Module, Node, Value
 from .ops import OPS
-from .ops.elementwise import NUMPY_NAMES, UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
+from .ops.elementwise import UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
 from .ops.reductions import py_reduce
 from .ops.strong import evaluate_numpy
-from .types import BOOL, F32, F64, I32, I64, ArrayType, ScalarType, TupleType, Type, python_type_of
+from .types import (
+    BOOL,
+    F32,
+    F64,
+    I32,
+    I64,
+    NUMPY_NAMES,
+    ArrayType,
+    ScalarType,
+    TupleType,
+    Type,
+    python_type_of,
+)
 
 Frame = list
 Step = Callable[[Frame], None]

@@ -67,10 +67,14 @@ class ArrayType(Type):
         return f"array<{self.dtype}, {self.ndim}>"
 
 
-NUMPY_DTYPES = {"float64": "f64", "float32": "f32", "int64": "i64", "bool": "bool"}
-"""The NumPy dtypes compiled code takes, by name, and their IR scalar type names."""
+NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32", "bool": "bool"}
+"""The NumPy dtype name of each IR scalar type name: the one dtype-name map."""
 
-NUMPY_SCALARS = {"float64": "f64", "float32": "f32", "int64": "i64", "bool": "bool"}
+NUMPY_DTYPES = {numpy: name for name, numpy in NUMPY_NAMES.items() if name != "i32"}
+"""The NumPy dtypes compiled code takes, by name, and their IR scalar type names (int32
+only appears inside NumPy's promotion)."""
+
+NUMPY_SCALARS = NUMPY_DTYPES
 """The NumPy scalar types compiled code takes as arguments (strong scalars), by dtype name."""
 
 

@@ -64,6 +64,7 @@ from llvmlite import ir
 
 from ...errors import CompileError
 from ...ir.core import Graph, Node
+from ...ir.ops import OPS
 from ...ir.types import BOOL, F64, NONE, ArrayType, ScalarType, TupleType, Type
 from . import arrays, numpy_api
 from . import messages as msg
@@ -90,9 +91,9 @@ if TYPE_CHECKING:
     from .codegen import FunctionEmitter
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-ALLOCATING = frozenset({"array_new", "array_new_like", "array_arange", "matmul", "eye"})
+ALLOCATING = frozenset(name for name, op in OPS.items() if "allocates" in op.traits)
 """Ops whose result is a fresh array (no argument's memory flows into it)."""
-VIEWS = frozenset({"array_view", "array_transpose", "array_reshape", "diag"})
+VIEWS = frozenset(name for name, op in OPS.items() if "view" in op.traits)
 """Ops whose result is a view: a new reference to the input's owner (views.py; `diag` of a
 matrix is a view, of a vector a new matrix, which this over-approximation covers too)."""
 OWNING = ALLOCATING | VIEWS | {"array_retain"}

@@ -46,6 +46,7 @@ from llvmlite import ir
 
 from ...errors import CompileError
 from ...ir.types import BOOL, F32, F64, I64, ScalarType
+from ...ir.types import NUMPY_NAMES as DTYPE_NAMES
 from .lltypes import I32_T, I64_T
 from .pyapi import PYOBJ
 
@@ -68,7 +69,8 @@ NPY_ARRAY_OWNDATA = 0x0004
 NPY_ARRAY_WRITEABLE = 0x0400
 NPY_MAXDIMS = 64
 """The most dimensions a NumPy 2 array may have (32 before)."""
-NUMPY_NAMES = {F64: "float64", F32: "float32", I64: "int64", BOOL: "bool"}
+NUMPY_NAMES = {t: DTYPE_NAMES[t.name] for t in (F64, F32, I64, BOOL)}
+"""The dtypes arrays of compiled code have, by IR type (ir/types.py names them)."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from ..types import (
     F64,
     I32,
     I64,
+    NUMPY_NAMES,
     ArrayType,
     ScalarType,
     Type,
@@ -54,8 +55,6 @@ from ..types import (
     weak,
 )
 from .table import OPS, OpTypeError
-
-NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32", "bool": "bool"}
 
 UFUNCS: dict[str, str] = {}
 """The ops that work on whole arrays, and the NumPy function each one is: the elementwise

@@ -30,9 +30,9 @@ may write), so the passes never merge, move or drop them (passes/effects.py).
 """
 from __future__ import annotations
 
-from ..types import BOOL, F64, I64, ArrayType, ScalarType, is_numeric
+from ..types import BOOL, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
 from .declare import _def
-from .elementwise import NUMPY_NAMES, numpy_promote
+from .elementwise import numpy_promote
 from .table import OpTypeError, Routine
 
 MAX_NDIM = 2

@@ -15,12 +15,10 @@ reference interpreter, where Python's garbage collector owns everything.
 """
 from __future__ import annotations
 
-from ..types import F64, I64, NONE, ArrayType, ScalarType, is_numeric
+from ..types import F64, I64, NONE, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
-
-NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "bool": "bool"}
 
 
 def _dims(types):

@@ -38,14 +38,14 @@ from .table import OpTypeError, Routine
 from .vjp import c, div, is_array, select, with_attrs
 
 KINDS = ("sum", "mean", "max", "min")
-NUMPY_NAMES = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}
+REDUCTION_UFUNCS = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}
 """The ufunc NumPy names in its errors ("zero-size array to reduction operation maximum")."""
 EMPTY_REDUCTION = "zero-size array to reduction operation {name} which has no identity"
 
 
 def empty_message(kind: str) -> str:
     """NumPy's ValueError for max / min of an empty reduction."""
-    return EMPTY_REDUCTION.format(name=NUMPY_NAMES[kind])
+    return EMPTY_REDUCTION.format(name=REDUCTION_UFUNCS[kind])
 
 
 def normalize_axes(axis: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:

@@ -144,7 +144,7 @@ for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),
     _def(_name, 2, compare_rule, getattr(operator, _name),
          {"f": Builder(_fcmp, (_pred,)), "i": Builder("icmp_signed", (_pred,)),
           "b": Builder("icmp_unsigned", (_pred,))},
-         _OPERATOR,
+         ("pure", "commutative", "elementwise", "operator") if _name in ("eq", "ne") else _OPERATOR,
          numpy=(_ufunc,), zero_derivative=_COMPARISON)
 
 _def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},

@@ -37,6 +37,7 @@ from ..types import (
     BOOL,
     F32,
     F64,
+    NUMPY_NAMES,
     ScalarType,
     Type,
     TypeKey,
@@ -46,7 +47,7 @@ from ..types import (
     strong,
     weak,
 )
-from .elementwise import NUMPY_NAMES, _strong, has_array, numpy_promote, numpy_result_dtype
+from .elementwise import _strong, has_array, numpy_promote, numpy_result_dtype
 from .table import OPS, OpTypeError
 
 NUMPY_ONLY = ("where",)

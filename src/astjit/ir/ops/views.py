@@ -104,7 +104,8 @@ def inplace_problem(op: str, target: ArrayType, operand, new) -> tuple[str, str]
     """
     import numpy
 
-    from .elementwise import NUMPY_NAMES, UFUNCS
+    from ..types import NUMPY_NAMES
+    from .elementwise import UFUNCS
 
     if op == "matmul":
         if target.ndim < 1 or not isinstance(operand, ArrayType) or operand.ndim < 2:

@@ -34,10 +34,9 @@ def eliminate_common_subexpressions(module: Module) -> Module:
     return module
 
 
-VIEWS = frozenset({"array_view", "array_transpose", "array_reshape", "diag"})
+VIEWS = frozenset(name for name, op in OPS.items() if "view" in op.traits)
 """Ops whose array result may share memory with their first input."""
-READERS = frozenset({"array_get", "array_dim", "array_shape", "array_size", "array_ndim",
-                     "array_new_like", "matmul", "reduce", "sum_to_like"}) | VIEWS
+READERS = frozenset(name for name, op in OPS.items() if op.traits & {"reads", "view"})
 """Ops that only read their array inputs (besides the elementwise ones)."""
 
 

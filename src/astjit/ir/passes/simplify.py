@@ -123,7 +123,7 @@ def from_bool(t: Term) -> bool:
     return t.op == "cast" and is_bool(t.x)
 
 
-COMMUTATIVE = "add mul bitand bitor bitxor eq ne"
+COMMUTATIVE = " ".join(name for name, op in OPS.items() if "commutative" in op.traits)
 When = Callable[[Term], bool]
 Then = Callable[[Term], Any]
 
