@@ -4,8 +4,10 @@ A rule lowers one construct: `rule(state, scope, node)`. `Rules` holds them by
 AST node type (expressions, statements), by callee found at compile time
 (`Callee`: NumPy's functions, ufuncs, builtins ...) and by array method name.
 Each construct module exports its own tables; rules.py assembles them, so no
-module fills a registry as a side effect of being imported. The construct
-modules reach one another only through `Lowering.lower_expr` and the tables.
+module fills a registry as a side effect of being imported. A construct module
+reaches the others' rules only through `Lowering.lower_expr` and the tables; the
+helpers several share are blocks.py's (statement lists, exit flags), targets.py's
+(assignment targets), views.py's (indices) and resolve.py's (compile-time objects).
 
 `Lowering` is what lowering one function carries: its source and local names,
 the function table of the module being built, the problems found so far, the
