@@ -33,6 +33,13 @@ def test_every_op_has_a_lowering_or_a_refusal_for_every_backend(name, backend):
             assert descriptor.name in ROUTINES, f"'{name}': no routine {descriptor.name}"
 
 
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_numpy_lowering_routine_exists(name):
+    for descriptor in OPS[name].llvm_numpy.values():
+        if isinstance(descriptor, Routine):
+            assert descriptor.name in ROUTINES, f"'{name}': no routine {descriptor.name}"
+
+
 def test_an_op_declared_once_sits_in_one_place():
     """The names of an op with a C function (tanh) appear in its declaration only, the
     generic code (the frontend's name tables, the backend's symbols) derived from it."""

@@ -226,7 +226,7 @@ class FunctionEmitter:
         self.guarded: set[str] = set()
         """The callees that reach back to this graph: their calls check the stack first."""
         self.numpy_semantics = False
-        """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`fused.numpy_leaf`),
+        """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`OpDef.llvm_numpy`),
         without the table's error checks."""
 
     @property
@@ -328,11 +328,7 @@ class FunctionEmitter:
             raise CompileError(f"the CPU backend has no operation '{node.op}'", node.loc)
         args = self.values_of(node.inputs)
         numpy = self.numpy_semantics or node.attrs.get("numpy", False)  # ir/ops/strong.py
-        if numpy:
-            result = fused.numpy_leaf(self, node, args)
-            if result is not None:
-                return result
-        lowering = self.lowering_of(node)
+        lowering = (numpy and self.lowering_of(node, "llvm_numpy")) or self.lowering_of(node)
         match lowering:
             case Builder(method, extra):
                 result = getattr(self.builder, method)(*extra, *args)
@@ -352,13 +348,14 @@ class FunctionEmitter:
         return result
 
     @staticmethod
-    def lowering_of(node: Node):
-        """The descriptor for the node's operand kind ('f', 'i', 'b'), else the '*' one."""
-        table = OPS[node.op].llvm
+    def lowering_of(node: Node, table: str = "llvm"):
+        """The descriptor for the node's operand kind ('f', 'i', 'b'), else the '*' one, of
+        the op's `llvm` lowering (or `llvm_numpy`: None where it has none)."""
+        lowerings = getattr(OPS[node.op], table)
         first = node.inputs[0].type if node.inputs else None
         key = kind(first) if isinstance(first, ScalarType) else "*"
-        found = table.get(key) or table.get("*")
-        if found is None:
+        found = lowerings.get(key) or lowerings.get("*")
+        if found is None and table == "llvm":
             raise CompileError(f"'{node.op}' has no CPU lowering for operands of type {first}",
                                node.loc)
         return found

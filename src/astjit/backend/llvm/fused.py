@@ -29,9 +29,10 @@ donor through the very address it writes, so LLVM needs no overlap check.
 
 The kernel's scalar ops run with NumPy's semantics, not Python's: the emitter's
 `numpy_semantics` flag makes `FunctionEmitter.emit_leaf` skip the table's error
-checks (math functions give NaN / inf) and take `numpy_leaf`'s lowerings where
-Python's raise: `/` is a plain IEEE division, float `//` and `%` by zero give
-`a / b` and NaN, integer `//` and `%` by zero give 0, `**` on floats is C pow.
+checks (math functions give NaN / inf) and take the ops' NumPy lowerings
+(`OpDef.llvm_numpy`, routines in `NUMPY_ROUTINES`) where Python's raise: `/`
+is a plain IEEE division, float `//` and `%` by zero give `a / b` and NaN,
+integer `//` and `%` by zero give 0, `**` on floats is C pow.
 """
 from __future__ import annotations
 
@@ -333,31 +334,44 @@ def store_element(em, array, dtype, strides, indices, value):
 
 # ---- the kernel's scalar ops with NumPy's semantics -------------------------------------------
 
-def numpy_leaf(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value | None:
-    """NumPy's lowering of a kernel op where it differs from Python's, else None."""
-    b = em.builder
-    op = node.op
-    first = node.inputs[0].type if node.inputs else None
-    is_float = first is not None and not isinstance(first, ArrayType) and first.is_float
-    if op == "truediv" and is_float:
-        return b.fdiv(*args)
-    if op in ("floordiv", "mod") and is_float:
+def _divmod_float(op: str):
+    """NumPy's float `//` or `%`: by zero `a / b` and `fmod`'s NaN, else Python's."""
+    def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+        b = em.builder
         a, d = args
         zero = compare_const(b, "==", d, 0)
         quotient, remainder = arith.divmod_float(em, a, d)
         if op == "floordiv":
             return b.select(zero, b.fdiv(a, d), quotient)
         return b.select(zero, b.frem(a, d), remainder)
-    if op in ("floordiv", "mod") and first is not None and first.is_int:
+    return routine
+
+
+def _divmod_int(op: str):
+    """NumPy's integer `//` or `%`: 0 by zero."""
+    def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+        b = em.builder
         a, d = args
         zero = compare_const(b, "==", d, 0)
         safe = b.select(zero, const_like(d, 1), d)
         quotient, remainder = arith.divmod_int(b, a, safe)
         return b.select(zero, const_like(a, 0), quotient if op == "floordiv" else remainder)
-    if op in ("pow", "fpow") and is_float:
-        return em.call_intrinsic("llvm.pow", args)
-    if op == "pow" and first is not None and first.is_int:
-        return arith.pow_int_numpy(em, node, args)
-    if op == "cast" and is_float and node.attrs["to"].is_int:
-        return b.fptosi(args[0], lltype(node.attrs["to"]))
-    return None
+    return routine
+
+
+def _cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's float to int: the conversion instruction, no NaN or range check."""
+    to = node.attrs["to"]
+    if to.is_int:
+        return em.builder.fptosi(args[0], lltype(to))
+    from .routines import ROUTINES  # which holds these routines too
+
+    return ROUTINES["cast"](em, node, args)
+
+
+NUMPY_ROUTINES = {
+    "floordiv_float_numpy": _divmod_float("floordiv"), "mod_float_numpy": _divmod_float("mod"),
+    "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
+    "pow_int_numpy": arith.pow_int_numpy, "cast_numpy": _cast,
+}
+"""The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""

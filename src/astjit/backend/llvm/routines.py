@@ -193,4 +193,5 @@ ROUTINES = {
     "const": const, "undef": undef, "tuple": make_tuple, "getitem": getitem, "len": length,
     "raise_if": raise_if, "reduce": fused.reduce_routine, "tag": tag, "untag": untag,
     "bitwise_int_or_bool": bitwise_int_or_bool,
+    **fused.NUMPY_ROUTINES,
 }

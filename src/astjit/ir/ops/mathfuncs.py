@@ -119,6 +119,7 @@ _math2("hypot", math.hypot, LibCall("hypot"), _hypot_vjp, check=None)
 _math2("copysign", math.copysign, Intrinsic("llvm.copysign"), _copysign_vjp, check=None)
 _math2("fmod", math.fmod, LibCall("fmod", vector=False), _fmod_vjp)
 _math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow", ufunc="power",
+       llvm_numpy={"f": Intrinsic("llvm.pow")},
        can_overflow=True, doc="math.pow(a, b): floats, Python's errors (np.power is `pow`)")
 
 for _name, _fn in [("isnan", math.isnan), ("isinf", math.isinf), ("isfinite", math.isfinite)]:

@@ -80,6 +80,7 @@ _def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")},
      no_vjp="reverse mode handles tuples itself (ad/adjoints.py: backward_getitem)")
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
+     llvm_numpy={"f": Routine("cast_numpy")},
      vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
 _def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
@@ -99,9 +100,10 @@ _def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mu
      vjp=lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
                                         e.op("mul", g, ins[0]) if needs[1] else None])
 _def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")}, _ARITH_RAISES,
-     numpy=("true_divide", "divide"), vjp=v.truediv_vjp)
+     llvm_numpy={"f": Builder("fdiv")}, numpy=("true_divide", "divide"), vjp=v.truediv_vjp)
 _def("floordiv", 2, arith_rule, operator.floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
+     llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy")},
      numpy=("floor_divide",), zero_derivative=_ZERO_INT)
 
 
@@ -114,9 +116,11 @@ def _mod_vjp(e, g, ins, out, needs):
 
 
 _def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
-     _ARITH_RAISES, numpy=("remainder", "mod"), vjp=_mod_vjp)
+     _ARITH_RAISES, llvm_numpy={"f": Routine("mod_float_numpy"), "i": Routine("mod_int_numpy")},
+     numpy=("remainder", "mod"), vjp=_mod_vjp)
 _def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int")},
-     _ARITH_RAISES, numpy=("power",), vjp=v.pow_vjp)
+     _ARITH_RAISES, llvm_numpy={"f": Intrinsic("llvm.pow"), "i": Routine("pow_int_numpy")},
+     numpy=("power",), vjp=v.pow_vjp)
 _def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")},
      ("pure", "raises", "operator"), ufunc="left_shift", zero_derivative="ints only")
 _def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")},

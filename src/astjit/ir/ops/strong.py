@@ -19,7 +19,7 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
   integer `//` and `%` by zero give 0, math functions give nan and inf instead
   of raising, `~` of a bool is `not`, `np.int64 ** negative` is ValueError. The
   interpreter and constant folding evaluate it with NumPy (`evaluate_numpy`),
-  the backend with the lowerings of fused array kernels (`fused.numpy_leaf`).
+  the backend with the lowerings of fused array kernels (`OpDef.llvm_numpy`).
   NumPy's RuntimeWarnings are not emitted.
 - `math` functions stay Python's whatever their operands (`math.sqrt(x[i])`
   raises on a negative, returns a Python float, of an f32 too), and so

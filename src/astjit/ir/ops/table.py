@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..types import BOOL, F64, I64, INT_OR_BOOL, TupleType, Type, is_numeric, promote, python_type_of
@@ -66,6 +66,9 @@ class OpDef:
     llvm: dict[str, Any]
     """The CPU lowering by operand kind ('f', 'i', 'b', '*')."""
     traits: frozenset = frozenset({"pure"})
+    llvm_numpy: dict[str, Any] = field(default_factory=dict)
+    """The CPU lowering with NumPy's semantics (in fused kernels, on NumPy scalars) where it
+    differs from `llvm`'s: no ZeroDivisionError, no domain check."""
     check: str | None = None
     can_overflow: bool = False
     doc: str = ""
