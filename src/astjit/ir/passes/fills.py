@@ -1,7 +1,7 @@
 """Filled arrays plus a scalar become filled arrays: `np.full_like(a, c) + s` -> `np.full_like(a, c + s)`.
 
 A reduction's gradient spreads its adjoint over the operand this way
-(`zeros_like(x) + g / n` for a mean: ops/vjp_arrays.py), and fusion would make
+(`zeros_like(x) + g / n` for a mean: ops/reductions.py), and fusion would make
 that a loop nest of its own that reads a zeroed array. Filling the array with
 the one scalar `c + s` gives every element the same value, with no loop: the
 sum is computed once in the array's dtype, as each element's was, so the rule
