@@ -22,15 +22,15 @@ import functools
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
+from ..ir.ops.reductions import REDUCTIONS
 from .builtins import numpy_lookup
 from .resolve import compile_time_value
 from .scope import Scope
 from .source import NOT_CONSTANT
 
-FUNCTIONS = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "amax": "max",
-             "amin": "min"}
-"""NumPy function name -> reduction kind."""
-METHODS = ("sum", "mean", "max", "min")
+FUNCTIONS = {name: row.name for row in REDUCTIONS.values() for name in row.spellings}
+"""NumPy function name -> reduction kind (ir/ops/reductions.py's rows)."""
+METHODS = tuple(row.spellings[0] for row in REDUCTIONS.values())
 """The array methods that are reductions."""
 AXIS_HINT = "write the axis as a constant: x.sum(axis=1), np.max(x, axis=(0, 1)), or leave it out"
 

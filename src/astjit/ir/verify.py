@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .core import REGION_ROLES, Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
-from .ops.reductions import KINDS, result_dtype, result_type
+from .ops.reductions import REDUCTIONS, result_dtype, result_type
 from .types import BOOL, ArrayType, Type
 
 
@@ -288,7 +288,7 @@ class _GraphChecker:
     def check_reduction(self, node: Node, path: str) -> None:
         """A `fused` node with a reduction: the last output reduces the kernel's last one."""
         kind, axes, ndim = node.attrs["reduce"], node.attrs.get("axes"), node.attrs["ndim"]
-        if kind not in KINDS or not isinstance(axes, tuple) \
+        if kind not in REDUCTIONS or not isinstance(axes, tuple) \
                 or list(axes) != sorted(set(axes)) or any(not 0 <= a < ndim for a in axes):
             self.fail(path, node, f"bad reduction attrs: reduce={kind!r}, axes={axes!r}")
         *stored, element = [v.type for v in node.regions[0].outputs]

@@ -20,14 +20,15 @@ before it.
   so the innermost loop walks a row of the input and a row of the output
   together, which vectorizes; a mean divides the output by the count at the end.
 
-Accumulation: integers wrap (plain `add`); float sums carry LLVM's `reassoc`
-flag, so the loop vectorizer keeps several partial sums (the order of the
-additions is unspecified, as NumPy's pairwise order differs from a sequential
-one anyway); max and min are `llvm.maximum` / `llvm.minimum` on floats (NaN
-propagates, as in NumPy; LLVM vectorizes them as reductions), `smax` / `smin`
-on ints, `or` / `and` on bools. Identities: 0 for sums, -inf / +inf, the
-smallest / largest int64, False / True. Max and min of an empty reduction
-(a reduced axis of length 0) fail first with NumPy's ValueError.
+Accumulation, identities and the finishing step are the kind's row in
+`ir/ops/reductions.REDUCTIONS` (descriptors, as the op table's): integers wrap
+(plain `add`); float sums carry LLVM's `reassoc` flag, so the loop vectorizer
+keeps several partial sums (the order of the additions is unspecified, as
+NumPy's pairwise order differs from a sequential one anyway); max and min are
+`llvm.maximum` / `llvm.minimum` on floats (NaN propagates, as in NumPy), `smax`
+/ `smin` on ints, `or` / `and` on bools. A kind without a NumPy identity (max,
+min) fails first on an empty reduction (a reduced axis of length 0) with
+NumPy's ValueError.
 """
 from __future__ import annotations
 
@@ -37,14 +38,15 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.ops.reductions import empty_message
+from ...ir.ops import Builder, Intrinsic, kind as dtype_key
+from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import arrays, memory, outline, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, lltype
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 Point = Callable[[list[ir.Value]], ir.Value]
 
@@ -57,35 +59,31 @@ def _i64(value: int) -> ir.Constant:
 
 def identity(kind: str, t: ScalarType) -> ir.Constant:
     """The value a reduction of nothing starts from."""
-    ty = lltype(t)
-    if kind in ("sum", "mean"):
-        return ir.Constant(ty, 0.0 if t.is_float else 0)
-    larger = kind == "min"
-    if t == BOOL:
-        return ir.Constant(ty, int(larger))
-    if t.is_float:
-        return ir.Constant(ty, float("inf") if larger else float("-inf"))
-    return ir.Constant(ty, 2 ** 63 - 1 if larger else -2 ** 63)
+    return ir.Constant(lltype(t), REDUCTIONS[kind].identity[dtype_key(t)])
+
+
+def _apply(em: FunctionEmitter, descriptor: Builder | Intrinsic, args: list[ir.Value]) -> ir.Value:
+    match descriptor:
+        case Builder(method, extra, flags):
+            kwargs = {"flags": flags} if flags else {}
+            return getattr(em.builder, method)(*extra, *args, **kwargs)
+        case Intrinsic(name):
+            return em.call_intrinsic(name, args)
+    raise TypeError(f"no reduction lowering {descriptor!r}")
 
 
 def combine(em: FunctionEmitter, kind: str, t: ScalarType, acc: ir.Value,
             x: ir.Value) -> ir.Value:
     """The accumulator after taking in `x`."""
-    b = em.builder
-    if kind in ("sum", "mean"):
-        return b.fadd(acc, x, flags=("reassoc",)) if t.is_float else b.add(acc, x)
-    if t == BOOL:
-        return b.or_(acc, x) if kind == "max" else b.and_(acc, x)
-    if t.is_float:
-        return em.call_intrinsic("llvm.maximum" if kind == "max" else "llvm.minimum", [acc, x])
-    return em.call_intrinsic("llvm.smax" if kind == "max" else "llvm.smin", [acc, x])
+    return _apply(em, REDUCTIONS[kind].combine[dtype_key(t)], [acc, x])
 
 
 def finish(em: FunctionEmitter, kind: str, acc: ir.Value, count: ir.Value) -> ir.Value:
     """The result from the accumulator: a mean divides by the count (0 / 0 is NaN)."""
-    if kind != "mean":
+    step = REDUCTIONS[kind].finish
+    if step is None:
         return acc
-    return em.builder.fdiv(acc, em.builder.sitofp(count, acc.type))
+    return _apply(em, step, [acc, em.builder.sitofp(count, acc.type)])
 
 
 class _Register:
@@ -103,8 +101,9 @@ class _Register:
 
     def __init__(self, em: FunctionEmitter, kind: str, t: ScalarType):
         self.em, self.kind, self.t = em, kind, t
+        self.pick = REDUCTIONS[kind].pick if t.is_float else None
         self.acc = em.alloca(lltype(t))
-        self.nan = em.alloca(ir.IntType(1)) if t.is_float and kind in ("max", "min") else None
+        self.nan = em.alloca(ir.IntType(1)) if self.pick else None
 
     def start(self) -> None:
         b = self.em.builder
@@ -119,7 +118,7 @@ class _Register:
             b.store(combine(self.em, self.kind, self.t, acc, x), self.acc)
             return
         fast = ("nnan", "nsz")
-        better = b.fcmp_ordered(">" if self.kind == "max" else "<", x, acc, flags=fast)
+        better = b.fcmp_ordered(self.pick, x, acc, flags=fast)
         b.store(b.select(better, x, acc, flags=fast), self.acc)
         b.store(b.or_(b.load(self.nan), b.fcmp_unordered("uno", x, x)), self.nan)
 
@@ -142,6 +141,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     """
     b = em.builder
     kind, axes, keepdims = node.attrs["reduce"], node.attrs["axes"], node.attrs["keepdims"]
+    row = REDUCTIONS[kind]
     element = node.regions[0].outputs[-1].type
     if _has_avx512():
         vecmath._prefer_width(em.function, 512)  # vecmath owns the attribute; see _has_avx512
@@ -149,7 +149,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     count = _i64(1)
     for a in axes:
         count = b.mul(count, dims[a], flags=["nsw"])
-    if kind in ("max", "min"):
+    if row.empty_raises:
         em.fail_if(node, b.icmp_signed("==", count, _i64(0)), "ValueError", empty_message(kind))
     suffix = n
     while suffix > 0 and suffix - 1 in axes:
@@ -177,7 +177,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
         def outer(indices: list[ir.Value]) -> None:
             if acc is None:
                 value = at(indices)
-                if register and kind in ("sum", "mean") and element.is_float:
+                if register and row.signed_zero and element.is_float:
                     # nothing reduced (a 0-d array): NumPy's sum still starts from +0.0
                     value = combine(em, kind, element, identity(kind, element), value)
             else:
@@ -202,8 +202,8 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
         outline.unit_or_strided(em, unit, nest)
     if out is None:
         return b.load(slot)
-    if kind == "mean" and not register:
-        _divide_all(em, out, element, memory.size_of_dims(b, [dims[a] for a in kept]), count)
+    if row.finish is not None and not register:
+        _finish_all(em, kind, out, element, memory.size_of_dims(b, [dims[a] for a in kept]), count)
     return out
 
 
@@ -260,15 +260,16 @@ def _store(b: ir.IRBuilder, pointer: ir.Value, t: ScalarType, value: ir.Value) -
     b.store(value, pointer, align=arrays.ITEM_SIZES[t])
 
 
-def _divide_all(em: FunctionEmitter, out: ir.Value, t: ScalarType, size: ir.Value,
+def _finish_all(em: FunctionEmitter, kind: str, out: ir.Value, t: ScalarType, size: ir.Value,
                 count: ir.Value) -> None:
-    """A mean's last step in accumulate mode: every output element divided by the count."""
+    """The finishing step in accumulate mode, on every output element (a mean's division)."""
     b = em.builder
     data = b.extract_value(out, ARRAY_DATA)
     divisor = b.sitofp(count, lltype(t))
 
     def body(indices: list[ir.Value]) -> None:
         pointer = b.gep(data, indices, inbounds=True)
-        b.store(b.fdiv(b.load(pointer, align=arrays.ITEM_SIZES[t]), divisor), pointer,
+        b.store(_apply(em, REDUCTIONS[kind].finish,
+                       [b.load(pointer, align=arrays.ITEM_SIZES[t]), divisor]), pointer,
                 align=arrays.ITEM_SIZES[t])
     arrays.loop_nest(em, [size], body, "mean")

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.ops.reductions import empty_message
+from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
 from . import arrays, memory, outline, reductions
 from .fused import broadcast_shapes, load_element, run_kernel, space_strides, store_element
@@ -49,7 +49,7 @@ from .lltypes import ARRAY_STRIDES, I1, I64_T
 
 if TYPE_CHECKING:
     from ...ir.core import Node, Value
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 
 def _i64(value: int) -> ir.Constant:
@@ -111,7 +111,7 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
             shape_of[v] = dims
         if "reduce" in m.attrs:
             count = memory.size_of_dims(b, dims[rows:])
-            if m.attrs["reduce"] in ("max", "min"):
+            if REDUCTIONS[m.attrs["reduce"]].empty_raises:
                 em.fail_if(m, b.icmp_signed("==", count, _i64(0)), "ValueError",
                            empty_message(m.attrs["reduce"]))
             kept = dims[:rows] + ([_i64(1)] * (ndim - rows) if m.attrs["keepdims"] else [])

@@ -1,8 +1,13 @@
 """Reductions over array axes: `np.sum`, `np.mean`, `np.max`, `np.min` (and the methods).
 
+Each kind is one row of `REDUCTIONS` (a `ReductionKind`): its spellings, result
+dtype, identity, NumPy reference, LLVM combine / finish descriptors and VJP, so
+that a new kind (`prod`, `any`, `argmax`) is one new row; every layer (frontend,
+type rule, fusion, verifier, interpreter, backend) reads the row.
+
 One primitive, `reduce`, with one input (an array) and these attrs:
 
-- `kind`: "sum", "mean", "max" or "min";
+- `kind`: a key of `REDUCTIONS`: "sum", "mean", "max" or "min";
 - `axis`: None (every axis) or a tuple of ints *as the user wrote them*: possibly
   negative, in any order. The type rule checks them against the input's ndim
   (NumPy's "axis 2 is out of bounds for array of dimension 2", "duplicate value
@@ -32,20 +37,54 @@ elementwise group that computes its operand when it can.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
 from .declare import _def
-from .table import OpTypeError, Routine
+from .table import Builder, Intrinsic, OpTypeError, Routine
 from .vjp import c, div, is_array, select, with_attrs
 
-KINDS = ("sum", "mean", "max", "min")
-REDUCTION_UFUNCS = {"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}
-"""The ufunc NumPy names in its errors ("zero-size array to reduction operation maximum")."""
 EMPTY_REDUCTION = "zero-size array to reduction operation {name} which has no identity"
 
 
+@dataclass(frozen=True)
+class ReductionKind:
+    """One reduction kind, as every layer needs it. Per-dtype entries are keyed like the op
+    table's lowerings: 'f' (float), 'i' (int), 'b' (bool) of the accumulator dtype."""
+
+    name: str
+    """The `kind` attr of `reduce` and of a kernel's `Reduction`."""
+    spellings: tuple[str, ...]
+    """NumPy functions lowered to it (`np.amax` too); the first is also an array method."""
+    ufunc: str
+    """The name NumPy's errors give it ("zero-size array to reduction operation maximum")."""
+    dtype: Callable[[ScalarType], ScalarType]
+    """The result dtype of reducing an array of a dtype; also the accumulator's."""
+    identity: dict[str, object]
+    """The accumulator's start value."""
+    empty_raises: bool
+    """NumPy has no identity for it: reducing nothing raises ValueError (`empty_message`)."""
+    reference: str
+    """The NumPy function the interpreter runs (`py_reduce`)."""
+    combine: dict[str, Builder | Intrinsic]
+    """LLVM: the accumulator after taking in an element, `op(acc, x)`."""
+    finish: Builder | None
+    """LLVM: the result from the accumulator, `op(acc, count)` with the count converted to
+    the accumulator's float type; None: the accumulator itself."""
+    pick: str | None
+    """For a float accumulator, the ordered compare by which an element replaces it: the
+    backend's compare-select accumulator with a NaN flag (backend/llvm/reductions.py)."""
+    signed_zero: bool
+    """Its float result of a 0-d array is `identity + x` (NumPy's sum turns -0.0 into +0.0)."""
+    vjp: Callable
+    """`vjp(e, g, x, out, axes, keepdims)`: the adjoint of a float `x` (ops/vjp.py's builder)."""
+
+
 def empty_message(kind: str) -> str:
-    """NumPy's ValueError for max / min of an empty reduction."""
-    return EMPTY_REDUCTION.format(name=REDUCTION_UFUNCS[kind])
+    """NumPy's ValueError for reducing nothing with a kind that has no identity."""
+    return EMPTY_REDUCTION.format(name=REDUCTIONS[kind].ufunc)
 
 
 def normalize_axes(axis: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -64,11 +103,7 @@ def normalize_axes(axis: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
 
 def result_dtype(kind: str, dtype: ScalarType) -> ScalarType:
     """NumPy's result dtype of reduction `kind` of an array of `dtype`."""
-    if kind == "sum":
-        return I64 if dtype == BOOL or dtype.is_int else dtype
-    if kind == "mean":
-        return F32 if dtype == F32 else F64
-    return dtype
+    return REDUCTIONS[kind].dtype(dtype)
 
 
 def result_type(kind: str, dtype: ScalarType, ndim: int, axes: tuple[int, ...],
@@ -83,7 +118,7 @@ def result_type(kind: str, dtype: ScalarType, ndim: int, axes: tuple[int, ...],
 def reduce_rule(types, attrs):
     (t,) = types
     kind = attrs["kind"]
-    if kind not in KINDS:
+    if kind not in REDUCTIONS:
         raise OpTypeError(f"unknown reduction {kind!r}")
     if not isinstance(t, ArrayType):
         raise OpTypeError(f"np.{kind}() needs an array here, got {t}")
@@ -95,15 +130,12 @@ def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False):
     """NumPy's reduction; a Python scalar when every axis goes and none is kept."""
     import numpy
 
-    with numpy.errstate(all="ignore"):
-        if kind == "mean":
-            import warnings
+    import warnings
 
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice"
-                result = numpy.mean(x, axis=axis, keepdims=keepdims)
-        else:
-            result = getattr(numpy, kind)(x, axis=axis, keepdims=keepdims)
+    reference = getattr(numpy, REDUCTIONS[kind].reference)
+    with numpy.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice"
+        result = reference(x, axis=axis, keepdims=keepdims)
     if isinstance(result, numpy.ndarray):
         return result
     if keepdims and numpy.ndim(x) > 0:  # NumPy may give a scalar where the type says 0-d array
@@ -129,22 +161,56 @@ def _count(e, x, axes: tuple[int, ...], like):
     return e.op("cast", n, to=c(e, 0.0, like).type)
 
 
+def _sum_vjp(e, g, x, out, axes, keepdims):
+    """g spread back over the reduced axes, to x's shape."""
+    return e.op("add", e.op("array_new_like", x, fill=0), _expand(e, g, x, axes, keepdims))
+
+
+def _mean_vjp(e, g, x, out, axes, keepdims):
+    """The sum's, over the count."""
+    spread = div(e, _expand(e, g, x, axes, keepdims), _count(e, x, axes, g))
+    return e.op("add", e.op("array_new_like", x, fill=0), spread)
+
+
+def _extremum_vjp(e, g, x, out, axes, keepdims):
+    """g to the positions holding the result (each of several equal ones gets all of it)."""
+    picked = e.op("eq", x, _expand(e, out, x, axes, keepdims))
+    return select(e, picked, _expand(e, g, x, axes, keepdims), c(e, 0.0, g))
+
+
+def _sum_dtype(dtype: ScalarType) -> ScalarType:
+    return I64 if dtype == BOOL or dtype.is_int else dtype
+
+
+ADD = {"f": Builder("fadd", flags=("reassoc",)), "i": Builder("add")}
+"""Integers wrap; float sums may be reassociated (vectorized with partial sums)."""
+
+REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
+    ReductionKind("sum", ("sum",), "add", _sum_dtype, {"f": 0.0, "i": 0}, False,
+                  "sum", ADD, None, None, True, _sum_vjp),
+    ReductionKind("mean", ("mean",), "add", lambda t: F32 if t == F32 else F64,
+                  {"f": 0.0, "i": 0}, False, "mean", ADD, Builder("fdiv"), None, True, _mean_vjp),
+    ReductionKind("max", ("max", "amax"), "maximum", lambda t: t,
+                  {"f": -math.inf, "i": -2 ** 63, "b": 0}, True, "max",
+                  {"f": Intrinsic("llvm.maximum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
+                  None, ">", False, _extremum_vjp),
+    ReductionKind("min", ("min", "amin"), "minimum", lambda t: t,
+                  {"f": math.inf, "i": 2 ** 63 - 1, "b": 1}, True, "min",
+                  {"f": Intrinsic("llvm.minimum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
+                  None, "<", False, _extremum_vjp),
+)}
+"""Every reduction kind, one row each (`ReductionKind`)."""
+
+
 @with_attrs
 def _reduce_vjp(e, g, ins, out, needs, attrs):
-    """sum: g spread back over the reduced axes; mean: that over the count; max / min: g to
-    the positions holding the result (each of several equal ones gets all of it)."""
+    """The row's VJP, for a float operand (an integer one has no gradient)."""
     x = ins[0]
     if not x.type.dtype.is_float:
         return [None]
-    kind, keepdims = attrs["kind"], bool(attrs.get("keepdims"))
+    keepdims = bool(attrs.get("keepdims"))
     axes = normalize_axes(attrs.get("axis"), x.type.ndim)
-    spread = _expand(e, g, x, axes, keepdims)
-    if kind in ("max", "min"):
-        picked = e.op("eq", x, _expand(e, out, x, axes, keepdims))
-        return [select(e, picked, spread, c(e, 0.0, g))]
-    if kind == "mean":
-        spread = div(e, spread, _count(e, x, axes, g))
-    return [e.op("add", e.op("array_new_like", x, fill=0), spread)]  # spread to x's shape
+    return [REDUCTIONS[attrs["kind"]].vjp(e, g, x, out, axes, keepdims)]
 
 
 _def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},

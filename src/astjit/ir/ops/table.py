@@ -17,9 +17,11 @@ class OpTypeError(Exception):
 
 @dataclass(frozen=True)
 class Builder:
-    """An `llvmlite.ir.IRBuilder` method called on the operands, with extra leading args."""
+    """An `llvmlite.ir.IRBuilder` method called on the operands, with extra leading args
+    (and, where given, instruction flags: a reduction's `fadd` with `reassoc`)."""
     method: str
     args: tuple = ()
+    flags: tuple = ()
 
 
 @dataclass(frozen=True)
