@@ -11,7 +11,7 @@ import pytest
 from ir_builders import const, graph_of, module_of, op
 
 from astjit.backend.llvm import build_entry, emit_module, engine, messages
-from astjit.backend.llvm.routines import CHECKS, ROUTINES
+from astjit.backend.llvm.codegen import CHECKS, ROUTINES
 from astjit.errors import Loc
 from astjit.ir.ops import EXCEPTIONS, OPS, Routine
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, TupleType

@@ -16,13 +16,14 @@ from array_checks import expect
 from ir_builders import const, counted_loop, graph_of, module_of, op
 from llvmlite import ir
 
-from astjit.backend.llvm import arrays, build_entry, memory, numpy_api, pyapi
+from astjit.backend.llvm import build_entry, memory
 from astjit.backend.llvm.codegen import OK, emit_module
-from astjit.backend.llvm.engine import engine
-from astjit.backend.llvm.entry import make_builtin
+from astjit.backend.llvm.jit.engine import engine, runtime_llvm_ir
 from astjit.backend.llvm.lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T
-from astjit.backend.llvm.outline import runtime_llvm_ir
-from astjit.backend.llvm.wrapper import emit_wrapper
+from astjit.backend.llvm.runtime import numpy_api, pyapi
+from astjit.backend.llvm.runtime.entry import make_builtin
+from astjit.backend.llvm.runtime.wrapper import emit_wrapper
+from astjit.ir.analysis import written_parameters
 from astjit.ir.interp import interpret
 from astjit.ir.ops import EXCEPTIONS
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
@@ -197,7 +198,7 @@ def test_new_arrays_from_read_only_arrays_are_writeable():
     g.add("array_set", [y, const(g, 4.0, F64), const(g, 0, I64)], types=[NONE])
     g.outputs = [y]
     module = module_of(g)
-    assert arrays.written_parameters(module) == {}
+    assert written_parameters(module) == {}
     x = np.arange(3.0)
     x.flags.writeable = False
     assert compile_module(module).call(x).tolist() == [4.0, 0.0, 0.0]

@@ -9,6 +9,7 @@ from ir_builders import Handler, compile_module, const, counted_loop, graph_of, 
 from astjit.api import ErrorHandler
 from astjit.backend.llvm import arrays, build_entry
 from astjit.errors import CompileError, Loc
+from astjit.ir.analysis import written_parameters
 from astjit.ir.interp import interpret
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType, python_type_of
 
@@ -500,7 +501,7 @@ def test_read_only_arrays():
     assert out.tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(ValueError, match="read-only"):
         call(out, x)
-    assert arrays.written_parameters(module_of(g)) == {1: None}
+    assert written_parameters(module_of(g)) == {1: None}
 
 
 def test_written_parameters_follow_calls_loops_and_tuples():
@@ -521,7 +522,7 @@ def test_written_parameters_follow_calls_loops_and_tuples():
     g.add("call", [packed], attrs={"callee": "poke"}, types=[NONE])
     g.outputs = [op(g, "array_get", [c, const(g, 0, I64)], F64)]
     module = module_of(g, callee)
-    assert sorted(arrays.written_parameters(module)) == [0, 1]
+    assert sorted(written_parameters(module)) == [0, 1]
     call = compile_module(module).call
     x, y, z = np.zeros(1), np.zeros(1), np.full(1, 5.0)
     z.flags.writeable = False

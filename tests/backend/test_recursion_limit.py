@@ -1,6 +1,6 @@
 """Compiled recursion too deep for the stack raises RecursionError, as CPython does,
 located at the recursive call; the process stays usable; recursion that fits still
-runs far deeper than CPython's frame limit (backend/llvm/stack.py)."""
+runs far deeper than CPython's frame limit (backend/llvm/runtime/stack.py)."""
 import threading
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Array modules compiled in two parts (backend/llvm/split.py, engine.Engine.compile_ir):
+"""Array modules compiled in two parts (backend/llvm/jit/split.py, engine.Engine.compile_ir):
 the cut of a printed module, the cycle check that keeps loops out of the glue, and
 modules that go through the engine whole or cut."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from llvmlite import ir
 
 from astjit import jit
-from astjit.backend.llvm import split
-from astjit.backend.llvm.engine import engine
+from astjit.backend.llvm.jit import split
+from astjit.backend.llvm.jit.engine import engine
 
 PRINTED = '''\
 @msg = private constant [3 x i8] c"hi\\00"

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from astjit.backend.llvm.routines import ROUTINES
+from astjit.backend.llvm.codegen import ROUTINES
 from astjit.ir.ops import BACKENDS, OPS, Builder, Intrinsic, LibCall, Refused, Routine
 
 SOURCE = pathlib.Path(__file__).resolve().parents[2] / "src" / "astjit"

@@ -4,19 +4,20 @@
 - `emit_module(module) -> LoweredModule`: typed graphs to llvmlite IR (codegen).
 - `engine()`: the process-wide host TargetMachines, pipelines and MCJIT engines.
 
-Modules: `codegen` (graphs and structural ops), `routines` / `arith` / `tapes`
-/ `arrays` / `memory` (the table's Routine lowerings and error checks; tapes on
-the C heap and who frees them; array elements and shapes, NumPy's array layout
-and which ndarrays the entry takes; arrays compiled code makes and the
-references each invocation owns), `numpy_api` (NumPy's C API table, verified),
-`compare` and `lltypes` (IR helpers), `outline` (the setup code of array ops as
-functions each module shares),
-`messages` (CPython's error messages), `stack` (the recursion guard), `engine`, `pyapi` + `wrapper` (the
-METH_FASTCALL entry in LLVM), `entry` (build_entry).
+Layers, each importing only those below it:
+- `emitter` (the core: builder, values, error table and sites, failure exit,
+  resources, tiering), with `lltypes`, `compare` and `messages` (IR helpers,
+  CPython's messages) and `outline` (functions every module shares, loop metadata);
+- lowerings: `arith`, `scalars`, `arrays`, `memory`, `views`, `tapes`, `kernels`,
+  `reductions`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
+- `codegen`: structural ops, leaf dispatch, the routine table;
+- `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
+  `wrapper`) and `entry` (build_entry);
+- `jit/`: `engine` (MCJIT, the shared runtime module) and `split`.
 """
 from .codegen import ErrorSite, LoweredModule, emit_module
-from .engine import CompiledModule, engine
-from .entry import CompiledEntry, build_entry
+from .jit.engine import CompiledModule, engine
+from .runtime.entry import CompiledEntry, build_entry
 
 __all__ = [
            "CompiledEntry",

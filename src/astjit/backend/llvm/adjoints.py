@@ -32,7 +32,7 @@ from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 FLAGS = ("reassoc",)
 """Fast-math flags of the sums: reordering allowed (vectorized reductions), nothing else."""

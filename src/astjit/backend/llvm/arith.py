@@ -19,7 +19,7 @@ from .compare import all_of, compare, compare_const, const_like, is_finite, is_i
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 
 # ---- integers -----------------------------------------------------------------------

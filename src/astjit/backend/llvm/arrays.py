@@ -25,8 +25,8 @@ NumPy keeps an array's data, dimensions, strides, descriptor and flags, and
 dimensions, a native-byte-order dtype of `t.dtype`, and aligned (the data
 pointer and the byte stride of every axis longer than 1 are multiples of the
 item size; an empty array always counts as aligned, as for NumPy).
-`written_parameters` says which parameters compiled code may write to, so the
-wrapper can refuse read-only arrays for them.
+`ir.analysis.written_parameters` says which parameters compiled code may
+write to, so the wrapper can refuse read-only arrays for them.
 """
 from __future__ import annotations
 
@@ -39,15 +39,15 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...errors import CompileError, Loc
+from ...errors import CompileError
 from ...ir.types import BOOL, F32, F64, I64, NUMPY_DTYPES, ArrayType, ScalarType
 from . import messages as msg
 from . import outline
-from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I8, I64_T, constant, contains_array, zero
+from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I8, I64_T, constant, zero
 
 if TYPE_CHECKING:
-    from ...ir.core import Module, Node
-    from .codegen import FunctionEmitter
+    from ...ir.core import Node
+    from .emitter import FunctionEmitter
 
 NPY_ARRAY_WRITEABLE = 0x0400
 """The flag bit of a writeable array."""
@@ -259,73 +259,6 @@ def accepts(value, t: ArrayType) -> bool:
     item = dt.itemsize
     return value.ctypes.data % item == 0 and all(
         stride % item == 0 for size, stride in zip(value.shape, value.strides) if size > 1)
-
-
-# ---- which parameters compiled code may write through ------------------------------------
-
-def written_parameters(module: Module) -> dict[int, Loc | None]:
-    """Entry parameter index -> where an `array_set` may write into one of its arrays.
-
-    An array is an entry argument or one compiled code made (`memory.ALLOCATING`,
-    which no argument's memory flows into); arguments reach their uses through
-    region parameters and outputs, call arguments and results, tuples, selects,
-    retains and any other op with an array result (a view); this follows those
-    flows to a fixpoint (per graph, not per call site: it may over-approximate).
-    """
-    from .codegen import reachable_graphs
-    from .memory import ALLOCATING
-
-    entry = module.entry_graph
-    origins: dict = defaultdict(set)
-    for i, param in enumerate(entry.params):
-        if contains_array(param.type):
-            origins[param].add(i)
-    flows = defaultdict(list)
-
-    def flow(sources, targets):
-        for source, target in zip(sources, targets):
-            if contains_array(source.type):
-                flows[source].append(target)
-
-    writes = []
-    for name in reachable_graphs(module):
-        for node in module.graphs[name].walk():
-            if node.op == "if":
-                for region in node.regions:
-                    flow(node.inputs[1:], region.params)
-                    flow(region.outputs, node.outputs)
-            elif node.op == "while":
-                n = node.attrs["n_invariants"]
-                cond, body = node.regions
-                for region in node.regions:
-                    flow(node.inputs, region.params)
-                    flow(body.outputs, region.params[n:])
-                flow(node.inputs[n:], node.outputs)
-                flow(body.outputs, node.outputs)
-            elif node.op == "call":
-                callee = module.graphs[node.attrs["callee"]]
-                flow(node.inputs, callee.params)
-                flow(callee.outputs, node.outputs)
-            else:
-                if node.op in ("array_set", "array_assign"):
-                    writes.append(node)
-                if node.op in ALLOCATING or node.op == "fused":
-                    continue  # new arrays (a fused kernel reads scalars)
-                for output in node.outputs:
-                    if contains_array(output.type):
-                        flow(node.inputs, [output] * len(node.inputs))
-    pending = list(origins)
-    while pending:
-        source = pending.pop()
-        for target in flows.get(source, ()):
-            if not origins[source] <= origins[target]:
-                origins[target] |= origins[source]
-                pending.append(target)
-    written: dict[int, Loc | None] = {}
-    for node in writes:
-        for i in sorted(origins.get(node.inputs[0], ())):
-            written.setdefault(i, node.loc)
-    return written
 
 
 def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, label: str = "loop",

@@ -41,13 +41,14 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import BOOL, ArrayType
-from . import arith, arrays, memory, outline, reductions
+from . import arith, arrays, memory, outline, reductions, scalars
 from .compare import compare_const, const_like
+from .emitter import MAX_ERROR_VALUES
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_STRIDES, I1, I8, I64_T, lltype
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 BROADCAST_FAILED = "operands could not be broadcast together"
 
@@ -91,7 +92,7 @@ def broadcast_shapes(em: FunctionEmitter, node: Node, shapes: list[list[ir.Value
         dims.append(size)
     if len(shapes) > 1:
         values = [d for shape in shapes for d in shape]
-        if len(values) <= _max_values():
+        if len(values) <= MAX_ERROR_VALUES:
             parts, n = [], 0
             for k in map(len, shapes):
                 parts.append(_shape_text(["{%d}" % (n + j) for j in range(k)]))  # noqa: UP031
@@ -101,12 +102,6 @@ def broadcast_shapes(em: FunctionEmitter, node: Node, shapes: list[list[ir.Value
         else:
             em.fail_if(node, bad, "ValueError", BROADCAST_FAILED)
     return dims
-
-
-def _max_values() -> int:
-    from .codegen import MAX_ERROR_VALUES
-
-    return MAX_ERROR_VALUES
 
 
 def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
@@ -364,9 +359,7 @@ def _cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     to = node.attrs["to"]
     if to.is_int:
         return em.builder.fptosi(args[0], lltype(to))
-    from .routines import ROUTINES  # which holds these routines too
-
-    return ROUTINES["cast"](em, node, args)
+    return scalars.cast(em, node, args)
 
 
 NUMPY_ROUTINES = {

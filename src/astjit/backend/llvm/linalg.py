@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
-from . import arrays, blas, memory, numpy_api, pyapi, views
+from . import arrays, memory, views
 from . import messages as msg
 from .lltypes import (
     ARRAY_DATA,
@@ -56,10 +56,11 @@ from .lltypes import (
     lltype,
 )
 from .outline import shared_function
+from .runtime import blas, numpy_api, pyapi
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 INT32_MAX = 2 ** 31 - 1
 TOO_LARGE = "array dimensions too large for BLAS (more than 2**31 - 1)"

@@ -63,12 +63,14 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...errors import CompileError
+from ...ir.analysis import ALLOCATING
 from ...ir.core import Graph, Node
 from ...ir.ops import OPS
 from ...ir.types import BOOL, F64, NONE, ArrayType, ScalarType, TupleType, Type
-from . import arrays, numpy_api
+from . import arrays
 from . import messages as msg
 from .compare import is_nan
+from .emitter import Resource
 from .lltypes import (
     ARRAY_DATA,
     ARRAY_OWNER,
@@ -85,14 +87,13 @@ from .lltypes import (
     zero,
 )
 from .outline import shared_function
-from .pyapi import PYOBJ, VOID, declare, load_field
+from .runtime import numpy_api
+from .runtime.pyapi import PYOBJ, VOID, declare, load_field
 
 if TYPE_CHECKING:
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-ALLOCATING = frozenset(name for name, op in OPS.items() if "allocates" in op.traits)
-"""Ops whose result is a fresh array (no argument's memory flows into it)."""
 VIEWS = frozenset(name for name, op in OPS.items() if "view" in op.traits)
 """Ops whose result is a view: a new reference to the input's owner (views.py; `diag` of a
 matrix is a view, of a vector a new matrix, which this over-approximation covers too)."""
@@ -183,7 +184,7 @@ def open_list(em: FunctionEmitter, graph: Graph) -> OwnedList | None:
 
 def push(em: FunctionEmitter, obj: ir.Value) -> None:
     """Record a new reference the invocation owns."""
-    owned = em.owned
+    owned = em.held["owned"]
     if owned is not None:
         em.builder.call(helper(em.module, "push"),
                         [owned.count, owned.items, ir.Constant(I64_T, owned.capacity), obj])
@@ -197,11 +198,15 @@ def adopt_results(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
 
 def release_list(em: FunctionEmitter) -> None:
     """Before returning a failure status: drop every reference the invocation owns."""
-    owned, b = em.owned, em.builder
+    owned, b = em.held["owned"], em.builder
     if owned is not None:  # the test is here, where LLVM often knows the list is empty
         n = b.load(owned.count)
         with b.if_then(b.icmp_signed(">", n, ir.Constant(I64_T, 0))):
             b.call(helper(em.module, "release"), [n, owned.items])
+
+
+RESOURCE = Resource("owned", open_list, adopt_results, release_list)
+"""The array references an invocation owns, as the emitter core settles them."""
 
 
 # ---- the helper functions, one of each per LLVM module ---------------------------------------
@@ -565,8 +570,8 @@ def array_retain(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
 def array_release(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """Give up a reference: off the owned list, then Py_DecRef (the last one frees)."""
     owner = em.builder.extract_value(args[0], ARRAY_OWNER)
-    if em.owned is not None:
-        em.builder.call(helper(em.module, "forget"), [em.owned.count, em.owned.items, owner])
+    if em.held["owned"] is not None:
+        em.builder.call(helper(em.module, "forget"), [em.held["owned"].count, em.held["owned"].items, owner])
     em.builder.call(declare(em.module, "Py_DecRef"), [owner])
     return zero(NONE)
 

@@ -7,7 +7,7 @@ result. Emitted inline at every site, that code is most of what LLVM has to
 optimize and turn into machine code for array programs (an MLP training step
 has dozens of allocations), while it runs once per array, not once per
 element. So each such function is compiled once per process, in the runtime
-module (`compile_runtime`), and every module that calls it only declares it:
+module (`jit.engine.compile_runtime`), and every module that calls it only declares it:
 a kernel's module holds its own graphs, loops and wrapper, nothing else. Hot
 loops stay where they are: a kernel's loop nest is emitted in its function;
 only a helper's own loop (a fill, a copy) lives in the helper, where the
@@ -17,7 +17,7 @@ vectorizer optimizes it once.
 `module` sees it: the first time any module asks for it, its body is emitted
 into the pending runtime module with `emit(function, builder, *args)`; the
 pending module is compiled just before the next module that may call it
-(`Engine.compile_ir` runs `compile_runtime` first), and its functions' addresses
+(`Engine.compile_ir` runs `jit.engine.compile_runtime` first), and its functions' addresses
 are registered with LLVM's symbol table. A name therefore stands for one body
 in the whole process: it must say everything the body depends on (dtype,
 ndim). A helper that LLVM should inline (`inline`) is emitted in the module
@@ -40,7 +40,7 @@ class _Runtime:
         self.compiled: set[str] = set()
         self.pending: ir.Module | None = None
         self.modules: list = []
-        """The compiled runtime modules (`engine.CompiledModule`), for `runtime_llvm_ir`."""
+        """The compiled runtime modules (`jit.engine.CompiledModule`), for `runtime_llvm_ir`."""
         self.lock = threading.RLock()
 
     def pending_module(self) -> ir.Module:
@@ -89,31 +89,6 @@ def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[
         function.attributes.add("cold")
     emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
     return function
-
-
-def compile_runtime() -> None:
-    """Compile the shared functions asked for since the last compile, and make their names
-    resolve to them in every module compiled after."""
-    import llvmlite.binding as llvm
-
-    from .engine import engine
-
-    with RUNTIME.lock:  # held throughout: no thread compiles a caller before its callees load
-        pending, RUNTIME.pending = RUNTIME.pending, None
-        if pending is None:
-            return
-        compiled = engine().compile_ir(str(pending))
-        for name, address in compiled.addresses.items():
-            llvm.add_symbol(name, address)
-            RUNTIME.compiled.add(name)
-        RUNTIME.modules.append(compiled)
-
-
-def runtime_llvm_ir() -> str:
-    """The optimized LLVM IR of every shared function compiled so far (for debugging: a
-    kernel's own module only declares them)."""
-    with RUNTIME.lock:
-        return "\n".join(m.llvm_ir_optimized for m in RUNTIME.modules)
 
 
 class _LoopID(ir.values.MDValue):

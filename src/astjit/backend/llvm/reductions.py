@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.ops import Builder, Intrinsic, kind as dtype_key
+from ...ir.ops import Builder, Intrinsic
+from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import arrays, memory, outline, vecmath

@@ -15,7 +15,7 @@ A failed malloc or realloc, or a size beyond i64, is a MemoryError.
 
 Ownership, so that no exit leaks a tape: each invocation of a function that
 makes tapes (or gets them back from a call) keeps a list of the tapes it owns,
-its head in a stack slot (`FunctionEmitter.tape_list`). `next` chains the list,
+its head in a stack slot (`FunctionEmitter.held["tapes"]`). `next` chains the list,
 `link` is the address of the pointer to the header (the head or the previous
 `next`) and `owner` the address of the head. `tape_new` and a call returning
 tapes the callee gave up (`owner` NULL) put them on the list; `tape_free`
@@ -52,11 +52,12 @@ from ...ir.core import Graph, Node
 from ...ir.types import NONE, TapeType, TupleType, Type
 from . import arrays, memory
 from . import messages as msg
+from .emitter import Resource
 from .lltypes import ARRAY_OWNER, BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
-from .pyapi import declare
+from .runtime.pyapi import declare
 
 if TYPE_CHECKING:
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 LEN, CAP, DATA, NEXT, LINK, OWNER = range(6)
 """The fields of `TAPE_HEADER`."""
@@ -249,10 +250,10 @@ def disown(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, header: ir.Value) 
 # ---- the Routines of the table ------------------------------------------------------------
 
 def tape_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    assert em.tape_list is not None, "emit_body opens a tape list for graphs with tape_new"
+    assert em.held["tapes"] is not None, "emit_body opens a tape list for graphs with tape_new"
     element = node.attrs["element"]
     drop = dropper(em.module, element) if memory.array_slots(element) else null(DROP)
-    header = em.builder.call(helper(em.module, "new"), [em.tape_list, drop])
+    header = em.builder.call(helper(em.module, "new"), [em.held["tapes"], drop])
     em.fail_if(node, is_null(em.builder, header), msg.OUT_OF_MEMORY, msg.TAPE_MEMORY)
     return header
 
@@ -367,19 +368,23 @@ def open_list(em: FunctionEmitter, graph: Graph) -> ir.Value | None:
 def adopt_results(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
     """After a call: own the tapes of its result that the callee gave up."""
     for header in tapes_in(result, t, em.builder):
-        em.builder.call(helper(em.module, "adopt"), [em.tape_list, header])
+        em.builder.call(helper(em.module, "adopt"), [em.held["tapes"], header])
 
 
 def close_list(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
     """On a normal return of `result`: give up the tapes it holds, free the others."""
-    if em.tape_list is None:
+    if em.held["tapes"] is None:
         return
     for header in tapes_in(result, t, em.builder):
-        em.builder.call(helper(em.module, "disown"), [em.tape_list, header])
-    em.builder.call(helper(em.module, "release"), [em.tape_list])
+        em.builder.call(helper(em.module, "disown"), [em.held["tapes"], header])
+    em.builder.call(helper(em.module, "release"), [em.held["tapes"]])
 
 
 def release_list(em: FunctionEmitter) -> None:
     """Before returning a failure status: free every tape the invocation owns."""
-    if em.tape_list is not None:
-        em.builder.call(helper(em.module, "release"), [em.tape_list])
+    if em.held["tapes"] is not None:
+        em.builder.call(helper(em.module, "release"), [em.held["tapes"]])
+
+
+RESOURCE = Resource("tapes", open_list, adopt_results, release_list, close_list)
+"""The tapes an invocation owns, as the emitter core settles them."""

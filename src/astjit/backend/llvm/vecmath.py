@@ -62,7 +62,7 @@ from ...ir.ops import OPS, LibCall
 from .lltypes import DOUBLE
 
 if TYPE_CHECKING:
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 LIBRARY = "libmvec.so.1"
 ENV_SWITCH = "ASTJIT_VECMATH"

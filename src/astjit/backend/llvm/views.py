@@ -15,6 +15,7 @@ from ...ir.ops.views import SLICE_STEP_ZERO
 from ...ir.types import BOOL, ArrayType
 from . import arrays, memory
 from . import messages as msg
+from .emitter import MAX_ERROR_VALUES
 from .lltypes import (
     ARRAY_DATA,
     ARRAY_OWNER,
@@ -27,20 +28,14 @@ from .lltypes import (
     zero,
 )
 from .outline import shared_function
-from .pyapi import declare
+from .runtime.pyapi import declare
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 CANNOT_RESHAPE = "cannot reshape array"
 CANNOT_BROADCAST = "could not broadcast input array into the destination's shape"
-
-
-def _max_values() -> int:
-    from .codegen import MAX_ERROR_VALUES  # codegen imports the routines
-
-    return MAX_ERROR_VALUES
 
 
 def _i64(value: int) -> ir.Constant:
@@ -212,9 +207,9 @@ def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayT
 
 def release_now(em: FunctionEmitter, array: ir.Value) -> None:
     owner = em.builder.extract_value(array, ARRAY_OWNER)
-    if em.owned is not None:
+    if em.held["owned"] is not None:
         em.builder.call(memory.helper(em.module, "forget"),
-                        [em.owned.count, em.owned.items, owner])
+                        [em.held["owned"].count, em.held["owned"].items, owner])
     em.builder.call(declare(em.module, "Py_DecRef"), [owner])
 
 
@@ -244,7 +239,7 @@ def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
                                 b.icmp_signed("!=", have, _i64(1))))
     values = [arrays.dim(b, value, k) for k in range(value_t.ndim)] + \
              [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
-    if len(values) <= _max_values():
+    if len(values) <= MAX_ERROR_VALUES:
         m = value_t.ndim
         detail = (f"could not broadcast input array from shape "
                   f"{_shape_text(['{%d}' % k for k in range(m)])} into shape "  # noqa: UP031 - builds "{0}" placeholders
@@ -303,7 +298,7 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
         else:
             texts.append("{%d}" % len(values))  # noqa: UP031
             values.append(d)
-    if len(values) <= _max_values():
+    if len(values) <= MAX_ERROR_VALUES:
         detail = "cannot reshape array of size {0} into shape " + _shape_text(texts)
         em.fail_with_values(node, mismatch, "ValueError", CANNOT_RESHAPE, detail, values)
     else:

@@ -27,8 +27,8 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ...ir.core import Module
-from .lltypes import I8, I64_T
+from ....ir.core import Module
+from ..lltypes import I8, I64_T
 
 HEADROOM = (128 << 10, 1 << 20)
 """The stack bytes kept free above the thread's lowest address: a quarter of the stack,

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ...errors import CompileError
-from ...ir.types import BOOL, F32, F64, I64, ScalarType
-from ...ir.types import NUMPY_NAMES as DTYPE_NAMES
-from .lltypes import I32_T, I64_T
+from ....errors import CompileError
+from ....ir.types import BOOL, F32, F64, I64, ScalarType
+from ....ir.types import NUMPY_NAMES as DTYPE_NAMES
+from ..lltypes import I32_T, I64_T
 from .pyapi import PYOBJ
 
 INDICES = {"PyArray_GetNDArrayCVersion": 0, "PyArray_Type": 2, "PyArray_DescrFromType": 45,

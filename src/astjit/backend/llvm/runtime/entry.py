@@ -24,11 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...ir.core import Module
-from . import arrays, pyapi
-from .codegen import ErrorSite, LoweredModule, emit_module
-from .engine import CompiledModule, engine
-from .lltypes import contains_array
+from ....ir.analysis import written_parameters
+from ....ir.core import Module
+from ..codegen import ErrorSite, LoweredModule, emit_module
+from ..jit.engine import CompiledModule, engine
+from ..lltypes import contains_array
+from . import pyapi
 from .wrapper import emit_wrapper
 
 METH_FASTCALL = 0x0080
@@ -98,9 +99,9 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     With `general`, the first tier when the function writes into none of its
     arguments: array nests in their fast versions only, and a call one does not
     fit goes, untouched, to `general(*args)`, which should run it on the general
-    tier (`codegen.FunctionEmitter.fast_only`). Without, the general tier.
+    tier (`emitter.FunctionEmitter.fast_only`). Without, the general tier.
     """
-    first_tier = general is not None and not arrays.written_parameters(module)
+    first_tier = general is not None and not written_parameters(module)
     lowered = emit_module(module, general=not first_tier)
     if lowered.error_table.deoptimize is None:
         first_tier, general = False, None  # nothing to leave out: this is the general tier

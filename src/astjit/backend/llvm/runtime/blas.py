@@ -38,8 +38,8 @@ import re
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ...errors import CompileError
-from .lltypes import DOUBLE, I8, I32_T
+from ....errors import CompileError
+from ..lltypes import DOUBLE, I8, I32_T
 from .pyapi import VOID
 
 FLOAT = ir.FloatType()

@@ -1,11 +1,6 @@
-"""The Routine registry, the conversions and data ops, and the error checks of the table.
+"""The scalar routines that are not arithmetic, and the error check of math functions.
 
-`ROUTINES` maps every `ops.Routine(name)` of the primitive table to its
-lowering `(emitter, node, operands) -> value`; `CHECKS` maps an `OpDef.check`
-to `(emitter, node, operands, result) -> None`, which emits the error branch.
-The arithmetic routines live in `arith`, the tape ones in `tapes`, the array
-ones in `arrays` (elements, shapes) and `memory` (allocation, references); this
-module holds the conversions (casts, float -> int with CPython's NaN /
+This module holds the conversions (casts, float -> int with CPython's NaN /
 infinity / range errors, rounding), float classification, truth tests, and the
 tuple / constant / placeholder ops.
 """
@@ -17,14 +12,14 @@ from llvmlite import ir
 
 from ...ir.ops import OPS
 from ...ir.types import BOOL, I64, INT_OR_BOOL, NONE, ArrayType, TupleType, Type
-from . import adjoints, arith, arrays, fused, linalg, memory, tapes, views
+from . import arrays
 from . import messages as msg
 from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
 from .lltypes import DOUBLE, INT_OR_BOOL_T, constant, lltype, zero
 
 if TYPE_CHECKING:
     from ...ir.core import Node
-    from .codegen import FunctionEmitter
+    from .emitter import FunctionEmitter
 
 
 # ---- conversions --------------------------------------------------------------------
@@ -176,22 +171,12 @@ def check_math1(em: FunctionEmitter, node: Node, args: list[ir.Value], result: i
                           (inf_from_finite, *overflow)])
 
 
-CHECKS = {"math1": check_math1}
-
 ROUTINES = {
-    **arith.ROUTINES,
-    **tapes.ROUTINES,
-    **arrays.ROUTINES,
-    **memory.ROUTINES,
-    **views.ROUTINES,
-    **adjoints.ROUTINES,
-    **linalg.ROUTINES,
     "cast": cast, "identity": identity, "not": logical_not,
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
     "const": const, "undef": undef, "tuple": make_tuple, "getitem": getitem, "len": length,
-    "raise_if": raise_if, "reduce": fused.reduce_routine, "tag": tag, "untag": untag,
+    "raise_if": raise_if, "tag": tag, "untag": untag,
     "bitwise_int_or_bool": bitwise_int_or_bool,
-    **fused.NUMPY_ROUTINES,
 }

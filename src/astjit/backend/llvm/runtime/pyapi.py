@@ -17,7 +17,7 @@ import functools
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .lltypes import DOUBLE, I8, I32_T, I64_T
+from ..lltypes import DOUBLE, I8, I32_T, I64_T
 
 PTR_BYTES = ctypes.sizeof(ctypes.c_void_p)
 PYOBJ = I8.as_pointer()

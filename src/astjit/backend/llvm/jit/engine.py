@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
-from . import outline, split, vecmath
-from .vecmath import libm_calls
+from .. import outline, vecmath
+from ..vecmath import libm_calls
+from . import split
 
 LLVM_LIBM = (
     "sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow", "sqrt", "cbrt", "floor", "ceil",
@@ -169,14 +170,14 @@ class Engine:
 
     def compile_ir(self, text: str, arrays: bool = False) -> CompiledModule:
         """Parse, verify, optimize and load LLVM IR; return its entry points. The shared
-        functions it may call are compiled first (`outline.compile_runtime`).
+        functions it may call are compiled first (`compile_runtime`).
 
         Without `arrays`, the module is compiled whole by the `scalar` pipeline.
         An `arrays` module is compiled in two parts (split.py): its loop nests by
         the `loops` pipeline, the rest by the `glue` one, which takes LLVM about
         half the time of compiling them together at O3 (docs/measurements.md).
         """
-        outline.compile_runtime()
+        compile_runtime()
         start = time.perf_counter()
         module = self.parse(text)
         parts = []
@@ -292,3 +293,25 @@ def register_libc() -> None:
     libc = ctypes.CDLL(None) if os.name == "posix" else ctypes.CDLL(ctypes.util.find_library("c"))
     for name in LIBC_FUNCTIONS:
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+
+
+def compile_runtime() -> None:
+    """Compile the shared functions asked for since the last compile, and make their names
+    resolve to them in every module compiled after."""
+    runtime = outline.RUNTIME
+    with runtime.lock:  # held throughout: no thread compiles a caller before its callees load
+        pending, runtime.pending = runtime.pending, None
+        if pending is None:
+            return
+        compiled = engine().compile_ir(str(pending))
+        for name, address in compiled.addresses.items():
+            llvm.add_symbol(name, address)
+            runtime.compiled.add(name)
+        runtime.modules.append(compiled)
+
+
+def runtime_llvm_ir() -> str:
+    """The optimized LLVM IR of every shared function compiled so far (for debugging: a
+    kernel's own module only declares them)."""
+    with outline.RUNTIME.lock:
+        return "\n".join(m.llvm_ir_optimized for m in outline.RUNTIME.modules)

@@ -13,12 +13,12 @@ native dtype, see `arrays.accepts`).
 Anything else goes, untouched, to `PyObject_Vectorcall(fallback, args, nargs,
 kwnames)`. A taken call unboxes the arguments in place, calls the entry
 graph's function, and boxes its result; a first tier's deoptimize status
-(codegen.DEOPTIMIZE) sends the call, untouched, to `PyObject_Vectorcall(general,
+(emitter.DEOPTIMIZE) sends the call, untouched, to `PyObject_Vectorcall(general,
 args, nargs, kwnames)`; any other nonzero status calls
 `error_handler(status)` and returns what it returns (NULL with its exception
 when it raises, as it should). When some error site reports numbers (an
 array index out of bounds), the handler is called as `error_handler(status,
-v0, ..., v3)` with the numbers the failing site left (`codegen.error_values`);
+v0, ..., v3)` with the numbers the failing site left (`emitter.error_values`);
 `entry.ErrorReporter` adapts a plain handler to that. The fallback and the
 handler are embedded as constant addresses: whoever builds the wrapper keeps
 them alive.
@@ -26,7 +26,7 @@ them alive.
 Array arguments are borrowed: the struct points at the caller's ndarray and
 its data, so writes are the caller's to see, and no reference is taken or
 dropped. An array that compiled code may write to
-(`arrays.written_parameters`) must be writeable: once every argument is known
+(`ir.analysis.written_parameters`) must be writeable: once every argument is known
 to match, a read-only one raises NumPy's ValueError ("assignment destination
 is read-only") at the call, located at a write that may reach it, before any
 code runs.
@@ -53,8 +53,9 @@ import functools
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ...ir.core import Graph
-from ...ir.types import (
+from ....ir.analysis import written_parameters
+from ....ir.core import Graph
+from ....ir.types import (
     BOOL,
     F32,
     F64,
@@ -67,10 +68,11 @@ from ...ir.types import (
     TupleType,
     Type,
 )
-from . import arrays, numpy_api, stack
-from . import messages as msg
-from .codegen import MAX_ERROR_VALUES, ErrorTable, LoweredModule, error_values
-from .lltypes import (
+from .. import arrays
+from .. import messages as msg
+from ..codegen import LoweredModule
+from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
+from ..lltypes import (
     ARRAY_DATA,
     ARRAY_OWNER,
     ARRAY_SHAPE,
@@ -85,7 +87,8 @@ from .lltypes import (
     lltype,
     zero,
 )
-from .outline import shared_function
+from ..outline import shared_function
+from . import numpy_api, stack
 from .pyapi import (
     FLOAT_VALUE,
     LONG,
@@ -119,7 +122,7 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
         a for a in core.attributes if a.startswith('"prefer-vector-width"'))
     emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,
                              with_values=bool(lowered.error_details))
-    emitter.written = arrays.written_parameters(lowered.source)
+    emitter.written = written_parameters(lowered.source)
     emitter.general_object = general
     emitter.emit(core, graph)
     return function.name
