@@ -1,0 +1,115 @@
+"""What a `fused` kernel's loops and a row group's share: the broadcast of the operands' shapes
+(with NumPy's error naming them), an input's element strides over the iteration space,
+element loads and stores through those strides, and running the kernel region at one point
+with NumPy's semantics (`FunctionEmitter.numpy_semantics`)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.types import BOOL
+from . import arrays
+from .emitter import MAX_ERROR_VALUES
+from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I64_T
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .emitter import FunctionEmitter
+
+BROADCAST_FAILED = "operands could not be broadcast together"
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def _shape_text(placeholders: list[str]) -> str:
+    return "(" + ", ".join(placeholders) + ("," if len(placeholders) == 1 else "") + ")"
+
+
+def broadcast_shapes(em: FunctionEmitter, node: Node, shapes: list[list[ir.Value]],
+                     ndim: int) -> list[ir.Value]:
+    """The broadcast of `shapes` (each aligned with the last axes of `ndim`), after the check
+    that they broadcast (ValueError naming them otherwise)."""
+    b = em.builder
+    one = _i64(1)
+    dims, bad = [], ir.Constant(I1, 0)
+    for axis in range(ndim):
+        size = one
+        for shape in shapes:
+            j = axis - (ndim - len(shape))
+            if j < 0:
+                continue
+            d = shape[j]
+            if size is one:
+                size = d
+                continue
+            clash = b.and_(b.and_(b.icmp_signed("!=", d, one), b.icmp_signed("!=", size, one)),
+                           b.icmp_signed("!=", d, size))
+            bad = b.or_(bad, clash)
+            size = b.select(b.icmp_signed("==", size, one), d, size)
+        dims.append(size)
+    if len(shapes) > 1:
+        values = [d for shape in shapes for d in shape]
+        if len(values) <= MAX_ERROR_VALUES:
+            parts, n = [], 0
+            for k in map(len, shapes):
+                parts.append(_shape_text(["{%d}" % (n + j) for j in range(k)]))  # noqa: UP031
+                n += k
+            detail = f"{BROADCAST_FAILED} with shapes " + " ".join(parts)
+            em.fail_with_values(node, bad, "ValueError", BROADCAST_FAILED, detail, values)
+        else:
+            em.fail_if(node, bad, "ValueError", BROADCAST_FAILED)
+    return dims
+
+
+def space_strides(b: ir.IRBuilder, value: ir.Value, k: int, known: tuple[int, ...] | None,
+                  ndim: int) -> list[ir.Value]:
+    """An array input's element strides over the space's `ndim` axes (its `k` axes the last
+    ones): 0 where it broadcasts, the constant 0 along the axes the `ones` hint (`known`)
+    says have length 1."""
+    own = [_i64(0) if j in (known or ()) else
+           b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
+                    b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
+    return [_i64(0)] * (ndim - k) + own
+
+
+def run_kernel(em: FunctionEmitter, kernel, elements: list[ir.Value]) -> list[ir.Value]:
+    """The kernel region's outputs for one point's `elements`, with NumPy's semantics."""
+    saved = em.numpy_semantics
+    em.numpy_semantics = True
+    try:
+        return em.emit_graph(kernel, elements)
+    finally:
+        em.numpy_semantics = saved
+
+
+def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
+             indices: list[ir.Value]) -> ir.Value:
+    offset = None
+    for index, stride in zip(indices, strides):
+        if isinstance(stride, ir.Constant) and stride.constant == 0:
+            continue
+        term = index if isinstance(stride, ir.Constant) and stride.constant == 1 \
+            else b.mul(index, stride, flags=["nsw"])
+        offset = term if offset is None else b.add(offset, term, flags=["nsw"])
+    data = b.extract_value(array, ARRAY_DATA)
+    return data if offset is None else b.gep(data, [offset], inbounds=True)
+
+
+def load_element(em, array, dtype, strides, indices):
+    """The element of `array` at `indices` read with element `strides` (a bool as i1)."""
+    b = em.builder
+    value = b.load(_address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
+    if dtype == BOOL:
+        return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    return value
+
+
+def store_element(em, array, dtype, strides, indices, value):
+    """Store `value` into `array` at `indices` with element `strides`."""
+    b = em.builder
+    if dtype == BOOL:
+        value = b.zext(value, I8)
+    b.store(value, _address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
