@@ -14,6 +14,7 @@ types apart (signature caches, specializations, joins) use `exact` or `TypeKey`.
 """
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field, replace
 
@@ -194,7 +195,7 @@ def join(a: Type, b: Type) -> Type | None:
     Weak numbers meet at their promoted type (an int on one path and a float on
     the other gives float, as Numba does), but a bool and an int meet at
     `INT_OR_BOOL`, which keeps which one it is. Where one is a NumPy scalar, they meet
-    as NumPy would combine them (`strong.numpy_join`): `s = 0.0` then
+    as NumPy would combine them (`numpy_join`): `s = 0.0` then
     `s += x[i]` makes `s` an np.float64 (np.float32 for an f32 array) on both
     paths. Tuples meet elementwise.
     """
@@ -203,8 +204,6 @@ def join(a: Type, b: Type) -> Type | None:
     if INT_OR_BOOL in (a, b) and a != b:
         return join(I64, b if a == INT_OR_BOOL else a)  # with a float: a float, as an int's
     if is_numeric(a) and is_numeric(b) and (a.strong or b.strong):
-        from .ops.strong import numpy_join  # the ops package imports this module
-
         return numpy_join(a, b)
     if a == b:
         return a
@@ -245,3 +244,41 @@ def python_type_of(value) -> Type | None:
         parts = [python_type_of(v) for v in value]
         return None if None in parts else TupleType(tuple(parts))
     return None
+
+
+# ---- NumPy's promotion -------------------------------------------------------------------
+
+_KIND = {BOOL: 0, I32: 1, I64: 1, F32: 2, F64: 2}
+_DEFAULT = {0: BOOL, 1: I64, 2: F64}
+
+
+def _strong(a: ScalarType, b: ScalarType) -> ScalarType:
+    """NumPy's promotion of two array dtypes."""
+    if a == b:
+        return a
+    if {a, b} <= {BOOL, I32, I64}:
+        return I64 if I64 in (a, b) else I32 if I32 in (a, b) else BOOL
+    if {a, b} == {F32, F64} or F64 in (a, b):
+        return F64
+    other = b if a == F32 else a  # f32 with an int (or bool)
+    return F32 if other == BOOL else F64
+
+
+def numpy_promote(arrays: list[ScalarType], scalars: list[ScalarType]) -> ScalarType:
+    """NEP 50: the dtypes of the arrays promote strongly, then the (weak) scalars join in."""
+    if not arrays:
+        best = max(scalars, key=_KIND.__getitem__)
+        return _DEFAULT[_KIND[best]] if _KIND[best] else BOOL
+    result = functools.reduce(_strong, arrays)
+    for s in scalars:
+        if _KIND[s] > _KIND[result]:
+            result = _DEFAULT[_KIND[s]]
+    return result
+
+
+def numpy_join(a: ScalarType, b: ScalarType) -> ScalarType:
+    """Where a strong scalar meets another scalar at a merge: NumPy's promotion, strong."""
+    if a.strong and b.strong:
+        return strong(_strong(weak(a), weak(b)))
+    strong_one, weak_one = (a, b) if a.strong else (b, a)
+    return strong(numpy_promote([weak(strong_one)], [weak(weak_one)]))

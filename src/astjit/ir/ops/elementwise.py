@@ -41,16 +41,13 @@ import functools
 
 from ..types import (
     BOOL,
-    F32,
-    F64,
-    I32,
-    I64,
     NUMPY_NAMES,
     ArrayType,
     ScalarType,
     Type,
     TypeKey,
     is_numeric,
+    numpy_promote,
     strong,
     weak,
 )
@@ -68,36 +65,6 @@ def _numpy():
     import numpy
 
     return numpy
-
-
-# ---- promotion ------------------------------------------------------------------------
-
-_KIND = {BOOL: 0, I32: 1, I64: 1, F32: 2, F64: 2}
-_DEFAULT = {0: BOOL, 1: I64, 2: F64}
-
-
-def _strong(a: ScalarType, b: ScalarType) -> ScalarType:
-    """NumPy's promotion of two array dtypes."""
-    if a == b:
-        return a
-    if {a, b} <= {BOOL, I32, I64}:
-        return I64 if I64 in (a, b) else I32 if I32 in (a, b) else BOOL
-    if {a, b} == {F32, F64} or F64 in (a, b):
-        return F64
-    other = b if a == F32 else a  # f32 with an int (or bool)
-    return F32 if other == BOOL else F64
-
-
-def numpy_promote(arrays: list[ScalarType], scalars: list[ScalarType]) -> ScalarType:
-    """NEP 50: the dtypes of the arrays promote strongly, then the (weak) scalars join in."""
-    if not arrays:
-        best = max(scalars, key=_KIND.__getitem__)
-        return _DEFAULT[_KIND[best]] if _KIND[best] else BOOL
-    result = functools.reduce(_strong, arrays)
-    for s in scalars:
-        if _KIND[s] > _KIND[result]:
-            result = _DEFAULT[_KIND[s]]
-    return result
 
 
 # ---- the array rule ---------------------------------------------------------------------

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import math
 
-from ..types import BOOL, weak
+from ..types import BOOL, numpy_promote, weak
 from . import vjp as v
 from .declare import _def
-from .elementwise import numpy_promote
 from .table import Builder, Intrinsic, LibCall, Routine, _numeric, arith_rule, float_pred_rule, float_rule
 
 _MATH = ("pure", "raises", "elementwise", "math")

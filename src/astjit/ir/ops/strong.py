@@ -8,7 +8,7 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
 - An operator (`+ - * / // % ** & | ^ << >> ~`, unary `-`/`+`, `abs`, the
   comparisons) with a strong operand, and a NumPy function (`np.sqrt(2.0)`,
   attr `numpy` from the frontend) on any scalars, promote as NumPy does on
-  arrays (`elementwise.numpy_promote`) with the strong scalars playing the
+  arrays (`types.numpy_promote`) with the strong scalars playing the
   arrays' part: `np.float32(1) * 2.0` is np.float32, `np.int64(1) + 1.5`
   np.float64, `x32[i] + np.float64(1)` np.float64, `np.add(1, 2)` np.int64.
   The result is strong. Its dtype is checked against NumPy's own, as for
@@ -25,8 +25,8 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
   raises on a negative, returns a Python float, of an f32 too), and so
   do `int()`, `float()`, `round()`, `not`: their results are weak. The
   builtins `min` and `max` return one of their operands: with a strong one, a
-  strong scalar of NumPy's promotion of the operands (`numpy_join`'s rule).
-- Two paths that merge (`join`) meet as NumPy combines them (`numpy_join`): a
+  strong scalar of NumPy's promotion of the operands (`types.numpy_join`'s rule).
+- Two paths that merge (`join`) meet as NumPy combines them (`types.numpy_join`): a
   strong and a weak value meet at NumPy's promotion of the two, strong.
 """
 from __future__ import annotations
@@ -43,11 +43,12 @@ from ..types import (
     TypeKey,
     is_numeric,
     is_strong,
+    numpy_promote,
     python_type_of,
     strong,
     weak,
 )
-from .elementwise import _strong, has_array, numpy_promote, numpy_result_dtype
+from .elementwise import has_array, numpy_result_dtype
 from .table import OPS, OpTypeError
 
 NUMPY_ONLY = ("where",)
@@ -65,14 +66,6 @@ reduction, a dot product)."""
 
 
 # ---- type rules ---------------------------------------------------------------------------
-
-def numpy_join(a: ScalarType, b: ScalarType) -> ScalarType:
-    """Where a strong scalar meets another scalar at a merge: NumPy's promotion, strong."""
-    if a.strong and b.strong:
-        return strong(_strong(weak(a), weak(b)))
-    strong_one, weak_one = (a, b) if a.strong else (b, a)
-    return strong(numpy_promote([weak(strong_one)], [weak(weak_one)]))
-
 
 def numpy_semantics(op: str, types: list[Type], attrs: dict) -> bool:
     """Whether a leaf node of `op` on operands of `types` computes as NumPy does on scalars."""
