@@ -11,6 +11,7 @@ from mlp_case import mlp_arrays, mlp_loss, mlp_step
 
 from astjit import grad, jit, nn, value_and_grad
 from astjit.api import interpret_call
+from astjit.ir.kernels import kernel_of
 
 rng = np.random.default_rng(7)
 f32 = np.float32
@@ -33,7 +34,8 @@ def is_identity_copy(node):
     """A `fused` node that only copies its inputs: no reduction, each output a kernel
     parameter as it is."""
     kernel = node.regions[0]
-    return ("reduce" not in node.attrs and node.attrs.get("rows") is None
+    spec = kernel_of(node)
+    return (spec is not None and spec.reduce is None
             and all(v in kernel.params for v in kernel.outputs))
 
 
@@ -64,7 +66,7 @@ def test_mlp_step_has_no_identity_copies_nor_zero_fill_sums():
     fused = fused_nodes(final)
     assert [n for n in fused if is_identity_copy(n)] == []
     assert zero_fill_sums(final) == []
-    nests = [n for n in fused if "rows" not in n.attrs]
+    nests = [n for n in fused if kernel_of(n) is not None]
     assert len(nests) <= MLP_NESTS_BEFORE - 4, len(nests)
 
 

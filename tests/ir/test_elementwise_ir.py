@@ -13,6 +13,7 @@ from astjit.ir.core import REGION_ROLES, STRUCTURAL_OPS, Graph, Module, Node, Va
 from astjit.ir.dot import format_dot
 from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
+from astjit.ir.kernels import Kernel, fused_attrs
 from astjit.ir.ops import OPS, OpTypeError
 from astjit.ir.ops.elementwise import UFUNCS, is_array_elementwise, numpy_promote
 from astjit.ir.passes.fuse import fuse_elementwise
@@ -175,7 +176,7 @@ def test_expression_becomes_one_fused_node():
     y = np.linspace(0, 3, 7).astype(np.float32)
     module, before, after = run_all(f, x, y)
     (fused,) = fused_nodes(module)
-    assert fused.inputs == module.entry_graph.params and fused.attrs == {"ndim": 1, "plan": (1, 1)}
+    assert fused.inputs == module.entry_graph.params and fused.attrs == {"fused": Kernel(1, (1, 1))}
     assert not any(is_array_elementwise(n) for g in module.graphs.values() for n in g.walk())
     np.testing.assert_allclose(after, f(x, y))
     np.testing.assert_allclose(before, f(x, y))
@@ -206,7 +207,7 @@ def test_single_op_and_broadcasting_split():
 
     x, m = np.arange(3.0), np.ones((2, 3))
     module, _, (s, a) = run_all(f, x, m)
-    assert [n.attrs["ndim"] for n in fused_nodes(module)] == [1, 2]
+    assert [fused_attrs(n).ndim for n in fused_nodes(module)] == [1, 2]
     np.testing.assert_allclose(s, x * 2.0 + m)
     assert a.shape == (3,)
 
@@ -307,7 +308,7 @@ def fused_graph():
     prod = kernel.add("mul", kernel.params, types=[F32]).outputs[0]
     kernel.outputs = [prod, kernel.add("gt", [prod, kernel.params[1]], types=[BOOL]).outputs[0]]
     node = Node("fused", [x, s], [Value("p", ArrayType(F32, 2)), Value("b", ArrayType(BOOL, 2))],
-                {"ndim": 2, "plan": (2, None)}, [kernel])
+                {"fused": Kernel(2, (2, None))}, [kernel])
     g = Graph("g", [x, s], [node])
     g.outputs = [g.add("tuple", node.outputs, types=[None]).outputs[0]]
     from astjit.ir.types import TupleType
@@ -329,9 +330,9 @@ def test_fused_is_structural():
 
 
 @pytest.mark.parametrize("break_it, message", [
-    (lambda n: n.attrs.update(plan=(1, None)), "plan"),
-    (lambda n: n.attrs.update(ndim=1), "dimensions"),
-    (lambda n: n.attrs.update(ndim=3, plan=(2, None)), "outputs"),
+    (lambda n: n.attrs.update(fused=Kernel(2, (1, None))), "plan"),
+    (lambda n: n.attrs.update(fused=Kernel(1, (2, None))), "dimensions"),
+    (lambda n: n.attrs.update(fused=Kernel(3, (2, None))), "outputs"),
     (lambda n: n.regions[0].params.pop(), "'kernel' parameters"),
     (lambda n: setattr(n.regions[0].params[0], "type", F64), "'kernel' parameters"),
     (lambda n: n.regions[0].outputs.pop(), "'kernel' outputs"),

@@ -17,38 +17,29 @@ Invariants (checked by `verify.py`):
             the node's outputs are the final carried values.
   ``call``  ``attrs["callee"]`` names a Graph of the Module; inputs are its
             arguments, the single output its result.
-  ``fused`` elementwise work over whole arrays, made by the fusion pass
-            (passes/fuse.py): one loop nest over a broadcast iteration space.
-            inputs: the arrays and scalars the kernel reads, each once.
-            attrs: ``ndim`` (the rank N of the iteration space) and ``plan``,
-            a tuple with, per input, its ndim (an array) or None (a scalar):
-            an array of ndim k is aligned with the last k axes of the space
-            (NumPy broadcasting: a size-1 axis stretches, other sizes must
-            agree; the space's shape is the broadcast of the inputs' shapes,
-            ValueError "operands could not be broadcast together with shapes
-            ..." otherwise); a scalar is the same at every point.
-            region ``[kernel]``: one parameter per input (an array's element
-            type, a scalar's own type), a body of scalar leaf ops only
-            (elementwise ops, ``cast``, ``const``, ``select``), and one scalar
-            output per node output. The kernel runs once per point of the
-            space with NumPy's semantics (no exceptions: 1/0 is inf, integer
-            division by zero 0, NaN from math functions, integers wrap).
-            outputs: new arrays (owned), output k of type
-            ``array<dtype of kernel output k, ndim>``, shaped as the space.
-            With a reduction (attrs ``reduce``: "sum", "mean", "max" or "min";
-            ``axes``: the reduced axes of the space, sorted, non-negative;
-            ``keepdims``: a bool), the kernel's last output is the element
-            reduced, already of the accumulator type (ops/reductions.py), and
-            the node's last output that reduction over ``axes`` of the kernel's
-            values: type ``reductions.result_type(kind, kernel output type,
-            ndim, axes, keepdims)`` (a scalar when every axis goes and none is
-            kept, else a new array); the other outputs are stored as above.
-            A *row group* (attr ``rows``: the number of outer axes; ``stages``;
-            passes/rowfuse.py) holds instead one region ``[rows]``, a graph of
-            plain `fused` nodes over the same space (their reductions over the
-            axes after the outer ones) and `sum_to_like` nodes, with one
-            parameter per input and one output per node output; it means that
-            graph, which a backend may run row by row.
+  ``fused`` work over whole arrays, made by the fusion passes; its attributes are one
+            typed value, ``attrs["fused"]`` (kernels.py), which every consumer matches on:
+            a ``Kernel`` (passes/fuse.py): one loop nest over a broadcast iteration space
+            of rank ``ndim``. inputs: the arrays and scalars the kernel reads, each once;
+            an array of ndim k (its ``plan`` entry; None for a scalar) is aligned with
+            the last k axes of the space (NumPy broadcasting: a size-1 axis stretches,
+            other sizes must agree, ValueError "operands could not be broadcast
+            together with shapes ..." otherwise). region ``[kernel]``: one parameter
+            per input (an array's element type, a scalar's own type), scalar leaf ops
+            only (elementwise ops, ``cast``, ``const``, ``select``), one scalar output
+            per node output, run once per point with NumPy's semantics (no exceptions:
+            1/0 is inf, integer division by zero 0, NaN from math functions, integers
+            wrap). outputs: new arrays (owned) ``array<dtype of kernel output k, ndim>``
+            shaped as the space; with a ``Reduction`` (kind: a row of
+            ``ops/reductions.REDUCTIONS``; axes; keepdims) the kernel's last output is
+            the element reduced, already of the accumulator type, and the node's last
+            output that reduction (``reductions.result_type``: a scalar when every
+            axis goes and none is kept, else a new array).
+            A ``RowGroup`` (passes/rowfuse.py) holds instead one region ``[rows]``: a
+            graph of Kernel `fused` nodes of the same ndim (reducing the axes after
+            the ``rows`` outer ones) and `sum_to_like` nodes, one parameter per input
+            and one output per node output; it means that graph, which a backend may
+            run row by row.
 
   Every other op is a leaf primitive from the table in `ops/`.
 - A function's Graph has exactly one output (its return value; a tuple-typed

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .core import Graph, Module, Node, Value
+from .kernels import Kernel, RowGroup, fused_attrs
 from .ops import OPS
 from .ops.elementwise import UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
 from .ops.reductions import py_reduce
@@ -164,10 +165,12 @@ class _Interpreter:
             return self.while_step(node, inputs, outputs)
         if node.op == "call":
             return self.call_step(node, inputs, outputs)
-        if node.op == "fused" and "rows" in node.attrs:  # a row group: its region, as a graph
-            return self.call_region_step(node, inputs, outputs)
         if node.op == "fused":
-            return fused_step(node, inputs, outputs)
+            match fused_attrs(node):
+                case RowGroup():  # its region, as a graph
+                    return self.call_region_step(node, inputs, outputs)
+                case Kernel() as spec:
+                    return fused_step(node, spec, inputs, outputs)
         if node.op in UFUNCS:
             return elementwise_step(node, inputs, outputs)
         return leaf_step(node, inputs, outputs)
@@ -274,10 +277,10 @@ def elementwise_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
     return run
 
 
-def fused_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
+def fused_step(node: Node, spec: Kernel, inputs: list[int], outputs: list[int]) -> Step:
     """A `fused` node (core.py): its kernel run once over the whole broadcast space with
     NumPy (each scalar op applied to arrays), each output a new array of the space's shape."""
-    kernel = node.regions[0]
+    kernel, reduction = node.regions[0], spec.reduce
     ops = list(kernel.nodes)
 
     def run(frame: Frame) -> None:
@@ -299,15 +302,15 @@ def fused_step(node: Node, inputs: list[int], outputs: list[int]) -> Step:
             else:
                 value = apply_numpy(inner.op, operands, [v.type for v in inner.inputs], t)
             env[inner.outputs[0]] = value
-        if "reduce" in node.attrs:  # the last output: the reduction of the kernel's last
+        if reduction is not None:  # the last output: the reduction of the kernel's last
             value = kernel.outputs[-1]
             space = numpy.empty(shape, dtype=NUMPY_NAMES[value.type.name])
             space[...] = env[value]
-            result = py_reduce(space, kind=node.attrs["reduce"], axis=node.attrs["axes"],
-                               keepdims=node.attrs["keepdims"])
+            result = py_reduce(space, kind=reduction.kind, axis=reduction.axes,
+                               keepdims=reduction.keepdims)
             frame[outputs[-1]] = coercion(node.outputs[-1].type)(result) \
                 if not isinstance(result, numpy.ndarray) else result
-        stored = len(node.outputs) - ("reduce" in node.attrs)
+        stored = len(node.outputs) - (reduction is not None)
         for slot, value, out in zip(outputs[:stored], kernel.outputs, node.outputs):
             result = numpy.empty(shape, dtype=NUMPY_NAMES[out.type.dtype.name])
             result[...] = env[value]

@@ -24,8 +24,8 @@ comment, which `locations=False` leaves out for golden tests.
 Attributes have one syntax on every op: `{name=value, ...}` after the operands
 (`reduce %x {kind='max', axis=(1,), keepdims=True}`; on a structural op before
 its regions' brace: `fused (%x, %0) {ndim=2, reduce='sum', axes=(1,),
-keepdims=True} {`; on a call after its arguments), in `ATTR_ORDER` and then by
-name. Values print as literals (`repr`), types by name, graph names as `@name`,
+keepdims=True} {`, a fused node's typed attributes (kernels.py) field by field;
+on a call after its arguments), in `ATTR_ORDER` and then by name. Values print as literals (`repr`), types by name, graph names as `@name`,
 and the attributes that point at operands by the operands' names: a fused
 node's `reuse` (the input whose buffer each output is written into,
 `reuse=%e.1`, a tuple with `None` when there are several outputs) and `ones`
@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 from ..errors import Loc
 from .core import REGION_ROLES, Graph, Module, Node, Value
+from .kernels import FusedAttrs, RowGroup, fields_of
 from .types import ArrayType, TapeType, Type
 
 OPERAND_ATTRS = ("value", "index")
@@ -190,23 +191,33 @@ def types_suffix(values: list[Value]) -> str:
 
 def region_roles(node: Node) -> tuple[str, ...]:
     """The role of each region of a structural op, by position (a row group's is `rows`)."""
-    return ("rows",) if node.op == "fused" and "rows" in node.attrs else REGION_ROLES[node.op]
+    if node.op == "fused" and isinstance(node.attrs.get("fused"), RowGroup):
+        return ("rows",)
+    return REGION_ROLES[node.op]
+
+
+def shown_attrs(node: Node) -> dict:
+    """The attributes as printed: a fused node's typed ones (kernels.py) field by field."""
+    if node.op == "fused" and isinstance(node.attrs.get("fused"), FusedAttrs):
+        return {**fields_of(node.attrs["fused"]),
+                **{k: v for k, v in node.attrs.items() if k != "fused"}}
+    return node.attrs
 
 
 def format_attrs(node: Node, names: ValueNames) -> str:
     """` {name=value, ...}`: the attributes the op's own syntax does not show, or ''."""
+    attrs = shown_attrs(node)
     skip = set(OPERAND_ATTRS + KEYWORD_ATTRS + BOOKKEEPING_ATTRS + HEADER_ATTRS.get(node.op, ()))
     skip.update(name for name, implied in IMPLIED_ATTRS.items()
-                if name in node.attrs and implied(node, node.attrs[name]))
-    shown = [k for k in node.attrs if k not in skip]
+                if name in attrs and implied(node, attrs[name]))
+    shown = [k for k in attrs if k not in skip]
     shown.sort(key=lambda k: (ATTR_ORDER.index(k), "") if k in ATTR_ORDER else (len(ATTR_ORDER), k))
     if not shown:
         return ""
-    return " {" + ", ".join(f"{k}={_attr_value(node, k, names)}" for k in shown) + "}"
+    return " {" + ", ".join(f"{k}={_attr_value(node, k, attrs[k], names)}" for k in shown) + "}"
 
 
-def _attr_value(node: Node, name: str, names: ValueNames) -> str:
-    value = node.attrs[name]
+def _attr_value(node: Node, name: str, value, names: ValueNames) -> str:
     if name in GRAPH_ATTRS and isinstance(value, str):
         return "@" + value
     if node.op == "fused" and name == "reuse":  # per output: the index of the donor input

@@ -25,6 +25,7 @@ after the memory pass; `passes.ownership.check_array_ownership` checks it.
 from __future__ import annotations
 
 from .core import REGION_ROLES, Graph, Module, Node, Value
+from .kernels import Kernel, RowGroup, kernel_of
 from .ops import OPS, OpTypeError
 from .ops.reductions import REDUCTIONS, result_dtype, result_type
 from .types import BOOL, ArrayType, Type
@@ -219,18 +220,21 @@ class _GraphChecker:
 
     def check_fused(self, node: Node, path: str) -> None:
         """The shape core.py gives `fused`: a kernel of scalar leaf ops over the inputs' elements."""
-        if "rows" in node.attrs:
-            self.check_row_group(node, path)
+        spec = node.attrs.get("fused")
+        if isinstance(spec, RowGroup):
+            self.check_row_group(node, spec, path)
             return
+        if not isinstance(spec, Kernel):
+            self.fail(path, node, f"'fused' needs attrs['fused'], a Kernel or RowGroup, got {spec!r}")
         self.expect_count(path, node, "regions", node.regions, 1)
         (kernel,) = node.regions
         self.expect_count(path, node, "'kernel' parameters", kernel.params, len(node.inputs))
         self.expect_count(path, node, "'kernel' outputs", kernel.outputs, len(node.outputs))
         if not node.outputs:
             self.fail(path, node, "a fused node has at least one output")
-        ndim, plan = node.attrs.get("ndim"), node.attrs.get("plan")
+        ndim, plan = spec.ndim, spec.plan
         if not isinstance(ndim, int) or ndim < 0:
-            self.fail(path, node, f"'fused' needs attrs['ndim'] >= 0, got {ndim!r}")
+            self.fail(path, node, f"'fused' needs a Kernel with ndim >= 0, got {ndim!r}")
         for inner in kernel.nodes:
             if inner.regions or inner.op in ("if", "while", "call", "fused"):
                 self.fail(path, node, f"a fused kernel holds scalar leaf ops only, got {inner.op!r}")
@@ -239,7 +243,7 @@ class _GraphChecker:
             return
         if plan != tuple(v.type.ndim if isinstance(v.type, ArrayType) else None
                          for v in node.inputs):
-            self.fail(path, node, f"attrs['plan'] {plan!r} does not match the inputs' ndims")
+            self.fail(path, node, f"the Kernel's plan {plan!r} does not match the inputs' ndims")
         if any(p is not None and p > ndim for p in plan):
             self.fail(path, node, f"an input has more than the space's {ndim} dimensions")
         elements = [v.type.dtype if isinstance(v.type, ArrayType) else v.type for v in node.inputs]
@@ -250,44 +254,45 @@ class _GraphChecker:
                 if isinstance(value.type, ArrayType):
                     self.fail(path, node, f"kernel value {value!r} is an array: a kernel computes "
                                           "one element")
-        if "reduce" in node.attrs:
-            self.check_reduction(node, path)
+        if spec.reduce is not None:
+            self.check_reduction(node, spec, path)
             return
         self.expect_types(path, node, "outputs", node.outputs,
                           [ArrayType(v.type, ndim) for v in kernel.outputs])
 
-    def check_row_group(self, node: Node, path: str) -> None:
+    def check_row_group(self, node: Node, group: RowGroup, path: str) -> None:
         """A row group (passes/rowfuse.py): a region of plain `fused` nodes over the same
         ndim, whose reductions run over the trailing axes after the `rows` outer ones, and
-        `sum_to_like` nodes; one role in attrs['stages'] per member."""
+        `sum_to_like` nodes; one role in its `stages` per member."""
         self.expect_count(path, node, "regions", node.regions, 1)
         (body,) = node.regions
         self.expect_count(path, node, "'rows' parameters", body.params, len(node.inputs))
         self.expect_count(path, node, "'rows' outputs", body.outputs, len(node.outputs))
-        ndim, rows = node.attrs.get("ndim"), node.attrs.get("rows")
+        ndim, rows = group.ndim, group.rows
         if not isinstance(ndim, int) or not isinstance(rows, int) or not 1 <= rows < ndim:
             self.fail(path, node, f"a row group needs 1 <= rows < ndim, got {rows!r}, {ndim!r}")
         inner = tuple(range(rows, ndim))
         members = [m for m in body.nodes if m.op not in ("array_retain", "array_release")]
-        if len(node.attrs.get("stages", ())) != len(members):
-            self.fail(path, node, "a row group's attrs['stages'] needs one role per member")
+        if len(group.stages) != len(members):
+            self.fail(path, node, "a row group's stages need one role per member")
         for member in members:
             if member.op == "sum_to_like":
                 continue
-            if member.op != "fused" or "rows" in member.attrs or member.attrs.get("ndim") != ndim:
+            spec = kernel_of(member)
+            if spec is None or spec.ndim != ndim:
                 self.fail(path, node, f"a row group holds plain fused nodes of ndim {ndim}, "
                                       f"got {member.op!r}")
-            if "reduce" in member.attrs and member.attrs.get("axes") != inner:
+            if spec.reduce is not None and spec.reduce.axes != inner:
                 self.fail(path, node, f"a row group's reductions run over axes {inner}, got "
-                                      f"{member.attrs.get('axes')!r}")
+                                      f"{spec.reduce.axes!r}")
         if self.typed:
             self.expect_types(path, node, "'rows' parameters", body.params, _types(node.inputs))
             self.expect_types(path, node, "'rows' outputs", body.outputs, _types(node.outputs))
         self.check_body(body, f"{path}/fused.rows")
 
-    def check_reduction(self, node: Node, path: str) -> None:
+    def check_reduction(self, node: Node, spec: Kernel, path: str) -> None:
         """A `fused` node with a reduction: the last output reduces the kernel's last one."""
-        kind, axes, ndim = node.attrs["reduce"], node.attrs.get("axes"), node.attrs["ndim"]
+        kind, axes, ndim = spec.reduce.kind, spec.reduce.axes, spec.ndim
         if kind not in REDUCTIONS or not isinstance(axes, tuple) \
                 or list(axes) != sorted(set(axes)) or any(not 0 <= a < ndim for a in axes):
             self.fail(path, node, f"bad reduction attrs: reduce={kind!r}, axes={axes!r}")
@@ -296,7 +301,7 @@ class _GraphChecker:
             self.fail(path, node, f"the kernel of a {kind} yields {element}, not its accumulator")
         self.expect_types(path, node, "outputs", node.outputs,
                           [*(ArrayType(t, ndim) for t in stored),
-                           result_type(kind, element, ndim, axes, node.attrs.get("keepdims"))])
+                           result_type(kind, element, ndim, axes, spec.reduce.keepdims)])
 
     def check_leaf(self, node: Node, path: str) -> None:
         opdef = OPS.get(node.op)

@@ -40,25 +40,20 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.types import BOOL, ArrayType
+from ...ir.kernels import RowGroup, fused_attrs
+from ...ir.types import ArrayType
 from . import arith, arrays, memory, outline, reductions, scalars
 from .compare import compare_const, const_like
-from .emitter import MAX_ERROR_VALUES
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_STRIDES, I1, I8, I64_T, lltype
+from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
+from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T, lltype
+from .rowwise import emit_rows
 
 if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
 
-BROADCAST_FAILED = "operands could not be broadcast together"
-
-
 def _i64(value: int) -> ir.Constant:
     return ir.Constant(I64_T, value)
-
-
-def _shape_text(placeholders: list[str]) -> str:
-    return "(" + ", ".join(placeholders) + ("," if len(placeholders) == 1 else "") + ")"
 
 
 def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value, int]],
@@ -68,49 +63,12 @@ def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value
     return broadcast_shapes(em, node, shapes, ndim)
 
 
-def broadcast_shapes(em: FunctionEmitter, node: Node, shapes: list[list[ir.Value]],
-                     ndim: int) -> list[ir.Value]:
-    """The broadcast of `shapes` (each aligned with the last axes of `ndim`), after the check
-    that they broadcast (ValueError naming them otherwise)."""
-    b = em.builder
-    one = _i64(1)
-    dims, bad = [], ir.Constant(I1, 0)
-    for axis in range(ndim):
-        size = one
-        for shape in shapes:
-            j = axis - (ndim - len(shape))
-            if j < 0:
-                continue
-            d = shape[j]
-            if size is one:
-                size = d
-                continue
-            clash = b.and_(b.and_(b.icmp_signed("!=", d, one), b.icmp_signed("!=", size, one)),
-                           b.icmp_signed("!=", d, size))
-            bad = b.or_(bad, clash)
-            size = b.select(b.icmp_signed("==", size, one), d, size)
-        dims.append(size)
-    if len(shapes) > 1:
-        values = [d for shape in shapes for d in shape]
-        if len(values) <= MAX_ERROR_VALUES:
-            parts, n = [], 0
-            for k in map(len, shapes):
-                parts.append(_shape_text(["{%d}" % (n + j) for j in range(k)]))  # noqa: UP031
-                n += k
-            detail = f"{BROADCAST_FAILED} with shapes " + " ".join(parts)
-            em.fail_with_values(node, bad, "ValueError", BROADCAST_FAILED, detail, values)
-        else:
-            em.fail_if(node, bad, "ValueError", BROADCAST_FAILED)
-    return dims
-
-
 def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
-    if "rows" in node.attrs:  # a row group (ir/passes/rowfuse.py)
-        from .rowwise import emit_rows
-
+    spec = fused_attrs(node)
+    if isinstance(spec, RowGroup):  # a row group (ir/passes/rowfuse.py)
         return emit_rows(em, node)
     b = em.builder
-    ndim, plan = node.attrs["ndim"], node.attrs["plan"]
+    ndim, plan = spec.ndim, spec.plan
     args = em.values_of(node.inputs)
     inputs = [(a, k) for a, k in zip(args, plan) if k is not None]
     dims = broadcast_dims(em, node, inputs, ndim)
@@ -118,7 +76,7 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
     # Per input: its element strides over the space's axes (0 where it broadcasts; the
     # constant 0 along the axes the `ones` hint says have length 1).
-    ones = node.attrs.get("ones") or (None,) * len(args)
+    ones = spec.ones or (None,) * len(args)
     strides = [None if k is None else space_strides(b, value, k, known, ndim)
                for value, k, known in zip(args, plan, ones)]
     in_types = [v.type for v in node.inputs]
@@ -150,30 +108,9 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         fast = unit_conds[0]
         for c in unit_conds[1:]:
             fast = b.and_(fast, c)
-    if "reduce" in node.attrs:
+    if spec.reduce is not None:
         return _reduction(em, node, dims, point, None if isinstance(fast, ir.Constant) else fast)
     return _elementwise(em, node, dims, point, fast)
-
-
-def space_strides(b: ir.IRBuilder, value: ir.Value, k: int, known: tuple[int, ...] | None,
-                  ndim: int) -> list[ir.Value]:
-    """An array input's element strides over the space's `ndim` axes (its `k` axes the last
-    ones): 0 where it broadcasts, the constant 0 along the axes the `ones` hint (`known`)
-    says have length 1."""
-    own = [_i64(0) if j in (known or ()) else
-           b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
-                    b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
-    return [_i64(0)] * (ndim - k) + own
-
-
-def run_kernel(em: FunctionEmitter, kernel, elements: list[ir.Value]) -> list[ir.Value]:
-    """The kernel region's outputs for one point's `elements`, with NumPy's semantics."""
-    saved = em.numpy_semantics
-    em.numpy_semantics = True
-    try:
-        return em.emit_graph(kernel, elements)
-    finally:
-        em.numpy_semantics = saved
 
 
 def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
@@ -207,7 +144,7 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     """The outputs (new arrays, or inputs' memory: `reuse`), then one nest storing the
     kernel's results at every point."""
     b = em.builder
-    donors = node.attrs.get("reuse") or (None,) * len(node.outputs)
+    donors = fused_attrs(node).reuse or (None,) * len(node.outputs)
     types = [out.type for out in node.outputs]
     if all(d is None for d in donors):
         outputs = [_allocate(em, node, t, dims) for t in types]
@@ -251,7 +188,7 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     always) chooses the unit-stride version, emitted twice; `donors`: input -> output in
     whose memory it lies."""
     b = em.builder
-    ndim = node.attrs["ndim"]
+    ndim = fused_attrs(node).ndim
     out_strides = [[b.extract_value(o, [ARRAY_STRIDES, j]) for j in range(ndim)] for o in outputs]
     out_types = [o.type for o in node.outputs]
 
@@ -295,36 +232,6 @@ def reduce_routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.
 
     (result,) = emit_fused(em, reduction_node(node))
     return result
-
-
-def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
-             indices: list[ir.Value]) -> ir.Value:
-    offset = None
-    for index, stride in zip(indices, strides):
-        if isinstance(stride, ir.Constant) and stride.constant == 0:
-            continue
-        term = index if isinstance(stride, ir.Constant) and stride.constant == 1 \
-            else b.mul(index, stride, flags=["nsw"])
-        offset = term if offset is None else b.add(offset, term, flags=["nsw"])
-    data = b.extract_value(array, ARRAY_DATA)
-    return data if offset is None else b.gep(data, [offset], inbounds=True)
-
-
-def load_element(em, array, dtype, strides, indices):
-    """The element of `array` at `indices` read with element `strides` (a bool as i1)."""
-    b = em.builder
-    value = b.load(_address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
-    if dtype == BOOL:
-        return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
-    return value
-
-
-def store_element(em, array, dtype, strides, indices, value):
-    """Store `value` into `array` at `indices` with element `strides`."""
-    b = em.builder
-    if dtype == BOOL:
-        value = b.zext(value, I8)
-    b.store(value, _address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
 
 
 # ---- the kernel's scalar ops with NumPy's semantics -------------------------------------------

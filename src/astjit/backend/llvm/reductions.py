@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from ...ir.kernels import fused_attrs
 from ...ir.ops import Builder, Intrinsic
 from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
@@ -141,7 +142,8 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     condition under which the unit-stride version may run (None: only the general one).
     """
     b = em.builder
-    kind, axes, keepdims = node.attrs["reduce"], node.attrs["axes"], node.attrs["keepdims"]
+    reduction = fused_attrs(node).reduce
+    kind, axes, keepdims = reduction.kind, reduction.axes, reduction.keepdims
     row = REDUCTIONS[kind]
     element = node.regions[0].outputs[-1].type
     if _has_avx512():

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from ...ir.kernels import fused_attrs, kernel_of, reduction_of
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
 from . import arrays, memory, outline, reductions
-from .fused import broadcast_shapes, load_element, run_kernel, space_strides, store_element
+from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def emit_rows(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     args = em.values_of(node.inputs)
     outside = dict(zip(body.params, args))
     members = [m for m in body.nodes if m.op in ("fused", "sum_to_like")]
-    roles = node.attrs["stages"]
+    roles = fused_attrs(node).stages
     space, ok = _spaces(em, node, members, roles, outside)
     ok = b.and_(ok, _row_layout(em, node, args))
     if em.fast_only(ok):
@@ -83,7 +84,8 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
     """The group's space (the first member's) and whether every member's shapes agree with
     it (step 1 of the module docstring), each member checked as its own run would."""
     b = em.builder
-    ndim, rows = node.attrs["ndim"], node.attrs["rows"]
+    group = fused_attrs(node)
+    ndim, rows = group.ndim, group.rows
     shape_of = {p: [arrays.dim(b, a, j) for j in range(p.type.ndim)]
                 for p, a in outside.items() if isinstance(p.type, ArrayType)}
     space: list[ir.Value] = []
@@ -109,12 +111,12 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
         ok = agree(dims, per_row if role == "row" else space)
         for v in m.outputs:
             shape_of[v] = dims
-        if "reduce" in m.attrs:
+        if (reduction := reduction_of(m)) is not None:
             count = memory.size_of_dims(b, dims[rows:])
-            if REDUCTIONS[m.attrs["reduce"]].empty_raises:
+            if REDUCTIONS[reduction.kind].empty_raises:
                 em.fail_if(m, b.icmp_signed("==", count, _i64(0)), "ValueError",
-                           empty_message(m.attrs["reduce"]))
-            kept = dims[:rows] + ([_i64(1)] * (ndim - rows) if m.attrs["keepdims"] else [])
+                           empty_message(reduction.kind))
+            kept = dims[:rows] + ([_i64(1)] * (ndim - rows) if reduction.keepdims else [])
             shape_of[m.outputs[-1]] = kept
     return space, ok
 
@@ -122,9 +124,10 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
 def _row_layout(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """Whether every outside array steps between rows at least as far as within one."""
     b = em.builder
-    ndim, rows = node.attrs["ndim"], node.attrs["rows"]
+    group = fused_attrs(node)
+    ndim, rows = group.ndim, group.rows
     ok = ir.Constant(I1, 1)
-    for value, k in zip(args, node.attrs["plan"]):
+    for value, k in zip(args, group.plan):
         outer = rows - 1 - (ndim - (k or 0))
         if k is None or outer < 0:
             continue  # a scalar, or the same data for every row
@@ -149,8 +152,8 @@ class _RowLoop:
                  roles: tuple[str, ...], outside: dict[Value, ir.Value], dims: list[ir.Value]):
         self.em, self.node, self.outside, self.dims = em, node, outside, dims
         self.members = list(zip(members, roles))
-        self.rows = node.attrs["rows"]
-        self.ndim = node.attrs["ndim"]
+        self.rows = fused_attrs(node).rows
+        self.ndim = fused_attrs(node).ndim
         self.same = {m.outputs[0]: m.inputs[0] for m, role in self.members if role == "same"}
         """A `sum_to_like` that is the identity: its result -> its operand."""
         self.storage: dict[Value, tuple[ir.Value, list[ir.Value]]] = {}
@@ -211,7 +214,7 @@ class _RowLoop:
         """"full" or "per row" (a reduction's result, a row member's or a row sum's)."""
         for m, role in self.members:
             if v in m.outputs:
-                if role in ("row", "row sum") or "reduce" in m.attrs and v is m.outputs[-1]:
+                if role in ("row", "row sum") or reduction_of(m) and v is m.outputs[-1]:
                     return "per row"
                 return "full"
         raise AssertionError(v)
@@ -224,7 +227,7 @@ class _RowLoop:
         for m, role in reversed(self.members):
             if role != "full":
                 continue
-            for v in m.outputs[:-1] if "reduce" in m.attrs else m.outputs:
+            for v in m.outputs[:-1] if reduction_of(m) else m.outputs:
                 if v in self.storage:
                     continue
                 if v in taker:
@@ -237,7 +240,7 @@ class _RowLoop:
                 self.scratch.append(array)
                 own = [b.extract_value(array, [ARRAY_STRIDES, j]) for j in range(len(inner))]
                 self.storage[v] = (array, [_i64(0)] * self.rows + own)
-            for k, donor in enumerate(m.attrs.get("reuse") or ()):
+            for k, donor in enumerate(kernel_of(m).reuse or ()):
                 if donor is None:
                     continue
                 v = m.inputs[donor]
@@ -247,7 +250,8 @@ class _RowLoop:
     def _outside_strides(self, m: Node) -> list[list[ir.Value] | None]:
         """Per input of member `m`: its strides over the space if it is an outside array."""
         b = self.em.builder
-        ones = m.attrs.get("ones") or (None,) * len(m.inputs)
+        spec = kernel_of(m)  # None for a sum_to_like
+        ones = (spec.ones if spec else None) or (None,) * len(m.inputs)
         return [space_strides(b, self.outside[v], v.type.ndim, known, self.ndim)
                 if v in self.outside and isinstance(v.type, ArrayType) else None
                 for v, known in zip(m.inputs, ones)]
@@ -290,7 +294,8 @@ class _RowLoop:
             for v, value in zip(m.outputs, run_kernel(em, kernel, elements)):
                 self._per_row(v, value, outer)
             return
-        stored = m.outputs[:-1] if "reduce" in m.attrs else m.outputs
+        reduction = reduction_of(m)
+        stored = m.outputs[:-1] if reduction else m.outputs
 
         def at(indices: list[ir.Value]) -> list[ir.Value]:
             elements = [self._load(v, st, indices, unit) for v, st in zip(m.inputs, strides)]
@@ -302,11 +307,11 @@ class _RowLoop:
                 store_element(em, array, v.type.dtype, st, indices, value)
             return values
 
-        if "reduce" not in m.attrs:
+        if reduction is None:
             arrays.loop_nest(em, inner, at, "rows.inner", outer)
             return
         element = kernel.outputs[-1].type
-        value = reductions.emit_row_reduction(em, m.attrs["reduce"], element, inner,
+        value = reductions.emit_row_reduction(em, reduction.kind, element, inner,
                                               lambda indices: at(indices)[-1], outer)
         self._per_row(m.outputs[-1], value, outer)
 

@@ -128,9 +128,9 @@ def reduce_rule(types, attrs):
 
 def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False):
     """NumPy's reduction; a Python scalar when every axis goes and none is kept."""
-    import numpy
-
     import warnings
+
+    import numpy
 
     reference = getattr(numpy, REDUCTIONS[kind].reference)
     with numpy.errstate(all="ignore"), warnings.catch_warnings():

@@ -27,8 +27,8 @@ elementwise leaf op remains.
 
 Reductions (`reduce`, ops/reductions.py): a `reduce` whose operand is the
 result of an open group *joins* it (when the group is exact, as above): the
-group's `fused` node then carries the reduction (attrs `reduce`, `axes`
-normalized: sorted and non-negative, `keepdims`), its last output is the
+group's `fused` node then carries the reduction (its Kernel's `Reduction`,
+kernels.py: `axes` normalized, sorted and non-negative), its last output is the
 reduce's result and its kernel's last output the reduced element, cast to the
 reduction's accumulator type (a bool to int64 for a sum, an int to float64 for
 a mean). The elementwise intermediate is never stored unless something else
@@ -42,8 +42,8 @@ ops do, and they are not ordered among themselves either).
 
 Broadcast hints: an array input known to have length 1 along some axes (a
 `keepdims` reduction's result, a `reshape` to a literal 1: `m` in
-`x - np.max(x, axis=1, keepdims=True)`) is listed in the `fused` node's
-optional attr `ones` (per input, the sorted tuple of those axes of its own,
+`x - np.max(x, axis=1, keepdims=True)`) is listed in the Kernel's
+optional field `ones` (per input, the sorted tuple of those axes of its own,
 None for a scalar). The backend then reads it with a constant stride 0 there,
 and its innermost loop stays unit-stride and vectorizable.
 
@@ -51,14 +51,17 @@ Buffer reuse: an elementwise `fused` node may write an output into the memory
 of an input it reads for the last time: an array another `fused` node of the
 same graph made (a new array, so nobody outside the invocation sees it), of
 the output's dtype and the space's ndim, used by no later node nor returned
-(`e / s` in a softmax writes into `e`). The optional attr `reuse` lists, per
+(`e / s` in a softmax writes into `e`). The Kernel's optional field `reuse` lists, per
 output, the index of such an input or None; the backend takes the buffer only
 when, at run time, it is C-contiguous, of the space's shape, and its owner has
 no other reference (no view of it is alive), and allocates otherwise.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..core import Graph, Module, Node, Value
+from ..kernels import Kernel, Reduction, kernel_of
 from ..ops.elementwise import array_plan, is_array_elementwise
 from ..ops.reductions import normalize_axes, result_dtype
 from ..types import ArrayType
@@ -146,13 +149,14 @@ def _mark_reuse(graph: Graph) -> None:
     for v in graph.outputs:
         last_use[v] = len(graph.nodes)
     for i, node in enumerate(graph.nodes):
-        if node.op != "fused" or "reduce" in node.attrs:
+        spec = kernel_of(node)
+        if spec is None or spec.reduce is not None:
             continue
         taken: set[int] = set()
         reuse = []
-        ones = node.attrs.get("ones") or [()] * len(node.inputs)
+        ones = spec.ones or [()] * len(node.inputs)
         # a donor known to have length 1 where the space may not is never the right shape
-        ndim = node.attrs["ndim"]
+        ndim = spec.ndim
         space_ones = {a for a in range(ndim) if all(
             a < ndim - v.type.ndim or a - (ndim - v.type.ndim) in k
             for v, k in zip(node.inputs, ones) if isinstance(v.type, ArrayType))}
@@ -164,7 +168,7 @@ def _mark_reuse(graph: Graph) -> None:
                 taken.add(found)
             reuse.append(found)
         if taken:
-            node.attrs["reuse"] = tuple(reuse)
+            node.attrs["fused"] = dataclasses.replace(spec, reuse=tuple(reuse))
 
 
 def _mark_reducing(graph: Graph, ones: dict[Value, tuple[int, ...]]) -> None:
@@ -293,11 +297,11 @@ def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value,
         outputs = _outputs(members, uses)
         kernel.outputs = [env[v] for v in outputs]
         ndim = max(v.type.ndim for v in outputs)
-        fused = Node("fused", inputs, outputs, {"ndim": ndim, "plan": _plan(inputs)}, [kernel],
+        fused = Node("fused", inputs, outputs, {"fused": Kernel(ndim, _plan(inputs))}, [kernel],
                      members[-1].loc)
     if any(v in ones for v in inputs):
-        fused.attrs["ones"] = tuple(ones.get(v, ()) if isinstance(v.type, ArrayType) else None
-                                    for v in inputs)
+        known = tuple(ones.get(v, ()) if isinstance(v.type, ArrayType) else None for v in inputs)
+        fused.attrs["fused"] = dataclasses.replace(fused.attrs["fused"], ones=known)
     return fused
 
 
@@ -317,7 +321,7 @@ def _reduction(reduce: Node, kernel: Graph, inputs: list[Value], env: dict[Value
         value = kernel.add("cast", [value], attrs={"to": accumulator}, loc=reduce.loc,
                            types=[accumulator]).outputs[0]
     kernel.outputs = [env[v] for v in stored] + [value]
-    attrs = {"ndim": t.ndim, "plan": _plan(inputs), "reduce": kind,
-             "axes": normalize_axes(reduce.attrs.get("axis"), t.ndim),
-             "keepdims": bool(reduce.attrs.get("keepdims"))}
+    reduction = Reduction(kind, normalize_axes(reduce.attrs.get("axis"), t.ndim),
+                          bool(reduce.attrs.get("keepdims")))
+    attrs = {"fused": Kernel(t.ndim, _plan(inputs), reduction)}
     return Node("fused", inputs, [*stored, *reduce.outputs], attrs, [kernel], reduce.loc)

@@ -42,9 +42,9 @@ themselves); so the group node, placed where its last member was, comes after
 every input it reads and before every outside use of its results. A group of
 one member, or with no row-wise reduction or per-row `x`, is left as it was.
 
-The group node is a `fused` node with attrs `rows` (the number of outer axes),
-`stages` (each member's role, `STAGES`) and `ndim`, `plan` as usual
-(core.py); its one region, `rows`, takes the
+The group node is a `fused` node whose attributes are a `RowGroup` (kernels.py:
+`rows`, the number of outer axes; `stages`, each member's role, `STAGES`; `ndim`,
+`plan` as a Kernel's); its one region, `rows`, takes the
 group's outside operands as parameters and holds the member `fused` nodes,
 unchanged but for their operands (the parameters, or the earlier members'
 results inside the region), and yields the member results used outside the
@@ -63,6 +63,7 @@ buffers, or in the row of the output that the member reading them last writes
 from __future__ import annotations
 
 from ..core import Graph, Module, Node, Value
+from ..kernels import RowGroup, kernel_of
 from ..types import ArrayType
 from .effects import has_effects
 from .fuse import node_uses
@@ -102,8 +103,9 @@ class _RowGroup:
         kind = PER_ROW if role in ("row", "row sum") else FULL
         for v in node.outputs:
             self.kinds[v] = kind
-        if "reduce" in node.attrs:
-            self.kinds[node.outputs[-1]] = PER_ROW if node.attrs["keepdims"] else REDUCED
+        spec = kernel_of(node)
+        if spec is not None and spec.reduce is not None:
+            self.kinds[node.outputs[-1]] = PER_ROW if spec.reduce.keepdims else REDUCED
 
     def per_row(self, v: Value, ones: dict[Value, tuple[int, ...]], rows: int | None) -> bool:
         """Whether `v` holds one value per outer index (a group value, or an outside array of
@@ -123,9 +125,10 @@ its operand); a `sum_to_like` summing a full value per row (its target per row).
 
 def outer_axes(node: Node) -> int | None:
     """For a `fused` node reducing a trailing run of axes r..N-1 with r >= 1: r."""
-    if "reduce" not in node.attrs:
+    spec = kernel_of(node)
+    if spec is None or spec.reduce is None:
         return None
-    axes, ndim = node.attrs["axes"], node.attrs["ndim"]
+    axes, ndim = spec.reduce.axes, spec.ndim
     if axes and axes[0] >= 1 and axes == tuple(range(axes[0], ndim)):
         return axes[0]
     return None
@@ -133,9 +136,10 @@ def outer_axes(node: Node) -> int | None:
 
 def _candidate(node: Node) -> bool:
     """A plain `fused` node that may be a row group's member (or start one)."""
-    if node.op != "fused" or "rows" in node.attrs or node.attrs["ndim"] < 2:
+    spec = kernel_of(node)
+    if spec is None or spec.ndim < 2:
         return False
-    return "reduce" not in node.attrs or outer_axes(node) is not None
+    return spec.reduce is None or outer_axes(node) is not None
 
 
 def _role(group: _RowGroup, node: Node, ones: dict) -> tuple[str, int | None] | None:
@@ -145,7 +149,7 @@ def _role(group: _RowGroup, node: Node, ones: dict) -> tuple[str, int | None] | 
         return None
     if node.op == "sum_to_like":
         return _sum_role(group, node, ones)
-    if node.attrs["ndim"] != group.ndim:
+    if kernel_of(node).ndim != group.ndim:
         return None
     rows = outer_axes(node)
     if rows is not None and group.rows not in (None, rows):
@@ -198,7 +202,7 @@ def _group_graph(graph: Graph) -> None:
                     g.closed = True
                 if node.op == "sum_to_like":
                     continue
-                group = _RowGroup(node.attrs["ndim"])
+                group = _RowGroup(kernel_of(node).ndim)
                 groups.append(group)
                 role = ("full", outer_axes(node))
             group.add(node, *role)
@@ -227,13 +231,14 @@ def _known_ones(graph: Graph) -> dict[Value, tuple[int, ...]]:
     what the `ones` hints of fuse.py say of the `fused` nodes' inputs."""
     ones: dict[Value, tuple[int, ...]] = {}
     for node in graph.nodes:
-        if node.op != "fused":
+        spec = kernel_of(node)
+        if spec is None:
             continue
-        for v, known in zip(node.inputs, node.attrs.get("ones") or ()):
+        for v, known in zip(node.inputs, spec.ones or ()):
             if known:
                 ones[v] = known
-        if "reduce" in node.attrs and node.attrs["keepdims"]:
-            ones[node.outputs[-1]] = node.attrs["axes"]
+        if spec.reduce is not None and spec.reduce.keepdims:
+            ones[node.outputs[-1]] = spec.reduce.axes
     return ones
 
 
@@ -259,5 +264,5 @@ def _build(group: _RowGroup, uses: dict[Value, set[int]]) -> Node:
         body.nodes.append(m)
     body.outputs = [local[v] for v in outputs]
     plan = tuple(v.type.ndim if isinstance(v.type, ArrayType) else None for v in inputs)
-    attrs = {"ndim": group.ndim, "rows": group.rows, "plan": plan, "stages": tuple(group.roles)}
+    attrs = {"fused": RowGroup(group.ndim, group.rows, plan, tuple(group.roles))}
     return Node("fused", inputs, outputs, attrs, [body], members[-1].loc)

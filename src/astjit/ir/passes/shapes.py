@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import Graph, Module, Node, Value
+from ..kernels import RowGroup, fused_attrs
 from ..ops.elementwise import is_array_elementwise
 from ..ops.reductions import normalize_axes, result_type
 from ..types import I64, ArrayType, ScalarType
@@ -213,14 +214,15 @@ SHAPE_RULES: dict[str, Callable[[Node, _ShapeTable], Shape | None]] = {
 def _fused_shapes(node: Node, table: _ShapeTable) -> list[Shape | None]:
     """A plain `fused` node's outputs: the broadcast of its inputs (its iteration space),
     the reduction's, if any, last; a row group's are unknown."""
-    if "rows" in node.attrs:
+    spec = fused_attrs(node)
+    if isinstance(spec, RowGroup):
         return []
     arrays_ = [table.shape(v) for v in node.inputs if isinstance(v.type, ArrayType)]
-    space = broadcast(arrays_, node.attrs["ndim"])
-    if space is None or "reduce" not in node.attrs:
+    space = broadcast(arrays_, spec.ndim)
+    if space is None or spec.reduce is None:
         return [space] * len(node.outputs)
-    axes = node.attrs["axes"]
-    if node.attrs["keepdims"]:
+    axes = spec.reduce.axes
+    if spec.reduce.keepdims:
         reduced = tuple(ONE if k in axes else d for k, d in enumerate(space))
     else:
         reduced = tuple(d for k, d in enumerate(space) if k not in axes)
