@@ -4,7 +4,7 @@ A *spelling* is one way to write an op in Python: `a + b`, `not a`, `abs(a)`,
 `math.sqrt(a)`, `np.add(a, b)`, `np.sum(a, axis=0)`, `a.sum()`. The spellings
 come from the maps the frontend compiles from, never from a list written here:
 
-- operators: `lower.BINARY_OPS`, `UNARY_OPS`, `COMPARE_OPS` (the text is
+- operators: `operators.BINARY_OPS`, `UNARY_OPS`, `COMPARE_OPS` (the text is
   `ast.unparse` of the operator node);
 - builtins and `math` functions: `builtins._BUILTIN_HANDLERS` and `_MATH_OPS`;
   each handler is called with a recording `emit` to learn its arity and ops;
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from astjit.frontend import builtins as builtin_calls
-from astjit.frontend import lower, reductions, ufuncs
+from astjit.frontend import operators, reductions, ufuncs
 from astjit.frontend.builtins import CallError
 from astjit.ir.ops.elementwise import UFUNCS
 
@@ -83,11 +83,11 @@ def _called(prefix: str, name: str, handler, family: str) -> Spelling | None:
 def _operators() -> list[Spelling]:
     a, b = ast.Name("a"), ast.Name("b")
     out = [Spelling(ast.unparse(ast.BinOp(a, node(), b)), frozenset({op}), 2, "operator")
-           for node, op in lower.BINARY_OPS.items()]
+           for node, op in operators.BINARY_OPS.items()]
     out += [Spelling(ast.unparse(ast.UnaryOp(node(), a)), frozenset({op}), 1, "operator")
-            for node, op in lower.UNARY_OPS.items()]
+            for node, op in operators.UNARY_OPS.items()]
     out += [Spelling(ast.unparse(ast.Compare(a, [node()], [b])), frozenset({op}), 2, "operator")
-            for node, op in lower.COMPARE_OPS.items()]
+            for node, op in operators.COMPARE_OPS.items()]
     return out
 
 

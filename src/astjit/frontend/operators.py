@@ -1,4 +1,4 @@
-"""Python's operators and the primitives they lower to (lower.py, and `x <op>= v` in statements.py)."""
+"""Python's operators and the primitives they lower to (expressions.py, and `x <op>= v` in statements.py)."""
 from __future__ import annotations
 
 import ast

@@ -8,7 +8,7 @@ registers anything as a side effect of being imported.
 """
 from __future__ import annotations
 
-from . import calls, creation, linalg, loops, lower, reductions, statements, views
+from . import calls, creation, expressions, linalg, loops, reductions, statements, views
 from .builtins import primitive_handler
 from .state import Callee, Rules
 from .ufuncs import ufunc_handler
@@ -40,7 +40,7 @@ METHODS = {
 }
 
 RULES = Rules(
-    expressions=_merge(lower.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS),
+    expressions=_merge(expressions.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS),
     statements=_merge(statements.STATEMENTS, loops.STATEMENTS),
     callees=CALLEES,
     methods=METHODS,
