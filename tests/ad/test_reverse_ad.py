@@ -15,7 +15,7 @@ import pytest
 
 from astjit.errors import Loc
 from astjit.frontend import lower_function
-from astjit.ir.ad.duplicates import RECOMPUTED
+from astjit.ir.ad.recomputation import RECOMPUTED
 from astjit.ir.ad.reverse import NotDifferentiableError, reverse_graph
 from astjit.ir.core import Graph, Module, Value
 from astjit.ir.infer import infer_types

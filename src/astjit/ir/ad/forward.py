@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..core import Graph, Module, Node, Value
 from ..passes.inline import clone_node
 from ..types import TupleType
-from .emit import Emitter
+from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 from .forward_activity import active_values, differentiable
 from .forward_rules import leaf_tangent, zeros
@@ -89,7 +89,7 @@ def _build_jvp(module: Module, graph: Graph, jvp_name: str, tangent_params: list
         del module.graphs[jvp_name]
         raise
     out = graph.outputs[0]
-    pair = Emitter(jvp, graph.loc).op("tuple", transform.mapping[out], transform.tangent(out, jvp))
+    pair = GraphBuilder(jvp, graph.loc).op("tuple", transform.mapping[out], transform.tangent(out, jvp))
     jvp.outputs = [pair]
 
 
@@ -133,7 +133,7 @@ class _Transform:
         """The tangent of original `value`: its tangent if active, else zeros added to `graph`."""
         if value in self.tangents:
             return self.tangents[value]
-        return zeros(Emitter(graph, graph.loc), value.type)
+        return zeros(GraphBuilder(graph, graph.loc), value.type)
 
     def body(self, source: Graph, target: Graph) -> None:
         """Append to `target` the copy of `source`'s nodes with their tangents."""
@@ -158,7 +158,7 @@ class _Transform:
         """The copy of a leaf op, then its result's tangent (a freed tape frees its tangent)."""
         copy = clone_node(node, self.mapping)
         target.nodes.append(copy)
-        e = Emitter(target, node.loc)
+        e = GraphBuilder(target, node.loc)
         if node.op == "tape_free":  # the tangent tape goes when its tape does
             e.op("tape_free", self.tangents[node.inputs[0]])
             return
@@ -238,6 +238,6 @@ class _Transform:
                  if differentiable(p.type)]
         pair = target.add("call", args, attrs={"callee": jvp_name}, loc=node.loc,
                           types=[TupleType((out.type, out.type))]).outputs[0]
-        e = Emitter(target, node.loc)
+        e = GraphBuilder(target, node.loc)
         self.mapping[out] = e.op("getitem", pair, index=0)
         self.tangents[out] = e.op("getitem", pair, index=1)

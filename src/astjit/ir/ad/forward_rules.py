@@ -21,11 +21,11 @@ from collections.abc import Callable
 from ..core import Node, Value
 from ..ops import OPS, zero_of
 from ..types import ScalarType, TapeType, TupleType, Type
-from .emit import Emitter
+from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 
 
-def zeros(e: Emitter, t: Type) -> Value:
+def zeros(e: GraphBuilder, t: Type) -> Value:
     """The zero tangent of type `t`: 0.0 for floats, 0 / False for ints and bools, elementwise
     for tuples."""
     if isinstance(t, TupleType):
@@ -36,12 +36,12 @@ def zeros(e: Emitter, t: Type) -> Value:
     return e.const(zero_of(t), t)
 
 
-TangentRule = Callable[[Emitter, Node, list[Value], Value, list[Value | None]], Value]
+TangentRule = Callable[[GraphBuilder, Node, list[Value], Value, list[Value | None]], Value]
 """rule(e, node, inputs, out, tangents) -> the tangent of `out`; `inputs` and `out` are the
 node's values in the new graph, `tangents[i]` is input i's tangent or None when inactive."""
 
 
-def _or_zeros(e: Emitter, value: Value, tangent: Value | None) -> Value:
+def _or_zeros(e: GraphBuilder, value: Value, tangent: Value | None) -> Value:
     return tangent if tangent is not None else zeros(e, value.type)
 
 
@@ -80,7 +80,7 @@ STRUCTURAL_RULES: dict[str, TangentRule] = {
 """Ops whose tangent is built the way their value is (the tape's tangent is a tape)."""
 
 
-def linear_tangent(e: Emitter, node: Node, inputs: list[Value], out: Value,
+def linear_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
                    tangents: list[Value | None]) -> Value:
     """The tangent of a leaf op from its VJP rule: one call per active input, summed."""
     rule = OPS[node.op].vjp
@@ -102,7 +102,7 @@ def linear_tangent(e: Emitter, node: Node, inputs: list[Value], out: Value,
     return total if total is not None else zeros(e, out.type)
 
 
-def leaf_tangent(e: Emitter, node: Node, inputs: list[Value], out: Value,
+def leaf_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
                  tangents: list[Value | None]) -> Value:
     """The tangent of an active leaf op's result, emitted with `e`."""
     rule = STRUCTURAL_RULES.get(node.op, linear_tangent)

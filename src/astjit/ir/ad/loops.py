@@ -28,7 +28,7 @@ invariants' share to their accumulators:
 
 `dc` then holds the adjoints of the loop's initial carried values, `dinv`
 those of the invariants. An array invariant's `dinv` is an accumulator
-(`adjoints.py`): the body's sweep starts its adjoint from it and adds into it,
+(`sweep.py`): the body's sweep starts its adjoint from it and adds into it,
 in place for element reads and views, so `x[i]` in the loop costs O(1) per
 backward iteration, not a copy of x's adjoint. Only active carried slots and invariants get
 adjoint slots. The condition region is never differentiated (it yields a
@@ -36,7 +36,7 @@ bool), and runs only forward.
 
 The backward body repeats work the forward copy ran already, on the same
 values; so what of the recomputation it does not read is dropped, effects and
-all (at its top level: `duplicates.py`). And what it keeps, the forward copy
+all (at its top level: `recomputation.py`). And what it keeps, the forward copy
 need not run for anything but its results: the loops, branches and calls of
 the forward body whose twins the backward body keeps are marked `recomputed`,
 which lets dead code elimination delete them when only the gradient is wanted.
@@ -75,13 +75,13 @@ from typing import TYPE_CHECKING
 from ..core import Graph, Node, Value
 from ..passes.inline import clone_graph, clone_node
 from ..types import I64, ArrayType, TupleType
-from .duplicates import drop_unused_recomputation, mark_recomputed
-from .emit import Emitter
+from .builder import GraphBuilder
+from .recomputation import drop_unused_recomputation, mark_recomputed
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
 from .writes import LOG, emit_undo, emit_undo_entries, log_type, thread_logs, write_count, written_invariants
 
 if TYPE_CHECKING:
-    from .adjoints import RegionSweep
+    from .sweep import RegionSweep
 
 TAPE, TRIPS, REMAINING = "$tape", "$trips", "$k"
 """Names of the values the transform adds to loops."""
@@ -154,7 +154,7 @@ def _taped_loop(sweep: RegionSweep, node: Node, fields: list[int],
     carried = node.inputs[n_invariants:]
     log_slots = written_invariants(node, sweep.ad.active)
     forward = Graph("forward")  # a scratch graph: the caller splices its nodes in
-    e = Emitter(forward, node.loc)
+    e = GraphBuilder(forward, node.loc)
     names, extra = [TRIPS], [e.const(0, I64)]
     if fields:
         types = [carried[i].type if i < len(carried) else I64 for i in fields]
@@ -186,7 +186,7 @@ def _taped_body(body: Graph, extra: list[Value], n_invariants: int, fields: list
     its writes into the invariants `log_slots`; and what each node became in it."""
     params = fresh_copies(body.params)
     taped = Graph(body.name, params + extra, loc=body.loc)
-    e = Emitter(taped, body.loc)
+    e = GraphBuilder(taped, body.loc)
     carried = params[n_invariants:]
     logs = extra[:len(log_slots)]
     recorded = [carried[i] if i < len(carried) else e.op("tape_len", logs[i - len(carried)])
@@ -265,7 +265,7 @@ def backward_while(sweep: RegionSweep, node: Node) -> None:
         _untape(sweep, node, taped)
         return
     taped = _emit_backward_loop(sweep, node, taped, grads)
-    e = Emitter(sweep.dst, node.loc)
+    e = GraphBuilder(sweep.dst, node.loc)
     for tape in ([taped.tape] if taped.tape is not None else []) + taped.logs:
         e.op("tape_free", tape)
 
@@ -281,7 +281,7 @@ def _emit_backward_loop(sweep: RegionSweep, node: Node, taped: TapedLoop,
         [i for i, p in enumerate(body_params[n_invariants:]) if sweep.ad.wants_adjoint(p)],
         [k for k, p in enumerate(body_params[:n_invariants]) if sweep.ad.wants_adjoint(p)],
         taped.log_slots, taped.log_sites)
-    e = Emitter(sweep.dst, node.loc)
+    e = GraphBuilder(sweep.dst, node.loc)
     fixed = [taped.tape] + [sweep.primal[v] for v in invariants] + list(taped.logs)
     initial = ([taped.trips]
                + [adjoint_or_zero(e, grads[i], sweep.primal[node.outputs[i]])
@@ -368,7 +368,7 @@ def _params(names: list[str], inputs: list[Value]) -> list[Value]:
 def _count_down(params: list[Value], k: int) -> Graph:
     """The backward loop's condition: iterations remain (params[k] > 0)."""
     cond = Graph("cond", params)
-    e = Emitter(cond)
+    e = GraphBuilder(cond)
     cond.outputs = [e.op("gt", params[k], e.const(0, I64))]
     return cond
 
@@ -378,7 +378,7 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     """One backward iteration: pop the entry values, recompute the body, sweep it back.
 
     Returns the body; the carried slots it reads from the tape; and the nodes
-    of the loop's body it recomputes and keeps (see `duplicates.py`). It is
+    of the loop's body it recomputes and keeps (see `recomputation.py`). It is
     built reading every carried value from a tape of them all, then cleaned of
     unused code, recomputed or not, and left reading only the slots it still
     needs, as the fields, in order, of a narrower tape element (the tape
@@ -388,7 +388,7 @@ def _backward_body(sweep: RegionSweep, node: Node, params: list[Value],
     (tape, invariants, logs, left, carried_adjoints, invariant_adjoints,
      undone) = layout.split(params)
     graph = Graph("body", params, loc=body.loc)
-    e = Emitter(graph, node.loc)
+    e = GraphBuilder(graph, node.loc)
     remaining = e.op("sub", left, e.const(1, I64))
     entry = e.op("tape_get", tape, remaining)
     at_entry = [e.op("getitem", entry, index=i) for i in range(len(entry.type.elements))]

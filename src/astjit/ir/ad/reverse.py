@@ -13,7 +13,7 @@ The scheme (no CFG; structured regions throughout):
 
 1. Activity analysis (`activity.py`) finds the float values that depend on the
    `wrt` parameters, and rejects ops on them that have no derivative rule.
-2. The reverse sweep (`adjoints.py`) copies the graph's forward computation,
+2. The reverse sweep (`sweep.py`) copies the graph's forward computation,
    seeds the output's adjoint with 1.0, and walks the nodes backwards applying
    each op's VJP rule, summing adjoints over paths. `if` becomes a backward
    `if` on the same condition whose regions recompute their branch and sweep
@@ -24,7 +24,7 @@ The scheme (no CFG; structured regions throughout):
    every float parameter active. Helpers of a whole call cycle are built once
    each (mutual recursion), memoized by name within one `reverse_graph` call.
    A helper only repeats what the call it differentiates ran, so what it
-   recomputes and does not read is dropped (`duplicates.py`).
+   recomputes and does not read is dropped (`recomputation.py`).
 
 Array gradients returned together are distinct arrays: one that the sweep did
 not make for its parameter alone (it may be the array of another gradient,
@@ -38,10 +38,10 @@ from __future__ import annotations
 from ..core import Graph, Module, Value
 from ..types import ArrayType, ScalarType, TupleType
 from .activity import active_values, is_differentiable
-from .adjoints import Differentiator
-from .duplicates import drop_unused_recomputation
-from .emit import Emitter
+from .builder import GraphBuilder
 from .errors import NotDifferentiableError
+from .recomputation import drop_unused_recomputation
+from .sweep import Differentiator
 from .values import adjoint_or_zero, fresh_copies
 
 __all__ = ["NotDifferentiableError", "reverse_graph", "vjp_graph_name"]
@@ -99,7 +99,7 @@ class _VjpBuilder:
         self.built[name] = gradient
         differentiator = Differentiator(active_values(graph, [graph.params[i] for i in wrt]),
                                         self.callee_vjp)
-        e = Emitter(gradient, graph.loc)
+        e = GraphBuilder(gradient, graph.loc)
         seed = e.const(1.0, graph.outputs[0].type)
         sweep = differentiator.sweep(graph, gradient, params, [seed])
         value = sweep.primal[graph.outputs[0]]
@@ -127,7 +127,7 @@ class _VjpBuilder:
         self.built[name] = vjp  # before the sweep: the callee may call itself
         differentiator = Differentiator(active_values(graph, graph.params), self.callee_vjp)
         _, adjoints = differentiator.sweep_region(graph, vjp, params, [output_adjoint])
-        e = Emitter(vjp, graph.loc)
+        e = GraphBuilder(vjp, graph.loc)
         vjp.outputs = [e.op("tuple", *[adjoint_or_zero(e, adjoint, p)
                                        for adjoint, p in zip(adjoints, params)])]
         drop_unused_recomputation(vjp, deep=True)  # the call it differentiates ran it all

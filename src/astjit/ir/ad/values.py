@@ -13,10 +13,10 @@ from ..core import Value
 from ..ops import zero_of
 from ..types import ArrayType, TupleType
 from .activity import is_differentiable
-from .emit import Emitter
+from .builder import GraphBuilder
 
 
-def zero(e: Emitter, like: Value) -> Value:
+def zero(e: GraphBuilder, like: Value) -> Value:
     """The zero adjoint of the (primal) value `like`: a float zero, `zeros_like` for an
     array (a new array), a tuple of zeros for a tuple."""
     t = like.type
@@ -28,12 +28,12 @@ def zero(e: Emitter, like: Value) -> Value:
     return e.const(zero_of(t), t)
 
 
-def adjoint_or_zero(e: Emitter, adjoint: Value | None, like: Value) -> Value:
+def adjoint_or_zero(e: GraphBuilder, adjoint: Value | None, like: Value) -> Value:
     """`adjoint`, or the zero of `like` where no adjoint reached the value."""
     return zero(e, like) if adjoint is None else adjoint
 
 
-def add_adjoints(e: Emitter, a: Value, b: Value) -> Value:
+def add_adjoints(e: GraphBuilder, a: Value, b: Value) -> Value:
     """a + b for adjoints: floats add, tuples add elementwise, other elements stay zero."""
     t = a.type
     if isinstance(t, TupleType):

@@ -4,7 +4,7 @@ undo logs that let the backward sweep see every array as the forward sweep saw i
 An array is memory: `y[i] = v` (`array_set`) and `y[a:b] = v` (`array_assign` of
 a view) change what later reads of `y` give, with no new SSA value. Reverse
 mode treats `y`'s adjoint as the adjoint of that memory (one accumulator,
-`adjoints.py`), walked backwards in program order:
+`sweep.py`), walked backwards in program order:
 
 - a write's backward reads the adjoint at the written place into `v`'s adjoint
   (what reached `y[i]` after the write came from `v`) and zeroes it there (the
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from ..core import Graph, Node, Value
 from ..types import I64, ArrayType, TapeType, TupleType
-from .emit import Emitter
+from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 
 WRITE_OPS = frozenset({"array_set", "array_assign"})
@@ -220,7 +220,7 @@ def thread_logs(body: Graph, logs: dict[Value, Value]) -> dict[Value, Value]:
 def _logged_set(nodes: list[Node], node: Node, log: Value) -> Value:
     """Append `old = y[i]; y[i] = v; log.1 = push log (old, i)` to `nodes`; return log.1."""
     scratch = Graph("log")
-    e = Emitter(scratch, node.loc)
+    e = GraphBuilder(scratch, node.loc)
     array, _, *indices = node.inputs
     old = e.op("array_get", array, *indices)
     scratch.nodes.append(node)
@@ -287,7 +287,7 @@ def emit_undo_entries(graph: Graph, loc, log: Value, array: Value, stop: Value,
                       count: int) -> Value:
     """Append to `graph` the restores of the `count` writes that log entries stop-1 down to
     stop-count record, newest first; return stop-count."""
-    e = Emitter(graph, loc)
+    e = GraphBuilder(graph, loc)
     position = stop
     for _ in range(count):
         position = e.op("sub", position, e.const(1, I64))
@@ -304,11 +304,11 @@ def emit_undo(graph: Graph, loc, log: Value, array: Value, start: Value, stop: V
     params = [Value(LOG, log.type), Value(array.name, array.type), Value("", I64),
               Value("$j", I64)]
     cond = Graph("cond", params)
-    ec = Emitter(cond, loc)
+    ec = GraphBuilder(cond, loc)
     cond.outputs = [ec.op("gt", params[3], params[2])]
     body_params = [Value(p.name, p.type) for p in params]
     body = Graph("body", body_params)
-    eb = Emitter(body, loc)
+    eb = GraphBuilder(body, loc)
     j = eb.op("sub", body_params[3], eb.const(1, I64))
     entry = eb.op("tape_get", body_params[0], j)
     parts = [eb.op("getitem", entry, index=i) for i in range(len(element.elements))]

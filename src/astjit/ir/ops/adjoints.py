@@ -24,7 +24,7 @@ in-place accumulation of adjoints.
 result is the same array, owned in its place, and later code reads only the
 result. That keeps the mutation in the data flow: no pass can move a read of
 the accumulator across the write. The invariant that makes writing safe, kept
-by the reverse sweep (`ad/adjoints.py`): `acc` is an *accumulator*, an array
+by the reverse sweep (`ad/sweep.py`): `acc` is an *accumulator*, an array
 the sweep made for one adjoint alone (`zeros_like`, a sum of two adjoints, or
 an earlier accumulation), that nothing else holds. So a loop reading `x[i]`
 adds its adjoint in O(1) per iteration into one array carried by the backward

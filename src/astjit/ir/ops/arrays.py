@@ -92,7 +92,7 @@ _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
      doc="x[i, j]: one element; inputs [array, *indices]")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("raises", "writes"),
-     no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/adjoints.py)",
+     no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none")
 _def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)",

@@ -76,9 +76,9 @@ _def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None
      no_vjp="type inference replaces it by a constant",
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
 _def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},
-     no_vjp="reverse mode handles tuples itself (ad/adjoints.py: backward_tuple)")
+     no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")},
-     no_vjp="reverse mode handles tuples itself (ad/adjoints.py: backward_getitem)")
+     no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
      llvm_numpy={"f": Routine("cast_numpy")},
      vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),

@@ -1,7 +1,7 @@
 """What the reverse-mode rules of the op table are built from, and how they are called.
 
 A rule is `vjp(e, g, inputs, out, needs) -> one Value or None per input`, where
-`e` is an ad.emit.Emitter, `out` the op's result and `needs[i]` whether input
+`e` is an ad.builder.GraphBuilder, `out` the op's result and `needs[i]` whether input
 i wants an adjoint (rules skip work for the others: `log(a)` in the adjoint of
 `a ** b` must not run when b is a constant and a is negative). Derivative code
 uses only ops that never raise (fdiv, powr), so it can be dropped when unused.

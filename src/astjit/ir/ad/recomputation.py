@@ -1,7 +1,7 @@
 """Recomputed code: dropping the copies nothing reads, marking the ones the backward repeats.
 
 Reverse mode recomputes instead of storing: a backward `if` recomputes its
-branch (`adjoints.backward_branch`), a backward loop recomputes the body of each
+branch (`sweep.backward_branch`), a backward loop recomputes the body of each
 iteration (`loops.py`), a callee's vjp graph recomputes the callee. Such a
 recomputation repeats, on the same values, work that also runs elsewhere. When
 its results are unused it is dead code, yet dead code elimination

@@ -1,4 +1,4 @@
-"""Building typed IR from transforms: the `Emitter` that derivative rules call.
+"""Building typed IR from transforms: the `GraphBuilder` that derivative rules call.
 
 A rule writes `e.op("mul", g, x)` and gets the typed result Value; the
 result type comes from the op's own type rule in `ops/`, and the operands
@@ -13,7 +13,7 @@ from ..ops import OPS
 from ..types import Type
 
 
-class Emitter:
+class GraphBuilder:
     """Appends typed nodes to `graph`, each with the location `loc`."""
 
     def __init__(self, graph: Graph, loc: Loc | None = None):

@@ -7,7 +7,7 @@ graph `dst` the forward computation of region `src` (its parameters bound to
 `src`'s parameters. Adjoints along different paths are summed (`add`,
 elementwise for tuples); the chain rule along a path is each op's VJP rule.
 
-- Leaf ops: `OPS[op].vjp(Emitter, g, inputs, out, needs)`. Only active
+- Leaf ops: `OPS[op].vjp(GraphBuilder, g, inputs, out, needs)`. Only active
   values get adjoints, and activity analysis makes a leaf's result active
   only when it reads an active value through an op with a rule, so every
   leaf reached here has one (ops of zero derivative never are).
@@ -17,7 +17,7 @@ elementwise for tuples); the chain rule along a path is each op's VJP rule.
   output adjoints) and returning the captured values' adjoints. A region
   recomputes its branch's forward from the captured values and sweeps it
   back, so nothing crosses a region boundary but parameters; what it
-  recomputes and does not read is dropped (`duplicates.py`).
+  recomputes and does not read is dropped (`recomputation.py`).
 - `while`: a taped forward loop and a counted backward loop (`loops.py`).
 - `call` of a recursive graph F: `call F.vjp(args, g)`, a tuple of the
   adjoints of all F's arguments (the graph comes from `Differentiator.callee_vjp`).
@@ -53,10 +53,10 @@ from ..ops.elementwise import is_array_elementwise
 from ..ops.vjp import call_vjp
 from ..passes.inline import clone_node
 from ..types import I64, ArrayType, TupleType
-from .duplicates import drop_unused_recomputation
-from .emit import Emitter
+from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
+from .recomputation import drop_unused_recomputation
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
 from .writes import (
     WRITE_OPS,
@@ -160,7 +160,7 @@ class RegionSweep:
                 self.dst.nodes.append(self.copies[node])
 
     def run_backward(self, output_adjoints: list[Value | None]) -> None:
-        e = Emitter(self.dst, self.src.loc)
+        e = GraphBuilder(self.dst, self.src.loc)
         for value, adjoint in zip(self.src.outputs, output_adjoints):
             self.accumulate(e, value, adjoint)
         for node in reversed(self.src.nodes):
@@ -176,7 +176,7 @@ class RegionSweep:
             grads = [self.adjoints.get(v) for v in node.outputs]
             if all(g is None for g in grads):
                 continue
-            e = Emitter(self.dst, node.loc)
+            e = GraphBuilder(self.dst, node.loc)
             if node.op == "if":
                 self.backward_if(node, grads)
             elif node.op == "call":
@@ -188,7 +188,7 @@ class RegionSweep:
             else:
                 self.backward_leaf(e, node, grads[0])
 
-    def accumulate(self, e: Emitter, value: Value, adjoint, fresh: bool = False) -> None:
+    def accumulate(self, e: GraphBuilder, value: Value, adjoint, fresh: bool = False) -> None:
         """Add `adjoint` to `value`'s adjoint (sum over paths); inactive values take none.
 
         `adjoint` is a Value, or an in-place contribution (`AddAt`, `AddIntoView`);
@@ -209,7 +209,7 @@ class RegionSweep:
         if isinstance(value.type, ArrayType):
             self.exclusive.add(value)
 
-    def accumulator(self, e: Emitter, value: Value) -> Value:
+    def accumulator(self, e: GraphBuilder, value: Value) -> Value:
         """`value`'s adjoint as an accumulator only it holds: the adjoint itself if it is
         one, else a new array (zeros, plus the adjoint so far)."""
         before = self.adjoints.get(value)
@@ -221,7 +221,7 @@ class RegionSweep:
         self.exclusive.add(value)
         return accumulator
 
-    def accumulate_in_place(self, e: Emitter, value: Value, part: AddAt | AddIntoView) -> None:
+    def accumulate_in_place(self, e: GraphBuilder, value: Value, part: AddAt | AddIntoView) -> None:
         """Add an element's or a view's adjoint into `value`'s accumulator, in place."""
         accumulator = self.accumulator(e, value)
         if isinstance(part, AddAt):
@@ -234,7 +234,7 @@ class RegionSweep:
 
     def emit_write(self, node: Node) -> Value:
         """The forward copy of a write, after reading what it overwrites; return that."""
-        e = Emitter(self.dst, node.loc)
+        e = GraphBuilder(self.dst, node.loc)
         dest = self.primal[node.inputs[0]]
         if node.op == "array_set":
             old = e.op("array_get", dest, *[self.primal[v] for v in node.inputs[2:]])
@@ -248,7 +248,7 @@ class RegionSweep:
     def backward_write(self, node: Node) -> None:
         """Move the adjoint at the written place to the value written, zero it there, and put
         back what the write overwrote."""
-        e = Emitter(self.dst, node.loc)
+        e = GraphBuilder(self.dst, node.loc)
         dest, value = node.inputs[:2]
         root, chain = view_chain(dest, self.defs)
         indices = [self.primal[v] for v in node.inputs[2:]]
@@ -288,7 +288,7 @@ class RegionSweep:
                 raise NotDifferentiableError(
                     "cannot differentiate a write inside an `if` into a view taken outside it "
                     "yet: take the view inside the branch", "if", node.loc)
-        e = Emitter(self.dst, node.loc)
+        e = GraphBuilder(self.dst, node.loc)
         logs = [e.op("tape_new", element=log_type(node.inputs[1 + k].type).element)
                 for k in captures]
         return pass_log(copy, captures, logs)
@@ -296,7 +296,7 @@ class RegionSweep:
     def backward_logged_if(self, node: Node) -> None:
         """Undo the writes of the `if`'s forward copy, then sweep it back (its recomputed
         branch writes again and puts back), the written arrays' accumulators passed through."""
-        e = Emitter(self.dst, node.loc)
+        e = GraphBuilder(self.dst, node.loc)
         captures = written_captures(node)
         for k, log in zip(captures, self.if_logs[node]):
             emit_undo(self.dst, node.loc, log, self.primal[node.inputs[1 + k]],
@@ -309,7 +309,7 @@ class RegionSweep:
 
     # ---- leaf ops --------------------------------------------------------------------
 
-    def backward_leaf(self, e: Emitter, node: Node, g: Value) -> None:
+    def backward_leaf(self, e: GraphBuilder, node: Node, g: Value) -> None:
         needs = [self.ad.wants_adjoint(v) for v in node.inputs]
         inputs = [self.primal[v] for v in node.inputs]
         start = len(self.dst.nodes)
@@ -322,12 +322,12 @@ class RegionSweep:
                      and sum(a is adjoint for a in given) == 1)
             self.accumulate(e, value, adjoint, fresh)
 
-    def backward_tuple(self, e: Emitter, node: Node, g: Value) -> None:
+    def backward_tuple(self, e: GraphBuilder, node: Node, g: Value) -> None:
         for i, value in enumerate(node.inputs):
             if self.ad.wants_adjoint(value):
                 self.accumulate(e, value, e.op("getitem", g, index=i))
 
-    def backward_getitem(self, e: Emitter, node: Node, g: Value) -> None:
+    def backward_getitem(self, e: GraphBuilder, node: Node, g: Value) -> None:
         whole = node.inputs[0]
         elements = whole.type.elements
         index = node.attrs["index"] % len(elements)
@@ -338,7 +338,7 @@ class RegionSweep:
 
     # ---- structural ops --------------------------------------------------------------
 
-    def backward_call(self, e: Emitter, node: Node, g: Value) -> None:
+    def backward_call(self, e: GraphBuilder, node: Node, g: Value) -> None:
         """The adjoints of a call's arguments: `call F.vjp(args..., g)`, unpacked; for a
         function with a user rule (custom_vjp), `call rule(args..., out, g)`."""
         arguments = [self.primal[v] for v in node.inputs]
@@ -362,7 +362,7 @@ class RegionSweep:
         flowing = [j for j, g in enumerate(grads) if g is not None]
         regions = [self.backward_branch(region, flowing, wanted, written)
                    for region in node.regions]
-        e = Emitter(self.dst, node.loc)
+        e = GraphBuilder(self.dst, node.loc)
         inputs = ([self.primal[v] for v in node.inputs] + [grads[j] for j in flowing]
                   + [self.accumulator(e, captured[k]) for k in written])
         backward = self.dst.add("if", inputs, len(wanted), regions=regions, loc=node.loc,
@@ -391,7 +391,7 @@ class RegionSweep:
                               {region.params[k]: a for k, a in zip(written, accumulators)},
                               recomputing=bool(written))
         param_adjoints = [sweep.adjoints.get(p) for p in region.params]
-        e = Emitter(branch, region.loc)
+        e = GraphBuilder(branch, region.loc)
         branch.outputs = [adjoint_or_zero(e, param_adjoints[k], params[k]) for k in wanted]
         drop_unused_recomputation(branch, deep=True)
         return branch
