@@ -3,7 +3,7 @@
 parse (frontend) -> typed (ir.infer) -> optimized (ir.passes) -> llvm / llvm-opt
 / asm (backend.llvm). Every stage of every specialization is kept on its
 `Specialization` so `f.ir(...)` and `ASTJIT_DUMP` can show it. The optimized
-stage ends with the memory pass (`ir.passes.memory`), so it shows the
+stage ends with the retain/release pass (`ir.passes.retain_release`), so it shows the
 `array_retain` / `array_release` nodes the backend compiles.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from .ir.core import Graph, Module, Value
 from .ir.dot import format_dot
 from .ir.infer import infer_types
 from .ir.passes.boundscheck import drop_bounds_checks
-from .ir.passes.memory import check_array_ownership, insert_array_ownership
 from .ir.passes.pipeline import optimize
+from .ir.passes.retain_release import check_array_ownership, insert_array_ownership
 from .ir.printer import format_module
 from .ir.types import TupleType, Type, exact
 from .ir.verify import verify_module

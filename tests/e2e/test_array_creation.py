@@ -29,7 +29,7 @@ from astjit.frontend import lower_function
 from astjit.ir.core import Graph, Module
 from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
-from astjit.ir.passes.memory import insert_array_ownership
+from astjit.ir.passes.retain_release import insert_array_ownership
 from astjit.ir.printer import format_module
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 from astjit.ir.verify import verify_module

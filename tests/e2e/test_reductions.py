@@ -15,8 +15,8 @@ from astjit.errors import CompileError, TypingError, UnsupportedCallError
 from astjit.frontend import lower_function
 from astjit.ir.infer import infer_types
 from astjit.ir.interp import interpret
-from astjit.ir.passes.memory import insert_array_ownership
 from astjit.ir.passes.pipeline import optimize
+from astjit.ir.passes.retain_release import insert_array_ownership
 from astjit.ir.types import python_type_of
 
 RNG = np.random.default_rng(11)

@@ -17,8 +17,8 @@ from astjit.ir.kernels import Kernel, fused_attrs
 from astjit.ir.ops import OPS, OpTypeError
 from astjit.ir.ops.elementwise import UFUNCS, is_array_elementwise, numpy_promote
 from astjit.ir.passes.fuse import fuse_elementwise
-from astjit.ir.passes.memory import check_array_ownership, insert_array_ownership
 from astjit.ir.passes.pipeline import optimize
+from astjit.ir.passes.retain_release import check_array_ownership, insert_array_ownership
 from astjit.ir.printer import format_module
 from astjit.ir.types import BOOL, F32, F64, I64, ArrayType, python_type_of
 from astjit.ir.verify import IRVerificationError, verify_module

@@ -7,9 +7,9 @@ import tracemalloc
 
 from astjit.frontend import lower_function
 from astjit.ir.infer import infer_types
-from astjit.ir.passes.memory import insert_array_ownership
 from astjit.ir.passes.ownership import check_array_ownership
 from astjit.ir.passes.pipeline import optimize
+from astjit.ir.passes.retain_release import insert_array_ownership
 from astjit.ir.types import python_type_of
 from astjit.ir.verify import verify_module
 

@@ -34,33 +34,33 @@ Modules: table.py (OpDef, descriptors, type rules), declare.py, semantics.py
 (reference semantics Python's operators lack), scalar.py (operators,
 conversions), mathfuncs.py (`math` and NumPy functions), derivative.py (IEEE
 primitives and tapes that derivative code uses), vjp.py (what VJP rules are
-built from), arrays/views/memory/reductions/linalg/adjoints.py (array ops),
+built from), arrays/views/allocation/reductions/linalg/adjoints.py (array ops),
 elementwise.py and strong.py (NumPy's promotion). The structural ops (`if`,
 `while`, `call`) are not in this table; see `core.py`.
 """
 # The modules declaring ops, in any order: each declaration is complete (ops/declare.py).
 from . import (  # noqa: F401
     adjoints,
+    allocation,
     arrays,
     derivative,
     linalg,
     mathfuncs,
-    memory,
     reductions,
     scalar,
     views,
 )
 from .derivative import ieee_div, ieee_log, ieee_pow
 from .semantics import (
-                        EXCEPTIONS,
-                        float_pow,
-                        in_int64,
-                        int_pow,
-                        py_max,
-                        py_min,
-                        py_shift_left,
-                        py_shift_right,
-                        zero_of,
+    EXCEPTIONS,
+    float_pow,
+    in_int64,
+    int_pow,
+    py_max,
+    py_min,
+    py_shift_left,
+    py_shift_right,
+    zero_of,
 )
 from .table import (
     BACKENDS,

@@ -1,4 +1,4 @@
-"""The memory pass (`insert_array_ownership`, ir/passes/memory.py) and the ownership checker
+"""The retain/release pass (`insert_array_ownership`, ir/passes/retain_release.py) and the ownership checker
 (`check_array_ownership`, ir/passes/ownership.py) on hand-built typed graphs: the retains and
 releases the pass places for tuples, loops and branches, and the checker's messages for leaks,
 double releases and uses after release. The same pass on graphs from the frontend is checked
@@ -9,8 +9,8 @@ import pytest
 
 from astjit.ir.core import Graph, Module, Value
 from astjit.ir.interp import interpret
-from astjit.ir.passes.memory import insert_array_ownership
 from astjit.ir.passes.ownership import OwnershipError, check_array_ownership
+from astjit.ir.passes.retain_release import insert_array_ownership
 from astjit.ir.types import BOOL, F64, I64, NONE, ArrayType, TupleType
 from astjit.ir.verify import verify_module
 

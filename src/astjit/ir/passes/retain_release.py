@@ -1,4 +1,4 @@
-"""The memory pass: makes array ownership explicit with `array_retain` and `array_release`.
+"""The retain/release pass: makes array ownership explicit with `array_retain` and `array_release`.
 
 It runs last, after every other pass (api.py runs it on the optimized module,
 so the "optimized" stage shows its result), because the other passes move,

@@ -1,4 +1,4 @@
-"""Array creation and ownership primitives.
+"""Array allocation and reference primitives: creation ops, retain and release.
 
 Creation follows NumPy: `array_new` is `np.empty` / `np.zeros` / `np.ones` /
 `np.full` of a shape given as int64 inputs (attrs `dtype`, and `fill`: None for
@@ -8,7 +8,7 @@ empty, else the inputs end with the fill value); `array_new_like` is the
 
 Ownership (see docs/arrays.md): an array Value is *owned* by the graph that
 produced it by an allocating op, a call or a structural op, and *borrowed*
-everywhere else. The memory pass (passes/memory.py) inserts `array_retain`
+everywhere else. The retain/release pass (passes/retain_release.py) inserts `array_retain`
 where a borrowed array must become owned (yielded, returned, carried) and
 `array_release` after an owned array's last use. Both are no-ops in the
 reference interpreter, where Python's garbage collector owns everything.
