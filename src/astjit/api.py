@@ -284,7 +284,7 @@ def dump_stages(spec: Specialization, directory: str, name: str) -> None:
 
 
 def optimize_for_backend(module: Module, check: Callable[[Module], None] | None) -> Module:
-    """The optimization pipeline, then the memory pass, which must come after every other
+    """The optimization pipeline, then the retain/release pass, which must come after every other
     pass; `check` (the verifier) runs after each, and the ownership checker at the end."""
     result = module.entry_graph.outputs[0].type
     module = insert_array_ownership(optimize(module, verify=check))

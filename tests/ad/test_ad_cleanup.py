@@ -1,7 +1,7 @@
 """Reverse-mode gradients without wasted array temporaries: a reduction's adjoint spread over
 its operand is one filled array, not zeros plus the adjoint in a loop of its own (passes/
 fills.py); gradients returned together are copied only when they may share an array (a
-`matmul`, a `sum_to_like` that sums are new arrays: ad/adjoints.py). The optimized IR of an
+`matmul`, a `sum_to_like` that sums are new arrays: ad/sweep.py). The optimized IR of an
 MLP training step shows neither pattern; gradients still match finite differences, the
 interpreter, and stay distinct from each other and from the arguments."""
 import numpy as np

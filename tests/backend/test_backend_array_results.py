@@ -1,7 +1,7 @@
 """Arrays compiled code makes and returns, on hand-built typed graphs: allocation through
 NumPy's C API (every dtype, fill and ndim; NumPy's errors), arange, returning new arrays,
 arguments and views, arrays in tuples, calls handing arrays over, and ownership: the
-retains and releases the memory pass would insert, written here by hand; no leak in
+retains and releases the retain/release pass would insert, written here by hand; no leak in
 allocating loops or on error exits, argument refcounts unchanged."""
 import gc
 import math

@@ -1,13 +1,13 @@
 """Arrays compiled code makes and returns: NumPy's creation functions, arrays as results
-(returned, in tuples, carried by loops, chosen by `if`), and the memory pass that makes
+(returned, in tuples, carried by loops, chosen by `if`), and the retain/release pass that makes
 their ownership explicit.
 
 Each case runs through `lower_function`, `infer_types`, `optimize` (the IR verified after
-every pass), the memory pass (`insert_array_ownership`, then `check_array_ownership`) and
+every pass), the retain/release pass (`insert_array_ownership`, then `check_array_ownership`) and
 the interpreter, on fresh arguments; the result must be what NumPy gives (values, dtype,
 shape; only shape and dtype for `np.empty`). `jit` is compared the same way, and checked
 for leaked references and memory over many calls. The functions below the helpers are
-test inputs: the frontend reads their source. The memory pass and its checker on hand-built
+test inputs: the frontend reads their source. The retain/release pass and its checker on hand-built
 graphs are in passes/test_memory_pass.py.
 """
 from __future__ import annotations
@@ -480,7 +480,7 @@ def test_type_errors_name_the_problem(fn, types, words):
     assert info.value.loc is not None and info.value.loc.line > 0
 
 
-# ---- the memory pass on real graphs -------------------------------------------------------
+# ---- the retain/release pass on real graphs -----------------------------------------------
 
 def count(module: Module, op: str) -> int:
     return ops(module).count(op)

@@ -152,7 +152,7 @@ def test_type_errors_are_typing_errors():
 # ---- fusion -----------------------------------------------------------------------------
 
 def run_all(fn, *args):
-    """lower -> infer -> optimize (with fusion) -> memory pass -> interpret, every stage checked."""
+    """lower -> infer -> optimize (with fusion) -> retain/release pass -> interpret, every stage checked."""
     module = typed(fn, *args)
 
     def fresh():

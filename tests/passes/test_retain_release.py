@@ -17,7 +17,7 @@ from astjit.ir.verify import verify_module
 A1 = ArrayType(F64, 1)
 
 
-# ---- the memory pass and the checker on hand-built graphs -------------------------------
+# ---- the retain/release pass and the checker on hand-built graphs -----------------------
 
 def op(graph, name, inputs, t, **attrs):
     return graph.add(name, inputs, attrs=attrs, types=[t]).outputs[0]
@@ -122,7 +122,7 @@ def test_a_body_releases_a_carried_array_it_ignores_first_thing():
 
 
 def broken(build) -> str:
-    """The checker's message for a graph `build` fills (no memory pass)."""
+    """The checker's message for a graph `build` fills (no retain/release pass)."""
     g = function("f", I64, A1)
     build(g, *g.params)
     with pytest.raises(OwnershipError) as info:

@@ -20,7 +20,7 @@ def check(module):
 
 def stages(fn, args):
     """(typed, final) modules of `fn` for the types of `args`: final is optimized, then
-    through the memory pass, verified after every pass and for ownership at the end."""
+    through the retain/release pass, verified after every pass and for ownership at the end."""
     typed = infer_types(lower_function(fn), [python_type_of(a) for a in args])
     check(typed)
     final = insert_array_ownership(optimize(copy.deepcopy(typed), verify=check))

@@ -20,7 +20,7 @@ location. What is checked:
   explicit casts) and gives its result type.
 
 Array ownership (each owned array released or consumed exactly once) holds only
-after the memory pass; `passes.ownership.check_array_ownership` checks it.
+after the retain/release pass; `passes.ownership.check_array_ownership` checks it.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ The element strides of a new array are NumPy's for C order (an axis of length
 returns the ndarray itself.
 
 References: `array_retain` is `Py_IncRef(owner)`, `array_release` is
-`Py_DecRef(owner)`. Owners of argument arrays are borrowed. The memory pass
+`Py_DecRef(owner)`. Owners of argument arrays are borrowed. The retain/release pass
 places the releases after last uses, so an error status returned partway
 would skip them: each invocation of a function that may come to own arrays
 keeps an *owned list*, the references it holds right now, in a stack array
@@ -39,7 +39,7 @@ keeps an *owned list*, the references it holds right now, in a stack array
 - a release takes one occurrence of its owner off (searching from the end,
   where a short-lived temporary is) before the decref;
 - an error exit (`FunctionEmitter.return_status`) decrefs every reference on
-  the list, so no exit leaks; a normal exit does nothing (the memory pass has
+  the list, so no exit leaks; a normal exit does nothing (the retain/release pass has
   released all but what the result hands over).
 
 Moving ownership between Values of one invocation (a yielded array, a while's

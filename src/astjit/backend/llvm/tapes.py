@@ -27,7 +27,7 @@ arguments stay on their owner's list.
 Arrays on a tape: a tape whose element holds arrays (an array, or arrays in
 a tuple) keeps a reference to each array pushed: `tape_push` takes a new one
 (`Py_IncRef` of the owner), `tape_get` gives a new one to its result (an owned
-value, pushed on the invocation's owned list, which the memory pass releases
+value, pushed on the invocation's owned list, which the retain/release pass releases
 after its last use), and clearing or freeing the tape drops those it holds.
 For that the header sits in a *box* with one more field, `drop`: the address
 of a function `void(i8* data, i64 len)` that releases the arrays of `len`

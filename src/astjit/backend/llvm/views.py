@@ -3,7 +3,7 @@ strided copy that slice assignment and a non-contiguous reshape use.
 
 A view is the array struct of its input with another data pointer, shape and
 strides, and the same owner: `Py_IncRef(owner)`, pushed on the invocation's
-owned list (`memory.push`), so the memory pass releases it like an allocation.
+owned list (`memory.push`), so the retain/release pass releases it like an allocation.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Walking each graph backwards from its outputs:
   as it may not terminate;
 - `call` nodes stay (the callee may raise), and so do function parameters;
 - a `fused` node's kernel loses the scalar work no kernel output reads;
-- except that a node marked `recomputed` by reverse mode (`ad.duplicates`) goes when its
+- except that a node marked `recomputed` by reverse mode (`ad.recomputation`) goes when its
   results are unused, whatever its effects: the backward loop runs the same work again.
 
 Regions are cleaned after their node's outputs are pruned, so everything that
@@ -106,7 +106,7 @@ def _needed(graph: Graph, outputs: list[Value]) -> set[Value]:
 
 def _must_run(node: Node) -> bool:
     """Whether `node` stays even when its results are unused: it has effects, and is not
-    work that reverse mode repeats in a backward loop (`ad.duplicates.RECOMPUTED`)."""
+    work that reverse mode repeats in a backward loop (`ad.recomputation.RECOMPUTED`)."""
     return has_effects(node) and not node.attrs.get("recomputed", False)
 
 

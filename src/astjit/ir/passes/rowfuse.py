@@ -51,7 +51,7 @@ results inside the region), and yields the member results used outside the
 group, which are the group node's outputs (the very Values, so nothing outside
 needs renaming). Its meaning is the region's, run as a graph: the interpreter
 does just that, and so does the backend when the shapes or the layout at run
-time do not allow the row-wise loop (backend/llvm/rowwise.py). The memory pass
+time do not allow the row-wise loop (backend/llvm/rowwise.py). The retain/release pass
 places its releases inside the region as in any other.
 
 What the backend makes of it: one loop over the outer indices; inside, each

@@ -37,7 +37,7 @@ or ONE (with `g`'s not ONE):
 - every dim the same: `g` itself. The backend's pass-through gave a new
   reference to `g` too, so no array becomes shared that was not already: reverse
   mode never wrote into such an adjoint nor returned it twice uncopied
-  (ad/adjoints.py `_makes_new_array`, ad/reverse.py);
+  (ad/sweep.py `_makes_new_array`, ad/reverse.py);
 - else `reduce` sum over `g`'s leading axes and those where `x` is ONE, kept
   where `x` has them (a `keepdims` reduce, then a reshape dropping the leading
   ones when there are both). A new array, as the summing `sum_to_like` gave;
