@@ -318,6 +318,7 @@ def fused_graph():
 
 def test_fused_is_structural():
     assert "fused" in STRUCTURAL_OPS and REGION_ROLES["fused"] == ("kernel",)
+    assert REGION_ROLES["rowwise"] == ("rows",)  # a row group (tests/passes/test_row_fusion.py)
     module, _ = fused_graph()
     verify_module(module)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)

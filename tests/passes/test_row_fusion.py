@@ -13,7 +13,10 @@ from array_checks import stages
 
 from astjit import grad, jit, nn
 from astjit.api import interpret_call
+from astjit.ir.core import REGION_ROLES, STRUCTURAL_OPS
 from astjit.ir.interp import interpret
+from astjit.ir.kernels import Kernel, RowGroup, kernel_of, row_group_of
+from astjit.ir.verify import IRVerificationError, verify_module
 
 RNG = np.random.default_rng(5)
 
@@ -184,15 +187,34 @@ def test_scalar_operand():
 
 def test_dump_shows_the_row_group():
     text = jit(softmax).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert "fused (%x) {ndim=2, rows=1, stages=('full', 'full', 'full')} {" in text
+    assert "rowwise (%x) {ndim=2, rows=1, stages=('full', 'full', 'full')} {" in text
     assert "    rows (%x.1: array<f64, 2>) {" in text
-    assert text.count("fused (") == 4, text  # the group and its three members
+    assert text.count("rowwise (") == 1 and text.count("fused (") == 3, text  # 3 members
     text = jit(center_planes).ir(RNG.standard_normal((2, 3, 4)), stage="optimized")
-    assert "{ndim=3, rows=1," in text, text
+    assert "rowwise (%x) {ndim=3, rows=1," in text, text
     text = jit(softmax_last).ir(RNG.standard_normal((2, 3, 4)), stage="optimized")
-    assert "{ndim=3, rows=2," in text, text
+    assert "rowwise (%x) {ndim=3, rows=2," in text, text
     text = jit(columns).ir(RNG.standard_normal((2, 3)), stage="optimized")
-    assert "rows=" not in text, text
+    assert "rowwise" not in text and "rows=" not in text, text
+
+
+def test_rowwise_is_its_own_structural_op():
+    """A row group is a `rowwise` node holding a RowGroup; its members are `fused` nodes
+    holding Kernels; the verifier refuses the one attribute on the other op."""
+    assert "rowwise" in STRUCTURAL_OPS and REGION_ROLES["rowwise"] == ("rows",)
+    _, final = stages(softmax, (RNG.standard_normal((2, 3)),))
+    (group,) = [n for n in final.entry_graph.nodes if n.op == "rowwise"]
+    assert isinstance(group.attrs["rowwise"], RowGroup) and row_group_of(group).rows == 1
+    assert kernel_of(group) is None
+    members = [m for m in group.regions[0].nodes if m.op == "fused"]
+    assert len(members) == 3 and all(isinstance(kernel_of(m), Kernel) for m in members)
+    assert all(row_group_of(m) is None for m in members)
+    group.attrs = {"fused": group.attrs.pop("rowwise")}
+    with pytest.raises(IRVerificationError, match="'rowwise' needs attrs\\['rowwise'\\]"):
+        verify_module(final)
+    group.attrs = {"rowwise": members[0].attrs["fused"]}
+    with pytest.raises(IRVerificationError, match="a RowGroup"):
+        verify_module(final)
 
 
 def test_an_outside_use_between_members_splits_the_group():
@@ -202,7 +224,7 @@ def test_an_outside_use_between_members_splits_the_group():
         return (x - m) * k
     text = jit(used_between).ir(RNG.standard_normal((2, 3)), stage="optimized")
     check_all(used_between, RNG.standard_normal((3, 4)))
-    assert "rows=" in text or text.count("fused (") == 2, text
+    assert "rowwise (" in text or text.count("fused (") == 2, text
 
 
 # ---- gradients ------------------------------------------------------------------------------
@@ -233,8 +255,8 @@ def test_gradient_of_a_softmax_loss(view):
         args[5] = np.ascontiguousarray(args[5].T).T
     g = grad(mlp_xent, argnums=(1, 2, 3, 4))
     text = g.ir(*args, stage="optimized")
-    assert text.count("rows=1") == 2, text  # the forward and the backward sweep
-    assert "sum_to_like" in text.split("rows=1")[2], text
+    assert text.count("rowwise (") == text.count("rows=1") == 2, text  # forward and backward
+    assert "sum_to_like" in text.split("rowwise (")[2], text
     got = g(*args)
     for k, want in enumerate(interpret_call(g, tuple(args), {})):
         np.testing.assert_allclose(got[k], want, rtol=1e-10)
@@ -253,7 +275,7 @@ def test_gradient_of_a_softmax_loss(view):
 def test_gradient_of_softmax_rows():
     z, w = RNG.standard_normal((6, 9)), RNG.standard_normal((6, 9))
     g = grad(softmax_rows_loss)
-    assert g.ir(z, w, stage="optimized").count("rows=1") == 2
+    assert g.ir(z, w, stage="optimized").count("rowwise (") == 2
     p = softmax(z)
     want = p * (w - np.sum(w * p, axis=1, keepdims=True))
     np.testing.assert_allclose(g(z, w), want, rtol=1e-10)

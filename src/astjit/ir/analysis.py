@@ -74,8 +74,8 @@ def written_parameters(module: Module) -> dict[int, Loc | None]:
             else:
                 if node.op in ("array_set", "array_assign"):
                     writes.append(node)
-                if node.op in ALLOCATING or node.op == "fused":
-                    continue  # new arrays (a fused kernel reads scalars)
+                if node.op in ALLOCATING or node.op in ("fused", "rowwise"):
+                    continue  # new arrays (a fused kernel reads scalars, a group fused nodes)
                 for output in node.outputs:
                     if contains_array(output.type):
                         flow(node.inputs, [output] * len(node.inputs))

@@ -17,12 +17,11 @@ Invariants (checked by `verify.py`):
             the node's outputs are the final carried values.
   ``call``  ``attrs["callee"]`` names a Graph of the Module; inputs are its
             arguments, the single output its result.
-  ``fused`` work over whole arrays, made by the fusion passes; its attributes are one
-            typed value, ``attrs["fused"]`` (kernels.py), which every consumer matches on:
-            a ``Kernel`` (passes/fuse.py): one loop nest over a broadcast iteration space
-            of rank ``ndim``. inputs: the arrays and scalars the kernel reads, each once;
-            an array of ndim k (its ``plan`` entry; None for a scalar) is aligned with
-            the last k axes of the space (NumPy broadcasting: a size-1 axis stretches,
+  ``fused`` elementwise work over whole arrays (passes/fuse.py); its one attribute,
+            ``attrs["fused"]``, is a ``Kernel`` (kernels.py): one loop nest over a
+            broadcast iteration space of rank ``ndim``. inputs: the arrays and scalars
+            the kernel reads, each once; an array of ndim k (its ``plan`` entry; None
+            for a scalar) is aligned with the last k axes of the space (NumPy broadcasting: a size-1 axis stretches,
             other sizes must agree, ValueError "operands could not be broadcast
             together with shapes ..." otherwise). region ``[kernel]``: one parameter
             per input (an array's element type, a scalar's own type), scalar leaf ops
@@ -35,11 +34,11 @@ Invariants (checked by `verify.py`):
             the element reduced, already of the accumulator type, and the node's last
             output that reduction (``reductions.result_type``: a scalar when every
             axis goes and none is kept, else a new array).
-            A ``RowGroup`` (passes/rowfuse.py) holds instead one region ``[rows]``: a
-            graph of Kernel `fused` nodes of the same ndim (reducing the axes after
-            the ``rows`` outer ones) and `sum_to_like` nodes, one parameter per input
-            and one output per node output; it means that graph, which a backend may
-            run row by row.
+  ``rowwise`` a row group (passes/rowfuse.py); ``attrs["rowwise"]`` is a ``RowGroup``
+            (kernels.py). region ``[rows]``: a graph of `fused` nodes of the same
+            ndim (reducing the axes after the ``rows`` outer ones), `sum_to_like`
+            nodes and their releases, one parameter per input and one output per
+            node output; it means that graph, which a backend may run row by row.
 
   Every other op is a leaf primitive from the table in `ops/`.
 - A function's Graph has exactly one output (its return value; a tuple-typed
@@ -55,8 +54,9 @@ from typing import Any
 from ..errors import Loc
 from .types import Type
 
-STRUCTURAL_OPS = frozenset({"if", "while", "call", "fused"})
-REGION_ROLES = {"if": ("then", "else"), "while": ("cond", "body"), "fused": ("kernel",)}
+STRUCTURAL_OPS = frozenset({"if", "while", "call", "fused", "rowwise"})
+REGION_ROLES = {"if": ("then", "else"), "while": ("cond", "body"), "fused": ("kernel",),
+                "rowwise": ("rows",)}
 """What each region of a structural op is, in order."""
 
 _ids = itertools.count()

@@ -1,7 +1,8 @@
 """The reference interpreter: runs any graph of a Module, typed or untyped.
 
 Leaf ops run their `evaluate` from `ops.OPS`; the structural ops (`if`,
-`while`, `call`) are interpreted by hand below. Where a value has a type, the
+`while`, `call`, `fused`: its kernel over the whole space, `rowwise`: its region as a
+graph) are interpreted by hand below. Where a value has a type, the
 interpreter converts the result to it as compiled code represents it: integers
 wrap to two's complement of their width, `bool` is a bool, floats are Python
 floats (f32 rounded to single precision), tuples elementwise; a tape is a
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .core import Graph, Module, Node, Value
-from .kernels import Kernel, RowGroup, fused_attrs
+from .kernels import Kernel, fused_attrs
 from .ops import OPS
 from .ops.elementwise import UFUNCS, apply_numpy, broadcast_shape, evaluate_on_arrays
 from .ops.reductions import py_reduce
@@ -166,11 +167,9 @@ class _Interpreter:
         if node.op == "call":
             return self.call_step(node, inputs, outputs)
         if node.op == "fused":
-            match fused_attrs(node):
-                case RowGroup():  # its region, as a graph
-                    return self.call_region_step(node, inputs, outputs)
-                case Kernel() as spec:
-                    return fused_step(node, spec, inputs, outputs)
+            return fused_step(node, fused_attrs(node), inputs, outputs)
+        if node.op == "rowwise":  # its region, as a graph
+            return self.call_region_step(node, inputs, outputs)
         if node.op in UFUNCS:
             return elementwise_step(node, inputs, outputs)
         return leaf_step(node, inputs, outputs)

@@ -1,14 +1,15 @@
-"""The typed attributes of a `fused` node (core.py): what it computes, in one dataclass.
+"""The typed attributes of the array structural ops (core.py): what they compute, in one
+dataclass.
 
-A `fused` node's `attrs["fused"]` is exactly one of
+- A `fused` node's `attrs["fused"]` is a `Kernel`: one loop nest over a broadcast
+  iteration space, running the node's `kernel` region at every point
+  (passes/fuse.py), storing each output and, with a `Reduction`, reducing the
+  last one;
+- a `rowwise` node's `attrs["rowwise"]` is a `RowGroup`: its region `rows` holds
+  plain `fused` nodes a backend may run row by row (passes/rowfuse.py).
 
-- `Kernel`: one loop nest over a broadcast iteration space, running the node's
-  `kernel` region at every point (passes/fuse.py), storing each output and, with
-  a `Reduction`, reducing the last one;
-- `RowGroup`: a region `rows` of plain kernel nodes run row by row
-  (passes/rowfuse.py).
-
-Every consumer gets it with `fused_attrs(node)` and matches on the type. The
+Every consumer gets them with `kernel_of(node)` / `row_group_of(node)` (or
+`fused_attrs` / `rowwise_attrs` where the op is known) and matches on the op. The
 printer shows the fields as attributes: `{ndim=2, reduce='sum', axes=(1,),
 keepdims=True, ones={%m: (1,)}, reuse=%e.1}`. The dataclasses are frozen: a
 pass that refines one (buffer reuse) replaces it with `dataclasses.replace`.
@@ -64,21 +65,42 @@ class RowGroup:
     """Per member of the region (retains and releases left out): its role in a row."""
 
 
-FusedAttrs = Kernel | RowGroup
+TYPED_ATTRS: dict[str, type] = {"fused": Kernel, "rowwise": RowGroup}
+"""Op -> the dataclass its `attrs[op]` holds (its only attribute but for bookkeeping)."""
+
+TypedAttrs = Kernel | RowGroup
 
 
-def fused_attrs(node: Node) -> FusedAttrs:
-    """The typed attributes of a `fused` node."""
+def fused_attrs(node: Node) -> Kernel:
+    """The Kernel of a `fused` node."""
     return node.attrs["fused"]
 
 
+def rowwise_attrs(node: Node) -> RowGroup:
+    """The RowGroup of a `rowwise` node."""
+    return node.attrs["rowwise"]
+
+
 def kernel_of(node: Node) -> Kernel | None:
-    """A `fused` node's Kernel, or None (a row group, or another op)."""
+    """A `fused` node's Kernel, or None (another op)."""
     found = node.attrs.get("fused") if node.op == "fused" else None
     return found if isinstance(found, Kernel) else None
 
 
-def fields_of(attrs: FusedAttrs) -> dict[str, object]:
+def row_group_of(node: Node) -> RowGroup | None:
+    """A `rowwise` node's RowGroup, or None (another op)."""
+    found = node.attrs.get("rowwise") if node.op == "rowwise" else None
+    return found if isinstance(found, RowGroup) else None
+
+
+def typed_attrs(node: Node) -> TypedAttrs | None:
+    """The typed attributes of a `fused` or `rowwise` node (of the right type), or None."""
+    expected = TYPED_ATTRS.get(node.op)
+    found = node.attrs.get(node.op) if expected is not None else None
+    return found if expected is not None and isinstance(found, expected) else None
+
+
+def fields_of(attrs: TypedAttrs) -> dict[str, object]:
     """The fields as printed attributes, in order, those at their default left out:
     a Reduction shows as `reduce=kind, axes=..., keepdims=...`."""
     if isinstance(attrs, RowGroup):

@@ -24,9 +24,10 @@ comment, which `locations=False` leaves out for golden tests.
 Attributes have one syntax on every op: `{name=value, ...}` after the operands
 (`reduce %x {kind='max', axis=(1,), keepdims=True}`; on a structural op before
 its regions' brace: `fused (%x, %0) {ndim=2, reduce='sum', axes=(1,),
-keepdims=True} {`, a fused node's typed attributes (kernels.py) field by field;
-on a call after its arguments), in `ATTR_ORDER` and then by name. Values print as literals (`repr`), types by name, graph names as `@name`,
-and the attributes that point at operands by the operands' names: a fused
+keepdims=True} {`, a fused or rowwise node's typed attributes (kernels.py) field
+by field; on a call after its arguments), in `ATTR_ORDER` and then by name.
+Values print as literals (`repr`), types by name, graph names as `@name`, and
+the attributes that point at operands by the operands' names: a fused
 node's `reuse` (the input whose buffer each output is written into,
 `reuse=%e.1`, a tuple with `None` when there are several outputs) and `ones`
 (the inputs known to have length 1 along some axes: `ones={%m: (1,)}`).
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 
 from ..errors import Loc
 from .core import REGION_ROLES, Graph, Module, Node, Value
-from .kernels import FusedAttrs, RowGroup, fields_of
+from .kernels import fields_of, typed_attrs
 from .types import ArrayType, TapeType, Type
 
 OPERAND_ATTRS = ("value", "index")
@@ -71,10 +72,11 @@ def _input_ndims(node: Node) -> tuple:
 IMPLIED_ATTRS = {
     "type": lambda node, t: _result_types(node) == [t],
     "element": lambda node, element: _result_types(node) == [TapeType(element)],
-    "plan": lambda node, plan: node.op == "fused" and tuple(plan) == _input_ndims(node),
+    "plan": lambda node, plan: node.op in ("fused", "rowwise")
+    and tuple(plan) == _input_ndims(node),
 }
 """Attributes left out when the types say them: `const 1.0 : f64` (not
-`{type=f64}`), `tape_new : tape<f64>` (not `{element=f64}`), a fused node's
+`{type=f64}`), `tape_new : tape<f64>` (not `{element=f64}`), a fused or rowwise node's
 `plan` (each input's ndim, None for a scalar: what its operands' types say)."""
 
 BOOKKEEPING_ATTRS = ("primal",)
@@ -190,17 +192,16 @@ def types_suffix(values: list[Value]) -> str:
 
 
 def region_roles(node: Node) -> tuple[str, ...]:
-    """The role of each region of a structural op, by position (a row group's is `rows`)."""
-    if node.op == "fused" and isinstance(node.attrs.get("fused"), RowGroup):
-        return ("rows",)
+    """The role of each region of a structural op, by position."""
     return REGION_ROLES[node.op]
 
 
 def shown_attrs(node: Node) -> dict:
-    """The attributes as printed: a fused node's typed ones (kernels.py) field by field."""
-    if node.op == "fused" and isinstance(node.attrs.get("fused"), FusedAttrs):
-        return {**fields_of(node.attrs["fused"]),
-                **{k: v for k, v in node.attrs.items() if k != "fused"}}
+    """The attributes as printed: a fused or rowwise node's typed ones (kernels.py) field
+    by field."""
+    typed = typed_attrs(node)
+    if typed is not None:
+        return {**fields_of(typed), **{k: v for k, v in node.attrs.items() if k != node.op}}
     return node.attrs
 
 
@@ -290,11 +291,12 @@ class _Printer:
         self.lines.append(Line(depth, results + text + types_suffix(node.outputs), node.loc))
 
     def structural_header(self, node: Node) -> str:
-        """`if %c (%x, %y) {`, `while [%invariants] (%carried) {`, `fused (%x) {ndim=1} {`."""
+        """`if %c (%x, %y) {`, `while [%invariants] (%carried) {`, `fused (%x) {ndim=1} {`,
+        `rowwise (%x, %0) {ndim=2, rows=1, stages=(...)} {`."""
         if node.op == "if":
             cond, captured = node.inputs[:1], node.inputs[1:]
             operands = f"{self.refs(cond)} ({self.refs(captured)})"
-        elif node.op == "fused":
+        elif node.op in ("fused", "rowwise"):
             operands = f"({self.refs(node.inputs)})"
         else:
             k = node.attrs.get("n_invariants", 0)

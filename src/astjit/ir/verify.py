@@ -24,7 +24,7 @@ after the retain/release pass; `passes.ownership.check_array_ownership` checks i
 """
 from __future__ import annotations
 
-from .core import REGION_ROLES, Graph, Module, Node, Value
+from .core import REGION_ROLES, STRUCTURAL_OPS, Graph, Module, Node, Value
 from .kernels import Kernel, RowGroup, kernel_of
 from .ops import OPS, OpTypeError
 from .ops.reductions import REDUCTIONS, result_dtype, result_type
@@ -163,6 +163,8 @@ class _GraphChecker:
             self.check_call(node, path)
         elif node.op == "fused":
             self.check_fused(node, path)
+        elif node.op == "rowwise":
+            self.check_rowwise(node, path)
         else:
             self.check_leaf(node, path)
 
@@ -221,11 +223,8 @@ class _GraphChecker:
     def check_fused(self, node: Node, path: str) -> None:
         """The shape core.py gives `fused`: a kernel of scalar leaf ops over the inputs' elements."""
         spec = node.attrs.get("fused")
-        if isinstance(spec, RowGroup):
-            self.check_row_group(node, spec, path)
-            return
         if not isinstance(spec, Kernel):
-            self.fail(path, node, f"'fused' needs attrs['fused'], a Kernel or RowGroup, got {spec!r}")
+            self.fail(path, node, f"'fused' needs attrs['fused'], a Kernel, got {spec!r}")
         self.expect_count(path, node, "regions", node.regions, 1)
         (kernel,) = node.regions
         self.expect_count(path, node, "'kernel' parameters", kernel.params, len(node.inputs))
@@ -236,7 +235,7 @@ class _GraphChecker:
         if not isinstance(ndim, int) or ndim < 0:
             self.fail(path, node, f"'fused' needs a Kernel with ndim >= 0, got {ndim!r}")
         for inner in kernel.nodes:
-            if inner.regions or inner.op in ("if", "while", "call", "fused"):
+            if inner.regions or inner.op in STRUCTURAL_OPS:
                 self.fail(path, node, f"a fused kernel holds scalar leaf ops only, got {inner.op!r}")
         if not self.typed:
             self.check_body(kernel, f"{path}/fused.kernel")
@@ -260,10 +259,13 @@ class _GraphChecker:
         self.expect_types(path, node, "outputs", node.outputs,
                           [ArrayType(v.type, ndim) for v in kernel.outputs])
 
-    def check_row_group(self, node: Node, group: RowGroup, path: str) -> None:
+    def check_rowwise(self, node: Node, path: str) -> None:
         """A row group (passes/rowfuse.py): a region of plain `fused` nodes over the same
         ndim, whose reductions run over the trailing axes after the `rows` outer ones, and
         `sum_to_like` nodes; one role in its `stages` per member."""
+        group = node.attrs.get("rowwise")
+        if not isinstance(group, RowGroup):
+            self.fail(path, node, f"'rowwise' needs attrs['rowwise'], a RowGroup, got {group!r}")
         self.expect_count(path, node, "regions", node.regions, 1)
         (body,) = node.regions
         self.expect_count(path, node, "'rows' parameters", body.params, len(node.inputs))
@@ -280,7 +282,7 @@ class _GraphChecker:
                 continue
             spec = kernel_of(member)
             if spec is None or spec.ndim != ndim:
-                self.fail(path, node, f"a row group holds plain fused nodes of ndim {ndim}, "
+                self.fail(path, node, f"a row group holds fused nodes of ndim {ndim}, "
                                       f"got {member.op!r}")
             if spec.reduce is not None and spec.reduce.axes != inner:
                 self.fail(path, node, f"a row group's reductions run over axes {inner}, got "
@@ -288,7 +290,7 @@ class _GraphChecker:
         if self.typed:
             self.expect_types(path, node, "'rows' parameters", body.params, _types(node.inputs))
             self.expect_types(path, node, "'rows' outputs", body.outputs, _types(node.outputs))
-        self.check_body(body, f"{path}/fused.rows")
+        self.check_body(body, f"{path}/rowwise.rows")
 
     def check_reduction(self, node: Node, spec: Kernel, path: str) -> None:
         """A `fused` node with a reduction: the last output reduces the kernel's last one."""

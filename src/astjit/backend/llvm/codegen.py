@@ -12,8 +12,8 @@ answers by running it on the general tier (`FunctionEmitter.fast_only`). Graphs
 other than the entry have internal linkage, so LLVM inlines them and folds the
 status checks away.
 
-The structural ops (`if`, `while`, `call`, and `fused` in `fused.py`) are
-emitted by hand here: `if` becomes two blocks and phis, `while` a natural loop
+The structural ops (`if`, `while`, `call`, `fused` in `fused.py` and `rowwise` in
+`rowwise.py`) are emitted by hand here: `if` becomes two blocks and phis, `while` a natural loop
 (header = the cond region, body, exit) whose carried values are header phis.
 Every leaf op is emitted from its table entry's lowering descriptor
 (`ops.OPS[op].llvm`): an IRBuilder method, an intrinsic, a libm call, or a
@@ -38,7 +38,7 @@ from ...ir.analysis import reachable_graphs
 from ...ir.core import Graph, Module, Node
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Refused, Routine, kind
 from ...ir.types import ScalarType
-from . import adjoints, arith, arrays, fused, linalg, memory, scalars, tapes, views
+from . import adjoints, arith, arrays, fused, linalg, memory, rowwise, scalars, tapes, views
 from . import messages as msg
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
 from .lltypes import STATUS, lltype
@@ -156,6 +156,8 @@ def emit_node(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         return [emit_call(em, node)]
     if node.op == "fused":
         return fused.emit_fused(em, node)
+    if node.op == "rowwise":
+        return rowwise.emit_rows(em, node)
     return [emit_leaf(em, node)]
 
 

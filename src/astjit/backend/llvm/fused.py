@@ -40,13 +40,12 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.kernels import RowGroup, fused_attrs
+from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType
 from . import arith, arrays, memory, outline, reductions, scalars
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T, lltype
-from .rowwise import emit_rows
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -65,8 +64,6 @@ def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value
 
 def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     spec = fused_attrs(node)
-    if isinstance(spec, RowGroup):  # a row group (ir/passes/rowfuse.py)
-        return emit_rows(em, node)
     b = em.builder
     ndim, plan = spec.ndim, spec.plan
     args = em.values_of(node.inputs)

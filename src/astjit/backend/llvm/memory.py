@@ -163,7 +163,7 @@ def arrays_in(value: ir.Value, t: Type, b: ir.IRBuilder) -> Iterator[ir.Value]:
 
 def owns_arrays(graph: Graph) -> bool:
     """Whether an invocation of `graph` may come to own array references."""
-    return any(node.op in OWNING or node.op == "fused"
+    return any(node.op in OWNING or node.op in ("fused", "rowwise")
                or (node.op == "call" and array_slots(node.outputs[0].type))
                for node in graph.walk())
 

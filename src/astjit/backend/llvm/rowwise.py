@@ -1,5 +1,5 @@
-"""Row groups (`fused` with attr `rows`, ir/passes/rowfuse.py): the members' loop nests run
-row by row, so the data crosses memory once.
+"""The structural `rowwise` op (ir/core.py, a row group of ir/passes/rowfuse.py): the members'
+loop nests run row by row, so the data crosses memory once.
 
 `emit_rows`, in order:
 
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.kernels import fused_attrs, kernel_of, reduction_of
+from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
 from . import arrays, memory, outline, reductions
@@ -63,7 +63,7 @@ def emit_rows(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     args = em.values_of(node.inputs)
     outside = dict(zip(body.params, args))
     members = [m for m in body.nodes if m.op in ("fused", "sum_to_like")]
-    roles = fused_attrs(node).stages
+    roles = rowwise_attrs(node).stages
     space, ok = _spaces(em, node, members, roles, outside)
     ok = b.and_(ok, _row_layout(em, node, args))
     if em.fast_only(ok):
@@ -84,7 +84,7 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
     """The group's space (the first member's) and whether every member's shapes agree with
     it (step 1 of the module docstring), each member checked as its own run would."""
     b = em.builder
-    group = fused_attrs(node)
+    group = rowwise_attrs(node)
     ndim, rows = group.ndim, group.rows
     shape_of = {p: [arrays.dim(b, a, j) for j in range(p.type.ndim)]
                 for p, a in outside.items() if isinstance(p.type, ArrayType)}
@@ -124,7 +124,7 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
 def _row_layout(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """Whether every outside array steps between rows at least as far as within one."""
     b = em.builder
-    group = fused_attrs(node)
+    group = rowwise_attrs(node)
     ndim, rows = group.ndim, group.rows
     ok = ir.Constant(I1, 1)
     for value, k in zip(args, group.plan):
@@ -152,8 +152,8 @@ class _RowLoop:
                  roles: tuple[str, ...], outside: dict[Value, ir.Value], dims: list[ir.Value]):
         self.em, self.node, self.outside, self.dims = em, node, outside, dims
         self.members = list(zip(members, roles))
-        self.rows = fused_attrs(node).rows
-        self.ndim = fused_attrs(node).ndim
+        self.rows = rowwise_attrs(node).rows
+        self.ndim = rowwise_attrs(node).ndim
         self.same = {m.outputs[0]: m.inputs[0] for m, role in self.members if role == "same"}
         """A `sum_to_like` that is the identity: its result -> its operand."""
         self.storage: dict[Value, tuple[ir.Value, list[ir.Value]]] = {}

@@ -11,7 +11,8 @@ Walking each graph backwards from its outputs:
   (a fixed point), and the invariants some region uses; the loop itself stays,
   as it may not terminate;
 - `call` nodes stay (the callee may raise), and so do function parameters;
-- a `fused` node's kernel loses the scalar work no kernel output reads;
+- a `fused` node's kernel loses the scalar work no kernel output reads, a
+  `rowwise` node's region what no region output needs;
 - except that a node marked `recomputed` by reverse mode (`ad.recomputation`) goes when its
   results are unused, whatever its effects: the backward loop runs the same work again.
 
@@ -39,7 +40,7 @@ def _dce_graph(graph: Graph) -> None:
             _dce_if(node, live)
         elif node.op == "while":
             _dce_while(node, live)
-        elif node.op == "fused":  # every kernel output is a result: clean inside only
+        elif node.op in ("fused", "rowwise"):  # all region outputs are results: clean inside
             _dce_graph(node.regions[0])
         if _must_run(node) or any(out in live for out in node.outputs):
             kept.append(node)

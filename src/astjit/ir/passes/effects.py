@@ -20,7 +20,8 @@ place in the node list, which is their order. Shape queries (`array_dim`,
 Elementwise ops on whole arrays (an array-typed add, exp, where) have effects:
 each makes a new array the program may write into (two of them must not be
 merged into one) and raises ValueError when the shapes do not broadcast. A
-`fused` node, made from them, has effects as every structural op but `if` has.
+`fused` node, made from them, and a `rowwise` node, made of those, have effects
+as every structural op but `if` has.
 
 Where the primitive
 table's traits are coarser than the operand types, the types refine them:
@@ -43,8 +44,8 @@ def has_effects(node: Node) -> bool:
     """Whether running `node` may raise, loop forever or act, so it must stay as it is."""
     if node.op == "if":
         return any(has_effects(inner) for region in node.regions for inner in region.nodes)
-    if node.op in ("while", "call") or node.op not in OPS:
-        return True  # a loop may not end; a callee may raise or recurse forever
+    if node.op in ("while", "call", "fused", "rowwise") or node.op not in OPS:
+        return True  # a loop may not end; a callee may raise or recurse forever; new arrays
     if is_array_elementwise(node):
         return True  # a new array; shapes that do not broadcast raise ValueError
     traits = OPS[node.op].traits

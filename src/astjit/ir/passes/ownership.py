@@ -23,7 +23,8 @@ Allocating ops are every leaf op not named here that gives a managed value:
 `array_new`, `array_new_like`, `array_arange`, elementwise ops on arrays (a
 `where` too) and views (a view is a new reference to its base's owner); and
 the structural `fused`, whose outputs are new arrays (its kernel holds scalars
-only, so it owns and borrows nothing).
+only, so it owns and borrows nothing), and `rowwise`, whose region yields new
+arrays of its `fused` nodes (its parameters are borrowed).
 
 So a tuple owns nothing by itself: it groups leaves that belong to the roots
 they came from, and `getitem` picks them out again. A leaf is named by its root

@@ -1,4 +1,5 @@
-"""Row-wise fusion: `fused` nodes that share their outer axes become one *row group*.
+"""Row-wise fusion: `fused` nodes that share their outer axes become one *row group*, a
+`rowwise` node (core.py).
 
 Runs right after elementwise fusion (fuse.py, pipeline.py FINAL), graph by
 graph and region by region. Softmax over the rows of a matrix is three `fused`
@@ -36,13 +37,13 @@ backward sweep of a softmax (`g - sum(g * p, axis=1, keepdims=True)`) is one
 group too. A node reading several open groups, or none, starts a new one (a
 `sum_to_like` never does). As in fuse.py a group is closed (nothing joins any
 more) once a node outside it uses one of its values, or a node with effects
-runs other than one that only allocates (`fused`, `array_new`,
+runs other than one that only allocates (`fused`, `rowwise`, `array_new`,
 `array_new_like`: they allocate and may raise but are not ordered among
 themselves); so the group node, placed where its last member was, comes after
 every input it reads and before every outside use of its results. A group of
 one member, or with no row-wise reduction or per-row `x`, is left as it was.
 
-The group node is a `fused` node whose attributes are a `RowGroup` (kernels.py:
+The group node is a `rowwise` node whose attribute is a `RowGroup` (kernels.py:
 `rows`, the number of outer axes; `stages`, each member's role, `STAGES`; `ndim`,
 `plan` as a Kernel's); its one region, `rows`, takes the
 group's outside operands as parameters and holds the member `fused` nodes,
@@ -71,7 +72,7 @@ from .fuse import node_uses
 FULL, PER_ROW, REDUCED = "full", "per row", "reduced"
 """What a member's output is to the other members (the module docstring)."""
 
-ALLOCATING = frozenset({"fused", "array_new", "array_new_like"})
+ALLOCATING = frozenset({"fused", "rowwise", "array_new", "array_new_like"})
 """Ops whose only effects are a new array and a ValueError / MemoryError: not ordered among
 themselves (fuse.py), so they close no group."""
 
@@ -184,7 +185,7 @@ def _sum_role(group: _RowGroup, node: Node, ones: dict) -> tuple[str, int | None
 
 def _group_graph(graph: Graph) -> None:
     for node in graph.nodes:
-        if node.op != "fused":
+        if node.op not in ("fused", "rowwise"):  # scalars only; a group already
             for region in node.regions:
                 _group_graph(region)
     ones = _known_ones(graph)
@@ -243,7 +244,7 @@ def _known_ones(graph: Graph) -> dict[Value, tuple[int, ...]]:
 
 
 def _build(group: _RowGroup, uses: dict[Value, set[int]]) -> Node:
-    """The group node: its members moved into its `rows` region (the module docstring)."""
+    """The `rowwise` node: its members moved into its `rows` region (the module docstring)."""
     members = group.members
     inside = {id(m) for m in members}
     outputs = [v for m in members for v in m.outputs if uses.get(v, set()) - inside]
@@ -264,5 +265,5 @@ def _build(group: _RowGroup, uses: dict[Value, set[int]]) -> Node:
         body.nodes.append(m)
     body.outputs = [local[v] for v in outputs]
     plan = tuple(v.type.ndim if isinstance(v.type, ArrayType) else None for v in inputs)
-    attrs = {"fused": RowGroup(group.ndim, group.rows, plan, tuple(group.roles))}
-    return Node("fused", inputs, outputs, attrs, [body], members[-1].loc)
+    attrs = {"rowwise": RowGroup(group.ndim, group.rows, plan, tuple(group.roles))}
+    return Node("rowwise", inputs, outputs, attrs, [body], members[-1].loc)

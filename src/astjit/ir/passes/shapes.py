@@ -25,9 +25,10 @@ source's; `array_reshape` and `array_new` take their dims from their int inputs,
 where an `array_dim` names an axis's dim and a literal n >= 0 its own atom (a
 literal 1 is ONE; anything else, possibly -1, gets a fresh atom); a view keeps
 the axes a whole slice `:` or no index touches and drops those an index takes;
-a plain `fused` node (core.py) broadcasts its inputs by its plan. Each region
-(`if`, `while`) is analysed on its own, its parameters fresh; the regions of
-`fused` nodes (kernels, row groups) are never rewritten.
+a `fused` node (core.py) broadcasts its inputs by its plan, a `rowwise` node's
+results get atoms of their own. Each region (`if`, `while`) is analysed on its
+own, its parameters fresh; the regions of `fused` and `rowwise` nodes are never
+rewritten.
 
 The pass (`resolve_sums_to_like`, before fusion: pipeline.FINAL) rewrites
 `sum_to_like(g, x)` when `x` is an array of `g`'s dtype (or a scalar of it)
@@ -49,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import Graph, Module, Node, Value
-from ..kernels import RowGroup, fused_attrs
+from ..kernels import fused_attrs
 from ..ops.elementwise import is_array_elementwise
 from ..ops.reductions import normalize_axes, result_type
 from ..types import I64, ArrayType, ScalarType
@@ -108,6 +109,8 @@ class _ShapeTable:
             self.dims[node.outputs[0]] = ONE if n == 1 else frozenset({("const", n)})
         if node.op == "fused":
             found = _fused_shapes(node, self)
+        elif node.op == "rowwise":
+            found = []  # unknown: atoms of their own
         else:
             rule = SHAPE_RULES.get(node.op)
             if rule is None and is_array_elementwise(node):
@@ -212,11 +215,9 @@ SHAPE_RULES: dict[str, Callable[[Node, _ShapeTable], Shape | None]] = {
 
 
 def _fused_shapes(node: Node, table: _ShapeTable) -> list[Shape | None]:
-    """A plain `fused` node's outputs: the broadcast of its inputs (its iteration space),
-    the reduction's, if any, last; a row group's are unknown."""
+    """A `fused` node's outputs: the broadcast of its inputs (its iteration space), the
+    reduction's, if any, last."""
     spec = fused_attrs(node)
-    if isinstance(spec, RowGroup):
-        return []
     arrays_ = [table.shape(v) for v in node.inputs if isinstance(v.type, ArrayType)]
     space = broadcast(arrays_, spec.ndim)
     if space is None or spec.reduce is None:
@@ -235,7 +236,7 @@ def _resolve_graph(graph: Graph) -> None:
     table = _ShapeTable(graph.params)
 
     def visit(node: Node) -> Replacement | None:
-        if node.op != "fused":  # a kernel has no arrays; a row group keeps its members
+        if node.op not in ("fused", "rowwise"):  # kernels hold no arrays; groups stay whole
             for region in node.regions:
                 _resolve_graph(region)
         if node.op == "sum_to_like":
