@@ -23,8 +23,9 @@ Invariants (checked by `verify.py`):
             the kernel reads, each once; an array of ndim k (its ``plan`` entry; None
             for a scalar) is aligned with the last k axes of the space (NumPy
             broadcasting: a size-1 axis stretches, other sizes must agree, ValueError
-            "operands could not be broadcast together with shapes ..." otherwise). region ``[kernel]``: one parameter
-            per input (an array's element type, a scalar's own type), scalar leaf ops
+            "operands could not be broadcast together with shapes ..." otherwise).
+            region ``[kernel]``: one parameter per input (an array's element type, a
+            scalar's own type), scalar leaf ops
             only (elementwise ops, ``cast``, ``const``, ``select``), one scalar output
             per node output, run once per point with NumPy's semantics (no exceptions:
             1/0 is inf, integer division by zero 0, NaN from math functions, integers
