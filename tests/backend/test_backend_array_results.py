@@ -16,7 +16,7 @@ from array_checks import expect
 from ir_builders import const, counted_loop, graph_of, module_of, op
 from llvmlite import ir
 
-from astjit.backend.llvm import build_entry, memory
+from astjit.backend.llvm import build_entry, owned
 from astjit.backend.llvm.codegen import OK, emit_module
 from astjit.backend.llvm.jit.engine import engine, runtime_llvm_ir
 from astjit.backend.llvm.lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T
@@ -621,7 +621,7 @@ def test_a_new_array_is_owned_until_it_is_returned():
     """The owned list holds it (released on an error exit): compiled as glue, without
     optimization, its stores stay (engine.Engine.compile_ir), and the call leaks nothing."""
     module = new_module(F64, 1, 1)
-    assert memory.owns_arrays(module.entry_graph)
+    assert owned.owns_arrays(module.entry_graph)
     entry = compile_module(module)
     assert "@astjit.owned.release" in entry.llvm_ir_optimized
     made = entry.call(3)

@@ -8,7 +8,8 @@ Layers, each importing only those below it:
 - `emitter` (the core: builder, values, error table and sites, failure exit,
   resources, tiering), with `lltypes`, `compare` and `messages` (IR helpers,
   CPython's messages) and `outline` (functions every module shares, loop metadata);
-- lowerings: `arith`, `scalars`, `arrays`, `memory`, `views`, `tapes`, `kernels`,
+- `owned` (the owned list: the array references an invocation holds, a resource);
+- lowerings: `arith`, `scalars`, `arrays`, `allocation`, `views`, `tapes`, `kernels`,
   `reductions`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,

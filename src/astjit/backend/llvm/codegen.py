@@ -21,7 +21,7 @@ Routine from `ROUTINES` (assembled below from the lowering modules' tables),
 followed by the entry's error check (`CHECKS`).
 
 What an invocation owns is settled on every exit through `RESOURCES`: tapes
-(`tapes.py`) and the array references on its owned list (`memory.py`); a call's
+(`tapes.py`) and the array references on its owned list (`owned.py`); a call's
 result tapes and arrays are adopted by the caller. Arrays (`arrays.py`) are
 structs passed by value like tuples: they flow through phis, region parameters
 and calls unchanged.
@@ -38,7 +38,19 @@ from ...ir.analysis import reachable_graphs
 from ...ir.core import Graph, Module, Node
 from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Refused, Routine, kind
 from ...ir.types import ScalarType
-from . import adjoints, arith, arrays, fused, linalg, memory, rowwise, scalars, tapes, views
+from . import (
+    adjoints,
+    allocation,
+    arith,
+    arrays,
+    fused,
+    linalg,
+    owned,
+    rowwise,
+    scalars,
+    tapes,
+    views,
+)
 from . import messages as msg
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
 from .lltypes import STATUS, lltype
@@ -51,7 +63,7 @@ ROUTINES = {
     **arith.ROUTINES,
     **tapes.ROUTINES,
     **arrays.ROUTINES,
-    **memory.ROUTINES,
+    **allocation.ROUTINES,
     **views.ROUTINES,
     **adjoints.ROUTINES,
     **linalg.ROUTINES,
@@ -65,7 +77,7 @@ ROUTINES = {
 CHECKS = {"math1": scalars.check_math1}
 """`OpDef.check` -> `(emitter, node, operands, result) -> None`, which emits the error branch."""
 
-RESOURCES = (tapes.RESOURCE, memory.RESOURCE)
+RESOURCES = (tapes.RESOURCE, owned.RESOURCE)
 """What an invocation may own, settled in this order on every exit."""
 
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
-from . import arrays, memory, views
+from . import allocation, arrays, views
 from . import messages as msg
 from .lltypes import (
     ARRAY_DATA,
@@ -151,7 +151,7 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
     if t.dtype == dtype:
         return views.contiguous_copy(em, node, source, t)
     dims = [arrays.dim(b, source, axis) for axis in range(t.ndim)]
-    fresh = memory.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
+    fresh = allocation.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
     source_strides = [_stride(b, source, axis) for axis in range(t.ndim)]
     fresh_strides = [_stride(b, fresh, axis) for axis in range(t.ndim)]
     target = element_type(dtype)
@@ -344,8 +344,8 @@ def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     m, k, n = sizes
     dims = [d for d in (m, n) if d is not None]
-    memory.check_dims(em, node, dtype, dims)
-    out = memory.allocate(em, node, out_t, dims, zeroed=False)
+    allocation.check_dims(em, node, dtype, dims)
+    out = allocation.allocate(em, node, out_t, dims, zeroed=False)
     x = converted_copy(em, node, a, a_t, dtype) if a_t.dtype != dtype else a
     y = converted_copy(em, node, b, b_t, dtype) if b_t.dtype != dtype else b
     name = f"astjit.matmul.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
@@ -354,7 +354,7 @@ def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_
     with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
                          likely=False):
         too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
-        no_memory = em.errors.status(msg.OUT_OF_MEMORY, memory.ALLOCATION_FAILED, node.loc)
+        no_memory = em.errors.status(msg.OUT_OF_MEMORY, allocation.ALLOCATION_FAILED, node.loc)
         em.return_status(builder.select(
             builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
             ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
@@ -376,11 +376,11 @@ def _product(dtype: ScalarType, a_ndim: int, b_ndim: int):
         m = arrays.dim(builder, a, 0) if a_ndim == 2 else None
         n = arrays.dim(builder, b, 1) if b_ndim == 2 else None
         dims = [d for d in (m, n) if d is not None]
-        size = memory.size_of_dims(builder, dims)
+        size = allocation.size_of_dims(builder, dims)
         trivial = builder.or_(builder.icmp_signed("==", k, _i64(0)),
                               builder.icmp_signed("==", size, _i64(0)))
         with builder.if_then(trivial, likely=False):  # an empty sum is 0
-            memory.fill_with(builder, dtype, constant(dtype, 0.0), out, size)
+            allocation.fill_with(builder, dtype, constant(dtype, 0.0), out, size)
             builder.ret(ir.Constant(I32_T, 0))
         too_large = ir.Constant(I1, 0)
         for d in [m, k, n]:
@@ -415,13 +415,13 @@ def _readable_operand(builder: ir.IRBuilder, array: ir.Value, t: ArrayType, read
     with builder.if_then(builder.not_(usable), likely=False):
         module = builder.function.module
         dims = [arrays.dim(builder, array, axis) for axis in range(t.ndim)]
-        obj = builder.call(memory.new_ndarray(module, t.ndim, zeroed=False),
+        obj = builder.call(allocation.new_ndarray(module, t.ndim, zeroed=False),
                            [numpy_api.descr_constant(t.dtype), *dims])
         with builder.if_then(builder.icmp_unsigned("==", obj, ir.Constant(obj.type, None)),
                              likely=False):
             _drop_copies(builder, copies)
             builder.ret(ir.Constant(I32_T, PRODUCT_NO_MEMORY))
-        fresh = memory.c_order_value(builder, t, obj, dims)
+        fresh = allocation.c_order_value(builder, t, obj, dims)
         views.copy_with(builder, array, t, fresh, t)
         copied_block = builder.block
     merged = builder.phi(array.type)
@@ -453,8 +453,8 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
         else [_stride(builder, b, 0), zero_i64]
     if isinstance(out_t, ArrayType):
         dims = [d for d in (m, n) if d is not None]
-        memory.check_dims(em, node, out_t.dtype, dims)
-        out = memory.allocate(em, node, out_t, dims, zeroed=True)
+        allocation.check_dims(em, node, out_t.dtype, dims)
+        out = allocation.allocate(em, node, out_t, dims, zeroed=True)
         data = builder.extract_value(out, ARRAY_DATA)
         own = [_stride(builder, out, axis) for axis in range(out_t.ndim)]
         out_strides = own if out_t.ndim == 2 else [own[0], zero_i64] if n is None \
@@ -528,8 +528,8 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     n = arrays.dim(b, x, 0)
     magnitude = b.select(b.icmp_signed("<", k, _i64(0)), b.neg(k), k)
     side = b.add(n, magnitude)
-    memory.check_dims(em, node, t.dtype, [side, side])
-    out = memory.allocate(em, node, out_t, [side, side], zeroed=True)
+    allocation.check_dims(em, node, t.dtype, [side, side])
+    out = allocation.allocate(em, node, out_t, [side, side], zeroed=True)
     source, stride = b.extract_value(x, ARRAY_DATA), _stride(b, x, 0)
     store_diagonal(em, out, out_t, k, lambda i: b.load(b.gep(source, [b.mul(i, stride)]),
                                                        align=arrays.ITEM_SIZES[t.dtype]))
@@ -540,8 +540,8 @@ def eye(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """np.eye(n, m, k, dtype): zeros (calloc), then ones on diagonal k."""
     n, m, k = args
     out_t = node.outputs[0].type
-    memory.check_dims(em, node, out_t.dtype, [n, m])
-    out = memory.allocate(em, node, out_t, [n, m], zeroed=True)
+    allocation.check_dims(em, node, out_t.dtype, [n, m])
+    out = allocation.allocate(em, node, out_t, [n, m], zeroed=True)
     one = ir.Constant(I8, 1) if out_t.dtype == BOOL else constant(out_t.dtype, 1)
     store_diagonal(em, out, out_t, k, lambda i: one)
     return out

@@ -43,7 +43,7 @@ from ...ir.ops import Builder, Intrinsic
 from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import arrays, memory, outline, vecmath
+from . import allocation, arrays, outline, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, lltype
 
 if TYPE_CHECKING:
@@ -164,12 +164,12 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     if isinstance(result_type, ArrayType):
         shape = [_i64(1) if a in axes else dims[a] for a in range(n)] if keepdims \
             else [dims[a] for a in kept]
-        memory.check_dims(em, node, result_type.dtype, shape)
-        out = memory.allocate(em, node, result_type, shape, zeroed=False)
+        allocation.check_dims(em, node, result_type.dtype, shape)
+        out = allocation.allocate(em, node, result_type, shape, zeroed=False)
         out_strides = _c_strides(b, [dims[a] for a in kept])
         if not register:
-            memory.fill(em, element, identity(kind, element), b.extract_value(out, ARRAY_DATA),
-                        memory.size_of_dims(b, shape))
+            allocation.fill(em, element, identity(kind, element), b.extract_value(out, ARRAY_DATA),
+                        allocation.size_of_dims(b, shape))
     else:
         slot = em.alloca(lltype(element))
     acc = _Register(em, kind, element) if suffix < n else None
@@ -206,7 +206,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     if out is None:
         return b.load(slot)
     if row.finish is not None and not register:
-        _finish_all(em, kind, out, element, memory.size_of_dims(b, [dims[a] for a in kept]), count)
+        _finish_all(em, kind, out, element, allocation.size_of_dims(b, [dims[a] for a in kept]), count)
     return out
 
 
@@ -220,7 +220,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
     acc = _Register(em, kind, element)
     acc.start()
     arrays.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
-    return finish(em, kind, acc.value(), memory.size_of_dims(em.builder, dims))
+    return finish(em, kind, acc.value(), allocation.size_of_dims(em.builder, dims))
 
 
 @functools.cache

@@ -50,7 +50,7 @@ from llvmlite import ir
 
 from ...ir.core import Graph, Node
 from ...ir.types import NONE, TapeType, TupleType, Type
-from . import arrays, memory
+from . import arrays, owned
 from . import messages as msg
 from .emitter import Resource
 from .lltypes import ARRAY_OWNER, BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
@@ -189,7 +189,7 @@ def unlink(fn: ir.Function, b: ir.IRBuilder, header: ir.Value) -> None:
 
 @helper_body(I1, [TAPE, I64_T])
 def grow(fn: ir.Function, b: ir.IRBuilder, header: ir.Value, element_size: ir.Value) -> None:
-    """Double the capacity (or make the first room); false when out of memory."""
+    """Double the capacity (or make the first room); false when out of owned."""
     capacity = load(b, header, CAP)
     new_capacity = b.select(b.icmp_unsigned("==", capacity, ir.Constant(I64_T, 0)),
                             ir.Constant(I64_T, INITIAL_CAPACITY),
@@ -252,7 +252,7 @@ def disown(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, header: ir.Value) 
 def tape_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     assert em.held["tapes"] is not None, "emit_body opens a tape list for graphs with tape_new"
     element = node.attrs["element"]
-    drop = dropper(em.module, element) if memory.array_slots(element) else null(DROP)
+    drop = dropper(em.module, element) if owned.array_slots(element) else null(DROP)
     header = em.builder.call(helper(em.module, "new"), [em.held["tapes"], drop])
     em.fail_if(node, is_null(em.builder, header), msg.OUT_OF_MEMORY, msg.TAPE_MEMORY)
     return header
@@ -262,7 +262,7 @@ def tape_push(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value
     """data[len] = value, after growing when len == cap; len += 1."""
     b = em.builder
     header, value = args
-    for array in memory.arrays_in(value, node.inputs[1].type, b):  # the tape keeps them
+    for array in owned.arrays_in(value, node.inputs[1].type, b):  # the tape keeps them
         b.call(declare(em.module, "Py_IncRef"), [b.extract_value(array, ARRAY_OWNER)])
     length = load(b, header, LEN)
     with b.if_then(b.icmp_unsigned("==", length, load(b, header, CAP)), likely=False):
@@ -281,10 +281,10 @@ def tape_get(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     element = lltype(node.outputs[0].type)
     data = b.bitcast(load(b, header, DATA), element.as_pointer())
     value = b.load(b.gep(data, [index], inbounds=True))
-    for array in memory.arrays_in(value, node.outputs[0].type, b):  # the result owns them
+    for array in owned.arrays_in(value, node.outputs[0].type, b):  # the result owns them
         owner = b.extract_value(array, ARRAY_OWNER)
         b.call(declare(em.module, "Py_IncRef"), [owner])
-        memory.push(em, owner)
+        owned.push(em, owner)
     return value
 
 
@@ -321,7 +321,7 @@ def dropper(module: ir.Module, element: Type) -> ir.Function:
 
     def drop(i):
         value = b.load(b.gep(b.bitcast(data, ty.as_pointer()), [i], inbounds=True))
-        for array in memory.arrays_in(value, element, b):
+        for array in owned.arrays_in(value, element, b):
             b.call(declare(module, "Py_DecRef"), [b.extract_value(array, ARRAY_OWNER)])
     arrays.count_up(b, ir.Constant(I64_T, 0), length, drop, flags=())
     b.ret_void()

@@ -3,7 +3,7 @@ strided copy that slice assignment and a non-contiguous reshape use.
 
 A view is the array struct of its input with another data pointer, shape and
 strides, and the same owner: `Py_IncRef(owner)`, pushed on the invocation's
-owned list (`memory.push`), so the retain/release pass releases it like an allocation.
+owned list (`owned.push`), so the retain/release pass releases it like an allocation.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from ...ir.ops.views import SLICE_STEP_ZERO
 from ...ir.types import BOOL, ArrayType
-from . import arrays, memory
+from . import allocation, arrays, owned
 from . import messages as msg
 from .emitter import MAX_ERROR_VALUES
 from .lltypes import (
@@ -50,7 +50,7 @@ def new_reference(em: FunctionEmitter, array: ir.Value) -> ir.Value:
     """Take (and record) a new reference to `array`'s owner; return the owner."""
     owner = em.builder.extract_value(array, ARRAY_OWNER)
     em.builder.call(declare(em.module, "Py_IncRef"), [owner])
-    memory.push(em, owner)
+    owned.push(em, owner)
     return owner
 
 
@@ -200,16 +200,14 @@ def _at(b, data, strides, indices):
 def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
     """A new C-contiguous array (owned, on the list) with `source`'s elements."""
     dims = [arrays.dim(em.builder, source, k) for k in range(t.ndim)]
-    fresh = memory.allocate(em, node, t, dims, zeroed=False)
+    fresh = allocation.allocate(em, node, t, dims, zeroed=False)
     copy(em, source, t, fresh, t)
     return fresh
 
 
 def release_now(em: FunctionEmitter, array: ir.Value) -> None:
     owner = em.builder.extract_value(array, ARRAY_OWNER)
-    if em.held["owned"] is not None:
-        em.builder.call(memory.helper(em.module, "forget"),
-                        [em.held["owned"].count, em.held["owned"].items, owner])
+    owned.forget(em, owner)
     em.builder.call(declare(em.module, "Py_DecRef"), [owner])
 
 
