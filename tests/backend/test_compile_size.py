@@ -3,7 +3,7 @@
 The setup and teardown of array ops (allocation with NumPy's checks, the
 owned list, strided copies, BLAS operand preparation, unboxing an argument,
 boxing a result) is a shared function compiled once per process
-(backend/llvm/outline.py); each module declares it and each site calls it.
+(backend/llvm/shared.py); each module declares it and each site calls it.
 These tests keep it that way: line budgets for the emitted IR of `a @ b` and
 of an MLP training step, the NumPy calls and error paths appearing in the
 shared functions only, no module defining a shared function, and loop-free

@@ -7,7 +7,7 @@
 Layers, each importing only those below it:
 - `emitter` (the core: builder, values, error table and sites, failure exit,
   resources, tiering), with `lltypes`, `compare` and `messages` (IR helpers,
-  CPython's messages) and `outline` (functions every module shares, loop metadata);
+  CPython's messages) `shared` (functions every module shares) and `loop_metadata`;
 - `owned` (the owned list: the array references an invocation holds, a resource);
 - lowerings: `arith`, `scalars`, `arrays`, `allocation`, `views`, `tapes`, `kernels`,
   `reductions`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import F32, ArrayType, ScalarType
-from . import allocation, arrays, outline, views
+from . import allocation, arrays, loop_metadata, views
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.
     fast = b.icmp_signed("==", b.extract_value(g, [ARRAY_STRIDES, g_t.ndim - 1]), _i64(1))
     for k, d in enumerate(x_dims):
         fast = b.and_(fast, b.icmp_signed("==", d, g_dims[lead + k]))
-    outline.unit_or_strided(em, fast, nest)
+    loop_metadata.unit_or_strided(em, fast, nest)
     return out
 
 

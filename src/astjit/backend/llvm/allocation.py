@@ -58,9 +58,9 @@ from .lltypes import (
     lltype,
     zero,
 )
-from .outline import shared_function
 from .runtime import numpy_api
 from .runtime.pyapi import PYOBJ, VOID, declare, load_field
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -104,7 +104,7 @@ ALLOCATION_FAILED = "Unable to allocate memory for an array"
 # ---- the fill helpers, one of each per LLVM module ---------------------------------------------
 
 def helper(module: ir.Module, name: str) -> ir.Function:
-    """The shared function `astjit.array.<name>` (a fill) of `module` (outline.py), made on
+    """The shared function `astjit.array.<name>` (a fill) of `module` (shared.py), made on
     first use."""
     fnty, emit = HELPERS[name]
     return shared_function(module, "astjit.array." + name, fnty, emit)

@@ -41,8 +41,8 @@ from llvmlite import ir
 
 from ...errors import CompileError
 from ...ir.types import BOOL, F32, F64, I64, NUMPY_DTYPES, ArrayType, ScalarType
+from . import loop_metadata
 from . import messages as msg
-from . import outline
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I8, I64_T, constant, zero
 
 if TYPE_CHECKING:
@@ -286,5 +286,5 @@ def count_up(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body,
     b.position_at_end(inner)
     body(i)
     i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=list(flags)), b.block)
-    outline.no_runtime_unroll(b.branch(head))
+    loop_metadata.no_runtime_unroll(b.branch(head))
     b.position_at_end(done)

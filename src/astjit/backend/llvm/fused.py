@@ -17,7 +17,7 @@ general strided one (broadcast axes, views). An input the `ones` hint says has
 length 1 along an axis is read there with the constant stride 0, so a
 `keepdims` reduction's result broadcast along the last axis keeps the unit
 version. Only the unit version is vectorized: the general one's loops carry
-metadata that keeps LLVM from vectorizing or unrolling them (`outline.scalar_loops`),
+metadata that keeps LLVM from vectorizing or unrolling them (`loop_metadata.scalar_loops`),
 which would about double the code LLVM compiles per nest for the rare strided case.
 
 With a reduction (attr `reduce`), `reductions.emit_reduction` owns the loops
@@ -42,7 +42,7 @@ from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType
-from . import allocation, arith, arrays, outline, reductions, scalars
+from . import allocation, arith, arrays, loop_metadata, reductions, scalars
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T, lltype
@@ -203,7 +203,7 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     elif isinstance(fast, ir.Constant):
         nest(bool(fast.constant))
     else:
-        outline.unit_or_strided(em, fast, nest)
+        loop_metadata.unit_or_strided(em, fast, nest)
 
 
 def _reusable(em: FunctionEmitter, donor: ir.Value, dims: list[ir.Value]) -> ir.Value:

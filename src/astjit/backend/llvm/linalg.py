@@ -16,7 +16,7 @@ np.dot, the sizes filled in at run time), then:
   result's (f32 or int64 with f64: converted as NumPy converts). Temporaries
   are released right after the call. Everything after the result's allocation
   (conversions aside) is one function the module shares per kind of product
-  (`astjit.matmul.<d|s>.<ndims>`, outline.py): the layout tests, the copies and
+  (`astjit.matmul.<d|s>.<ndims>`, shared.py): the layout tests, the copies and
   the BLAS call are emitted once, not at every `@`; its failure code becomes
   the site's error.
 - int64 results (BLAS has no integers) run a plain loop nest, wrapping on
@@ -55,8 +55,8 @@ from .lltypes import (
     element_type,
     lltype,
 )
-from .outline import shared_function
 from .runtime import blas, numpy_api, pyapi
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node

@@ -22,7 +22,7 @@ the Values of the function (node outputs and region parameters), which bounds
 the references alive at once when every owned Value is released once; past it
 (IR that leaks) a reference is not recorded and only an error exit would miss
 it. Every list operation is a small function shared by the module
-(`astjit.owned.*`, outline.py), called, not inlined (an MLP step has a hundred
+(`astjit.owned.*`, shared.py), called, not inlined (an MLP step has a hundred
 list operations, and their code inlined was a good part of what LLVM
 compiled), except `push`, a few instructions LLVM inlines: its stores that no
 error exit reads are dead and vanish.
@@ -41,8 +41,8 @@ from ...ir.types import ArrayType, TupleType, Type
 from . import arrays
 from .emitter import Resource
 from .lltypes import ARRAY_OWNER, I32_T, I64_T
-from .outline import shared_function
 from .runtime.pyapi import PYOBJ, VOID, declare
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -142,7 +142,7 @@ LIST_PARAMS = [I64_T.as_pointer(), PYOBJ.as_pointer()]
 
 
 def helper(module: ir.Module, name: str) -> ir.Function:
-    """The shared function `astjit.owned.<name>` (a list operation) of `module` (outline.py),
+    """The shared function `astjit.owned.<name>` (a list operation) of `module` (shared.py),
     made on first use. `release` runs only on error exits: cold. `push` is a few
     instructions, which LLVM inlines: where no error exit can follow, its stores are dead
     and vanish."""

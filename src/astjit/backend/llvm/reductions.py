@@ -6,7 +6,7 @@ point of the space; it owns the loops, the accumulators and the output.
 
 Loop order: the space is walked in C order, so the innermost loop is the last
 axis, unit-stride for C-contiguous inputs (the version of the nest for them is
-vectorized; the general strided one LLVM leaves scalar: `outline.scalar_loops`).
+vectorized; the general strided one LLVM leaves scalar: `loop_metadata.scalar_loops`).
 Let S be the longest run of reduced axes at the end of the space and P the axes
 before it.
 
@@ -43,7 +43,7 @@ from ...ir.ops import Builder, Intrinsic
 from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import allocation, arrays, outline, vecmath
+from . import allocation, arrays, loop_metadata, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, lltype
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     if unit is None:
         nest(False)
     else:
-        outline.unit_or_strided(em, unit, nest)
+        loop_metadata.unit_or_strided(em, unit, nest)
     if out is None:
         return b.load(slot)
     if row.finish is not None and not register:

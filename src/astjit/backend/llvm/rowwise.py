@@ -33,7 +33,7 @@ loop nests run row by row, so the data crosses memory once.
    is a register sum like a reduction's. As in fused.py the whole loop is emitted twice: with
    unit innermost strides (every outside array steps by one along the last
    axis; scratch and outputs always do), which vectorizes as it is, and
-   strided, whose loops LLVM leaves scalar (`outline.scalar_loops`).
+   strided, whose loops LLVM leaves scalar (`loop_metadata.scalar_loops`).
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from llvmlite import ir
 from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
-from . import allocation, arrays, outline, reductions
+from . import allocation, arrays, loop_metadata, reductions
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
@@ -183,7 +183,7 @@ class _RowLoop:
         def nest(unit: bool) -> None:
             arrays.loop_nest(em, self.dims[:self.rows],
                              lambda outer: self._row(outer, strides, unit), "rows")
-        outline.unit_or_strided(em, fast, nest)
+        loop_metadata.unit_or_strided(em, fast, nest)
         for buffer in self.scratch:
             allocation.array_release(em, self.node, [buffer])
         return results

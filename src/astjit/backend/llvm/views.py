@@ -27,8 +27,8 @@ from .lltypes import (
     element_type,
     zero,
 )
-from .outline import shared_function
 from .runtime.pyapi import declare
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -144,7 +144,7 @@ def copy(em: FunctionEmitter, source: ir.Value, src_t: ArrayType, dest: ir.Value
          dest_t: ArrayType) -> None:
     """dest[...] = source, the source broadcast (shapes already checked): its axes align
     with dest's last ones, and an axis of length 1 repeats. The loop nest is the module's
-    `astjit.copy.<type>.<dest ndim>.<source ndim>` (outline.py), one per kind of copy."""
+    `astjit.copy.<type>.<dest ndim>.<source ndim>` (shared.py), one per kind of copy."""
     copy_with(em.builder, source, src_t, dest, dest_t)
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 
-from .. import outline, vecmath
+from .. import shared, vecmath
 from ..vecmath import libm_calls
 from . import split
 
@@ -298,7 +298,7 @@ def register_libc() -> None:
 def compile_runtime() -> None:
     """Compile the shared functions asked for since the last compile, and make their names
     resolve to them in every module compiled after."""
-    runtime = outline.RUNTIME
+    runtime = shared.RUNTIME
     with runtime.lock:  # held throughout: no thread compiles a caller before its callees load
         pending, runtime.pending = runtime.pending, None
         if pending is None:
@@ -313,5 +313,5 @@ def compile_runtime() -> None:
 def runtime_llvm_ir() -> str:
     """The optimized LLVM IR of every shared function compiled so far (for debugging: a
     kernel's own module only declares them)."""
-    with outline.RUNTIME.lock:
-        return "\n".join(m.llvm_ir_optimized for m in outline.RUNTIME.modules)
+    with shared.RUNTIME.lock:
+        return "\n".join(m.llvm_ir_optimized for m in shared.RUNTIME.modules)

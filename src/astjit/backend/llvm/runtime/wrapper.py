@@ -43,7 +43,7 @@ longer than 1, unless the array is empty), otherwise a new ndarray over the same
 base is the owner (`PyArray_SetBaseObject`, which takes the reference). Owners
 are always ndarrays: an argument, an array compiled code made, or the base of
 a view. Boxing an array is a function the module shares (`astjit.entry.box.*`,
-outline.py), one call per returned array.
+shared.py), one call per returned array.
 """
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ from ..lltypes import (
     lltype,
     zero,
 )
-from ..outline import shared_function
+from ..shared import shared_function
 from . import numpy_api, stack
 from .pyapi import (
     FLOAT_VALUE,

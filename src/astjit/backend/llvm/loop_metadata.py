@@ -1,94 +1,17 @@
-"""Functions every LLVM module shares: the setup and teardown of array ops.
+"""The `llvm.loop` metadata of array loops: which loops LLVM may vectorize or unroll.
 
-Each array op needs some code around its loops: NumPy's dimension checks and
-the allocation call with its error path, the owned list's release, a strided
-copy, a BLAS call with its operand checks, unboxing an argument and boxing a
-result. Emitted inline at every site, that code is most of what LLVM has to
-optimize and turn into machine code for array programs (an MLP training step
-has dozens of allocations), while it runs once per array, not once per
-element. So each such function is compiled once per process, in the runtime
-module (`jit.engine.compile_runtime`), and every module that calls it only declares it:
-a kernel's module holds its own graphs, loops and wrapper, nothing else. Hot
-loops stay where they are: a kernel's loop nest is emitted in its function;
-only a helper's own loop (a fill, a copy) lives in the helper, where the
-vectorizer optimizes it once.
-
-`shared_function(module, name, fnty, emit)` returns the function `name` as
-`module` sees it: the first time any module asks for it, its body is emitted
-into the pending runtime module with `emit(function, builder, *args)`; the
-pending module is compiled just before the next module that may call it
-(`Engine.compile_ir` runs `jit.engine.compile_runtime` first), and its functions' addresses
-are registered with LLVM's symbol table. A name therefore stands for one body
-in the whole process: it must say everything the body depends on (dtype,
-ndim). A helper that LLVM should inline (`inline`) is emitted in the module
-itself. `scalar_loops(builder, emit)` marks the loops `emit` makes not to be
+`scalar_loops(builder, emit)` marks the loops `emit` makes not to be
 vectorized or unrolled: for the rarely run general version of a kernel's nest,
 which LLVM would otherwise optimize as hard as the fast one.
+`unit_or_strided` emits a nest's unit-stride version and, where the strides are not
+all 1, its general one with scalar loops. `no_runtime_unroll(branch)` keeps LLVM from
+unrolling an array loop for an unknown trip count.
 """
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from llvmlite import ir
-
-
-class _Runtime:
-    """The process's shared functions: those compiled, and those waiting for the next compile."""
-
-    def __init__(self) -> None:
-        self.compiled: set[str] = set()
-        self.pending: ir.Module | None = None
-        self.modules: list = []
-        """The compiled runtime modules (`jit.engine.CompiledModule`), for `runtime_llvm_ir`."""
-        self.lock = threading.RLock()
-
-    def pending_module(self) -> ir.Module:
-        if self.pending is None:
-            self.pending = ir.Module(name=f"astjit.runtime.{len(self.compiled)}")
-        return self.pending
-
-
-RUNTIME = _Runtime()
-
-
-def shared_function(module: ir.Module, name: str, fnty: ir.FunctionType,
-                    emit: Callable[..., None], *, cold: bool = False,
-                    inline: bool = False) -> ir.Function:
-    """The function `name` as `module` sees it: a declaration of the runtime's (made there
-    on first use, by `emit`); with `inline`, a function of `module` itself, left to
-    LLVM to inline."""
-    function = module.globals.get(name)
-    if function is not None:
-        return function
-    if inline:
-        return _define(module, name, fnty, emit, cold=cold, inline=True)
-    with RUNTIME.lock:
-        if module is RUNTIME.pending:  # a helper's own helper
-            return _define(module, name, fnty, emit, cold=cold, inline=False)
-        if name not in RUNTIME.compiled:
-            pending = RUNTIME.pending_module()
-            if pending.globals.get(name) is None:
-                _define(pending, name, fnty, emit, cold=cold, inline=False)
-    declaration = ir.Function(module, fnty, name)
-    declaration.attributes.add("nounwind")
-    if cold:
-        declaration.attributes.add("cold")
-    return declaration
-
-
-def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[..., None], *,
-            cold: bool, inline: bool) -> ir.Function:
-    function = ir.Function(module, fnty, name)
-    function.attributes.add("nounwind")
-    if inline:
-        function.linkage = "internal"
-    else:
-        function.attributes.add("noinline")
-    if cold:
-        function.attributes.add("cold")
-    emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
-    return function
 
 
 class _LoopID(ir.values.MDValue):
