@@ -32,25 +32,27 @@ nothing changes an entry afterwards.
 
 Modules: table.py (OpDef, descriptors, type rules), declare.py, semantics.py
 (reference semantics Python's operators lack), scalar.py (operators,
-conversions), mathfuncs.py (`math` and NumPy functions), derivative.py (IEEE
-primitives and tapes that derivative code uses), vjp.py (what VJP rules are
-built from), arrays/views/allocation/reductions/linalg/adjoints.py (array ops),
-elementwise.py and strong.py (NumPy's promotion). The structural ops (`if`,
-`while`, `call`) are not in this table; see `core.py`.
+conversions, stop_gradient), mathfuncs.py (`math` and NumPy functions), ieee.py
+(IEEE float primitives derivative code uses), tapes.py (what a differentiated
+`while` records), vjp.py (what VJP rules are built from),
+arrays/views/allocation/reductions/linalg/adjoints.py (array ops), elementwise.py
+and strong.py (NumPy's promotion). The structural ops (`if`, `while`, `call`) are
+not in this table; see `core.py`.
 """
 # The modules declaring ops, in any order: each declaration is complete (ops/declare.py).
 from . import (  # noqa: F401
     adjoints,
     allocation,
     arrays,
-    derivative,
+    ieee,
     linalg,
     mathfuncs,
     reductions,
     scalar,
+    tapes,
     views,
 )
-from .derivative import ieee_div, ieee_log, ieee_pow
+from .ieee import ieee_div, ieee_log, ieee_pow
 from .semantics import (
     EXCEPTIONS,
     float_pow,

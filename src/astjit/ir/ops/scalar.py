@@ -1,4 +1,5 @@
-"""The table entries of the scalar primitives: arithmetic, comparisons, conversions.
+"""The table entries of the scalar primitives: arithmetic, comparisons, conversions,
+stop_gradient.
 
 Each block declares an op whole: type rule, evaluation, lowering, traits, its VJP
 rule (ops/vjp.py) or why it has none, its NumPy spellings. The `math` functions
@@ -44,6 +45,7 @@ from .table import (
     OpTypeError,
     Refused,
     Routine,
+    _numeric,
     arith_rule,
     bitwise_rule,
     cast_rule,
@@ -251,3 +253,15 @@ _def("index", 1, index_rule, lambda x: int(operator.index(x)), {"*": Routine("id
 _def("raise_if", 1, raise_if_rule, py_raise_if, {"b": Routine("raise_if")}, ("raises",),
      zero_derivative="no result (none)",
      doc="raise attrs['exc'](attrs['message']) when the operand is true; output is none")
+
+
+# the identity, whose derivative is zero (autodiff.stop_gradient)
+
+def stop_gradient_rule(types, attrs):
+    if not isinstance(types[0], ArrayType):
+        _numeric(types, "stop_gradient")
+    return [types[0]], types[0]
+
+
+_def("stop_gradient", 1, stop_gradient_rule, lambda x: x, {"*": Routine("identity")}, ("pure",),
+     vjp=lambda e, g, ins, out, needs: [None], doc="the identity, whose derivative is zero")
