@@ -8,9 +8,14 @@ Layers, each importing only those below it:
 - `emitter` (the core: builder, values, error table and sites, failure exit,
   resources, tiering), with `lltypes`, `compare` and `messages` (IR helpers,
   CPython's messages) `shared` (functions every module shares) and `loop_metadata`;
-- `owned` (the owned list: the array references an invocation holds, a resource);
-- lowerings: `arith`, `scalars`, `arrays`, `allocation`, `views`, `tapes`, `kernels`,
-  `reductions`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
+- what lowerings share: `owned` (the owned list: the array references an invocation
+  holds, a resource; new references and immediate releases), `allocation` (new arrays
+  with NumPy's checks; also the lowering of the allocation ops), `copies` (array structs,
+  strided copies), `conversions` (casts), `divmod_power` (floor division, modulo, integer
+  powers), `kernel` (loop nests over a broadcast space);
+- lowerings, none importing another's internals: `arith`, `scalars`, `arrays`, `views`,
+  `tapes`, `reductions`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath` (rowwise and
+  fused build on reductions' nests);
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
   `wrapper`) and `entry` (build_entry);

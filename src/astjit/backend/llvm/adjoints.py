@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import F32, ArrayType, ScalarType
-from . import allocation, arrays, loop_metadata, views
+from . import allocation, arrays, loop_metadata, owned
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
 
 if TYPE_CHECKING:
@@ -85,11 +85,11 @@ def sum_to_like(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     for k in range(x_t.ndim):
         same = b.and_(same, b.icmp_signed("==", arrays.dim(b, g, k), arrays.dim(b, x, k)))
     if em.fast_only(same):  # the first tier: no broadcast to undo
-        views.new_reference(em, g)
+        owned.new_reference(em, g)
         return g
     with b.if_else(same, likely=True) as (as_is, summed):
         with as_is:
-            views.new_reference(em, g)
+            owned.new_reference(em, g)
             as_is_block = b.block
         with summed:
             reduced = _sum_to(em, node, g, g_t, x, x_t)

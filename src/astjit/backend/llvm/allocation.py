@@ -411,9 +411,7 @@ def array_retain(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
 
 def array_release(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """Give up a reference: off the owned list, then Py_DecRef (the last one frees)."""
-    owner = em.builder.extract_value(args[0], ARRAY_OWNER)
-    owned.forget(em, owner)
-    em.builder.call(declare(em.module, "Py_DecRef"), [owner])
+    owned.release_now(em, args[0])
     return zero(NONE)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from . import divmod_power
 from . import messages as msg
 from .compare import all_of, compare, compare_const, const_like, is_finite, is_inf, is_nan
 
@@ -23,21 +24,6 @@ if TYPE_CHECKING:
 
 
 # ---- integers -----------------------------------------------------------------------
-
-def divmod_int(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """Python's (a // b, a % b) for a nonzero b; a // -1 is a wrapping negation."""
-    minus_one = compare_const(builder, "==", b, -1)
-    divisor = builder.select(minus_one, const_like(b, 1), b)
-    quotient = builder.sdiv(a, divisor)
-    remainder = builder.srem(a, divisor)
-    quotient = builder.select(minus_one, builder.neg(a), quotient)
-    # C truncates; Python floors: step down when the remainder's sign differs from b's.
-    differs = all_of(builder, [compare_const(builder, "!=", remainder, 0),
-                               compare_const(builder, "<", builder.xor(remainder, b), 0)])
-    quotient = builder.sub(quotient, builder.zext(differs, a.type))
-    remainder = builder.select(differs, builder.add(remainder, b), remainder)
-    return quotient, remainder
-
 
 def _check_divisor(em: FunctionEmitter, node: Node, b: ir.Value, message: str) -> None:
     em.fail_if(node, compare_const(em.builder, "==", b, 0), "ZeroDivisionError", message)
@@ -56,7 +42,7 @@ def floordiv_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
     if shift is not None:
         return em.builder.ashr(a, const_like(a, shift))
     _check_divisor(em, node, b, msg.INT_DIVISION)
-    return divmod_int(em.builder, a, b)[0]
+    return divmod_power.divmod_int(em.builder, a, b)[0]
 
 
 def mod_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -64,7 +50,7 @@ def mod_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     if _power_of_two(b) is not None:
         return em.builder.and_(a, const_like(a, b.constant - 1))
     _check_divisor(em, node, b, msg.INT_MODULO)
-    return divmod_int(em.builder, a, b)[1]
+    return divmod_power.divmod_int(em.builder, a, b)[1]
 
 
 def pow_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -72,60 +58,12 @@ def pow_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     (ZeroDivisionError for a zero base, as CPython's; else ValueError)."""
     a, b = args
     if isinstance(b, ir.Constant) and b.constant >= 0:
-        return _pow_by_constant(em.builder, a, b.constant)
+        return divmod_power.pow_by_constant(em.builder, a, b.constant)
     negative = compare_const(em.builder, "<", b, 0)
     zero_base = em.builder.and_(negative, compare_const(em.builder, "==", a, 0))
     em.fail_if_any(node, [(zero_base, "ZeroDivisionError", msg.ZERO_NEGATIVE_POWER),
                           (negative, "ValueError", msg.INT_NEGATIVE_POWER)])
-    return _pow_loop(em, a, b)
-
-
-def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """NumPy's integer a ** b: a negative b is a ValueError whatever a is."""
-    a, b = args
-    if isinstance(b, ir.Constant) and b.constant >= 0:
-        return _pow_by_constant(em.builder, a, b.constant)
-    em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError",
-               msg.NUMPY_INT_NEGATIVE_POWER)
-    return _pow_loop(em, a, b)
-
-
-def _pow_by_constant(builder: ir.IRBuilder, base: ir.Value, exponent: int) -> ir.Value:
-    """The multiplications of square-and-multiply, unrolled for a known exponent."""
-    result = const_like(base, 1)
-    first = True
-    while exponent:
-        if exponent & 1:
-            result = base if first else builder.mul(result, base)
-            first = False
-        exponent >>= 1
-        if exponent:
-            base = builder.mul(base, base)
-    return result
-
-
-def _pow_loop(em: FunctionEmitter, base: ir.Value, exponent: ir.Value) -> ir.Value:
-    """Square-and-multiply as a loop over the exponent's bits (exponent >= 0)."""
-    builder = em.builder
-    entry = builder.block
-    header = em.function.append_basic_block("ipow.cond")
-    body = em.function.append_basic_block("ipow.body")
-    end = em.function.append_basic_block("ipow.end")
-    builder.branch(header)
-    builder.position_at_end(header)
-    result, power, bits = (builder.phi(base.type) for _ in range(3))
-    result.add_incoming(const_like(base, 1), entry)
-    power.add_incoming(base, entry)
-    bits.add_incoming(exponent, entry)
-    builder.cbranch(compare_const(builder, "!=", bits, 0), body, end)
-    builder.position_at_end(body)
-    odd = builder.trunc(bits, ir.IntType(1))
-    result.add_incoming(builder.select(odd, builder.mul(result, power), result), body)
-    power.add_incoming(builder.mul(power, power), body)
-    bits.add_incoming(builder.lshr(bits, const_like(bits, 1)), body)
-    builder.branch(header)
-    builder.position_at_end(end)
-    return result
+    return divmod_power.pow_loop(em, a, b)
 
 
 def _check_shift(em: FunctionEmitter, node: Node, count: ir.Value) -> None:
@@ -196,41 +134,16 @@ def truediv(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return em.builder.fdiv(a, b)
 
 
-def divmod_float(em: FunctionEmitter, vx: ir.Value, wx: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """CPython's `_float_div_mod(vx, wx)` for wx != 0: (floor quotient, remainder)."""
-    builder = em.builder
-    mod = builder.frem(vx, wx)
-    div = builder.fdiv(builder.fsub(vx, mod), wx)
-    mod_nonzero = builder.fcmp_unordered("!=", mod, const_like(mod, 0))
-    signs_differ = builder.xor(compare_const(builder, "<", wx, 0),
-                               compare_const(builder, "<", mod, 0))
-    adjust = builder.and_(mod_nonzero, signs_differ)
-    div = builder.select(adjust, builder.fsub(div, const_like(div, 1)), div)
-    mod = builder.select(adjust, builder.fadd(mod, wx), mod)
-    mod = builder.select(mod_nonzero, mod, _copysign(em, const_like(wx, 0), wx))
-    # Snap the quotient to an integer; a zero quotient takes the sign of vx / wx.
-    floordiv = em.call_intrinsic("llvm.floor", [div])
-    rounds_up = compare_const(builder, ">", builder.fsub(div, floordiv), 0.5)
-    floordiv = builder.select(rounds_up, builder.fadd(floordiv, const_like(div, 1)), floordiv)
-    div_nonzero = builder.fcmp_unordered("!=", div, const_like(div, 0))
-    zero_quotient = _copysign(em, const_like(div, 0), builder.fdiv(vx, wx))
-    return builder.select(div_nonzero, floordiv, zero_quotient), mod
-
-
-def _copysign(em: FunctionEmitter, magnitude: ir.Value, sign: ir.Value) -> ir.Value:
-    return em.call_intrinsic("llvm.copysign", [magnitude, sign])
-
-
 def floordiv_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     a, b = args
     _check_divisor(em, node, b, msg.FLOAT_FLOOR_DIVISION)
-    return divmod_float(em, a, b)[0]
+    return divmod_power.divmod_float(em, a, b)[0]
 
 
 def mod_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     a, b = args
     _check_divisor(em, node, b, msg.FLOAT_MODULO)
-    return divmod_float(em, a, b)[1]
+    return divmod_power.divmod_float(em, a, b)[1]
 
 
 def pow_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

@@ -42,7 +42,8 @@ from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType
-from . import allocation, arith, arrays, loop_metadata, reductions, scalars
+from . import allocation, arrays, conversions, divmod_power, loop_metadata, reductions
+from . import messages as msg
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T, lltype
@@ -239,7 +240,7 @@ def _divmod_float(op: str):
         b = em.builder
         a, d = args
         zero = compare_const(b, "==", d, 0)
-        quotient, remainder = arith.divmod_float(em, a, d)
+        quotient, remainder = divmod_power.divmod_float(em, a, d)
         if op == "floordiv":
             return b.select(zero, b.fdiv(a, d), quotient)
         return b.select(zero, b.frem(a, d), remainder)
@@ -253,7 +254,7 @@ def _divmod_int(op: str):
         a, d = args
         zero = compare_const(b, "==", d, 0)
         safe = b.select(zero, const_like(d, 1), d)
-        quotient, remainder = arith.divmod_int(b, a, safe)
+        quotient, remainder = divmod_power.divmod_int(b, a, safe)
         return b.select(zero, const_like(a, 0), quotient if op == "floordiv" else remainder)
     return routine
 
@@ -263,12 +264,22 @@ def _cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     to = node.attrs["to"]
     if to.is_int:
         return em.builder.fptosi(args[0], lltype(to))
-    return scalars.cast(em, node, args)
+    return conversions.cast(em, node, args)
+
+
+def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's integer a ** b: a negative b is a ValueError whatever a is."""
+    a, b = args
+    if isinstance(b, ir.Constant) and b.constant >= 0:
+        return divmod_power.pow_by_constant(em.builder, a, b.constant)
+    em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError",
+               msg.NUMPY_INT_NEGATIVE_POWER)
+    return divmod_power.pow_loop(em, a, b)
 
 
 NUMPY_ROUTINES = {
     "floordiv_float_numpy": _divmod_float("floordiv"), "mod_float_numpy": _divmod_float("mod"),
     "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
-    "pow_int_numpy": arith.pow_int_numpy, "cast_numpy": _cast,
+    "pow_int_numpy": pow_int_numpy, "cast_numpy": _cast,
 }
 """The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""

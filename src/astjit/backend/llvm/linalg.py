@@ -28,7 +28,7 @@ calls nothing, an inner dimension of 0 gives zeros without calling BLAS, and a
 dimension past 2**31 - 1 is a ValueError.
 
 `diag` of a vector allocates a zeroed square matrix and stores the vector on
-diagonal k; of a matrix it is a view (views.py's `build`: a new reference to
+diagonal k; of a matrix it is a view (copies.py's `build`: a new reference to
 the owner, data at the diagonal's first element, stride s0 + s1). `eye`
 allocates zeros (calloc) and stores ones on diagonal k.
 """
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
-from . import allocation, arrays, views
+from . import allocation, arrays, copies, owned
 from . import messages as msg
 from .lltypes import (
     ARRAY_DATA,
@@ -149,7 +149,7 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
     """A new C-contiguous array (owned, on the list) of `source`'s elements as `dtype`."""
     b = em.builder
     if t.dtype == dtype:
-        return views.contiguous_copy(em, node, source, t)
+        return copies.contiguous_copy(em, node, source, t)
     dims = [arrays.dim(b, source, axis) for axis in range(t.ndim)]
     fresh = allocation.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
     source_strides = [_stride(b, source, axis) for axis in range(t.ndim)]
@@ -176,7 +176,7 @@ def operand(em: FunctionEmitter, node: Node, array: ir.Value, t: ArrayType, dtyp
     usable = readable(b, array)
     before = b.block
     with b.if_then(b.not_(usable), likely=False):
-        fresh = views.contiguous_copy(em, node, array, t)
+        fresh = copies.contiguous_copy(em, node, array, t)
         copied_block = b.block
     merged = b.phi(array.type)
     merged.add_incoming(array, before)
@@ -189,10 +189,10 @@ def release(em: FunctionEmitter, operands: list[Operand]) -> None:
     for op in operands:
         if isinstance(op.copied, ir.Constant):
             if op.copied.constant:
-                views.release_now(em, op.array)
+                owned.release_now(em, op.array)
             continue
         with em.builder.if_then(op.copied, likely=False):
-            views.release_now(em, op.array)
+            owned.release_now(em, op.array)
 
 
 class Layout(NamedTuple):
@@ -407,9 +407,9 @@ def _product(dtype: ScalarType, a_ndim: int, b_ndim: int):
 
 
 def _readable_operand(builder: ir.IRBuilder, array: ir.Value, t: ArrayType, readable,
-                      copies: list[Operand]) -> Operand:
+                      made_copies: list[Operand]) -> Operand:
     """`array` where BLAS can read it, else a C-contiguous copy (a new ndarray); returns
-    PRODUCT_NO_MEMORY, dropping `copies` first, when the copy cannot be made."""
+    PRODUCT_NO_MEMORY, dropping `made_copies` first, when the copy cannot be made."""
     usable = readable(builder, array)
     before = builder.block
     with builder.if_then(builder.not_(usable), likely=False):
@@ -419,10 +419,10 @@ def _readable_operand(builder: ir.IRBuilder, array: ir.Value, t: ArrayType, read
                            [numpy_api.descr_constant(t.dtype), *dims])
         with builder.if_then(builder.icmp_unsigned("==", obj, ir.Constant(obj.type, None)),
                              likely=False):
-            _drop_copies(builder, copies)
+            _drop_copies(builder, made_copies)
             builder.ret(ir.Constant(I32_T, PRODUCT_NO_MEMORY))
         fresh = allocation.c_order_value(builder, t, obj, dims)
-        views.copy_with(builder, array, t, fresh, t)
+        copies.copy_with(builder, array, t, fresh, t)
         copied_block = builder.block
     merged = builder.phi(array.type)
     merged.add_incoming(array, before)
@@ -523,7 +523,7 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         start = b.select(b.icmp_signed(">", length, _i64(0)), diagonal_start(b, k, s0, s1),
                          _i64(0))
         data = b.gep(b.extract_value(x, ARRAY_DATA), [start])
-        return views.build(b, out_t, data, views.new_reference(em, x), [length],
+        return copies.build(b, out_t, data, owned.new_reference(em, x), [length],
                            [b.add(s0, s1)])
     n = arrays.dim(b, x, 0)
     magnitude = b.select(b.icmp_signed("<", k, _i64(0)), b.neg(k), k)

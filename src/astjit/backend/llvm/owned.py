@@ -132,6 +132,21 @@ def forget(em: FunctionEmitter, obj: ir.Value) -> None:
         em.builder.call(helper(em.module, "forget"), [owned.count, owned.items, obj])
 
 
+def new_reference(em: FunctionEmitter, array: ir.Value) -> ir.Value:
+    """Take (and record) a new reference to `array`'s owner; return the owner."""
+    owner = em.builder.extract_value(array, ARRAY_OWNER)
+    em.builder.call(declare(em.module, "Py_IncRef"), [owner])
+    push(em, owner)
+    return owner
+
+
+def release_now(em: FunctionEmitter, array: ir.Value) -> None:
+    """Give up a reference to `array`'s owner now: off the owned list, then Py_DecRef."""
+    owner = em.builder.extract_value(array, ARRAY_OWNER)
+    forget(em, owner)
+    em.builder.call(declare(em.module, "Py_DecRef"), [owner])
+
+
 RESOURCE = Resource("owned", open_list, adopt_results, release_list)
 """The array references an invocation owns, as the emitter core settles them."""
 

@@ -1,8 +1,8 @@
 """The scalar routines that are not arithmetic, and the error check of math functions.
 
-This module holds the conversions (casts, float -> int with CPython's NaN /
-infinity / range errors, rounding), float classification, truth tests, and the
-tuple / constant / placeholder ops.
+This module holds the conversions' routines (`cast`, rounding: conversions.py has the
+casts and float -> int with CPython's NaN / infinity / range errors), float
+classification, truth tests, and the tuple / constant / placeholder ops.
 """
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.ops import OPS
-from ...ir.types import BOOL, I64, INT_OR_BOOL, NONE, ArrayType, TupleType, Type
-from . import arrays
+from ...ir.types import BOOL, I64, INT_OR_BOOL, NONE, ArrayType, TupleType
+from . import arrays, conversions
 from . import messages as msg
-from .compare import all_of, compare_const, is_finite, is_inf, is_nan, truth
-from .lltypes import DOUBLE, INT_OR_BOOL_T, constant, lltype, zero
+from .compare import all_of, is_finite, is_inf, is_nan, truth
+from .lltypes import INT_OR_BOOL_T, constant, zero
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -24,48 +24,11 @@ if TYPE_CHECKING:
 
 # ---- conversions --------------------------------------------------------------------
 
-def cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """int(x), float(x), bool(x) and the implicit widenings type inference inserts."""
-    (x,) = args
-    source, target = node.inputs[0].type, node.attrs["to"]
-    builder, ty = em.builder, lltype(target)
-    if source == target:
-        return x
-    if target == BOOL:
-        return truth(builder, x)
-    if target.is_float:
-        if source.is_float:
-            return builder.fpext(x, ty) if ty == DOUBLE else builder.fptrunc(x, ty)
-        return builder.uitofp(x, ty) if source == BOOL else builder.sitofp(x, ty)
-    if source == BOOL:
-        return builder.zext(x, ty)
-    if source.is_int:
-        return builder.sext(x, ty) if x.type.width < ty.width else builder.trunc(x, ty)
-    return float_to_int(em, node, x, target)
-
-
-def float_to_int(em: FunctionEmitter, node: Node, x: ir.Value, target: Type) -> ir.Value:
-    """Truncate toward zero; NaN is a ValueError, infinities and out-of-range OverflowError."""
-    builder, ty = em.builder, lltype(target)
-    if x.type != DOUBLE:
-        x = builder.fpext(x, DOUBLE)
-    low, high = -(2.0 ** (ty.width - 1)), 2.0 ** (ty.width - 1)
-    # trunc(x) >= low: for int64 no double lies strictly between low - 1 and low.
-    above = (compare_const(builder, ">=", x, low) if low - 1.0 == low
-             else compare_const(builder, ">", x, low - 1.0))
-    in_range = builder.and_(above, compare_const(builder, "<", x, high))
-    em.fail_if_any(node, [(is_nan(builder, x), "ValueError", msg.NAN_TO_INT),
-                          (is_inf(builder, x), "OverflowError", msg.INF_TO_INT),
-                          (builder.not_(in_range), "OverflowError",
-                           msg.INT_RANGE.format(bits=ty.width))])
-    return builder.fptosi(x, ty)
-
-
 def _rounding(intrinsic: str):
     """floor / ceil / trunc / round (half to even) of a float, as an int."""
     def lower(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         rounded = em.call_intrinsic(intrinsic, args)
-        return float_to_int(em, node, rounded, node.outputs[0].type)
+        return conversions.float_to_int(em, node, rounded, node.outputs[0].type)
     lower.__name__ = intrinsic.removeprefix("llvm.")
     lower.__doc__ = f"`{intrinsic}`, then the checked conversion to int."
     return lower
@@ -172,7 +135,7 @@ def check_math1(em: FunctionEmitter, node: Node, args: list[ir.Value], result: i
 
 
 ROUTINES = {
-    "cast": cast, "identity": identity, "not": logical_not,
+    "cast": conversions.cast, "identity": identity, "not": logical_not,
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,

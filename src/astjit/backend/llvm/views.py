@@ -1,5 +1,5 @@
-"""Array views in compiled code (ir/ops/views.py): slices, transpose, reshape, and the
-strided copy that slice assignment and a non-contiguous reshape use.
+"""Array views in compiled code (ir/ops/views.py): slices, transpose, reshape, and slice
+assignment (the strided copies they use are copies.py).
 
 A view is the array struct of its input with another data pointer, shape and
 strides, and the same owner: `Py_IncRef(owner)`, pushed on the invocation's
@@ -7,28 +7,24 @@ owned list (`owned.push`), so the retain/release pass releases it like an alloca
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from ...ir.ops.views import SLICE_STEP_ZERO
 from ...ir.types import BOOL, ArrayType
-from . import allocation, arrays, owned
+from . import arrays, copies, owned
 from . import messages as msg
 from .emitter import MAX_ERROR_VALUES
 from .lltypes import (
     ARRAY_DATA,
     ARRAY_OWNER,
-    ARRAY_SHAPE,
     ARRAY_STRIDES,
     I1,
     I8,
     I64_T,
-    element_type,
     zero,
 )
-from .runtime.pyapi import declare
-from .shared import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -44,24 +40,6 @@ def _i64(value: int) -> ir.Constant:
 
 def _stride(b, array, axis):
     return b.extract_value(array, [ARRAY_STRIDES, axis])
-
-
-def new_reference(em: FunctionEmitter, array: ir.Value) -> ir.Value:
-    """Take (and record) a new reference to `array`'s owner; return the owner."""
-    owner = em.builder.extract_value(array, ARRAY_OWNER)
-    em.builder.call(declare(em.module, "Py_IncRef"), [owner])
-    owned.push(em, owner)
-    return owner
-
-
-def build(b, t: ArrayType, data, owner, shape, strides) -> ir.Value:
-    value = zero(t)
-    value = b.insert_value(value, data, ARRAY_DATA)
-    value = b.insert_value(value, owner, ARRAY_OWNER)
-    for axis, (d, s) in enumerate(zip(shape, strides)):
-        value = b.insert_value(value, d, [ARRAY_SHAPE, axis])
-        value = b.insert_value(value, s, [ARRAY_STRIDES, axis])
-    return value
 
 
 def _slice(em: FunctionEmitter, node: Node, length, start, stop, step):
@@ -119,96 +97,25 @@ def array_view(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         shape.append(count)
         strides.append(b.mul(stride, step))
     data = b.gep(b.extract_value(source, ARRAY_DATA), [offset])
-    return build(b, out_t, data, new_reference(em, source), shape, strides)
+    return copies.build(b, out_t, data, owned.new_reference(em, source), shape, strides)
 
 
 def array_transpose(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     b, (source,) = em.builder, args
     n = node.inputs[0].type.ndim
     axes = list(reversed(range(n)))
-    return build(b, node.outputs[0].type, b.extract_value(source, ARRAY_DATA),
-                 new_reference(em, source), [arrays.dim(b, source, k) for k in axes],
+    return copies.build(b, node.outputs[0].type, b.extract_value(source, ARRAY_DATA),
+                 owned.new_reference(em, source), [arrays.dim(b, source, k) for k in axes],
                  [_stride(b, source, k) for k in axes])
 
 
-# ---- strided copies ----------------------------------------------------------------------------
+# ---- slice assignment and reshape -----------------------------------------------------------
 
 def _address(b, array, strides, indices):
     offset = _i64(0)
     for index, stride in zip(indices, strides):
         offset = b.add(offset, b.mul(index, stride))
     return b.gep(b.extract_value(array, ARRAY_DATA), [offset])
-
-
-def copy(em: FunctionEmitter, source: ir.Value, src_t: ArrayType, dest: ir.Value,
-         dest_t: ArrayType) -> None:
-    """dest[...] = source, the source broadcast (shapes already checked): its axes align
-    with dest's last ones, and an axis of length 1 repeats. The loop nest is the module's
-    `astjit.copy.<type>.<dest ndim>.<source ndim>` (shared.py), one per kind of copy."""
-    copy_with(em.builder, source, src_t, dest, dest_t)
-
-
-def copy_with(b: ir.IRBuilder, source: ir.Value, src_t: ArrayType, dest: ir.Value,
-              dest_t: ArrayType) -> None:
-    """`copy` in the function `b` is in."""
-    element = element_type(dest_t.dtype)
-    name = f"astjit.copy.{element}.{dest_t.ndim}.{src_t.ndim}"
-    function = shared_function(b.function.module, name,
-                               *_copy(element, dest_t.ndim, src_t.ndim))
-    fields = [arrays.dim(b, source, k) for k in range(src_t.ndim)] + \
-             [_stride(b, source, k) for k in range(src_t.ndim)] + \
-             [arrays.dim(b, dest, k) for k in range(dest_t.ndim)] + \
-             [_stride(b, dest, k) for k in range(dest_t.ndim)]
-    b.call(function, [b.extract_value(source, ARRAY_DATA), b.extract_value(dest, ARRAY_DATA),
-                      *fields])
-
-
-class _Site(NamedTuple):
-    """What `arrays.loop_nest` needs of an emitter, in a shared function."""
-
-    builder: ir.IRBuilder
-
-
-def _copy(element: ir.Type, ndim: int, src_ndim: int):
-    def emit(fn, b, source, dest, *fields):
-        """dest = source broadcast: (source dims, source strides, dest dims, dest strides)."""
-        src_dims, src_strides = fields[:src_ndim], fields[src_ndim:2 * src_ndim]
-        dims, dest_strides = fields[2 * src_ndim:2 * src_ndim + ndim], fields[2 * src_ndim + ndim:]
-        src_strides = [b.select(b.icmp_signed("==", d, _i64(1)), _i64(0), s)
-                       for d, s in zip(src_dims, src_strides)]
-        lead = ndim - src_ndim
-        align = element.width // 8 if isinstance(element, ir.IntType) else \
-            (8 if element == ir.DoubleType() else 4)
-
-        def body(indices):
-            value = b.load(_at(b, source, src_strides, indices[lead:]), align=align)
-            b.store(value, _at(b, dest, dest_strides, indices), align=align)
-        arrays.loop_nest(_Site(b), list(dims), body, "copy")
-        b.ret_void()
-    fnty = ir.FunctionType(ir.VoidType(), [element.as_pointer()] * 2 +
-                           [I64_T] * (2 * src_ndim + 2 * ndim))
-    return fnty, emit
-
-
-def _at(b, data, strides, indices):
-    offset = _i64(0)
-    for index, stride in zip(indices, strides):
-        offset = b.add(offset, b.mul(index, stride))
-    return b.gep(data, [offset])
-
-
-def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
-    """A new C-contiguous array (owned, on the list) with `source`'s elements."""
-    dims = [arrays.dim(em.builder, source, k) for k in range(t.ndim)]
-    fresh = allocation.allocate(em, node, t, dims, zeroed=False)
-    copy(em, source, t, fresh, t)
-    return fresh
-
-
-def release_now(em: FunctionEmitter, array: ir.Value) -> None:
-    owner = em.builder.extract_value(array, ARRAY_OWNER)
-    owned.forget(em, owner)
-    em.builder.call(declare(em.module, "Py_DecRef"), [owner])
 
 
 def _shape_text(parts: list[str]) -> str:
@@ -249,14 +156,14 @@ def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
                              b.extract_value(dest, ARRAY_OWNER))
     before = b.block
     with b.if_then(shared, likely=False):
-        fresh = contiguous_copy(em, node, value, value_t)
+        fresh = copies.contiguous_copy(em, node, value, value_t)
         copied = b.block
     source = b.phi(value.type)
     source.add_incoming(value, before)
     source.add_incoming(fresh, copied)
-    copy(em, source, value_t, dest, dest_t)
+    copies.copy(em, source, value_t, dest, dest_t)
     with b.if_then(shared, likely=False):
-        release_now(em, source)
+        owned.release_now(em, source)
     return zero(node.outputs[0].type)
 
 
@@ -305,11 +212,11 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     # the data: the input's (a new reference) when contiguous, else a fresh copy's
     with b.if_else(contiguous, likely=True) as (as_view, as_copy):
         with as_view:
-            view_owner = new_reference(em, source)
+            view_owner = owned.new_reference(em, source)
             view_data = b.extract_value(source, ARRAY_DATA)
             view_block = b.block
         with as_copy:
-            fresh = contiguous_copy(em, node, source, src_t)
+            fresh = copies.contiguous_copy(em, node, source, src_t)
             copy_owner = b.extract_value(fresh, ARRAY_OWNER)
             copy_data = b.extract_value(fresh, ARRAY_DATA)
             copy_block = b.block
@@ -324,7 +231,7 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
         strides[k] = stride
         d = dims[k]
         stride = b.mul(stride, b.select(b.icmp_signed("==", d, _i64(0)), _i64(1), d))
-    return build(b, out_t, data, owner, dims, strides)
+    return copies.build(b, out_t, data, owner, dims, strides)
 
 
 ROUTINES = {"array_view": array_view, "array_transpose": array_transpose,

@@ -1,0 +1,101 @@
+"""Array structs and strided copies, shared by the lowerings (views, linalg): `build` makes an
+array value, `copy` / `copy_with` copy one array into another (the source broadcast),
+`contiguous_copy` makes a new C-contiguous array with an array's elements.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from llvmlite import ir
+
+from ...ir.types import ArrayType
+from . import allocation, arrays
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, element_type, zero
+from .shared import shared_function
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .emitter import FunctionEmitter
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def _stride(b, array, axis):
+    return b.extract_value(array, [ARRAY_STRIDES, axis])
+
+
+def build(b, t: ArrayType, data, owner, shape, strides) -> ir.Value:
+    value = zero(t)
+    value = b.insert_value(value, data, ARRAY_DATA)
+    value = b.insert_value(value, owner, ARRAY_OWNER)
+    for axis, (d, s) in enumerate(zip(shape, strides)):
+        value = b.insert_value(value, d, [ARRAY_SHAPE, axis])
+        value = b.insert_value(value, s, [ARRAY_STRIDES, axis])
+    return value
+
+
+def copy(em: FunctionEmitter, source: ir.Value, src_t: ArrayType, dest: ir.Value,
+         dest_t: ArrayType) -> None:
+    """dest[...] = source, the source broadcast (shapes already checked): its axes align
+    with dest's last ones, and an axis of length 1 repeats. The loop nest is the module's
+    `astjit.copy.<type>.<dest ndim>.<source ndim>` (shared.py), one per kind of copy."""
+    copy_with(em.builder, source, src_t, dest, dest_t)
+
+
+def copy_with(b: ir.IRBuilder, source: ir.Value, src_t: ArrayType, dest: ir.Value,
+              dest_t: ArrayType) -> None:
+    """`copy` in the function `b` is in."""
+    element = element_type(dest_t.dtype)
+    name = f"astjit.copy.{element}.{dest_t.ndim}.{src_t.ndim}"
+    function = shared_function(b.function.module, name,
+                               *_copy(element, dest_t.ndim, src_t.ndim))
+    fields = [arrays.dim(b, source, k) for k in range(src_t.ndim)] + \
+             [_stride(b, source, k) for k in range(src_t.ndim)] + \
+             [arrays.dim(b, dest, k) for k in range(dest_t.ndim)] + \
+             [_stride(b, dest, k) for k in range(dest_t.ndim)]
+    b.call(function, [b.extract_value(source, ARRAY_DATA), b.extract_value(dest, ARRAY_DATA),
+                      *fields])
+
+
+class _Site(NamedTuple):
+    """What `arrays.loop_nest` needs of an emitter, in a shared function."""
+
+    builder: ir.IRBuilder
+
+
+def _copy(element: ir.Type, ndim: int, src_ndim: int):
+    def emit(fn, b, source, dest, *fields):
+        """dest = source broadcast: (source dims, source strides, dest dims, dest strides)."""
+        src_dims, src_strides = fields[:src_ndim], fields[src_ndim:2 * src_ndim]
+        dims, dest_strides = fields[2 * src_ndim:2 * src_ndim + ndim], fields[2 * src_ndim + ndim:]
+        src_strides = [b.select(b.icmp_signed("==", d, _i64(1)), _i64(0), s)
+                       for d, s in zip(src_dims, src_strides)]
+        lead = ndim - src_ndim
+        align = element.width // 8 if isinstance(element, ir.IntType) else \
+            (8 if element == ir.DoubleType() else 4)
+
+        def body(indices):
+            value = b.load(_at(b, source, src_strides, indices[lead:]), align=align)
+            b.store(value, _at(b, dest, dest_strides, indices), align=align)
+        arrays.loop_nest(_Site(b), list(dims), body, "copy")
+        b.ret_void()
+    fnty = ir.FunctionType(ir.VoidType(), [element.as_pointer()] * 2 +
+                           [I64_T] * (2 * src_ndim + 2 * ndim))
+    return fnty, emit
+
+
+def _at(b, data, strides, indices):
+    offset = _i64(0)
+    for index, stride in zip(indices, strides):
+        offset = b.add(offset, b.mul(index, stride))
+    return b.gep(data, [offset])
+
+
+def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
+    """A new C-contiguous array (owned, on the list) with `source`'s elements."""
+    dims = [arrays.dim(em.builder, source, k) for k in range(t.ndim)]
+    fresh = allocation.allocate(em, node, t, dims, zeroed=False)
+    copy(em, source, t, fresh, t)
+    return fresh
