@@ -8,12 +8,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from ir_builders import const, graph_of, module_of, op
+from ir_builders import Handler, compile_module, const, graph_of, module_of, no_fallback, op
 
 from astjit.backend.llvm import build_entry, emit_module, engine, messages
 from astjit.backend.llvm.codegen import CHECKS, ROUTINES
 from astjit.errors import Loc
-from astjit.ir.ops import EXCEPTIONS, OPS, Routine
+from astjit.ir.ops import OPS, Routine
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, TupleType
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -26,30 +26,6 @@ def leaf_module(name, in_types, out_type, **attrs):
     g = graph_of(name, *in_types)
     g.outputs = [op(g, name, g.params, out_type, **attrs)]
     return module_of(g)
-
-
-class Handler:
-    """An error handler raising the reported site's exception, counting its calls."""
-
-    def __init__(self):
-        self.errors, self.calls = [], 0
-
-    def __call__(self, status):
-        self.calls += 1
-        name, message, _ = self.errors[status - 1]
-        raise EXCEPTIONS[name](message)
-
-
-def no_fallback(*args, **kwargs):
-    raise AssertionError(f"unexpected fallback with {args} {kwargs}")
-
-
-def compile_module(module, fallback=no_fallback):
-    handler = Handler()
-    entry = build_entry(module, fallback, handler)
-    handler.errors = entry.errors
-    entry.handler = handler
-    return entry
 
 
 # ---- comparing outcomes exactly ------------------------------------------------------

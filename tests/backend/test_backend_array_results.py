@@ -13,10 +13,10 @@ import weakref
 import numpy as np
 import pytest
 from array_checks import expect
-from ir_builders import const, counted_loop, graph_of, module_of, op
+from ir_builders import Handler, compile_module, const, counted_loop, graph_of, module_of, no_fallback, op
 from llvmlite import ir
 
-from astjit.backend.llvm import build_entry, owned
+from astjit.backend.llvm import owned
 from astjit.backend.llvm.codegen import OK, emit_module
 from astjit.backend.llvm.jit.engine import engine, runtime_llvm_ir
 from astjit.backend.llvm.lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T
@@ -25,7 +25,6 @@ from astjit.backend.llvm.runtime.entry import make_builtin
 from astjit.backend.llvm.runtime.wrapper import emit_wrapper
 from astjit.ir.analysis import written_parameters
 from astjit.ir.interp import interpret
-from astjit.ir.ops import EXCEPTIONS
 from astjit.ir.types import BOOL, F32, F64, I64, NONE, ArrayType, TupleType
 
 A0, A1, A2 = (ArrayType(F64, n) for n in (0, 1, 2))
@@ -47,28 +46,6 @@ def retain(graph, array):
 
 def raise_if(graph, cond, message="k"):
     graph.add("raise_if", [cond], attrs={"exc": "ValueError", "message": message}, types=[NONE])
-
-
-class Handler:
-    """Raises the reported site's exception, as `api.ErrorHandler` does without the location."""
-
-    def __init__(self):
-        self.errors = []
-
-    def __call__(self, status):
-        name, message, _ = self.errors[status - 1]
-        raise EXCEPTIONS[name](message)
-
-
-def no_fallback(*args, **kwargs):
-    raise AssertionError(f"unexpected fallback with {args} {kwargs}")
-
-
-def compile_module(module, fallback=no_fallback):
-    handler = Handler()
-    entry = build_entry(module, fallback, handler)
-    handler.errors = entry.errors
-    return entry
 
 
 def new_module(dtype, ndim, fill):
