@@ -498,11 +498,11 @@ def test_any_syntax_gives_compile_errors_never_internal_ones(fn):
 
 
 def test_a_frontend_bug_is_still_a_compile_error(monkeypatch):
-    from astjit.frontend.function import FunctionLowerer
+    from astjit.frontend import module
 
-    def broken(self):
+    def broken(state, graph_name):
         raise KeyError("oops")
-    monkeypatch.setattr(FunctionLowerer, "lower", broken)
+    monkeypatch.setattr(module, "lower_graph", broken)
     with pytest.raises(CompileError, match="internal error.*KeyError") as info:
         lower_function(named_values)
     assert isinstance(info.value.__cause__, KeyError)

@@ -10,42 +10,29 @@ from __future__ import annotations
 import ast
 import inspect
 
-from ..errors import CompileError, Problem, UnsupportedSyntaxError
+from ..errors import UnsupportedSyntaxError
 from ..ir.core import Graph, Value
 from .blocks import lower_block, set_return
-from .rules import RULES
 from .scope import RESULT, Scope
-from .source import NOT_CONSTANT, FunctionSource, constant_value
-from .state import FunctionTable, Lowering
+from .source import NOT_CONSTANT, constant_value
+from .state import Lowering
 
 
-class FunctionLowerer:
-    """One function to lower: `lower` builds its Graph, `problems` lists what it found."""
-
-    def __init__(self, source: FunctionSource, functions: FunctionTable, graph_name: str,
-                 static: dict[str, object] | None = None):
-        self.state = Lowering(source, functions, RULES, static)
-        self.graph_name = graph_name
-
-    @property
-    def problems(self) -> list[tuple[type[CompileError], Problem]]:
-        return self.state.problems
-
-    def lower(self) -> Graph:
-        """The function's Graph; problems found go to `self.problems`."""
-        state = self.state
-        _check_signature(state)
-        params = [name for name in state.params if name not in state.static]
-        graph = Graph(self.graph_name, [Value(name) for name in params], loc=state.def_loc)
-        scope = Scope(graph, sizes={})
-        for param in graph.params:
-            scope.know(param.name, param)
-        for name, value in state.static.items():  # a static parameter is a constant here
-            scope.know(name, scope.const(value, state.def_loc))
-        lower_block(state, scope, state.source.tree.body,
-                    tail=lambda s: set_return(s, s.const(None, state.def_loc)))
-        graph.outputs = [scope.value_of(RESULT, state.def_loc)]
-        return graph
+def lower_graph(state: Lowering, graph_name: str) -> Graph:
+    """The Graph named `graph_name` of the function `state` lowers; the problems found go
+    to `state.problems`."""
+    _check_signature(state)
+    params = [name for name in state.params if name not in state.static]
+    graph = Graph(graph_name, [Value(name) for name in params], loc=state.def_loc)
+    scope = Scope(graph, sizes={})
+    for param in graph.params:
+        scope.know(param.name, param)
+    for name, value in state.static.items():  # a static parameter is a constant here
+        scope.know(name, scope.const(value, state.def_loc))
+    lower_block(state, scope, state.source.tree.body,
+                tail=lambda s: set_return(s, s.const(None, state.def_loc)))
+    graph.outputs = [scope.value_of(RESULT, state.def_loc)]
+    return graph
 
 
 def _check_signature(state: Lowering) -> None:

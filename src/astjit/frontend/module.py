@@ -15,9 +15,10 @@ import types
 from ..errors import CompileError, Loc, Problem, SourceUnavailableError
 from ..ir.core import Graph, Module, Value
 from .calls import is_compilable
-from .function import FunctionLowerer
+from .function import lower_graph
+from .rules import RULES
 from .source import FunctionSource
-from .state import FunctionTable
+from .state import FunctionTable, Lowering
 
 Found = list[tuple[type[CompileError], Problem]]
 
@@ -85,8 +86,8 @@ def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable,
         return _lower_custom_vjp(fn, name, table), []
     where = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
     try:
-        lowerer = FunctionLowerer(FunctionSource.read(fn), table, name, static)
-        return lowerer.lower(), lowerer.problems
+        state = Lowering(FunctionSource.read(fn), table, RULES, static)
+        return lower_graph(state, name), state.problems
     except CompileError as error:
         return None, [(type(error), problem) for problem in error.problems]
     except RecursionError:
