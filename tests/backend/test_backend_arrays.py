@@ -7,7 +7,7 @@ import pytest
 from ir_builders import Handler, compile_module, const, counted_loop, graph_of, module_of, no_fallback, op
 
 from astjit.api import ErrorHandler
-from astjit.backend.llvm import arrays, build_entry
+from astjit.backend.llvm import array_layout, build_entry
 from astjit.errors import CompileError, Loc
 from astjit.ir.analysis import written_parameters
 from astjit.ir.interp import interpret
@@ -454,7 +454,7 @@ def test_the_entry_takes_exactly_what_accepts_says(t):
     recorder = Recorder()
     call = compile_module(module_of(g), recorder).call
     for sample in arguments_for(t):
-        expected = isinstance(sample, np.ndarray) and arrays.accepts(sample, t)
+        expected = isinstance(sample, np.ndarray) and array_layout.accepts(sample, t)
         got = call(sample)
         assert (got == t.ndim) if expected else (got == "fallback"), (sample, t)
         if expected:
@@ -473,7 +473,7 @@ def test_wrong_dtype_or_ndim_goes_to_the_fallback():
     # Arrays python_type_of types as A1 but accepts() refuses: the slow path must convert
     # them (a copy: writes would not reach the caller) or refuse them, never pass them back.
     for x in bad[4:]:
-        assert python_type_of(x) == A1 and not arrays.accepts(x, A1)
+        assert python_type_of(x) == A1 and not array_layout.accepts(x, A1)
         assert call(np.array(x, dtype=np.float64)) == float(np.sum(x))
 
 

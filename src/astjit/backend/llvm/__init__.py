@@ -8,7 +8,9 @@ Layers, each importing only those below it:
 - `emitter` (the core: builder, values, error table and sites, failure exit,
   resources, tiering), with `lltypes`, `compare` and `messages` (IR helpers,
   CPython's messages) `shared` (functions every module shares) and `loop_metadata`;
-- what lowerings share: `owned` (the owned list: the array references an invocation
+- what lowerings share: `array_layout` (the array struct: `dim`, `element_pointer`,
+  item sizes; NumPy's object layout: `numpy_layout`, `accepts`), `nests` (counted loops,
+  loop nests), `owned` (the owned list: the array references an invocation
   holds, a resource; new references and immediate releases), `allocation` (new arrays
   with NumPy's checks; also the lowering of the allocation ops), `copies` (array structs,
   strided copies), `conversions` (casts), `divmod_power` (floor division, modulo, integer

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import F32, ArrayType, ScalarType
-from . import allocation, arrays, loop_metadata, owned
+from . import allocation, array_layout, loop_metadata, nests, owned
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
 
 if TYPE_CHECKING:
@@ -64,11 +64,11 @@ def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: Scala
 
 
 def _load(b: ir.IRBuilder, array: ir.Value, t: ArrayType, indices: list[ir.Value]) -> ir.Value:
-    return b.load(_address(b, array, indices), align=arrays.ITEM_SIZES[t.dtype])
+    return b.load(_address(b, array, indices), align=array_layout.ITEM_SIZES[t.dtype])
 
 
 def _dims(b: ir.IRBuilder, array: ir.Value, ndim: int) -> list[ir.Value]:
-    return [arrays.dim(b, array, k) for k in range(ndim)]
+    return [array_layout.dim(b, array, k) for k in range(ndim)]
 
 
 # ---- sum_to_like -------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def sum_to_like(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     b = em.builder
     same = ir.Constant(I1, 1)
     for k in range(x_t.ndim):
-        same = b.and_(same, b.icmp_signed("==", arrays.dim(b, g, k), arrays.dim(b, x, k)))
+        same = b.and_(same, b.icmp_signed("==", array_layout.dim(b, g, k), array_layout.dim(b, x, k)))
     if em.fast_only(same):  # the first tier: no broadcast to undo
         owned.new_reference(em, g)
         return g
@@ -109,7 +109,7 @@ def _sum_all(em: FunctionEmitter, g: ir.Value, g_t: ArrayType, target: ScalarTyp
     def add(ix):
         value = _convert(b, _load(b, g, g_t, ix), g_t.dtype, ScalarType("f64"))
         b.store(b.fadd(b.load(total), value, flags=FLAGS), total)
-    arrays.loop_nest(em, _dims(b, g, g_t.ndim), add, "sum")
+    nests.loop_nest(em, _dims(b, g, g_t.ndim), add, "sum")
     return _convert(b, b.load(total), ScalarType("f64"), target)
 
 
@@ -122,18 +122,18 @@ def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.
     lead = g_t.ndim - x_t.ndim
     g_dims = _dims(b, g, g_t.ndim)
     kept = [b.icmp_signed("!=", d, _i64(1)) for d in x_dims]
-    align = arrays.ITEM_SIZES[x_t.dtype]
+    align = array_layout.ITEM_SIZES[x_t.dtype]
 
     def nest(unit: bool) -> None:
         def add(ix):
             target = ix[lead:] if unit else \
                 [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
             pointer = _address(b, out, target, unit)
-            element = b.load(_address(b, g, ix, unit), align=arrays.ITEM_SIZES[g_t.dtype])
+            element = b.load(_address(b, g, ix, unit), align=array_layout.ITEM_SIZES[g_t.dtype])
             value = _convert(b, element, g_t.dtype, x_t.dtype)
             b.store(b.fadd(b.load(pointer, align=align), value, flags=FLAGS), pointer,
                     align=align)
-        arrays.loop_nest(em, g_dims, add, "sum_to")
+        nests.loop_nest(em, g_dims, add, "sum_to")
 
     # The common case, a bias's gradient (leading axes summed away, the rest kept):
     # `out[j] += g[i, j]` with unit steps, which the loop vectorizer takes.
@@ -150,8 +150,8 @@ def add_at(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """acc[indices] += g."""
     b = em.builder
     acc, g, *indices = args
-    align = arrays.ITEM_SIZES[node.inputs[0].type.dtype]
-    pointer = arrays.element_pointer(em, node, acc, indices)
+    align = array_layout.ITEM_SIZES[node.inputs[0].type.dtype]
+    pointer = array_layout.element_pointer(em, node, acc, indices)
     b.store(b.fadd(b.load(pointer, align=align), g), pointer, align=align)
     return acc
 
@@ -161,21 +161,21 @@ def add_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     b = em.builder
     acc, view, g = args
     t = node.inputs[1].type
-    align = arrays.ITEM_SIZES[t.dtype]
+    align = array_layout.ITEM_SIZES[t.dtype]
 
     def add(ix):
         pointer = _address(b, view, ix)
         total = b.fadd(b.load(pointer, align=align), _load(b, g, t, ix))
         b.store(total, pointer, align=align)
-    arrays.loop_nest(em, _dims(b, view, t.ndim), add, "add_into")
+    nests.loop_nest(em, _dims(b, view, t.ndim), add, "add_into")
     return acc
 
 
 def set_at(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """acc[indices] = v."""
     acc, value, *indices = args
-    align = arrays.ITEM_SIZES[node.inputs[0].type.dtype]
-    em.builder.store(value, arrays.element_pointer(em, node, acc, indices), align=align)
+    align = array_layout.ITEM_SIZES[node.inputs[0].type.dtype]
+    em.builder.store(value, array_layout.element_pointer(em, node, acc, indices), align=align)
     return acc
 
 
@@ -187,8 +187,8 @@ def zero_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value
     zero_value = ir.Constant(element_type(t.dtype), 0.0)
 
     def store_zero(ix):
-        b.store(zero_value, _address(b, view, ix), align=arrays.ITEM_SIZES[t.dtype])
-    arrays.loop_nest(em, _dims(b, view, t.ndim), store_zero, "zero_into")
+        b.store(zero_value, _address(b, view, ix), align=array_layout.ITEM_SIZES[t.dtype])
+    nests.loop_nest(em, _dims(b, view, t.ndim), store_zero, "zero_into")
     return acc
 
 

@@ -40,7 +40,7 @@ from llvmlite import ir
 from ...errors import CompileError
 from ...ir.core import Node
 from ...ir.types import BOOL, F64, NONE, ArrayType, ScalarType
-from . import arrays, owned
+from . import array_layout, nests, owned
 from . import messages as msg
 from .compare import is_nan
 from .lltypes import (
@@ -113,7 +113,7 @@ def helper(module: ir.Module, name: str) -> ir.Function:
 def _fill(element: ir.Type):
     def emit(fn, b, data, n, value):
         """data[0:n] = value."""
-        arrays.count_up(b, ir.Constant(I64_T, 0), n,
+        nests.count_up(b, ir.Constant(I64_T, 0), n,
                         lambda i: b.store(value, b.gep(data, [i], inbounds=True)),
                         flags=("nsw", "nuw"))
         b.ret_void()
@@ -137,7 +137,7 @@ def _arange(element: ir.Type):
             else:
                 value = b.add(start, b.mul(i, delta))
             b.store(value, b.gep(data, [i], inbounds=True))
-        arrays.count_up(b, two, n, store, flags=("nsw", "nuw"))
+        nests.count_up(b, two, n, store, flags=("nsw", "nuw"))
         b.ret_void()
     return ir.FunctionType(VOID, [element.as_pointer(), I64_T, element, element]), emit
 
@@ -155,7 +155,7 @@ def check_dims(em: FunctionEmitter, node: Node, dtype: ScalarType, dims: list[ir
     first, then whether `itemsize` times the nonzero ones passes the largest npy_intp.
     The checks run in the module's `astjit.array.check.<ndim>`, which says which failed;
     constant dimensions that pass need none."""
-    itemsize = arrays.ITEM_SIZES[dtype]
+    itemsize = array_layout.ITEM_SIZES[dtype]
     if not dims or _dims_pass(itemsize, dims):
         return
     b = em.builder
@@ -249,7 +249,7 @@ def new_ndarray(module: ir.Module, ndim: int, zeroed: bool) -> ir.Function:
 def c_order_value(b: ir.IRBuilder, t: ArrayType, obj: ir.Value,
                   dims: list[ir.Value]) -> ir.Value:
     """The array value of a new C-contiguous ndarray `obj` of shape `dims`."""
-    layout = arrays.numpy_layout()
+    layout = array_layout.numpy_layout()
     data = b.bitcast(load_field(b, obj, layout.data, PYOBJ), element_type(t.dtype).as_pointer())
     value = zero(t)
     value = b.insert_value(value, data, ARRAY_DATA)

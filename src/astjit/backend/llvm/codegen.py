@@ -22,7 +22,7 @@ followed by the entry's error check (`CHECKS`).
 
 What an invocation owns is settled on every exit through `RESOURCES`: tapes
 (`tapes.py`) and the array references on its owned list (`owned.py`); a call's
-result tapes and arrays are adopted by the caller. Arrays (`arrays.py`) are
+result tapes and arrays are adopted by the caller. Arrays (`array_layout.py`) are
 structs passed by value like tuples: they flow through phis, region parameters
 and calls unchanged.
 """

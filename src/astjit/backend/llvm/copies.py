@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import ArrayType
-from . import allocation, arrays
+from . import allocation, array_layout, nests
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, element_type, zero
 from .shared import shared_function
 
@@ -51,16 +51,16 @@ def copy_with(b: ir.IRBuilder, source: ir.Value, src_t: ArrayType, dest: ir.Valu
     name = f"astjit.copy.{element}.{dest_t.ndim}.{src_t.ndim}"
     function = shared_function(b.function.module, name,
                                *_copy(element, dest_t.ndim, src_t.ndim))
-    fields = [arrays.dim(b, source, k) for k in range(src_t.ndim)] + \
+    fields = [array_layout.dim(b, source, k) for k in range(src_t.ndim)] + \
              [_stride(b, source, k) for k in range(src_t.ndim)] + \
-             [arrays.dim(b, dest, k) for k in range(dest_t.ndim)] + \
+             [array_layout.dim(b, dest, k) for k in range(dest_t.ndim)] + \
              [_stride(b, dest, k) for k in range(dest_t.ndim)]
     b.call(function, [b.extract_value(source, ARRAY_DATA), b.extract_value(dest, ARRAY_DATA),
                       *fields])
 
 
 class _Site(NamedTuple):
-    """What `arrays.loop_nest` needs of an emitter, in a shared function."""
+    """What `nests.loop_nest` needs of an emitter, in a shared function."""
 
     builder: ir.IRBuilder
 
@@ -79,7 +79,7 @@ def _copy(element: ir.Type, ndim: int, src_ndim: int):
         def body(indices):
             value = b.load(_at(b, source, src_strides, indices[lead:]), align=align)
             b.store(value, _at(b, dest, dest_strides, indices), align=align)
-        arrays.loop_nest(_Site(b), list(dims), body, "copy")
+        nests.loop_nest(_Site(b), list(dims), body, "copy")
         b.ret_void()
     fnty = ir.FunctionType(ir.VoidType(), [element.as_pointer()] * 2 +
                            [I64_T] * (2 * src_ndim + 2 * ndim))
@@ -95,7 +95,7 @@ def _at(b, data, strides, indices):
 
 def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
     """A new C-contiguous array (owned, on the list) with `source`'s elements."""
-    dims = [arrays.dim(em.builder, source, k) for k in range(t.ndim)]
+    dims = [array_layout.dim(em.builder, source, k) for k in range(t.ndim)]
     fresh = allocation.allocate(em, node, t, dims, zeroed=False)
     copy(em, source, t, fresh, t)
     return fresh

@@ -42,7 +42,7 @@ from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType
-from . import allocation, arrays, conversions, divmod_power, loop_metadata, reductions
+from . import allocation, array_layout, conversions, divmod_power, loop_metadata, nests, reductions
 from . import messages as msg
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
@@ -59,7 +59,7 @@ def _i64(value: int) -> ir.Constant:
 def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value, int]],
                    ndim: int) -> list[ir.Value]:
     """The space's shape, after the check that the arrays' shapes broadcast."""
-    shapes = [[arrays.dim(em.builder, a, j) for j in range(k)] for a, k in arrays_]
+    shapes = [[array_layout.dim(em.builder, a, j) for j in range(k)] for a, k in arrays_]
     return broadcast_shapes(em, node, shapes, ndim)
 
 
@@ -197,7 +197,7 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         def body(indices: list[ir.Value]) -> None:
             for o, t, st, r in zip(outputs, out_types, shown, at(indices)):
                 store_element(em, o, t.dtype, st, indices, r)
-        arrays.loop_nest(em, dims, body, "fused")
+        nests.loop_nest(em, dims, body, "fused")
 
     if fast is None:
         nest(True)
@@ -217,7 +217,7 @@ def _reusable(em: FunctionEmitter, donor: ir.Value, dims: list[ir.Value]) -> ir.
     stride = _i64(1)
     for axis in reversed(range(len(dims))):
         d = dims[axis]
-        ok = b.and_(ok, b.icmp_signed("==", arrays.dim(b, donor, axis), d))
+        ok = b.and_(ok, b.icmp_signed("==", array_layout.dim(b, donor, axis), d))
         ok = b.and_(ok, b.or_(b.icmp_signed("<=", d, _i64(1)), b.icmp_signed(
             "==", b.extract_value(donor, [ARRAY_STRIDES, axis]), stride)))
         stride = b.mul(stride, d, flags=["nsw"])

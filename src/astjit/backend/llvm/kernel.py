@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import BOOL
-from . import arrays
+from . import array_layout
 from .emitter import MAX_ERROR_VALUES
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I64_T
 
@@ -70,7 +70,7 @@ def space_strides(b: ir.IRBuilder, value: ir.Value, k: int, known: tuple[int, ..
     ones): 0 where it broadcasts, the constant 0 along the axes the `ones` hint (`known`)
     says have length 1."""
     own = [_i64(0) if j in (known or ()) else
-           b.select(b.icmp_signed("==", arrays.dim(b, value, j), _i64(1)), _i64(0),
+           b.select(b.icmp_signed("==", array_layout.dim(b, value, j), _i64(1)), _i64(0),
                     b.extract_value(value, [ARRAY_STRIDES, j])) for j in range(k)]
     return [_i64(0)] * (ndim - k) + own
 
@@ -101,7 +101,7 @@ def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
 def load_element(em, array, dtype, strides, indices):
     """The element of `array` at `indices` read with element `strides` (a bool as i1)."""
     b = em.builder
-    value = b.load(_address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
+    value = b.load(_address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])
     if dtype == BOOL:
         return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
     return value
@@ -112,4 +112,4 @@ def store_element(em, array, dtype, strides, indices, value):
     b = em.builder
     if dtype == BOOL:
         value = b.zext(value, I8)
-    b.store(value, _address(b, array, strides, indices), align=arrays.ITEM_SIZES[dtype])
+    b.store(value, _address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
-from . import allocation, arrays, copies, owned
+from . import allocation, array_layout, copies, nests, owned
 from . import messages as msg
 from .lltypes import (
     ARRAY_DATA,
@@ -115,10 +115,10 @@ def check_inner(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> tu
     the dimension a vector operand lacks."""
     builder = em.builder
     a_ndim, b_ndim = node.inputs[0].type.ndim, node.inputs[1].type.ndim
-    k = arrays.dim(builder, a, a_ndim - 1)
-    k_b = arrays.dim(builder, b, 0)
-    m = arrays.dim(builder, a, 0) if a_ndim == 2 else None
-    n = arrays.dim(builder, b, 1) if b_ndim == 2 else None
+    k = array_layout.dim(builder, a, a_ndim - 1)
+    k_b = array_layout.dim(builder, b, 0)
+    m = array_layout.dim(builder, a, 0) if a_ndim == 2 else None
+    n = array_layout.dim(builder, b, 1) if b_ndim == 2 else None
     fixed, detail = mismatch_message(node.attrs.get("kind", "matmul"), a_ndim, b_ndim)
     em.fail_with_values(node, builder.icmp_signed("!=", k, k_b), "ValueError", fixed, detail,
                         [k, k_b, _i64(0) if m is None else m, _i64(0) if n is None else n])
@@ -150,7 +150,7 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
     b = em.builder
     if t.dtype == dtype:
         return copies.contiguous_copy(em, node, source, t)
-    dims = [arrays.dim(b, source, axis) for axis in range(t.ndim)]
+    dims = [array_layout.dim(b, source, axis) for axis in range(t.ndim)]
     fresh = allocation.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
     source_strides = [_stride(b, source, axis) for axis in range(t.ndim)]
     fresh_strides = [_stride(b, fresh, axis) for axis in range(t.ndim)]
@@ -158,11 +158,11 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
 
     def body(indices):
         value = b.load(address(b, source, source_strides, indices),
-                       align=arrays.ITEM_SIZES[t.dtype])
+                       align=array_layout.ITEM_SIZES[t.dtype])
         value = b.fpext(value, target) if t.dtype.is_float else b.sitofp(value, target)
         b.store(value, address(b, fresh, fresh_strides, indices),
-                align=arrays.ITEM_SIZES[dtype])
-    arrays.loop_nest(em, dims, body, "convert")
+                align=array_layout.ITEM_SIZES[dtype])
+    nests.loop_nest(em, dims, body, "convert")
     return fresh
 
 
@@ -207,7 +207,7 @@ class Layout(NamedTuple):
 def layout(b: ir.IRBuilder, array: ir.Value) -> Layout:
     """C layout (unit stride along columns, rows at least `cols` apart) is preferred; then
     F layout; a length-1 axis's stride does not matter; ld within 32 bits."""
-    rows, cols = arrays.dim(b, array, 0), arrays.dim(b, array, 1)
+    rows, cols = array_layout.dim(b, array, 0), array_layout.dim(b, array, 1)
     s0, s1 = _stride(b, array, 0), _stride(b, array, 1)
     one, limit = _i64(1), _i64(INT32_MAX)
 
@@ -223,7 +223,7 @@ def layout(b: ir.IRBuilder, array: ir.Value) -> Layout:
 
 
 def vector_readable(b: ir.IRBuilder, array: ir.Value) -> ir.Value:
-    n, s = arrays.dim(b, array, 0), _stride(b, array, 0)
+    n, s = array_layout.dim(b, array, 0), _stride(b, array, 0)
     magnitude = b.select(b.icmp_signed("<", s, _i64(0)), b.neg(s), s)
     good = b.and_(b.icmp_signed("!=", s, _i64(0)), b.icmp_signed("<=", magnitude,
                                                                   _i64(INT32_MAX)))
@@ -233,7 +233,7 @@ def vector_readable(b: ir.IRBuilder, array: ir.Value) -> ir.Value:
 def vector_args(b: ir.IRBuilder, array: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(pointer, increment) of a readable vector: BLAS reads a negative increment from the
     lowest address, the last element."""
-    n, s = arrays.dim(b, array, 0), _stride(b, array, 0)
+    n, s = array_layout.dim(b, array, 0), _stride(b, array, 0)
     inc = b.select(b.icmp_signed("<=", n, _i64(1)), _i64(1), s)
     last = b.mul(b.sub(n, _i64(1)), inc)
     start = b.select(b.icmp_signed("<", inc, _i64(0)), last, _i64(0))
@@ -288,7 +288,7 @@ def gemv(call: Call, out: ir.Value, matrix: Operand, vector: Operand, transposed
     """y = M @ x (or M.T @ x when `transposed`, for x @ M)."""
     builder = call.builder
     lm = layout(builder, matrix.array)
-    rows, cols = arrays.dim(builder, matrix.array, 0), arrays.dim(builder, matrix.array, 1)
+    rows, cols = array_layout.dim(builder, matrix.array, 0), array_layout.dim(builder, matrix.array, 1)
     # column-major, the memory is M^T (C layout) or M: its dimensions and the op to apply
     mem_rows = builder.select(lm.c_layout, cols, rows)
     mem_cols = builder.select(lm.c_layout, rows, cols)
@@ -372,9 +372,9 @@ def _product(dtype: ScalarType, a_ndim: int, b_ndim: int):
         """out = a @ b (of `dtype`, 1-d or 2-d): zeros without BLAS when k or the result is
         empty, else gemm / gemv on operands as they lie or on C-contiguous copies (released
         after the call). 0, or PRODUCT_TOO_LARGE, or PRODUCT_NO_MEMORY (a failed copy)."""
-        k = arrays.dim(builder, a, a_ndim - 1)
-        m = arrays.dim(builder, a, 0) if a_ndim == 2 else None
-        n = arrays.dim(builder, b, 1) if b_ndim == 2 else None
+        k = array_layout.dim(builder, a, a_ndim - 1)
+        m = array_layout.dim(builder, a, 0) if a_ndim == 2 else None
+        n = array_layout.dim(builder, b, 1) if b_ndim == 2 else None
         dims = [d for d in (m, n) if d is not None]
         size = allocation.size_of_dims(builder, dims)
         trivial = builder.or_(builder.icmp_signed("==", k, _i64(0)),
@@ -414,7 +414,7 @@ def _readable_operand(builder: ir.IRBuilder, array: ir.Value, t: ArrayType, read
     before = builder.block
     with builder.if_then(builder.not_(usable), likely=False):
         module = builder.function.module
-        dims = [arrays.dim(builder, array, axis) for axis in range(t.ndim)]
+        dims = [array_layout.dim(builder, array, axis) for axis in range(t.ndim)]
         obj = builder.call(allocation.new_ndarray(module, t.ndim, zeroed=False),
                            [numpy_api.descr_constant(t.dtype), *dims])
         with builder.if_then(builder.icmp_unsigned("==", obj, ir.Constant(obj.type, None)),
@@ -476,7 +476,7 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
                               builder.load(at(b_data, b_strides, p, j), align=8))
         target = at(data, out_strides, i, j)
         builder.store(builder.add(builder.load(target, align=8), product), target, align=8)
-    arrays.loop_nest(em, [one if m is None else m, k, one if n is None else n], body, "matmul")
+    nests.loop_nest(em, [one if m is None else m, k, one if n is None else n], body, "matmul")
     return out if out is not None else builder.load(data)
 
 
@@ -498,7 +498,7 @@ def store_diagonal(em: FunctionEmitter, out: ir.Value, t: ArrayType, k: ir.Value
                    value_at) -> None:
     """out's diagonal k [i] = value_at(i) (a value of the array's storage type)."""
     b = em.builder
-    rows, cols = arrays.dim(b, out, 0), arrays.dim(b, out, 1)
+    rows, cols = array_layout.dim(b, out, 0), array_layout.dim(b, out, 1)
     s0, s1 = _stride(b, out, 0), _stride(b, out, 1)
     start = diagonal_start(b, k, s0, s1)
     step = b.add(s0, s1)
@@ -507,8 +507,8 @@ def store_diagonal(em: FunctionEmitter, out: ir.Value, t: ArrayType, k: ir.Value
     def body(indices):
         (i,) = indices
         b.store(value_at(i), b.gep(data, [b.add(start, b.mul(i, step))]),
-                align=arrays.ITEM_SIZES[t.dtype])
-    arrays.loop_nest(em, [diagonal_length(b, rows, cols, k)], body, "diagonal")
+                align=array_layout.ITEM_SIZES[t.dtype])
+    nests.loop_nest(em, [diagonal_length(b, rows, cols, k)], body, "diagonal")
 
 
 def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -517,7 +517,7 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     x, k = args
     t, out_t = node.inputs[0].type, node.outputs[0].type
     if t.ndim == 2:
-        rows, cols = arrays.dim(b, x, 0), arrays.dim(b, x, 1)
+        rows, cols = array_layout.dim(b, x, 0), array_layout.dim(b, x, 1)
         s0, s1 = _stride(b, x, 0), _stride(b, x, 1)
         length = diagonal_length(b, rows, cols, k)
         start = b.select(b.icmp_signed(">", length, _i64(0)), diagonal_start(b, k, s0, s1),
@@ -525,14 +525,14 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         data = b.gep(b.extract_value(x, ARRAY_DATA), [start])
         return copies.build(b, out_t, data, owned.new_reference(em, x), [length],
                            [b.add(s0, s1)])
-    n = arrays.dim(b, x, 0)
+    n = array_layout.dim(b, x, 0)
     magnitude = b.select(b.icmp_signed("<", k, _i64(0)), b.neg(k), k)
     side = b.add(n, magnitude)
     allocation.check_dims(em, node, t.dtype, [side, side])
     out = allocation.allocate(em, node, out_t, [side, side], zeroed=True)
     source, stride = b.extract_value(x, ARRAY_DATA), _stride(b, x, 0)
     store_diagonal(em, out, out_t, k, lambda i: b.load(b.gep(source, [b.mul(i, stride)]),
-                                                       align=arrays.ITEM_SIZES[t.dtype]))
+                                                       align=array_layout.ITEM_SIZES[t.dtype]))
     return out
 
 

@@ -48,7 +48,7 @@ def unit_or_strided(em, fast: ir.Value, nest: Callable[[bool], None]) -> None:
 
 def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
     """Run `emit()` at `builder`, then mark every loop it made (a block whose phi's last
-    incoming block comes after it and branches back to it: `arrays.count_up`'s latch) not
+    incoming block comes after it and branches back to it: `nests.count_up`'s latch) not
     to be vectorized or unrolled.
 
     For a loop nest's general strided version: the unit-stride one is the fast path

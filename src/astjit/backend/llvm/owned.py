@@ -38,7 +38,7 @@ from ...ir.analysis import ALLOCATING
 from ...ir.core import Graph
 from ...ir.ops import OPS
 from ...ir.types import ArrayType, TupleType, Type
-from . import arrays
+from . import nests
 from .emitter import Resource
 from .lltypes import ARRAY_OWNER, I32_T, I64_T
 from .runtime.pyapi import PYOBJ, VOID, declare
@@ -201,7 +201,7 @@ def _forget(fn, b, count, items, obj):
 
 def _release(fn, b, n, items):
     """Py_DecRef the `n` references at `items` (a failing invocation's last act)."""
-    arrays.count_up(b, ir.Constant(I64_T, 0), n, lambda j: b.call(
+    nests.count_up(b, ir.Constant(I64_T, 0), n, lambda j: b.call(
         declare(fn.module, "Py_DecRef"), [b.load(b.gep(items, [j], inbounds=True))]))
     b.ret_void()
 

@@ -43,7 +43,7 @@ from ...ir.ops import Builder, Intrinsic
 from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import allocation, arrays, loop_metadata, vecmath
+from . import allocation, array_layout, loop_metadata, nests, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, lltype
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
                     value = combine(em, kind, element, identity(kind, element), value)
             else:
                 acc.start()
-                arrays.loop_nest(em, dims[suffix:], lambda full: acc.take(at(full)), "reduce",
+                nests.loop_nest(em, dims[suffix:], lambda full: acc.take(at(full)), "reduce",
                                  indices)
                 value = acc.value()
             if out is None:
@@ -197,7 +197,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
             else:
                 _store(b, pointer, element, combine(em, kind, element, _load(b, pointer, element),
                                                     value))
-        arrays.loop_nest(em, dims[:suffix], outer, "reduce.outer")
+        nests.loop_nest(em, dims[:suffix], outer, "reduce.outer")
 
     if unit is None:
         nest(False)
@@ -219,7 +219,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
         vecmath._prefer_width(em.function, 512)
     acc = _Register(em, kind, element)
     acc.start()
-    arrays.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
+    nests.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
     return finish(em, kind, acc.value(), allocation.size_of_dims(em.builder, dims))
 
 
@@ -253,14 +253,14 @@ def _element(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
 
 
 def _load(b: ir.IRBuilder, pointer: ir.Value, t: ScalarType) -> ir.Value:
-    value = b.load(pointer, align=arrays.ITEM_SIZES[t])
+    value = b.load(pointer, align=array_layout.ITEM_SIZES[t])
     return b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) if t == BOOL else value
 
 
 def _store(b: ir.IRBuilder, pointer: ir.Value, t: ScalarType, value: ir.Value) -> None:
     if t == BOOL:
         value = b.zext(value, I8)
-    b.store(value, pointer, align=arrays.ITEM_SIZES[t])
+    b.store(value, pointer, align=array_layout.ITEM_SIZES[t])
 
 
 def _finish_all(em: FunctionEmitter, kind: str, out: ir.Value, t: ScalarType, size: ir.Value,
@@ -273,6 +273,6 @@ def _finish_all(em: FunctionEmitter, kind: str, out: ir.Value, t: ScalarType, si
     def body(indices: list[ir.Value]) -> None:
         pointer = b.gep(data, indices, inbounds=True)
         b.store(_apply(em, REDUCTIONS[kind].finish,
-                       [b.load(pointer, align=arrays.ITEM_SIZES[t]), divisor]), pointer,
-                align=arrays.ITEM_SIZES[t])
-    arrays.loop_nest(em, [size], body, "mean")
+                       [b.load(pointer, align=array_layout.ITEM_SIZES[t]), divisor]), pointer,
+                align=array_layout.ITEM_SIZES[t])
+    nests.loop_nest(em, [size], body, "mean")

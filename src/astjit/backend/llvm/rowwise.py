@@ -44,7 +44,7 @@ from llvmlite import ir
 from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
-from . import allocation, arrays, loop_metadata, reductions
+from . import allocation, array_layout, loop_metadata, nests, reductions
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
@@ -86,7 +86,7 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
     b = em.builder
     group = rowwise_attrs(node)
     ndim, rows = group.ndim, group.rows
-    shape_of = {p: [arrays.dim(b, a, j) for j in range(p.type.ndim)]
+    shape_of = {p: [array_layout.dim(b, a, j) for j in range(p.type.ndim)]
                 for p, a in outside.items() if isinstance(p.type, ArrayType)}
     space: list[ir.Value] = []
     ok = ir.Constant(I1, 1)
@@ -135,7 +135,7 @@ def _row_layout(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
         def step(j: int) -> tuple[ir.Value, ir.Value]:
             stride = b.extract_value(value, [ARRAY_STRIDES, j])
             negative = b.icmp_signed("<", stride, _i64(0))
-            long = b.icmp_signed(">", arrays.dim(b, value, j), _i64(1))
+            long = b.icmp_signed(">", array_layout.dim(b, value, j), _i64(1))
             return b.select(negative, b.neg(stride), stride), long
         far, long_rows = step(outer)
         for j in range(outer + 1, k):
@@ -181,7 +181,7 @@ class _RowLoop:
                     fast = b.and_(fast, b.icmp_signed("==", st[-1], _i64(1)))
 
         def nest(unit: bool) -> None:
-            arrays.loop_nest(em, self.dims[:self.rows],
+            nests.loop_nest(em, self.dims[:self.rows],
                              lambda outer: self._row(outer, strides, unit), "rows")
         loop_metadata.unit_or_strided(em, fast, nest)
         for buffer in self.scratch:
@@ -308,7 +308,7 @@ class _RowLoop:
             return values
 
         if reduction is None:
-            arrays.loop_nest(em, inner, at, "rows.inner", outer)
+            nests.loop_nest(em, inner, at, "rows.inner", outer)
             return
         element = kernel.outputs[-1].type
         value = reductions.emit_row_reduction(em, reduction.kind, element, inner,

@@ -12,7 +12,7 @@ from llvmlite import ir
 
 from ...ir.ops import OPS
 from ...ir.types import BOOL, I64, INT_OR_BOOL, NONE, ArrayType, TupleType
-from . import arrays, conversions
+from . import array_layout, conversions
 from . import messages as msg
 from .compare import all_of, is_finite, is_inf, is_nan, truth
 from .lltypes import INT_OR_BOOL_T, constant, zero
@@ -86,7 +86,7 @@ def length(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """len() of a tuple (a constant) or of an array (its first dimension)."""
     t = node.inputs[0].type
     if isinstance(t, ArrayType):
-        return arrays.array_len(em, node, args)
+        return array_layout.dim(em.builder, args[0], 0)
     assert isinstance(t, TupleType)
     return constant(I64, len(t.elements))
 

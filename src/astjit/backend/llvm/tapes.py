@@ -50,8 +50,8 @@ from llvmlite import ir
 
 from ...ir.core import Graph, Node
 from ...ir.types import NONE, TapeType, TupleType, Type
-from . import arrays, owned
 from . import messages as msg
+from . import nests, owned
 from .emitter import Resource
 from .lltypes import ARRAY_OWNER, BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
 from .runtime.pyapi import declare
@@ -323,7 +323,7 @@ def dropper(module: ir.Module, element: Type) -> ir.Function:
         value = b.load(b.gep(b.bitcast(data, ty.as_pointer()), [i], inbounds=True))
         for array in owned.arrays_in(value, element, b):
             b.call(declare(module, "Py_DecRef"), [b.extract_value(array, ARRAY_OWNER)])
-    arrays.count_up(b, ir.Constant(I64_T, 0), length, drop, flags=())
+    nests.count_up(b, ir.Constant(I64_T, 0), length, drop, flags=())
     b.ret_void()
     return function
 

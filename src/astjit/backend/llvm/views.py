@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from ...ir.ops.views import SLICE_STEP_ZERO
 from ...ir.types import BOOL, ArrayType
-from . import arrays, copies, owned
+from . import array_layout, copies, nests, owned
 from . import messages as msg
 from .emitter import MAX_ERROR_VALUES
 from .lltypes import (
@@ -80,7 +80,7 @@ def array_view(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     spec = list(node.attrs["spec"]) + ["s000"] * (src_t.ndim - len(node.attrs["spec"]))
     offset, shape, strides = _i64(0), [], []
     for axis, entry in enumerate(spec):
-        size, stride = arrays.dim(b, source, axis), _stride(b, source, axis)
+        size, stride = array_layout.dim(b, source, axis), _stride(b, source, axis)
         if entry == "i":
             index = parts.pop(0)
             wrapped = b.select(b.icmp_signed("<", index, _i64(0)), b.add(index, size), index)
@@ -105,7 +105,7 @@ def array_transpose(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
     n = node.inputs[0].type.ndim
     axes = list(reversed(range(n)))
     return copies.build(b, node.outputs[0].type, b.extract_value(source, ARRAY_DATA),
-                 owned.new_reference(em, source), [arrays.dim(b, source, k) for k in axes],
+                 owned.new_reference(em, source), [array_layout.dim(b, source, k) for k in axes],
                  [_stride(b, source, k) for k in axes])
 
 
@@ -132,18 +132,18 @@ def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
         if dest_t.dtype == BOOL:
             value = b.zext(value, I8)
         strides = [_stride(b, dest, k) for k in range(dest_t.ndim)]
-        dims = [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
-        arrays.loop_nest(em, dims, lambda ix: b.store(value, _address(b, dest, strides, ix),
-                                               align=arrays.ITEM_SIZES[dest_t.dtype]))
+        dims = [array_layout.dim(b, dest, k) for k in range(dest_t.ndim)]
+        nests.loop_nest(em, dims, lambda ix: b.store(value, _address(b, dest, strides, ix),
+                                               align=array_layout.ITEM_SIZES[dest_t.dtype]))
         return zero(node.outputs[0].type)
     lead = dest_t.ndim - value_t.ndim
     bad = ir.Constant(I1, 0)
     for k in range(value_t.ndim):
-        have, want = arrays.dim(b, value, k), arrays.dim(b, dest, lead + k)
+        have, want = array_layout.dim(b, value, k), array_layout.dim(b, dest, lead + k)
         bad = b.or_(bad, b.and_(b.icmp_signed("!=", have, want),
                                 b.icmp_signed("!=", have, _i64(1))))
-    values = [arrays.dim(b, value, k) for k in range(value_t.ndim)] + \
-             [arrays.dim(b, dest, k) for k in range(dest_t.ndim)]
+    values = [array_layout.dim(b, value, k) for k in range(value_t.ndim)] + \
+             [array_layout.dim(b, dest, k) for k in range(dest_t.ndim)]
     if len(values) <= MAX_ERROR_VALUES:
         m = value_t.ndim
         detail = (f"could not broadcast input array from shape "
@@ -175,7 +175,7 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     size = _i64(1)
     contiguous, expected = ir.Constant(I1, 1), _i64(1)
     for k in reversed(range(src_t.ndim)):
-        d = arrays.dim(b, source, k)
+        d = array_layout.dim(b, source, k)
         size = b.mul(size, d)
         fits = b.or_(b.icmp_signed("==", d, _i64(1)),
                      b.icmp_signed("==", _stride(b, source, k), expected))

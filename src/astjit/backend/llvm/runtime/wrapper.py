@@ -9,7 +9,7 @@ or `False`, a tuple `tuple` itself with the right length, elementwise; a NumPy
 scalar parameter (ir/types.py: a strong scalar, f32 always) a NumPy scalar of exactly
 its type (`numpy.float64` ..., `numpy.True_` or `numpy.False_`); an
 array parameter an aligned `numpy.ndarray` itself of the right ndim and
-native dtype, see `arrays.accepts`).
+native dtype, see `array_layout.accepts`).
 Anything else goes, untouched, to `PyObject_Vectorcall(fallback, args, nargs,
 kwnames)`. A taken call unboxes the arguments in place, calls the entry
 graph's function, and boxes its result; a first tier's deoptimize status
@@ -68,7 +68,7 @@ from ....ir.types import (
     TupleType,
     Type,
 )
-from .. import arrays
+from .. import array_layout
 from .. import messages as msg
 from ..codegen import LoweredModule
 from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
@@ -261,7 +261,7 @@ class WrapperEmitter:
 
     def unbox_array(self, obj: ir.Value, t: ArrayType) -> ir.Value:
         """An aligned, exact `numpy.ndarray` of `t.ndim` dimensions and `t.dtype` in native
-        byte order (`arrays.accepts`), borrowed: its data, shape and element strides. The
+        byte order (`array_layout.accepts`), borrowed: its data, shape and element strides. The
         checks and loads are the shared `astjit.entry.unbox.<dtype>.<ndim>` (`unbox_array`)."""
         builder = self.builder
         fnty = ir.FunctionType(I1, [PYOBJ, lltype(t).as_pointer()])
@@ -279,10 +279,10 @@ class WrapperEmitter:
         for index, obj in self.arrays:
             if index not in self.written:
                 continue
-            layout = layout or arrays.numpy_layout()
+            layout = layout or array_layout.numpy_layout()
             flags = load_field(builder, obj, layout.flags, I32_T)
             read_only = builder.icmp_unsigned(
-                "==", builder.and_(flags, ir.Constant(I32_T, arrays.NPY_ARRAY_WRITEABLE)),
+                "==", builder.and_(flags, ir.Constant(I32_T, array_layout.NPY_ARRAY_WRITEABLE)),
                 ir.Constant(I32_T, 0))
             status = self.errors.status("ValueError", msg.READ_ONLY, self.written[index])
             with builder.if_then(read_only, likely=False):
@@ -455,8 +455,8 @@ def unbox_array(function: ir.Function, builder: ir.IRBuilder, obj: ir.Value, out
         builder.cbranch(cond, taken, reject)
         builder.position_at_end(taken)
 
-    layout = arrays.numpy_layout()
-    item = arrays.ITEM_SIZES[t.dtype]
+    layout = array_layout.numpy_layout()
+    item = array_layout.ITEM_SIZES[t.dtype]
     require(type_is(builder, obj, layout.ndarray))
     require(builder.icmp_signed("==", load_field(builder, obj, layout.nd, I32_T),
                                 ir.Constant(I32_T, t.ndim)))
@@ -512,8 +512,8 @@ def box_array(function: ir.Function, builder: ir.IRBuilder, value: ir.Value,
     """The ndarray for an owned array value: its owner if the value covers it exactly,
     else a view whose base is the owner; NULL (exception set) if making the view fails.
     Either way the value's reference is consumed."""
-    layout = arrays.numpy_layout()
-    item = arrays.ITEM_SIZES[t.dtype]
+    layout = array_layout.numpy_layout()
+    item = array_layout.ITEM_SIZES[t.dtype]
     owner = builder.extract_value(value, ARRAY_OWNER)
     data = builder.bitcast(builder.extract_value(value, ARRAY_DATA), PYOBJ)
     fields = function.append_basic_block("array.fields")
@@ -559,8 +559,8 @@ def box_array(function: ir.Function, builder: ir.IRBuilder, value: ir.Value,
 def make_view(function: ir.Function, builder: ir.IRBuilder, value: ir.Value, t: ArrayType,
               owner: ir.Value, data: ir.Value) -> ir.Value:
     """A new ndarray over `value`'s memory, based on `owner` (whose reference it takes)."""
-    layout = arrays.numpy_layout()
-    item = arrays.ITEM_SIZES[t.dtype]
+    layout = array_layout.numpy_layout()
+    item = array_layout.ITEM_SIZES[t.dtype]
     with builder.goto_entry_block():
         shape = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
         strides = builder.alloca(ir.ArrayType(I64_T, max(t.ndim, 1)))
@@ -574,7 +574,7 @@ def make_view(function: ir.Function, builder: ir.IRBuilder, value: ir.Value, t: 
                       builder.gep(strides, at, inbounds=True))
     first = [zero_i32, zero_i32]
     flags = builder.and_(load_field(builder, owner, layout.flags, I32_T),
-                         ir.Constant(I32_T, arrays.NPY_ARRAY_WRITEABLE))
+                         ir.Constant(I32_T, array_layout.NPY_ARRAY_WRITEABLE))
     descr = numpy_api.descr_constant(t.dtype)
     builder.call(declare(function.module, "Py_IncRef"), [descr])  # stolen by NumPy
     new = builder.call(numpy_api.declare(function.module, "PyArray_NewFromDescr"), [
