@@ -14,10 +14,10 @@ Layers, each importing only those below it:
   holds, a resource; new references and immediate releases), `allocation` (new arrays
   with NumPy's checks; also the lowering of the allocation ops), `copies` (array structs,
   strided copies), `conversions` (casts), `divmod_power` (floor division, modulo, integer
-  powers), `kernel` (loop nests over a broadcast space);
+  powers), `kernel` (loop nests over a broadcast space), `reduction_nests` (the reduction
+  nests fused and rowwise build on);
 - lowerings, none importing another's internals: `arith`, `scalars`, `arrays`, `views`,
-  `tapes`, `reductions`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath` (rowwise and
-  fused build on reductions' nests);
+  `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
   `wrapper`) and `entry` (build_entry);

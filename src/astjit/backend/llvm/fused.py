@@ -20,7 +20,7 @@ version. Only the unit version is vectorized: the general one's loops carry
 metadata that keeps LLVM from vectorizing or unrolling them (`loop_metadata.scalar_loops`),
 which would about double the code LLVM compiles per nest for the rare strided case.
 
-With a reduction (attr `reduce`), `reductions.emit_reduction` owns the loops
+With a reduction (attr `reduce`), `reduction_nests.emit_reduction` owns the loops
 and the reduced output; the kernel's other values are stored at each point it
 visits. Without one, an output with a donor (attr `reuse`, ir/passes/fuse.py)
 takes the donor input's memory when `_reusable` says so at run time (a new
@@ -42,7 +42,7 @@ from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType
-from . import allocation, array_layout, conversions, divmod_power, loop_metadata, nests, reductions
+from . import allocation, array_layout, conversions, divmod_power, loop_metadata, nests, reduction_nests
 from . import messages as msg
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
@@ -113,7 +113,7 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
 def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
                unit: ir.Value | None) -> list[ir.Value]:
-    """The kernel's last value reduced (reductions.py); its other values stored, at each
+    """The kernel's last value reduced (reduction_nests.py); its other values stored, at each
     point the reduction's loops visit (every point once)."""
     b = em.builder
     stored = [_allocate(em, node, out.type, dims) for out in node.outputs[:-1]]
@@ -130,7 +130,7 @@ def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
                 store_element(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st, indices, r)
             return reduced
         return value
-    return [*stored, reductions.emit_reduction(em, node, dims, at_point, unit)]
+    return [*stored, reduction_nests.emit_reduction(em, node, dims, at_point, unit)]
 
 
 def _is_zero(stride: ir.Value) -> bool:

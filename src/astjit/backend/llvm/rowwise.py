@@ -27,7 +27,7 @@ loop nests run row by row, so the data crosses memory once.
    reference to the same array when both are outputs, as sum_to_like gives).
 4. The loop over the outer axes; inside, each member's nest over the inner
    axes: an elementwise member stores its kernel's results, a reducing one
-   runs `reductions.emit_row_reduction` (the register accumulator of the
+   runs `reduction_nests.emit_row_reduction` (the register accumulator of the
    plain reductions: `reassoc` sums, the NaN-aware max) and stores its other
    values on the way; a row member runs its kernel once per row, a row sum
    is a register sum like a reduction's. As in fused.py the whole loop is emitted twice: with
@@ -44,7 +44,7 @@ from llvmlite import ir
 from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
-from . import allocation, array_layout, loop_metadata, nests, reductions
+from . import allocation, array_layout, loop_metadata, nests, reduction_nests
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
@@ -283,7 +283,7 @@ class _RowLoop:
         inner = self.dims[self.rows:]
         if role == "row sum":
             g = m.inputs[0]
-            total = reductions.emit_row_reduction(
+            total = reduction_nests.emit_row_reduction(
                 em, "sum", g.type.dtype, inner, lambda ix: self._load(g, None, ix, unit), outer)
             self._per_row(m.outputs[0], total, outer)
             return
@@ -311,7 +311,7 @@ class _RowLoop:
             nests.loop_nest(em, inner, at, "rows.inner", outer)
             return
         element = kernel.outputs[-1].type
-        value = reductions.emit_row_reduction(em, reduction.kind, element, inner,
+        value = reduction_nests.emit_row_reduction(em, reduction.kind, element, inner,
                                               lambda indices: at(indices)[-1], outer)
         self._per_row(m.outputs[-1], value, outer)
 

@@ -151,7 +151,7 @@ def call_math(em: FunctionEmitter, name: str, args: list[ir.Value]) -> ir.Value 
             ir.Function(module, ir.FunctionType(vector, [vector] * len(args)), variant)
         mappings.append(f"{variant}({variant})")
     if library.isas[-1][1] == 512:
-        _prefer_width(em.function, 512)
+        prefer_vector_width(em.function, 512)
     call = em.builder.call(_scalar_function(module, c_name, ty, len(args)), args)
     call.attributes = _VariantAttribute(call.attributes)
     call.attributes.add(f'"vector-function-abi-variant"="{",".join(mappings)}"')
@@ -169,7 +169,7 @@ def _scalar_function(module: ir.Module, name: str, ty: ir.Type, arity: int) -> i
     return function
 
 
-def _prefer_width(function: ir.Function, bits: int) -> None:
+def prefer_vector_width(function: ir.Function, bits: int) -> None:
     """Mark `function` `"prefer-vector-width"="<bits>"` (llvmlite knows no string attributes)."""
     attributes = function.attributes
     if not isinstance(attributes, _FunctionAttributes):

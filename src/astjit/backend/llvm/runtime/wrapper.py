@@ -117,7 +117,7 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     graph = lowered.source.entry_graph
     function = ir.Function(lowered.module, WRAPPER_TYPE, core.name + ".fastcall")
     # `core` is inlined here and its loops then take this function's attributes: keep its
-    # vector-width preference (vecmath.py, reductions.py), which inlining would drop.
+    # vector-width preference (vecmath.py, reduction_nests.py), which inlining would drop.
     function.attributes = type(core.attributes)(
         a for a in core.attributes if a.startswith('"prefer-vector-width"'))
     emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,

@@ -1,4 +1,6 @@
-"""The loop nests of a `fused` node with a reduction (ir/core.py, ir/ops/reductions.py).
+"""The reduction loop nests `fused` and `rowwise` build on (a helper beneath the lowerings):
+`emit_reduction`, the nests of a `fused` node with a reduction (ir/core.py,
+ir/ops/reductions.py), and `emit_row_reduction`, one row of a row group.
 
 `emit_reduction` gets the space's shape and a `point(unit)(indices)` callback
 that computes the kernel's value (already of the accumulator type) at one
@@ -147,7 +149,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     row = REDUCTIONS[kind]
     element = node.regions[0].outputs[-1].type
     if _has_avx512():
-        vecmath._prefer_width(em.function, 512)  # vecmath owns the attribute; see _has_avx512
+        vecmath.prefer_vector_width(em.function, 512)  # see _has_avx512
     n = len(dims)
     count = _i64(1)
     for a in axes:
@@ -216,7 +218,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
     inner axes `dims` after the outer `indices`, in a register, finished (a mean divided).
     The same accumulator as register mode above, so the inner loop vectorizes alike."""
     if _has_avx512():
-        vecmath._prefer_width(em.function, 512)
+        vecmath.prefer_vector_width(em.function, 512)
     acc = _Register(em, kind, element)
     acc.start()
     nests.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
