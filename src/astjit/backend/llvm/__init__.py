@@ -15,7 +15,7 @@ Layers, each importing only those below it:
   with NumPy's checks; also the lowering of the allocation ops), `copies` (array structs,
   strided copies), `conversions` (casts), `divmod_power` (floor division, modulo, integer
   powers), `kernel` (loop nests over a broadcast space), `reduction_nests` (the reduction
-  nests fused and rowwise build on);
+  nests fused and rowwise build on), `blas_calls` (BLAS operands and calls for linalg);
 - lowerings, none importing another's internals: `arith`, `scalars`, `arrays`, `views`,
   `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
