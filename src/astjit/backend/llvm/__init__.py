@@ -11,13 +11,13 @@ Layers, each importing only those below it:
 - what lowerings share: `array_layout` (the array struct: `dim`, `element_pointer`,
   item sizes; NumPy's object layout: `numpy_layout`, `accepts`), `nests` (counted loops,
   loop nests), `owned` (the owned list: the array references an invocation
-  holds, a resource; new references and immediate releases), `allocation` (new arrays
-  with NumPy's checks; also the lowering of the allocation ops), `copies` (array structs,
+  holds, a resource; new references and immediate releases), `new_arrays` (new arrays
+  with NumPy's checks, fills), `copies` (array structs,
   strided copies), `conversions` (casts), `divmod_power` (floor division, modulo, integer
   powers), `kernel` (loop nests over a broadcast space), `reduction_nests` (the reduction
   nests fused and rowwise build on), `blas_calls` (BLAS operands and calls for linalg);
-- lowerings, none importing another's internals: `arith`, `scalars`, `arrays`, `views`,
-  `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
+- lowerings, none importing another's internals: `arith`, `scalars`, `arrays`, `allocation`,
+  `views`, `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
   `wrapper`) and `entry` (build_entry);

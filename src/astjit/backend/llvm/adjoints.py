@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import F32, ArrayType, ScalarType
-from . import allocation, array_layout, loop_metadata, nests, owned
+from . import array_layout, loop_metadata, nests, new_arrays, owned
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.
     """A new array of `x`'s shape and dtype: `g` summed over the axes `x` was broadcast along."""
     b = em.builder
     x_dims = _dims(b, x, x_t.ndim)
-    out = allocation.allocate(em, node, x_t, x_dims, zeroed=True)
+    out = new_arrays.allocate(em, node, x_t, x_dims, zeroed=True)
     lead = g_t.ndim - x_t.ndim
     g_dims = _dims(b, g, g_t.ndim)
     kept = [b.icmp_signed("!=", d, _i64(1)) for d in x_dims]

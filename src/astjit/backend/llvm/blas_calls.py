@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import F64, ArrayType, ScalarType
-from . import allocation, array_layout, copies, nests, owned
+from . import array_layout, copies, nests, new_arrays, owned
 from .lltypes import (
     ARRAY_DATA,
     ARRAY_OWNER,
@@ -84,7 +84,7 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
     if t.dtype == dtype:
         return copies.contiguous_copy(em, node, source, t)
     dims = [array_layout.dim(b, source, axis) for axis in range(t.ndim)]
-    fresh = allocation.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
+    fresh = new_arrays.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
     source_strides = [_stride(b, source, axis) for axis in range(t.ndim)]
     fresh_strides = [_stride(b, fresh, axis) for axis in range(t.ndim)]
     target = element_type(dtype)
@@ -257,11 +257,11 @@ def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
         m = array_layout.dim(builder, a, 0) if a_ndim == 2 else None
         n = array_layout.dim(builder, b, 1) if b_ndim == 2 else None
         dims = [d for d in (m, n) if d is not None]
-        size = allocation.size_of_dims(builder, dims)
+        size = new_arrays.size_of_dims(builder, dims)
         trivial = builder.or_(builder.icmp_signed("==", k, _i64(0)),
                               builder.icmp_signed("==", size, _i64(0)))
         with builder.if_then(trivial, likely=False):  # an empty sum is 0
-            allocation.fill_with(builder, dtype, constant(dtype, 0.0), out, size)
+            new_arrays.fill_with(builder, dtype, constant(dtype, 0.0), out, size)
             builder.ret(ir.Constant(I32_T, 0))
         too_large = ir.Constant(I1, 0)
         for d in [m, k, n]:
@@ -296,13 +296,13 @@ def _readable_operand(builder: ir.IRBuilder, array: ir.Value, t: ArrayType, read
     with builder.if_then(builder.not_(usable), likely=False):
         module = builder.function.module
         dims = [array_layout.dim(builder, array, axis) for axis in range(t.ndim)]
-        obj = builder.call(allocation.new_ndarray(module, t.ndim, zeroed=False),
+        obj = builder.call(new_arrays.new_ndarray(module, t.ndim, zeroed=False),
                            [numpy_api.descr_constant(t.dtype), *dims])
         with builder.if_then(builder.icmp_unsigned("==", obj, ir.Constant(obj.type, None)),
                              likely=False):
             _drop_copies(builder, made_copies)
             builder.ret(ir.Constant(I32_T, PRODUCT_NO_MEMORY))
-        fresh = allocation.c_order_value(builder, t, obj, dims)
+        fresh = new_arrays.c_order_value(builder, t, obj, dims)
         copies.copy_with(builder, array, t, fresh, t)
         copied_block = builder.block
     merged = builder.phi(array.type)

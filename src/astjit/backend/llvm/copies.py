@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import ArrayType
-from . import allocation, array_layout, nests
+from . import array_layout, nests, new_arrays
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, element_type, zero
 from .shared import shared_function
 
@@ -96,6 +96,6 @@ def _at(b, data, strides, indices):
 def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:
     """A new C-contiguous array (owned, on the list) with `source`'s elements."""
     dims = [array_layout.dim(em.builder, source, k) for k in range(t.ndim)]
-    fresh = allocation.allocate(em, node, t, dims, zeroed=False)
+    fresh = new_arrays.allocate(em, node, t, dims, zeroed=False)
     copy(em, source, t, fresh, t)
     return fresh

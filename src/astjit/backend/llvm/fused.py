@@ -6,7 +6,7 @@ broadcasting: trailing axes aligned, a size-1 axis stretches with stride 0,
 other sizes must agree, else ValueError "operands could not be broadcast
 together with shapes (3,) (4,)", the shapes travelling with the error when they
 fit in `MAX_ERROR_VALUES` numbers), allocates every output as a new
-C-contiguous array (owned, on the owned list: `allocation.allocate`), then runs one
+C-contiguous array (owned, on the owned list: `new_arrays.allocate`), then runs one
 loop nest over the space: each point reads the inputs' elements (scalars are
 passed as they are), evaluates the kernel region and stores the outputs.
 
@@ -42,7 +42,16 @@ from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType
-from . import allocation, array_layout, conversions, divmod_power, loop_metadata, nests, reduction_nests
+from . import (
+    array_layout,
+    conversions,
+    divmod_power,
+    loop_metadata,
+    nests,
+    new_arrays,
+    owned,
+    reduction_nests,
+)
 from . import messages as msg
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
@@ -158,13 +167,13 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     reused_map = {d: k for k, d in enumerate(donors) if d is not None}
     if em.fast_only(ok):
         reused = [_allocate(em, node, t, dims) if d is None else
-                  allocation.array_retain(em, node, [args[d]]) for t, d in zip(types, donors)]
+                  owned.retained(em, args[d]) for t, d in zip(types, donors)]
         _store_all(em, node, dims, point, fast, reused, reused_map)
         return reused
     with b.if_else(ok) as (then, otherwise):
         with then:
             reused = [_allocate(em, node, t, dims) if d is None else
-                      allocation.array_retain(em, node, [args[d]]) for t, d in zip(types, donors)]
+                      owned.retained(em, args[d]) for t, d in zip(types, donors)]
             _store_all(em, node, dims, point, fast, reused, reused_map)
             reused_block = b.block
         with otherwise:
@@ -176,8 +185,8 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
 
 
 def _allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value]) -> ir.Value:
-    allocation.check_dims(em, node, t.dtype, dims)
-    return allocation.allocate(em, node, t, dims, zeroed=False)
+    new_arrays.check_dims(em, node, t.dtype, dims)
+    return new_arrays.allocate(em, node, t, dims, zeroed=False)
 
 
 def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import allocation, array_layout, copies, nests, owned
+from . import array_layout, copies, nests, new_arrays, owned
 from . import messages as msg
 from .blas_calls import (
     PRODUCT_TOO_LARGE,
@@ -160,8 +160,8 @@ def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     m, k, n = sizes
     dims = [d for d in (m, n) if d is not None]
-    allocation.check_dims(em, node, dtype, dims)
-    out = allocation.allocate(em, node, out_t, dims, zeroed=False)
+    new_arrays.check_dims(em, node, dtype, dims)
+    out = new_arrays.allocate(em, node, out_t, dims, zeroed=False)
     x = converted_copy(em, node, a, a_t, dtype) if a_t.dtype != dtype else a
     y = converted_copy(em, node, b, b_t, dtype) if b_t.dtype != dtype else b
     name = f"astjit.matmul.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
@@ -170,7 +170,7 @@ def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_
     with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
                          likely=False):
         too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
-        no_memory = em.errors.status(msg.OUT_OF_MEMORY, allocation.ALLOCATION_FAILED, node.loc)
+        no_memory = em.errors.status(msg.OUT_OF_MEMORY, new_arrays.ALLOCATION_FAILED, node.loc)
         em.return_status(builder.select(
             builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
             ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
@@ -195,8 +195,8 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
         else [_stride(builder, b, 0), zero_i64]
     if isinstance(out_t, ArrayType):
         dims = [d for d in (m, n) if d is not None]
-        allocation.check_dims(em, node, out_t.dtype, dims)
-        out = allocation.allocate(em, node, out_t, dims, zeroed=True)
+        new_arrays.check_dims(em, node, out_t.dtype, dims)
+        out = new_arrays.allocate(em, node, out_t, dims, zeroed=True)
         data = builder.extract_value(out, ARRAY_DATA)
         own = [_stride(builder, out, axis) for axis in range(out_t.ndim)]
         out_strides = own if out_t.ndim == 2 else [own[0], zero_i64] if n is None \
@@ -270,8 +270,8 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     n = array_layout.dim(b, x, 0)
     magnitude = b.select(b.icmp_signed("<", k, _i64(0)), b.neg(k), k)
     side = b.add(n, magnitude)
-    allocation.check_dims(em, node, t.dtype, [side, side])
-    out = allocation.allocate(em, node, out_t, [side, side], zeroed=True)
+    new_arrays.check_dims(em, node, t.dtype, [side, side])
+    out = new_arrays.allocate(em, node, out_t, [side, side], zeroed=True)
     source, stride = b.extract_value(x, ARRAY_DATA), _stride(b, x, 0)
     store_diagonal(em, out, out_t, k, lambda i: b.load(b.gep(source, [b.mul(i, stride)]),
                                                        align=array_layout.ITEM_SIZES[t.dtype]))
@@ -282,8 +282,8 @@ def eye(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """np.eye(n, m, k, dtype): zeros (calloc), then ones on diagonal k."""
     n, m, k = args
     out_t = node.outputs[0].type
-    allocation.check_dims(em, node, out_t.dtype, [n, m])
-    out = allocation.allocate(em, node, out_t, [n, m], zeroed=True)
+    new_arrays.check_dims(em, node, out_t.dtype, [n, m])
+    out = new_arrays.allocate(em, node, out_t, [n, m], zeroed=True)
     one = ir.Constant(I8, 1) if out_t.dtype == BOOL else constant(out_t.dtype, 1)
     store_diagonal(em, out, out_t, k, lambda i: one)
     return out

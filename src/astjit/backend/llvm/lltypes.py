@@ -14,7 +14,7 @@ An array of `ndim` dimensions is the literal struct
 passed by value: `strides` count ELEMENTS, not bytes (the entry wrapper divides
 NumPy's byte strides by the item size), and `owner` is the `PyObject *` that
 owns the memory: the ndarray itself, borrowed, for an argument; the ndarray
-NumPy allocated for an array compiled code made (`allocation.py`). `T` is the
+NumPy allocated for an array compiled code made (`new_arrays.py`). `T` is the
 element's storage type, which is its value type except for bool: NumPy keeps
 a bool in one byte, so a bool array stores `i8` and its elements are `i1`
 once loaded (`element_type`).

@@ -140,6 +140,12 @@ def new_reference(em: FunctionEmitter, array: ir.Value) -> ir.Value:
     return owner
 
 
+def retained(em: FunctionEmitter, array: ir.Value) -> ir.Value:
+    """`array`, after taking (and recording) a new reference to its owner."""
+    new_reference(em, array)
+    return array
+
+
 def release_now(em: FunctionEmitter, array: ir.Value) -> None:
     """Give up a reference to `array`'s owner now: off the owned list, then Py_DecRef."""
     owner = em.builder.extract_value(array, ARRAY_OWNER)

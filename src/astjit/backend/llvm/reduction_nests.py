@@ -45,7 +45,7 @@ from ...ir.ops import Builder, Intrinsic
 from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import allocation, array_layout, loop_metadata, nests, vecmath
+from . import array_layout, loop_metadata, nests, new_arrays, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, lltype
 
 if TYPE_CHECKING:
@@ -166,12 +166,12 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     if isinstance(result_type, ArrayType):
         shape = [_i64(1) if a in axes else dims[a] for a in range(n)] if keepdims \
             else [dims[a] for a in kept]
-        allocation.check_dims(em, node, result_type.dtype, shape)
-        out = allocation.allocate(em, node, result_type, shape, zeroed=False)
+        new_arrays.check_dims(em, node, result_type.dtype, shape)
+        out = new_arrays.allocate(em, node, result_type, shape, zeroed=False)
         out_strides = _c_strides(b, [dims[a] for a in kept])
         if not register:
-            allocation.fill(em, element, identity(kind, element), b.extract_value(out, ARRAY_DATA),
-                        allocation.size_of_dims(b, shape))
+            new_arrays.fill(em, element, identity(kind, element), b.extract_value(out, ARRAY_DATA),
+                        new_arrays.size_of_dims(b, shape))
     else:
         slot = em.alloca(lltype(element))
     acc = _Register(em, kind, element) if suffix < n else None
@@ -208,7 +208,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     if out is None:
         return b.load(slot)
     if row.finish is not None and not register:
-        _finish_all(em, kind, out, element, allocation.size_of_dims(b, [dims[a] for a in kept]), count)
+        _finish_all(em, kind, out, element, new_arrays.size_of_dims(b, [dims[a] for a in kept]), count)
     return out
 
 
@@ -222,7 +222,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
     acc = _Register(em, kind, element)
     acc.start()
     nests.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
-    return finish(em, kind, acc.value(), allocation.size_of_dims(em.builder, dims))
+    return finish(em, kind, acc.value(), new_arrays.size_of_dims(em.builder, dims))
 
 
 @functools.cache

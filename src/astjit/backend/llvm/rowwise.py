@@ -44,7 +44,7 @@ from llvmlite import ir
 from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
-from . import allocation, array_layout, loop_metadata, nests, reduction_nests
+from . import array_layout, loop_metadata, nests, new_arrays, owned, reduction_nests
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
@@ -112,7 +112,7 @@ def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[s
         for v in m.outputs:
             shape_of[v] = dims
         if (reduction := reduction_of(m)) is not None:
-            count = allocation.size_of_dims(b, dims[rows:])
+            count = new_arrays.size_of_dims(b, dims[rows:])
             if REDUCTIONS[reduction.kind].empty_raises:
                 em.fail_if(m, b.icmp_signed("==", count, _i64(0)), "ValueError",
                            empty_message(reduction.kind))
@@ -185,7 +185,7 @@ class _RowLoop:
                              lambda outer: self._row(outer, strides, unit), "rows")
         loop_metadata.unit_or_strided(em, fast, nest)
         for buffer in self.scratch:
-            allocation.array_release(em, self.node, [buffer])
+            owned.release_now(em, buffer)
         return results
 
     def _outputs(self, values: list[Value]) -> list[ir.Value]:
@@ -197,13 +197,13 @@ class _RowLoop:
         for v in values:
             root = self.root(v)
             if root in self.results:
-                outputs.append(allocation.array_retain(self.em, self.node, [self.results[root]]))
+                outputs.append(owned.retained(self.em, self.results[root]))
                 continue
             dims = self.dims if self.kind(v) == "full" else self.dims[:self.rows] + (
                 [_i64(1)] * (self.ndim - self.rows) if v.type.ndim == self.ndim else [])
             t = ArrayType(v.type.dtype, len(dims))
-            allocation.check_dims(self.em, self.node, t.dtype, dims)
-            array = self.results[root] = allocation.allocate(self.em, self.node, t, dims, zeroed=False)
+            new_arrays.check_dims(self.em, self.node, t.dtype, dims)
+            array = self.results[root] = new_arrays.allocate(self.em, self.node, t, dims, zeroed=False)
             if self.kind(v) == "full":
                 self.storage[root] = (array, [b.extract_value(array, [ARRAY_STRIDES, j])
                                               for j in range(self.ndim)])
@@ -235,8 +235,8 @@ class _RowLoop:
                     continue
                 inner = self.dims[self.rows:]
                 t = ArrayType(v.type.dtype, len(inner))
-                allocation.check_dims(self.em, self.node, t.dtype, inner)
-                array = allocation.allocate(self.em, self.node, t, inner, zeroed=False)
+                new_arrays.check_dims(self.em, self.node, t.dtype, inner)
+                array = new_arrays.allocate(self.em, self.node, t, inner, zeroed=False)
                 self.scratch.append(array)
                 own = [b.extract_value(array, [ARRAY_STRIDES, j]) for j in range(len(inner))]
                 self.storage[v] = (array, [_i64(0)] * self.rows + own)
