@@ -7,7 +7,8 @@
 Layers, each importing only those below it:
 - `emitter` (the core: builder, values, error table and sites, failure exit,
   resources, tiering), with `lltypes`, `compare` and `messages` (IR helpers,
-  CPython's messages) `shared` (functions every module shares) and `loop_metadata`;
+  CPython's messages), `vecmath` (libmvec's vector math, which the emitter's math
+  calls use), `shared` (functions every module shares) and `loop_metadata`;
 - what lowerings share: `array_layout` (the array struct: `dim`, `element_pointer`,
   item sizes; NumPy's object layout: `numpy_layout`, `accepts`), `nests` (counted loops,
   loop nests), `owned` (the owned list: the array references an invocation
@@ -17,7 +18,7 @@ Layers, each importing only those below it:
   powers), `kernel` (loop nests over a broadcast space), `reduction_nests` (the reduction
   nests fused and rowwise build on), `blas_calls` (BLAS operands and calls for linalg);
 - lowerings, none importing another's internals: `arith`, `scalars`, `arrays`, `allocation`,
-  `views`, `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`, `vecmath`;
+  `views`, `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
   `wrapper`) and `entry` (build_entry);
