@@ -42,25 +42,25 @@ INT32_MAX = 2 ** 31 - 1
 TOO_LARGE = "array dimensions too large for BLAS (more than 2**31 - 1)"
 
 
-def _i64(value: int) -> ir.Constant:
+def i64_constant(value: int) -> ir.Constant:
     return ir.Constant(I64_T, value)
 
 
-def _stride(b: ir.IRBuilder, array: ir.Value, axis: int) -> ir.Value:
+def byte_stride(b: ir.IRBuilder, array: ir.Value, axis: int) -> ir.Value:
     return b.extract_value(array, [ARRAY_STRIDES, axis])
 
 
-def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def max_int(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+def min_int(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
             indices: list[ir.Value]) -> ir.Value:
-    offset = _i64(0)
+    offset = i64_constant(0)
     for index, stride in zip(indices, strides):
         offset = b.add(offset, b.mul(index, stride))
     return b.gep(b.extract_value(array, ARRAY_DATA), [offset])
@@ -85,8 +85,8 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
         return copies.contiguous_copy(em, node, source, t)
     dims = [array_layout.dim(b, source, axis) for axis in range(t.ndim)]
     fresh = new_arrays.allocate(em, node, ArrayType(dtype, t.ndim), dims, zeroed=False)
-    source_strides = [_stride(b, source, axis) for axis in range(t.ndim)]
-    fresh_strides = [_stride(b, fresh, axis) for axis in range(t.ndim)]
+    source_strides = [byte_stride(b, source, axis) for axis in range(t.ndim)]
+    fresh_strides = [byte_stride(b, fresh, axis) for axis in range(t.ndim)]
     target = element_type(dtype)
 
     def body(indices):
@@ -141,13 +141,13 @@ def layout(b: ir.IRBuilder, array: ir.Value) -> Layout:
     """C layout (unit stride along columns, rows at least `cols` apart) is preferred; then
     F layout; a length-1 axis's stride does not matter; ld within 32 bits."""
     rows, cols = array_layout.dim(b, array, 0), array_layout.dim(b, array, 1)
-    s0, s1 = _stride(b, array, 0), _stride(b, array, 1)
-    one, limit = _i64(1), _i64(INT32_MAX)
+    s0, s1 = byte_stride(b, array, 0), byte_stride(b, array, 1)
+    one, limit = i64_constant(1), i64_constant(INT32_MAX)
 
     def fits(along, lead, n_along, n_lead):
-        ld = b.select(b.icmp_signed("<=", n_lead, one), _max(b, n_along, one), lead)
+        ld = b.select(b.icmp_signed("<=", n_lead, one), max_int(b, n_along, one), lead)
         unit = b.or_(b.icmp_signed("<=", n_along, one), b.icmp_signed("==", along, one))
-        apart = b.and_(b.icmp_signed(">=", ld, _max(b, n_along, one)),
+        apart = b.and_(b.icmp_signed(">=", ld, max_int(b, n_along, one)),
                        b.icmp_signed("<=", ld, limit))
         return b.and_(unit, apart), ld
     c_ok, c_ld = fits(s1, s0, cols, rows)
@@ -156,20 +156,20 @@ def layout(b: ir.IRBuilder, array: ir.Value) -> Layout:
 
 
 def vector_readable(b: ir.IRBuilder, array: ir.Value) -> ir.Value:
-    n, s = array_layout.dim(b, array, 0), _stride(b, array, 0)
-    magnitude = b.select(b.icmp_signed("<", s, _i64(0)), b.neg(s), s)
-    good = b.and_(b.icmp_signed("!=", s, _i64(0)), b.icmp_signed("<=", magnitude,
-                                                                  _i64(INT32_MAX)))
-    return b.or_(b.icmp_signed("<=", n, _i64(1)), good)
+    n, s = array_layout.dim(b, array, 0), byte_stride(b, array, 0)
+    magnitude = b.select(b.icmp_signed("<", s, i64_constant(0)), b.neg(s), s)
+    good = b.and_(b.icmp_signed("!=", s, i64_constant(0)), b.icmp_signed("<=", magnitude,
+                                                                  i64_constant(INT32_MAX)))
+    return b.or_(b.icmp_signed("<=", n, i64_constant(1)), good)
 
 
 def vector_args(b: ir.IRBuilder, array: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(pointer, increment) of a readable vector: BLAS reads a negative increment from the
     lowest address, the last element."""
-    n, s = array_layout.dim(b, array, 0), _stride(b, array, 0)
-    inc = b.select(b.icmp_signed("<=", n, _i64(1)), _i64(1), s)
-    last = b.mul(b.sub(n, _i64(1)), inc)
-    start = b.select(b.icmp_signed("<", inc, _i64(0)), last, _i64(0))
+    n, s = array_layout.dim(b, array, 0), byte_stride(b, array, 0)
+    inc = b.select(b.icmp_signed("<=", n, i64_constant(1)), i64_constant(1), s)
+    last = b.mul(b.sub(n, i64_constant(1)), inc)
+    start = b.select(b.icmp_signed("<", inc, i64_constant(0)), last, i64_constant(0))
     return b.gep(b.extract_value(array, ARRAY_DATA), [start]), inc
 
 
@@ -214,7 +214,7 @@ def gemm(call: Call, out: ir.Value, a: Operand, b: Operand, m, k, n) -> None:
     call("gemm", [call.trans(builder.not_(lb.c_layout)), call.trans(builder.not_(la.c_layout)),
                   call.int(n), call.int(m), call.int(k), call.real(1.0), data(b), call.int(lb.ld),
                   data(a), call.int(la.ld), call.real(0.0), builder.extract_value(out, ARRAY_DATA),
-                  call.int(_max(builder, n, _i64(1)))])
+                  call.int(max_int(builder, n, i64_constant(1)))])
 
 
 def gemv(call: Call, out: ir.Value, matrix: Operand, vector: Operand, transposed: bool) -> None:
@@ -230,7 +230,7 @@ def gemv(call: Call, out: ir.Value, matrix: Operand, vector: Operand, transposed
     call("gemv", [call.trans(trans), call.int(mem_rows), call.int(mem_cols), call.real(1.0),
                   builder.extract_value(matrix.array, ARRAY_DATA), call.int(lm.ld), x,
                   call.int(incx), call.real(0.0), builder.extract_value(out, ARRAY_DATA),
-                  call.int(_i64(1))])
+                  call.int(i64_constant(1))])
 
 
 def check_blas_sizes(em: FunctionEmitter, node: Node, sizes: list[ir.Value]) -> None:
@@ -238,7 +238,7 @@ def check_blas_sizes(em: FunctionEmitter, node: Node, sizes: list[ir.Value]) -> 
     b = em.builder
     too_large = ir.Constant(I1, 0)
     for d in sizes:
-        too_large = b.or_(too_large, b.icmp_signed(">", d, _i64(INT32_MAX)))
+        too_large = b.or_(too_large, b.icmp_signed(">", d, i64_constant(INT32_MAX)))
     em.fail_if(node, too_large, "ValueError", TOO_LARGE)
 
 
@@ -258,15 +258,15 @@ def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
         n = array_layout.dim(builder, b, 1) if b_ndim == 2 else None
         dims = [d for d in (m, n) if d is not None]
         size = new_arrays.size_of_dims(builder, dims)
-        trivial = builder.or_(builder.icmp_signed("==", k, _i64(0)),
-                              builder.icmp_signed("==", size, _i64(0)))
+        trivial = builder.or_(builder.icmp_signed("==", k, i64_constant(0)),
+                              builder.icmp_signed("==", size, i64_constant(0)))
         with builder.if_then(trivial, likely=False):  # an empty sum is 0
             new_arrays.fill_with(builder, dtype, constant(dtype, 0.0), out, size)
             builder.ret(ir.Constant(I32_T, 0))
         too_large = ir.Constant(I1, 0)
         for d in [m, k, n]:
             if d is not None:
-                too_large = builder.or_(too_large, builder.icmp_signed(">", d, _i64(INT32_MAX)))
+                too_large = builder.or_(too_large, builder.icmp_signed(">", d, i64_constant(INT32_MAX)))
         with builder.if_then(too_large, likely=False):
             builder.ret(ir.Constant(I32_T, PRODUCT_TOO_LARGE))
         readable = {1: vector_readable, 2: lambda bb, array: layout(bb, array).readable}

@@ -49,15 +49,19 @@ from .blas_calls import (
     TOO_LARGE,
     Call,
     Operand,
+    byte_stride,
     check_blas_sizes,
     converted_copy,
+    i64_constant,
+    max_int,
+    min_int,
     operand,
     product_function,
     release,
     vector_args,
     vector_readable,
 )
-from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I32_T, I64_T, constant
+from .lltypes import ARRAY_DATA, I1, I8, I32_T, I64_T, constant
 from .shared import shared_function
 
 if TYPE_CHECKING:
@@ -67,22 +71,6 @@ if TYPE_CHECKING:
 SENTINELS = (29, 31, 23, 37)
 """Sizes NumPy is asked to multiply to read off its message: the inner size of a, of b,
 then a's rows and b's columns; in the template they become {0} ... {3}."""
-
-
-def _i64(value: int) -> ir.Constant:
-    return ir.Constant(I64_T, value)
-
-
-def _stride(b: ir.IRBuilder, array: ir.Value, axis: int) -> ir.Value:
-    return b.extract_value(array, [ARRAY_STRIDES, axis])
-
-
-def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed(">", x, y), x, y)
-
-
-def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 # ---- NumPy's message for inner dimensions that differ ------------------------------------------
@@ -121,7 +109,7 @@ def check_inner(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> tu
     n = array_layout.dim(builder, b, 1) if b_ndim == 2 else None
     fixed, detail = mismatch_message(node.attrs.get("kind", "matmul"), a_ndim, b_ndim)
     em.fail_with_values(node, builder.icmp_signed("!=", k, k_b), "ValueError", fixed, detail,
-                        [k, k_b, _i64(0) if m is None else m, _i64(0) if n is None else n])
+                        [k, k_b, i64_constant(0) if m is None else m, i64_constant(0) if n is None else n])
     return m, k, n
 
 
@@ -188,17 +176,17 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
     m, k, n = sizes
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     out_t = node.outputs[0].type
-    zero_i64, one = _i64(0), _i64(1)
-    a_strides = [_stride(builder, a, 0), _stride(builder, a, 1)] if a_t.ndim == 2 \
-        else [zero_i64, _stride(builder, a, 0)]
-    b_strides = [_stride(builder, b, 0), _stride(builder, b, 1)] if b_t.ndim == 2 \
-        else [_stride(builder, b, 0), zero_i64]
+    zero_i64, one = i64_constant(0), i64_constant(1)
+    a_strides = [byte_stride(builder, a, 0), byte_stride(builder, a, 1)] if a_t.ndim == 2 \
+        else [zero_i64, byte_stride(builder, a, 0)]
+    b_strides = [byte_stride(builder, b, 0), byte_stride(builder, b, 1)] if b_t.ndim == 2 \
+        else [byte_stride(builder, b, 0), zero_i64]
     if isinstance(out_t, ArrayType):
         dims = [d for d in (m, n) if d is not None]
         new_arrays.check_dims(em, node, out_t.dtype, dims)
         out = new_arrays.allocate(em, node, out_t, dims, zeroed=True)
         data = builder.extract_value(out, ARRAY_DATA)
-        own = [_stride(builder, out, axis) for axis in range(out_t.ndim)]
+        own = [byte_stride(builder, out, axis) for axis in range(out_t.ndim)]
         out_strides = own if out_t.ndim == 2 else [own[0], zero_i64] if n is None \
             else [zero_i64, own[0]]
     else:
@@ -226,14 +214,14 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
 
 def diagonal_length(b: ir.IRBuilder, rows: ir.Value, cols: ir.Value, k: ir.Value) -> ir.Value:
     """How many elements diagonal k of a rows x cols matrix has (0 past the edges)."""
-    above = b.icmp_signed(">=", k, _i64(0))
-    length = b.select(above, _min(b, rows, b.sub(cols, k)), _min(b, b.add(rows, k), cols))
-    return _max(b, length, _i64(0))
+    above = b.icmp_signed(">=", k, i64_constant(0))
+    length = b.select(above, min_int(b, rows, b.sub(cols, k)), min_int(b, b.add(rows, k), cols))
+    return max_int(b, length, i64_constant(0))
 
 
 def diagonal_start(b: ir.IRBuilder, k: ir.Value, s0: ir.Value, s1: ir.Value) -> ir.Value:
     """The element offset of diagonal k's first element: column k, or row -k."""
-    return b.select(b.icmp_signed(">=", k, _i64(0)), b.mul(k, s1), b.mul(b.neg(k), s0))
+    return b.select(b.icmp_signed(">=", k, i64_constant(0)), b.mul(k, s1), b.mul(b.neg(k), s0))
 
 
 def store_diagonal(em: FunctionEmitter, out: ir.Value, t: ArrayType, k: ir.Value,
@@ -241,7 +229,7 @@ def store_diagonal(em: FunctionEmitter, out: ir.Value, t: ArrayType, k: ir.Value
     """out's diagonal k [i] = value_at(i) (a value of the array's storage type)."""
     b = em.builder
     rows, cols = array_layout.dim(b, out, 0), array_layout.dim(b, out, 1)
-    s0, s1 = _stride(b, out, 0), _stride(b, out, 1)
+    s0, s1 = byte_stride(b, out, 0), byte_stride(b, out, 1)
     start = diagonal_start(b, k, s0, s1)
     step = b.add(s0, s1)
     data = b.extract_value(out, ARRAY_DATA)
@@ -260,19 +248,19 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     t, out_t = node.inputs[0].type, node.outputs[0].type
     if t.ndim == 2:
         rows, cols = array_layout.dim(b, x, 0), array_layout.dim(b, x, 1)
-        s0, s1 = _stride(b, x, 0), _stride(b, x, 1)
+        s0, s1 = byte_stride(b, x, 0), byte_stride(b, x, 1)
         length = diagonal_length(b, rows, cols, k)
-        start = b.select(b.icmp_signed(">", length, _i64(0)), diagonal_start(b, k, s0, s1),
-                         _i64(0))
+        start = b.select(b.icmp_signed(">", length, i64_constant(0)), diagonal_start(b, k, s0, s1),
+                         i64_constant(0))
         data = b.gep(b.extract_value(x, ARRAY_DATA), [start])
         return copies.build(b, out_t, data, owned.new_reference(em, x), [length],
                            [b.add(s0, s1)])
     n = array_layout.dim(b, x, 0)
-    magnitude = b.select(b.icmp_signed("<", k, _i64(0)), b.neg(k), k)
+    magnitude = b.select(b.icmp_signed("<", k, i64_constant(0)), b.neg(k), k)
     side = b.add(n, magnitude)
     new_arrays.check_dims(em, node, t.dtype, [side, side])
     out = new_arrays.allocate(em, node, out_t, [side, side], zeroed=True)
-    source, stride = b.extract_value(x, ARRAY_DATA), _stride(b, x, 0)
+    source, stride = b.extract_value(x, ARRAY_DATA), byte_stride(b, x, 0)
     store_diagonal(em, out, out_t, k, lambda i: b.load(b.gep(source, [b.mul(i, stride)]),
                                                        align=array_layout.ITEM_SIZES[t.dtype]))
     return out
