@@ -107,6 +107,14 @@ def format_graph(graph: Graph, *, locations: bool = True) -> str:
     return render_lines(printer.lines, locations)
 
 
+def format_node(node: Node, names: ValueNames, *, locations: bool = True) -> str:
+    """One node (with its regions) as the dump of its graph shows it, `names` being that
+    graph's (the CUDA source heads each kernel with its fused node)."""
+    printer = _Printer(names)
+    printer.node(node, 0)
+    return render_lines(printer.lines, locations)
+
+
 class ValueNames:
     """The printed names of one function graph's values, assigned in definition order."""
 

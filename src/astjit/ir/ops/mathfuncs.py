@@ -13,7 +13,17 @@ import math
 from ..types import BOOL, numpy_promote, weak
 from . import vjp as v
 from .declare import _def
-from .table import Builder, Intrinsic, LibCall, Routine, _numeric, arith_rule, float_pred_rule, float_rule
+from .table import (
+    Builder,
+    CExpr,
+    Intrinsic,
+    LibCall,
+    Routine,
+    _numeric,
+    arith_rule,
+    float_pred_rule,
+    float_rule,
+)
 
 _MATH = ("pure", "raises", "elementwise", "math")
 
@@ -22,12 +32,14 @@ def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="
     """A unary `math` function on floats, `math.<name>`, and NumPy's `np.<numpy>`; `vjp`
     gives x's adjoint from (e, g, x, out)."""
     _def(name, 1, float_rule, fn, {"f": lowering}, _MATH, check=check, can_overflow=can_overflow,
+         cuda={"f": CExpr(f"{name}({{0}})")},
          python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp))
 
 
-def _math2(name, fn, lowering, vjp, numpy=None, python=None, check="math1", **kw):
-    """A binary `math` function on floats."""
+def _math2(name, fn, lowering, vjp, numpy=None, python=None, check="math1", c_name=None, **kw):
+    """A binary `math` function on floats (`c_name`: its C function, by default `name`)."""
     _def(name, 2, float_rule, fn, {"f": lowering}, _MATH, check=check, vjp=vjp,
+         cuda={"f": CExpr(f"{c_name or name}({{0}}, {{1}})")},
          python=(f"math.{python or name}",), numpy=(numpy or name,) if numpy != "" else (), **kw)
 
 
@@ -117,12 +129,13 @@ _math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2")
 _math2("hypot", math.hypot, LibCall("hypot"), _hypot_vjp, check=None)
 _math2("copysign", math.copysign, Intrinsic("llvm.copysign"), _copysign_vjp, check=None)
 _math2("fmod", math.fmod, LibCall("fmod", vector=False), _fmod_vjp)
-_math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow", ufunc="power",
+_math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow", ufunc="power", c_name="pow",
        llvm_numpy={"f": Intrinsic("llvm.pow")},
        can_overflow=True, doc="math.pow(a, b): floats, Python's errors (np.power is `pow`)")
 
 for _name, _fn in [("isnan", math.isnan), ("isinf", math.isinf), ("isfinite", math.isfinite)]:
     _def(_name, 1, float_pred_rule, _fn, {"f": Routine(_name)}, ("pure", "elementwise", "math"),
+         cuda={"f": CExpr(f"{_name}({{0}})")},
          python=(f"math.{_name}",), numpy=(_name,), zero_derivative="a bool")
 
 
@@ -151,13 +164,15 @@ def where_rule(types, attrs):
 _def("minimum", 2, arith_rule, _np_minimum,
      {"f": Routine("np_minimum"), "i": Routine("min"), "b": Routine("min")},
      ("pure", "elementwise"), numpy=("minimum",), vjp=v.min_max_vjp("lt"),
+     cuda={"*": CExpr("astjit_minimum({0}, {1})")},
      doc="np.minimum: the smaller, NaN if either is NaN, b on a tie (not commutative: -0.0 and 0.0)")
 _def("maximum", 2, arith_rule, _np_maximum,
      {"f": Routine("np_maximum"), "i": Routine("max"), "b": Routine("max")},
      ("pure", "elementwise"), numpy=("maximum",), vjp=v.min_max_vjp("gt"),
+     cuda={"*": CExpr("astjit_maximum({0}, {1})")},
      doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
 _def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
-     ("pure", "elementwise"), numpy=("where",),
+     ("pure", "elementwise"), numpy=("where",), cuda={"*": CExpr("({0} ? {1} : {2})")},
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)) if needs[1] else None,
          v.select(e, ins[0], v.c(e, 0.0, g), g) if needs[2] else None],

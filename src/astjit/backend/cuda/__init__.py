@@ -1,0 +1,4 @@
+"""The GPU backend: optimized graphs -> CUDA C kernels launched from a host program.
+
+Work in progress (issue 12); see docs/gpu.md once it lands.
+"""

@@ -1,0 +1,68 @@
+"""An optimized module as one CUDA source: every `fused` node of every graph (and of the
+regions of `if`, `while` and `rowwise` nodes) becomes kernels, each headed by a comment
+naming the IR node it came from; everything else runs in the host program (host.py).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...ir.core import Graph, Module, Node
+from ...ir.kernels import kernel_of
+from ...ir.printer import ValueNames, format_node
+from .csource import Source
+from .elementwise import emit_elementwise
+from .prelude import PRELUDE
+from .reductions import emit_reduction
+
+
+@dataclass
+class DeviceProgram:
+    """The CUDA source of a module, and the kernels each `fused` node launches."""
+
+    source: str
+    kernels: dict[str, list[str]]
+    """Kernel name -> its parameters' C types, in order."""
+    launches: dict[Node, list[str]] = field(default_factory=dict)
+    """A fused node -> its kernels' names (host.py picks among them)."""
+
+
+def lower_module(module: Module) -> DeviceProgram:
+    src = Source()
+    src.lines += PRELUDE.splitlines()
+    launches: dict[Node, list[str]] = {}
+    for graph in module.graphs.values():
+        _lower_graph(src, graph, ValueNames(graph), launches)
+    source = src.text()
+    return DeviceProgram(source, _signatures(source), launches)
+
+
+def _lower_graph(src: Source, graph: Graph, names: ValueNames,
+                 launches: dict[Node, list[str]]) -> None:
+    for node in graph.nodes:
+        if kernel_of(node) is None:
+            for region in node.regions:
+                _lower_graph(src, region, names, launches)
+            continue
+        name = f"k{len(launches)}"
+        src.line()
+        src.line(f"// {name}: from @{graph.name}")
+        src.lines += ["// " + line for line in format_node(node, names).splitlines()]
+        emit = emit_elementwise if kernel_of(node).reduce is None else emit_reduction
+        launches[node] = emit(src, node, name)
+
+
+_KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
+
+
+def _signatures(source: str) -> dict[str, list[str]]:
+    """Each kernel's parameter C types, read off its declaration."""
+    found = {}
+    for name, params in _KERNEL.findall(source):
+        found[name] = [_c_type_of(p) for p in params.split(", ")] if params else []
+    return found
+
+
+def _c_type_of(param: str) -> str:
+    words = param.replace("__restrict__", "").split()[:-1]
+    return " ".join(words).replace(" *", "*")

@@ -1,0 +1,58 @@
+"""A kernel region's scalar ops as C statements, from each op's `CExpr` (ir/ops/table.py).
+
+A kernel computes array elements, so every op has NumPy's semantics here (the
+templates say so); the region's values become `const` locals named after their
+IR ids, so the source reads like the optimized dump.
+"""
+from __future__ import annotations
+
+from ...errors import CompileError
+from ...ir.core import Graph, Value
+from ...ir.ops import OPS, CExpr, kind
+from ...ir.types import ScalarType
+from .csource import Source, c_literal, c_type
+
+
+def local_name(v: Value) -> str:
+    """The C name of region value `v`."""
+    return f"v{v.id}"
+
+
+def emit_region(src: Source, region: Graph, params: list[str]) -> list[str]:
+    """Statements computing `region` (a kernel: scalar params in, scalar outputs yielded)
+    from the C expressions `params`; the C expressions of its outputs."""
+    names: dict[Value, str] = dict(zip(region.params, params))
+    for node in region.nodes:
+        (out,) = node.outputs
+        operands = [names[v] for v in node.inputs]
+        expression = _expression(node.op, node.attrs, operands,
+                                 [v.type for v in node.inputs], out.type, node.loc)
+        name = local_name(out)
+        src.line(f"const {c_type(out.type)} {name} = {expression};")
+        names[out] = name
+    return [names[v] for v in region.outputs]
+
+
+def _expression(op: str, attrs: dict, operands: list[str], types: list[ScalarType],
+                result: ScalarType, loc) -> str:
+    lowering = OPS[op].lowering("cuda")
+    template = None
+    if isinstance(lowering, dict):
+        key = kind(types[0]) if types else kind(result)
+        template = lowering.get(key) or lowering.get("*")
+    if not isinstance(template, CExpr):
+        raise CompileError(f"'{op}' cannot run inside a GPU kernel", loc)
+    value = c_literal(attrs["value"], result) if op == "const" else ""
+    return template.template.format(*operands, T=c_type(result), value=value)
+
+
+def needs_error_flag(region: Graph) -> bool:
+    """Whether the region's C code records errors in `astjit_error` (prelude.py)."""
+    return any("astjit_error" in template.template
+               for node in region.nodes
+               for template in _templates(node.op))
+
+
+def _templates(op: str) -> list[CExpr]:
+    lowering = OPS[op].lowering("cuda")
+    return list(lowering.values()) if isinstance(lowering, dict) else []
