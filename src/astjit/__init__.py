@@ -15,9 +15,10 @@ from .errors import (
     UnsupportedCallError,
     UnsupportedSyntaxError,
 )
+from .vectorize import vectorize
 
 __all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
-           "custom_vjp",
+           "custom_vjp", "vectorize",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]
 __version__ = "0.1.0"

@@ -1,0 +1,138 @@
+"""`vectorize`: a scalar Python function mapped elementwise over broadcast arrays, compiled.
+
+Like `np.vectorize`, but the function is compiled once per signature of element types:
+on the CPU one jitted loop over the flattened broadcast arguments; on a GPU (or the
+`cuda-sim` simulator) one thread per element (backend/cuda/vectorized.py). Every
+argument is taken as an array (`np.asarray`; a scalar is a 0-d array), so each element
+is a NumPy scalar of its array's dtype, as `np.vectorize` passes them; the result's
+dtype is what astjit's type inference gives the function on those element types.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import linecache
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .errors import CompileError
+from .ir.types import NUMPY_NAMES, ScalarType, python_type_of
+
+TARGETS = ("cpu", "gpu", "cuda-sim")
+
+_LOOP_NAMES = itertools.count()
+
+
+def vectorize(fn: Callable, *, target: str = "cpu") -> Callable:
+    """`fn` (a scalar function: its `if`/`while`, calls of other plain functions, math)
+    compiled to map elementwise over its broadcast array arguments.
+
+        mandel = vectorize(mandel_point)          # target="cpu"
+        counts = mandel(cr, ci)                   # an int64 array of cr and ci's broadcast shape
+
+    Targets: "cpu" (a jitted loop, LLVM), "gpu" (a CUDA kernel launched through CuPy, one
+    thread per element: arguments and results are CuPy arrays) and "cuda-sim" (the same
+    kernel run on the host on NumPy arrays; a test target). Arguments broadcast as
+    NumPy's; element dtypes float64, float32, int64 and bool are supported. The function
+    must return a scalar for those element types (else a CompileError). On the GPU targets,
+    an element whose Python semantics raise (a division by zero, `math.sqrt` of a negative,
+    `int()` of NaN) stops its thread; the call then runs again on the CPU, which raises
+    the same exception the CPU target raises. Refused on the GPU targets (CompileError):
+    recursion, and ops with no kernel form (tuples, arrays, `math.floor` & co).
+    """
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; available: "
+                         + ", ".join(repr(t) for t in TARGETS))
+    if getattr(fn, "py_func", None) is not None:
+        fn = fn.py_func
+    vectorized = Vectorized(fn, target)
+    functools.update_wrapper(vectorized, fn)
+    return vectorized
+
+
+class Vectorized:
+    """The compiled elementwise form of one function for one target, per element types."""
+
+    def __init__(self, fn: Callable, target: str):
+        self.fn, self.target = fn, target
+        self.lock = threading.Lock()
+        self.loops: dict[int, Callable] = {}
+        self.parsed = None
+        self.kernels: dict[tuple, Any] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        if self.target == "cpu":
+            return self.run_cpu(*args)
+        from .backend.cuda.vectorized import run_on_device
+
+        return run_on_device(self, args)
+
+    def element_types(self, arrays: list) -> tuple[ScalarType, ...]:
+        """The element type of each array: a NumPy scalar of its dtype."""
+        types = []
+        for i, a in enumerate(arrays):
+            t = python_type_of(a.dtype.type(0)) if a.dtype.name in NUMPY_NAMES.values() else None
+            if not isinstance(t, ScalarType) or a.dtype.name == "int32":
+                raise TypeError(f"vectorize({self.fn.__name__}): argument {i} has dtype "
+                                f"{a.dtype}; supported: float64, float32, int64, bool")
+            types.append(t)
+        return tuple(types)
+
+    def typed(self, types: tuple[ScalarType, ...]):
+        """`fn` typed for `types`, and its result type (a scalar, else a CompileError)."""
+        from .api import typed_module
+        from .frontend import lower_function
+
+        with self.lock:
+            if self.parsed is None:
+                self.parsed = lower_function(self.fn)
+        module = typed_module(self.parsed, types)
+        result = module.entry_graph.outputs[0].type
+        if not isinstance(result, ScalarType) or result.name not in NUMPY_NAMES:
+            raise CompileError(f"vectorize({self.fn.__name__}) needs a function returning a "
+                               f"number or bool; for elements of types "
+                               f"({', '.join(map(str, types))}) it returns {result}",
+                               module.entry_graph.loc)
+        return module, result
+
+    def result_dtype(self, types: tuple[ScalarType, ...]) -> str:
+        return NUMPY_NAMES[self.typed(types)[1].name]
+
+    def run_cpu(self, *args: Any) -> Any:
+        import numpy as np
+
+        arrays = np.broadcast_arrays(*(np.asarray(a) for a in args))
+        shape = arrays[0].shape if arrays else ()
+        flat = [np.ascontiguousarray(a).ravel() for a in arrays]
+        dtype = self.result_dtype(self.element_types(flat))
+        out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=dtype)
+        self.loop(len(flat))(out, out.size, *flat)
+        return out.reshape(shape)
+
+    def loop(self, arity: int) -> Callable:
+        """The jitted `for i in range(n): out[i] = fn(a0[i], ...)` of `arity` arguments."""
+        with self.lock:
+            loop = self.loops.get(arity)
+            if loop is None:
+                loop = self.loops[arity] = _make_loop(self.fn, arity)
+            return loop
+
+
+def _make_loop(fn: Callable, arity: int) -> Callable:
+    """The loop's source is generated, registered in `linecache` under a fake file name
+    (astjit reads every function's source with `inspect`), run with `fn` as its one global
+    (the frontend resolves the call through the loop's globals), and jitted."""
+    from .api import jit
+
+    name = f"astjit_vectorized_{fn.__name__}"
+    params = ", ".join(f"a{i}" for i in range(arity))
+    elements = ", ".join(f"a{i}[i]" for i in range(arity))
+    text = (f"def {name}(out, n{', ' if arity else ''}{params}):\n"
+            f"    for i in range(n):\n"
+            f"        out[i] = astjit_element_fn({elements})\n")
+    filename = f"<astjit-vectorize-{next(_LOOP_NAMES)}:{fn.__qualname__}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    scope: dict[str, Any] = {"astjit_element_fn": fn, "__name__": __name__}
+    exec(compile(text, filename, "exec"), scope)
+    return jit(scope[name])
