@@ -96,6 +96,14 @@ class Vectorized:
                                module.entry_graph.loc)
         return module, result
 
+    def cpu_twin(self) -> Vectorized:
+        """The CPU target of the same function (the GPU targets' error path)."""
+        with self.lock:
+            twin = self.kernels.get("cpu")
+            if twin is None:
+                twin = self.kernels["cpu"] = Vectorized(self.fn, "cpu")
+            return twin
+
     def result_dtype(self, types: tuple[ScalarType, ...]) -> str:
         return NUMPY_NAMES[self.typed(types)[1].name]
 
