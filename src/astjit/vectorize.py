@@ -3,9 +3,10 @@
 Like `np.vectorize`, but the function is compiled once per signature of element types:
 on the CPU one jitted loop over the flattened broadcast arguments; on a GPU (or the
 `cuda-sim` simulator) one thread per element (backend/cuda/vectorized.py). Every
-argument is taken as an array (`np.asarray`; a scalar is a 0-d array), so each element
-is a NumPy scalar of its array's dtype, as `np.vectorize` passes them; the result's
-dtype is what astjit's type inference gives the function on those element types.
+argument is taken as an array (`np.asarray`; a scalar is a 0-d array); each element is
+the Python scalar `np.vectorize` passes (a float32 one stays a NumPy float32), so the
+function has Python's semantics, as under np.vectorize; the result's dtype is what
+astjit's type inference gives the function on those element types.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from .ir.types import NUMPY_NAMES, ScalarType, python_type_of
 TARGETS = ("cpu", "gpu", "cuda-sim")
 
 _LOOP_NAMES = itertools.count()
+
+PYTHON_ELEMENTS = {"float64": "float", "int64": "int", "bool": "bool", "float32": ""}
+"""The supported dtypes, and the Python type the CPU loop makes of each element ("": none)."""
 
 
 def vectorize(fn: Callable, *, target: str = "cpu") -> Callable:
@@ -57,7 +61,7 @@ class Vectorized:
     def __init__(self, fn: Callable, target: str):
         self.fn, self.target = fn, target
         self.lock = threading.Lock()
-        self.loops: dict[int, Callable] = {}
+        self.loops: dict[tuple, Callable] = {}
         self.parsed = None
         self.kernels: dict[tuple, Any] = {}
 
@@ -69,14 +73,16 @@ class Vectorized:
         return run_on_device(self, args)
 
     def element_types(self, arrays: list) -> tuple[ScalarType, ...]:
-        """The element type of each array: a NumPy scalar of its dtype."""
+        """The element type of each array, as `np.vectorize` passes elements (through
+        `np.frompyfunc`): a Python float, int or bool, except float32's NumPy scalar (Python
+        has no float32; np.vectorize's first call, which decides its dtype, sees one)."""
         types = []
         for i, a in enumerate(arrays):
-            t = python_type_of(a.dtype.type(0)) if a.dtype.name in NUMPY_NAMES.values() else None
-            if not isinstance(t, ScalarType) or a.dtype.name == "int32":
+            if a.dtype.name not in PYTHON_ELEMENTS:
                 raise TypeError(f"vectorize({self.fn.__name__}): argument {i} has dtype "
                                 f"{a.dtype}; supported: float64, float32, int64, bool")
-            types.append(t)
+            types.append(python_type_of(a.dtype.type(0).item() if PYTHON_ELEMENTS[a.dtype.name]
+                                        else a.dtype.type(0)))
         return tuple(types)
 
     def typed(self, types: tuple[ScalarType, ...]):
@@ -115,28 +121,28 @@ class Vectorized:
         flat = [np.ascontiguousarray(a).ravel() for a in arrays]
         dtype = self.result_dtype(self.element_types(flat))
         out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=dtype)
-        self.loop(len(flat))(out, out.size, *flat)
+        self.loop(tuple(a.dtype.name for a in flat))(out, out.size, *flat)
         return out.reshape(shape)
 
-    def loop(self, arity: int) -> Callable:
-        """The jitted `for i in range(n): out[i] = fn(a0[i], ...)` of `arity` arguments."""
+    def loop(self, dtypes: tuple[str, ...]) -> Callable:
+        """The jitted `for i in range(n): out[i] = fn(float(a0[i]), ...)` for these dtypes."""
         with self.lock:
-            loop = self.loops.get(arity)
+            loop = self.loops.get(dtypes)
             if loop is None:
-                loop = self.loops[arity] = _make_loop(self.fn, arity)
+                loop = self.loops[dtypes] = _make_loop(self.fn, dtypes)
             return loop
 
 
-def _make_loop(fn: Callable, arity: int) -> Callable:
+def _make_loop(fn: Callable, dtypes: tuple[str, ...]) -> Callable:
     """The loop's source is generated, registered in `linecache` under a fake file name
     (astjit reads every function's source with `inspect`), run with `fn` as its one global
     (the frontend resolves the call through the loop's globals), and jitted."""
     from .api import jit
 
     name = f"astjit_vectorized_{fn.__name__}"
-    params = ", ".join(f"a{i}" for i in range(arity))
-    elements = ", ".join(f"a{i}[i]" for i in range(arity))
-    text = (f"def {name}(out, n{', ' if arity else ''}{params}):\n"
+    params = "".join(f", a{i}" for i in range(len(dtypes)))
+    elements = ", ".join(f"{PYTHON_ELEMENTS[d]}(a{i}[i])" for i, d in enumerate(dtypes))
+    text = (f"def {name}(out, n{params}):\n"
             f"    for i in range(n):\n"
             f"        out[i] = astjit_element_fn({elements})\n")
     filename = f"<astjit-vectorize-{next(_LOOP_NAMES)}:{fn.__qualname__}>"

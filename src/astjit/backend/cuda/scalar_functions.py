@@ -36,13 +36,15 @@ def raise_check(node: Node) -> str | None:
     if "raises" not in traits:
         return ""
     types = [v.type for v in node.inputs]
+    if op == "pow" and types and kind(types[0]) == "i":
+        return "astjit_error[0]"  # astjit_pow_int records its own error (prelude.py)
+    if node.attrs.get("numpy", False):
+        return ""  # NumPy's semantics (ops/strong.py), which the CExpr templates compute
     if op in ("truediv", "floordiv", "mod"):
         return _ZERO_DIVISOR
     if op == "cast":
         source, result = types[0], node.outputs[0].type
         return _CAST_TO_INT if source.is_float and result.is_int else ""
-    if op == "pow" and types and kind(types[0]) == "i":
-        return "astjit_error[0]"  # astjit_pow_int records its own error (prelude.py)
     if "math" in traits or op == "pow":
         if op in NEVER_RAISE_ON_FLOATS:
             return ""

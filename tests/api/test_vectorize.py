@@ -1,0 +1,204 @@
+"""`astjit.vectorize` against `np.vectorize`: control flow, calls, broadcasting, dtypes,
+errors, on the CPU and on the CUDA simulator; each generated CUDA source compiles with NVRTC."""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from astjit import CompileError, vectorize
+
+HAS_SIM = importlib.util.find_spec("astjit.backend.cuda.simulator") is not None
+TARGETS = ["cpu", pytest.param("cuda-sim", marks=pytest.mark.skipif(
+    not HAS_SIM, reason="the CUDA simulator is not there yet"))]
+
+
+def mandel(cr, ci):
+    zr = 0.0
+    zi = 0.0
+    n = 0
+    while n < 50 and zr * zr + zi * zi <= 4.0:
+        zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+        n += 1
+    return n
+
+
+def gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _square(v):
+    return v * v
+
+
+def poly(x, a):
+    return a * _square(x) + 2.0 * x + 1.0
+
+
+def collatz_steps(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def first_divisor(n):
+    d = 2
+    while d * d <= n:
+        if n % d == 0:
+            return d
+        d += 1
+    return n
+
+
+def clipped(x, lo):
+    if x < lo:
+        return lo
+    return math.sqrt(x) if x > 1.0 else x
+
+
+def affine(x, y):
+    return x * 2.0 + y
+
+
+def inside(x, y):
+    return x * x + y * y < 1.0
+
+
+def root(x):
+    return math.sqrt(x)
+
+
+def ratio(a, b):
+    return a / b
+
+
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+
+
+def pair(x):
+    return (x, x)
+
+
+def check(fn, target, *args):
+    got = vectorize(fn, target=target)(*args)
+    ref = np.vectorize(fn)(*args)
+    assert got.shape == ref.shape
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    np.testing.assert_array_equal(got, ref)
+    return got
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_mandelbrot_control_flow(target):
+    cr, ci = np.meshgrid(np.linspace(-2, 1, 23), np.linspace(-1.2, 1.2, 17))
+    check(mandel, target, cr, ci)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_integer_loops_and_branches(target):
+    a = np.arange(1, 60).reshape(59, 1)
+    b = np.array([0, 1, 6, 35, 48])
+    check(gcd, target, a, b)
+    check(collatz_steps, target, np.arange(1, 40))
+    check(first_divisor, target, np.arange(2, 80))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_calls_and_math(target):
+    check(poly, target, np.linspace(-2, 2, 9), 3.0)
+    check(clipped, target, np.linspace(-1, 4, 11), 0.0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_broadcasting_and_scalars(target):
+    x = np.arange(12.0).reshape(3, 4)
+    check(affine, target, x, np.array([1.0, -1.0, 0.5, 2.0]))
+    check(affine, target, x[:, :1], 1.5)
+    got = vectorize(affine, target=target)(2.0, 3.0)
+    assert got.shape == () and got == 7.0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_float32_and_bool_results(target):
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    assert check(affine, target, x, np.float32(0.25)).dtype == np.float32
+    y = np.linspace(-1, 1, 5).reshape(5, 1)
+    assert check(inside, target, y, y.T).dtype == np.bool_
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_empty_arrays(target):
+    got = vectorize(mandel, target=target)(np.zeros((0, 3)), np.zeros(3))
+    assert got.shape == (0, 3) and got.dtype == np.int64
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_python_errors_raise_as_on_the_cpu(target):
+    """Elements are Python scalars, as np.vectorize passes them: Python's errors."""
+    with pytest.raises(ValueError, match="math domain"):
+        vectorize(root, target=target)(np.array([4.0, -1.0]))
+    with pytest.raises(ZeroDivisionError):
+        vectorize(ratio, target=target)(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    with pytest.raises(ZeroDivisionError):
+        vectorize(_int_mod, target=target)(np.array([4, 5]), np.array([2, 0]))
+    np.testing.assert_array_equal(vectorize(root, target=target)(np.array([4.0, 9.0])), [2.0, 3.0])
+    check(ratio, target, np.array([1.0, -2.0, 0.5]), np.array([1.0, 4.0, 2.0]))
+
+
+def _int_mod(a, b):
+    return a % b
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_refusals(target):
+    with pytest.raises(CompileError, match="returns|number"):
+        vectorize(pair, target=target)(np.arange(3.0))
+    with pytest.raises(TypeError, match="dtype"):
+        vectorize(root, target=target)(np.arange(3, dtype=np.int32))
+
+
+@pytest.mark.skipif(not HAS_SIM, reason="the CUDA simulator is not there yet")
+def test_recursion_refused_on_the_gpu_targets():
+    assert list(vectorize(fact, target="cpu")(np.arange(5))) == [1, 1, 2, 6, 24]
+    with pytest.raises(CompileError, match="recursi"):
+        vectorize(fact, target="cuda-sim")(np.arange(5))
+
+
+def test_gpu_target_takes_cupy_arrays():
+    pytest.importorskip("cupy")
+    with pytest.raises(TypeError, match="cupy.asarray"):
+        vectorize(mandel, target="gpu")(np.zeros(3), np.zeros(3))
+
+
+CASES = [(mandel, (np.float64, np.float64)), (gcd, (np.int64, np.int64)),
+         (poly, (np.float64, np.float64)), (collatz_steps, (np.int64,)),
+         (first_divisor, (np.int64,)), (clipped, (np.float64, np.float64)),
+         (affine, (np.float32, np.float32)), (inside, (np.float64, np.float64)),
+         (root, (np.float64,)), (ratio, (np.float64, np.float64)), (_int_mod, (np.int64, np.int64))]
+
+
+@pytest.mark.parametrize("fn, dtypes", CASES, ids=[c[0].__name__ for c in CASES])
+def test_generated_cuda_compiles_with_nvrtc(fn, dtypes):
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    from astjit.backend.cuda.vectorized import build_program
+
+    vectorized = vectorize(fn, target="cuda-sim")
+    types = vectorized.element_types([np.zeros(1, dtype=d) for d in dtypes])
+    source = build_program(vectorized, types).source
+    program = nvrtc.createProgram(source, "k.cu", [], [])
+    try:
+        nvrtc.compileProgram(program, ["-arch=compute_80", "-std=c++17"])
+    except Exception as error:  # the log says why
+        pytest.fail(f"{error}\n{nvrtc.getProgramLog(program)}\n{source}")
