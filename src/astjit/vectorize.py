@@ -38,7 +38,9 @@ def vectorize(fn: Callable, *, target: str = "cpu") -> Callable:
     Targets: "cpu" (a jitted loop, LLVM), "gpu" (a CUDA kernel launched through CuPy, one
     thread per element: arguments and results are CuPy arrays) and "cuda-sim" (the same
     kernel run on the host on NumPy arrays; a test target). Arguments broadcast as
-    NumPy's; element dtypes float64, float32, int64 and bool are supported. The function
+    NumPy's; element dtypes float64, float32, int64 and bool are supported. Each element is
+    the Python scalar np.vectorize passes (float32's a NumPy float32), so `/` by zero raises
+    ZeroDivisionError as under np.vectorize. The function
     must return a scalar for those element types (else a CompileError). On the GPU targets,
     an element whose Python semantics raise (a division by zero, `math.sqrt` of a negative,
     `int()` of NaN) stops its thread; the call then runs again on the CPU, which raises

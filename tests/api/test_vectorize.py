@@ -81,6 +81,14 @@ def ratio(a, b):
     return a / b
 
 
+def to_int(x):
+    return int(x) // 3
+
+
+def grow(x):
+    return math.exp(x)
+
+
 def fact(n):
     if n <= 1:
         return 1
@@ -155,6 +163,11 @@ def test_python_errors_raise_as_on_the_cpu(target):
         vectorize(_int_mod, target=target)(np.array([4, 5]), np.array([2, 0]))
     np.testing.assert_array_equal(vectorize(root, target=target)(np.array([4.0, 9.0])), [2.0, 3.0])
     check(ratio, target, np.array([1.0, -2.0, 0.5]), np.array([1.0, 4.0, 2.0]))
+    check(to_int, target, np.array([1.5, 7.0, -8.0]))
+    with pytest.raises(ValueError, match="NaN"):
+        vectorize(to_int, target=target)(np.array([1.5, np.nan]))
+    with pytest.raises(OverflowError):
+        vectorize(grow, target=target)(np.array([1.0, 1000.0]))
 
 
 def _int_mod(a, b):
@@ -186,7 +199,8 @@ CASES = [(mandel, (np.float64, np.float64)), (gcd, (np.int64, np.int64)),
          (poly, (np.float64, np.float64)), (collatz_steps, (np.int64,)),
          (first_divisor, (np.int64,)), (clipped, (np.float64, np.float64)),
          (affine, (np.float32, np.float32)), (inside, (np.float64, np.float64)),
-         (root, (np.float64,)), (ratio, (np.float64, np.float64)), (_int_mod, (np.int64, np.int64))]
+         (root, (np.float64,)), (ratio, (np.float64, np.float64)), (_int_mod, (np.int64, np.int64)),
+         (to_int, (np.float64,)), (grow, (np.float64,))]
 
 
 @pytest.mark.parametrize("fn, dtypes", CASES, ids=[c[0].__name__ for c in CASES])
