@@ -30,12 +30,17 @@ from .ir.verify import verify_module
 
 IR_STAGES = ("parsed", "typed", "optimized")
 TEXT_STAGES = ("llvm", "llvm-opt", "asm")
-STAGES = IR_STAGES + TEXT_STAGES
+DEVICE_STAGES = ("cuda",)
+"""The generated CUDA C: the GPU's code, shown for any target."""
+STAGES = IR_STAGES + TEXT_STAGES + DEVICE_STAGES
+TARGETS = ("cpu", "gpu", "cuda-sim")
+"""cpu: LLVM; gpu: CUDA kernels launched through CuPy; cuda-sim: the same kernels run on the
+host by a simulator (a test target, slow by design: backend/cuda/devices.py)."""
 DERIVED_STAGES = ("grad",)
 """Stages only derived functions have: `grad` puts the optimized primal and gradient
 graphs side by side, lined up by source line."""
 DUMP_SUFFIX = {"parsed": "ir", "typed": "ir", "optimized": "ir", "llvm": "ll",
-               "llvm-opt": "ll", "asm": "s"}
+               "llvm-opt": "ll", "asm": "s", "cuda": "cu"}
 
 
 def verifying() -> bool:
@@ -67,7 +72,9 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = 
     Usable as `@jit` or `@jit(target="cpu")`. With ASTJIT_DISABLE_JIT=1 the
     function is returned unchanged (handy under a debugger).
 
-    Options (any other keyword is a TypeError): `target`, only "cpu";
+    Options (any other keyword is a TypeError): `target`: "cpu" (LLVM), "gpu" (CUDA
+    kernels through CuPy: array arguments and results are CuPy arrays) or "cuda-sim"
+    (the GPU's kernels run on the host on NumPy arrays: a test target, slow by design);
     `boundscheck=False` trusts every array index to be within its axis and
     emits no check for it (a negative index still counts from the end; one
     out of range is undefined behaviour, as in C).
@@ -78,11 +85,14 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = 
         return functools.partial(jit, target=target, boundscheck=boundscheck)
     if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
         return fn
-    if target != "cpu":
-        raise ValueError(f"unknown target {target!r}; available: 'cpu'")
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; available: "
+                         + ", ".join(repr(t) for t in TARGETS))
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
     options = {} if boundscheck else {"boundscheck": False}
+    if target != "cpu":
+        options["target"] = target
     if hasattr(fn, "__astjit_derived__") and not options:
         return fn.entry  # jit(grad(f)) is grad(f)'s own compiled entry
     return Dispatcher(fn, options).entry
@@ -135,6 +145,11 @@ class Specialization:
             return format_dot(module) if fmt == "dot" else format_module(module)
         if fmt == "dot":
             raise ValueError(f"stage {stage!r} has no DOT form; use format='text'")
+        if stage == "cuda":
+            source = getattr(self.compiled, "cuda_source", None)
+            return source if source is not None else build_device(self.optimized, "gpu").cuda_source
+        if not hasattr(self.compiled, "llvm_ir"):
+            raise ValueError(f"stage {stage!r} is the CPU's; this function's target has 'cuda'")
         attribute = {"llvm": "llvm_ir", "llvm-opt": "llvm_ir_optimized", "asm": "asm"}[stage]
         return getattr(self.compiled, attribute)
 
@@ -203,8 +218,10 @@ class Dispatcher:
         previous = [s.compiled.call for s in self.specializations.values()]
         fallback = previous[-1] if previous else self.call_slow
         general = functools.partial(self.call_general, types)
-        spec = Specialization(types, self.parsed, optimized,
-                              build(optimized, fallback, general), fallback)
+        target = self.options.get("target", "cpu")
+        compiled = build(optimized, fallback, general) if target == "cpu" else \
+            build_device(optimized, target)
+        spec = Specialization(types, self.parsed, optimized, compiled, fallback)
         dump_dir = os.environ.get("ASTJIT_DUMP")
         if dump_dir:
             dump_stages(spec, dump_dir, self.py_func.__qualname__)
@@ -226,7 +243,8 @@ class Dispatcher:
         """The IR of the specialization for these example arguments, at `stage`.
 
         Stages: parsed, typed, optimized (IR as text or DOT), llvm (as emitted),
-        llvm-opt (after LLVM's O3) and asm.
+        llvm-opt (after LLVM's O3) and asm (the CPU's), cuda (the GPU's kernels, for any
+        target).
         """
         if stage not in STAGES + DERIVED_STAGES:
             raise ValueError(f"unknown stage {stage!r}; valid stages: {', '.join(STAGES)} "
@@ -247,6 +265,13 @@ def build(optimized: Module, fallback: Callable, general: Callable | None) -> An
     compiled = build_entry(optimized, fallback, handler, general)
     handler.errors = compiled.errors
     return compiled
+
+
+def build_device(optimized: Module, target: str) -> Any:
+    """The CUDA backend's entry of `optimized` for `target` ("gpu" or "cuda-sim")."""
+    from .backend.cuda.entry import build_entry as build_cuda_entry
+
+    return build_cuda_entry(optimized, target)
 
 
 @dataclass
@@ -275,6 +300,8 @@ def dump_stages(spec: Specialization, directory: str, name: str) -> None:
     os.makedirs(directory, exist_ok=True)
     signature = ",".join(map(str, spec.types))
     for i, stage in enumerate(STAGES, 1):
+        if stage in TEXT_STAGES and not hasattr(spec.compiled, "llvm_ir"):
+            continue  # a device target's specialization has no LLVM stages
         path = os.path.join(directory, f"{name}[{signature}].{i:02d}-{stage}.{DUMP_SUFFIX[stage]}")
         with open(path, "w") as fh:
             fh.write(spec.stage_text(stage, "text"))

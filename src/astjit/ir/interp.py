@@ -50,14 +50,22 @@ Frame = list
 Step = Callable[[Frame], None]
 
 
-def interpret(module: Module, args: list | tuple, graph_name: str | None = None) -> Any:
-    """Run `module`'s graph `graph_name` (default: the entry) on `args`; return its result."""
+StepFactory = Callable[[Node, list[int], list[int]], "Step | None"]
+"""Another executor's step for a node (its input and output slots), or None: the
+interpreter's own. The CUDA backend's host program is this interpreter with steps that
+launch kernels (backend/cuda/host.py)."""
+
+
+def interpret(module: Module, args: list | tuple, graph_name: str | None = None, *,
+              steps: StepFactory | None = None) -> Any:
+    """Run `module`'s graph `graph_name` (default: the entry) on `args`; return its result.
+    `steps` replaces the interpreter's step for the nodes it gives one."""
     graph = module.graphs[graph_name or module.entry]
     if len(args) != len(graph.params):
         raise TypeError(f"@{graph.name} takes {len(graph.params)} arguments, got {len(args)}")
     converts = [coercion(p.type) or _identity for p in graph.params]
     args = [convert(arg) for convert, arg in zip(converts, args)]
-    results = _Interpreter(module).program(graph).run(args)
+    results = _Interpreter(module, steps).program(graph).run(args)
     results = [(boxing(v.type) or _identity)(r) for v, r in zip(graph.outputs, results)]
     return results[0] if len(results) == 1 else tuple(results)
 
@@ -132,9 +140,10 @@ class _Program:
 class _Interpreter:
     """Translates the graphs of one Module on demand and caches their programs."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, steps: StepFactory | None = None):
         self.module = module
         self.programs: dict[Graph, _Program] = {}
+        self.steps = steps
 
     def program(self, graph: Graph) -> _Program:
         if graph not in self.programs:
@@ -160,6 +169,9 @@ class _Interpreter:
         return _Program(len(graph.params), len(slots), steps, output_slots)
 
     def step_for(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
+        replaced = self.steps(node, inputs, outputs) if self.steps else None
+        if replaced is not None:
+            return replaced
         if node.op == "if":
             return self.if_step(node, inputs, outputs)
         if node.op == "while":

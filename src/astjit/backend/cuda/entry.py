@@ -1,0 +1,56 @@
+"""`build_entry`: an optimized module as a callable running on a CUDA device or the simulator.
+
+The CUDA source is generated at once (so `f.ir(stage="cuda")` works on any
+machine); the device compiles it on the first call.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ...ir.core import Module
+from ...ir.interp import interpret
+from .devices import DEVICES
+from .host import device_steps
+from .program import DeviceProgram, lower_module
+
+
+class DeviceEntry:
+    """The compiled form of one specialization for target "gpu" or "cuda-sim"."""
+
+    general = True
+    """No tiers: the host program takes every call (api.py's tiering is the CPU's)."""
+    errors: list = []
+
+    def __init__(self, module: Module, target: str):
+        self.module, self.target = module, target
+        self.program: DeviceProgram = lower_module(module)
+        self.cuda_source = self.program.source
+        self.device = None
+        self.lock = threading.Lock()
+
+    def call(self, *args: Any) -> Any:
+        if self.device is None:
+            with self.lock:
+                if self.device is None:
+                    self.device = DEVICES[self.target](self.program)
+        _check_arrays(self.target, args)
+        steps = device_steps(self.device, self.program.launches)
+        return interpret(self.module, list(args), steps=steps)
+
+
+def build_entry(module: Module, target: str) -> DeviceEntry:
+    return DeviceEntry(module, target)
+
+
+def _check_arrays(target: str, args: tuple) -> None:
+    """A GPU function takes CuPy arrays: a NumPy one is a TypeError saying what to do."""
+    if target != "gpu":
+        return
+    import numpy
+
+    for a in args:
+        if isinstance(a, numpy.ndarray):
+            raise TypeError("target='gpu' takes CuPy arrays, got a NumPy array; pass "
+                            "cupy.asarray(x) (results come back as CuPy arrays), or use "
+                            "target='cpu'")

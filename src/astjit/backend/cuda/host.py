@@ -1,0 +1,157 @@
+"""The host program: the optimized graph run by the reference interpreter (ir/interp.py),
+with a `fused` node's step launching its kernels (program.py) on the device.
+
+Scalar code, control flow (`if`, `while`, calls), views and the other ops the op
+table marks `OnHost` run here, between launches, on the device's arrays (NumPy's
+for the simulator, CuPy's on a GPU). A `rowwise` group runs as its region, each
+member kernel over all rows at once. Matrix products use the device's library
+(cuBLAS through `cupy.matmul` on a GPU).
+
+Each launch checks what compiled CPU code checks first, with the same messages:
+operands that do not broadcast, a reduction of nothing with no identity. Errors a
+kernel records (prelude.py) are raised after it.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ...errors import Loc
+from ...ir.core import Node
+from ...ir.interp import Step, coercion
+from ...ir.kernels import fused_attrs
+from ...ir.ops import EXCEPTIONS
+from ...ir.ops.elementwise import broadcast_shape
+from ...ir.ops.reductions import REDUCTIONS, empty_message
+from ...ir.types import NUMPY_NAMES, ArrayType
+from .elementwise import has_contiguous_variant
+from .prelude import ERROR_MESSAGES
+from .reductions import BLOCK, reduction_code
+from .scalars import needs_error_flag
+from .space import operands_of
+
+THREADS = 256
+"""Threads per block of the elementwise kernels."""
+
+
+class Device(Protocol):
+    """Where kernels run: its array module and its compiled kernels."""
+
+    xp: Any
+    """NumPy or CuPy: the arrays the host program makes."""
+    max_blocks: int
+    """The most blocks a grid-stride launch uses (a few per multiprocessor)."""
+
+    def launch(self, name: str, grid: int, block: int, args: list) -> None: ...
+
+
+def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
+    """The interpreter's step factory (ir/interp.py `steps`) for `device`."""
+    def step(node: Node, inputs: list[int], outputs: list[int]) -> Step | None:
+        if node in launches:
+            run = FusedLaunch(device, node, launches[node])
+
+            def launch(frame: list) -> None:
+                results = run([frame[i] for i in inputs])
+                for slot, value in zip(outputs, results):
+                    frame[slot] = value
+            return launch
+        return None
+    return step
+
+
+def located(exc: type[Exception] | str, message: str, loc: Loc | None) -> Exception:
+    """The exception compiled CPU code raises, with its source line."""
+    where = f" (at {loc.filename}:{loc.line}: {loc.text.strip()})" if loc is not None else ""
+    cls = EXCEPTIONS.get(exc, RuntimeError) if isinstance(exc, str) else exc
+    return cls(message + where)
+
+
+class FusedLaunch:
+    """A `fused` node's launches: the space from its inputs' shapes, then its kernels."""
+
+    def __init__(self, device: Device, node: Node, names: list[str]):
+        self.device, self.node, self.names = device, node, names
+        self.spec = fused_attrs(node)
+        self.operands = operands_of(node)
+        self.contiguous = has_contiguous_variant(node)
+        self.error_flag = needs_error_flag(node.regions[0])
+
+    def __call__(self, args: list) -> list:
+        xp, spec = self.device.xp, self.spec
+        arrays = [a for a, op in zip(args, self.operands) if op.ndim is not None]
+        try:
+            space = broadcast_shape([a.shape for a in arrays])
+        except ValueError as error:
+            raise located(ValueError, str(error), self.node.loc) from None
+        space = (1,) * (spec.ndim - len(space)) + space
+        kernel_args = self.input_args(args, space)
+        contiguous = self.contiguous and all(a.shape == space and a.flags.c_contiguous
+                                             for a in arrays)
+        stored = self.node.outputs if spec.reduce is None else self.node.outputs[:-1]
+        results = [xp.empty(space, dtype=NUMPY_NAMES[v.type.dtype.name]) for v in stored]
+        kernel_args += results
+        error = xp.zeros(1, dtype="int32") if self.error_flag else None
+        total = math.prod(space)
+        if spec.reduce is None:
+            if total:
+                name = self.names[1] if contiguous else self.names[0]
+                self.launch(name, total, THREADS, kernel_args + list(space) + [total], error)
+        else:
+            results.append(self.reduce(kernel_args, space, error))
+        if error is not None and int(error[0]):
+            exc, message = ERROR_MESSAGES[int(error[0])]
+            raise located(exc, message, self.node.loc)
+        return results
+
+    def input_args(self, args: list, space: tuple[int, ...]) -> list:
+        """Each input as the kernel takes it: an array and its element strides (0 where it
+        is broadcast), or a scalar of its dtype."""
+        import numpy
+
+        found = []
+        for a, op in zip(args, self.operands):
+            if op.ndim is None:
+                found.append(numpy.dtype(NUMPY_NAMES[op.dtype.name]).type(a))
+                continue
+            found.append(a)
+            lead = len(space) - op.ndim
+            for j in range(op.ndim):
+                broadcast = a.shape[j] == 1 and space[lead + j] != 1
+                found.append(0 if broadcast else a.strides[j] // a.itemsize)
+        return found
+
+    def launch(self, name: str, work: int, block: int, args: list, error) -> None:
+        grid = max(1, min(-(-work // block), self.device.max_blocks))
+        self.device.launch(name, grid, block, args + ([error] if error is not None else []))
+
+    def reduce(self, kernel_args: list, space: tuple[int, ...], error):
+        """Launch the `_r` kernel (and `_f` when it writes partials); the reduction's result."""
+        xp, code = self.device.xp, reduction_code(self.node)
+        reduction = self.spec.reduce
+        n_out = math.prod(space[a] for a in code.kept)
+        n_red = math.prod(space[a] for a in code.reduced)
+        if n_red == 0 and REDUCTIONS[reduction.kind].empty_raises:
+            raise located(ValueError, empty_message(reduction.kind), self.node.loc)
+        dtype = NUMPY_NAMES[code.result.name]
+        shape = tuple(1 if a in code.reduced else n for a, n in enumerate(space)
+                      if reduction.keepdims or a in code.kept)
+        out = xp.empty(shape, dtype=dtype)
+        if n_out:
+            chunks = 1
+            if n_out < self.device.max_blocks:
+                chunks = max(1, min(-(-self.device.max_blocks // n_out), -(-n_red // (BLOCK * 4))))
+            chunk_len = -(-n_red // chunks)
+            red = out if chunks == 1 else xp.empty(n_out * chunks, dtype=dtype)
+            counts = [n_out, n_red, chunks, chunk_len, *space, math.prod(space)]
+            self.launch(self.names[0], n_out * chunks * BLOCK, BLOCK, kernel_args + [red] + counts,
+                        error)
+            if chunks > 1:
+                self.device.launch(self.names[1], max(1, min(n_out, self.device.max_blocks)), BLOCK,
+                                   [red, out, n_out, chunks, n_red])
+        result = self.node.outputs[-1].type
+        if isinstance(result, ArrayType):
+            return out
+        return coercion(result)(out.reshape(-1)[0].item())
+
