@@ -1,0 +1,244 @@
+"""Run generated CUDA C kernels on the host: the "cuda-sim" target.
+
+Most machines running the tests, CI included, have no GPU, yet the arithmetic of every GPU kernel
+must be checked. So the very source NVRTC would take is also compiled for the host: after
+cuda_sim.h (CUDA's built-ins, and a scheduler running each block's threads as fibers so that
+barriers and warp shuffles behave as on a GPU), followed by one launch trampoline per kernel, built
+by the host C++ compiler ($CXX, else g++) into a shared library loaded with ctypes. It is slow by
+design: it checks results, not speed. Each CUDA thread has a 64 KiB stack (cuda_sim.h's
+kStackBytes); a kernel needing more, or indexing out of bounds, crashes the process.
+
+Modules are cached per process and on disk ($ASTJIT_SIM_CACHE, else ~/.cache/astjit/cuda-sim),
+keyed by a hash of all that decides the library: source, kernel signatures, header, flags and
+compiler version. A library is written under a temporary name and renamed into place, so
+concurrent processes never load a partial one.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import operator
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HEADER = Path(__file__).with_name("cuda_sim.h")
+
+CXX_FLAGS = (
+    "-std=c++17", "-O1", "-fPIC", "-shared",
+    "-fwrapv",              # signed integer overflow wraps, as generated code assumes (and GPUs do)
+    "-ffp-contract=off",    # no fused multiply-add: each operation rounds, as on the CPU backend and
+                            # under NVRTC's --fmad=false
+    "-fno-fast-math",
+    "-fvisibility=hidden",  # each module keeps its own simulator state; only trampolines are exported
+)
+
+# C type -> (ctypes type, NumPy dtype) for kernel parameters (LP64: long is 64 bits).
+_TYPES = {
+    "bool": (ctypes.c_bool, np.bool_),
+    "signed char": (ctypes.c_byte, np.int8),
+    "unsigned char": (ctypes.c_ubyte, np.uint8),
+    "short": (ctypes.c_short, np.int16),
+    "unsigned short": (ctypes.c_ushort, np.uint16),
+    "int": (ctypes.c_int, np.int32),
+    "unsigned": (ctypes.c_uint, np.uint32),
+    "long": (ctypes.c_long, np.int64),
+    "unsigned long": (ctypes.c_ulong, np.uint64),
+    "long long": (ctypes.c_longlong, np.int64),
+    "unsigned long long": (ctypes.c_ulonglong, np.uint64),
+    "float": (ctypes.c_float, np.float32),
+    "double": (ctypes.c_double, np.float64),
+}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict"}
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+
+_modules: dict[str, SimModule] = {}
+_modules_lock = threading.Lock()
+
+
+class SimCompileError(RuntimeError):
+    """The host compiler rejected a module: its message, then the numbered CUDA source."""
+
+
+@dataclass(frozen=True)
+class Param:
+    declared: str  # as the kernel declares it, e.g. "const double* __restrict__"
+    base: str      # the scalar or pointee type, e.g. "double"
+    pointer: bool
+
+    @property
+    def c_type(self) -> str:
+        """The type the trampoline unpacks (qualifiers dropped: they convert implicitly)."""
+        return self.base + "*" * self.pointer
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(_TYPES[self.base][1])
+
+
+def parse_param(declared: str) -> Param:
+    words = [w for w in declared.replace("*", " * ").split() if w not in _QUALIFIERS]
+    base = " ".join(w for w in words if w != "*").replace("unsigned int", "unsigned")
+    stars = words.count("*")
+    if base not in _TYPES or stars > 1:
+        raise ValueError(f"cuda-sim: unsupported kernel parameter type {declared!r}")
+    return Param(declared, base, stars == 1)
+
+
+def compile_source(source: str, kernels: dict[str, list[str]]) -> SimModule:
+    """The module for `source`, whose kernels (name -> parameter C types) get launch trampolines."""
+    params = {name: tuple(parse_param(t) for t in types) for name, types in kernels.items()}
+    for name in params:
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise ValueError(f"cuda-sim: {name!r} is not a kernel name")
+    unit = _translation_unit(source, params)
+    compiler = _compiler()
+    key = hashlib.sha256("\0".join((unit, _header(), compiler, *CXX_FLAGS, _compiler_version(compiler)))
+                         .encode()).hexdigest()
+    with _modules_lock:
+        if key not in _modules:
+            _modules[key] = _load(_cache_dir() / f"{key}.so", unit, source, params)
+        return _modules[key]
+
+
+class SimModule:
+    """A compiled module: launches its kernels on the host, one launch at a time."""
+
+    def __init__(self, path: Path, params: dict[str, tuple[Param, ...]], compiled: bool,
+                 compile_seconds: float):
+        self.path = path
+        self.compiled = compiled  # built by the compiler in this process (else read from the disk cache)
+        self.compile_seconds = compile_seconds
+        self.params = params
+        lib = ctypes.CDLL(str(path))
+        self._error = lib.astjit_sim_error
+        self._error.restype = ctypes.c_char_p
+        self._launchers = {name: getattr(lib, f"astjit_launch_{name}") for name in params}
+        for launcher in self._launchers.values():
+            launcher.argtypes = [ctypes.POINTER(ctypes.c_uint)] * 2 + [ctypes.POINTER(ctypes.c_void_p)]
+            launcher.restype = ctypes.c_int
+        self._lock = threading.Lock()
+
+    def launch(self, name: str, grid, block, args: list) -> None:
+        """Runs kernel `name` over the whole grid; RuntimeError if it deadlocks or misuses a barrier."""
+        if name not in self.params:
+            raise ValueError(f"cuda-sim: the module has no kernel {name!r}")
+        params = self.params[name]
+        if len(args) != len(params):
+            raise TypeError(f"cuda-sim: kernel {name!r} takes {len(params)} arguments, got {len(args)}")
+        values = [_argument(name, i, p, a) for i, (p, a) in enumerate(zip(params, args))]
+        argv = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+        grid3, block3 = _dims(grid, "grid", _MAX_GRID), _dims(block, "block", _MAX_BLOCK)
+        if block3[0] * block3[1] * block3[2] > 1024:
+            raise ValueError(f"cuda-sim: a block has at most 1024 threads, not {block3}")
+        with self._lock:
+            if self._launchers[name]((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3), argv):
+                raise RuntimeError(f"cuda-sim: kernel {name!r}, {self._error().decode()}")
+
+
+def _argument(kernel: str, index: int, param: Param, value):
+    """`value` as a ctypes object of the parameter's type (an array as its data pointer)."""
+    where = f"cuda-sim: kernel {kernel!r} argument {index} ({param.declared})"
+    if param.pointer:
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{where} must be a NumPy array, not {type(value).__name__}")
+        if value.dtype != param.dtype:
+            raise TypeError(f"{where} must be an array of {param.dtype}, not {value.dtype}")
+        return ctypes.c_void_p(value.ctypes.data)
+    if isinstance(value, np.ndarray) and value.ndim:
+        raise TypeError(f"{where} must be a scalar, not an array")
+    c_type = _TYPES[param.base][0]
+    if param.base == "bool":
+        return c_type(bool(value))
+    if param.dtype.kind == "f":
+        return c_type(float(value))
+    number = operator.index(value)
+    info = np.iinfo(param.dtype)
+    if not info.min <= number <= info.max:
+        raise OverflowError(f"{where}: {number} is out of range")
+    return c_type(number)
+
+
+def _dims(value, what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"cuda-sim: {what} has 1 to 3 dimensions, not {len(dims)}")
+    dims = tuple(operator.index(d) for d in dims) + (1,) * (3 - len(dims))
+    if not all(1 <= d <= limit for d, limit in zip(dims, limits)):
+        raise ValueError(f"cuda-sim: {what} {dims} is outside 1..{limits}")
+    return dims
+
+
+def _translation_unit(source: str, params: dict[str, tuple[Param, ...]]) -> str:
+    """The header, the source (numbered from line 1, as NVRTC would number it) and the trampolines."""
+    return (f'#include "cuda_sim.h"\n#line 1 "kernel.cu"\n{source}\n#line 1 "astjit_launch.cpp"\n'
+            + "".join(_trampoline(name, ps) for name, ps in params.items()))
+
+
+def _trampoline(name: str, params: tuple[Param, ...]) -> str:
+    """astjit_launch_<name>(grid, block, args): args[i] points at the i-th argument's value."""
+    unpack = "".join(f"  {p.c_type} a{i} = *static_cast<{p.c_type}*>(args[{i}]);\n"
+                     for i, p in enumerate(params))
+    call = ", ".join(f"a{i}" for i in range(len(params)))
+    return (f"CUDA_SIM_EXPORT int astjit_launch_{name}(const unsigned* grid, const unsigned* block,"
+            f" void** args) {{\n{unpack}"
+            f"  return cuda_sim::launch(grid, block, [&] {{ {name}({call}); }});\n}}\n")
+
+
+def _load(path: Path, unit: str, source: str, params) -> SimModule:
+    if path.exists():
+        return SimModule(path, params, compiled=False, compile_seconds=0.0)
+    start = time.perf_counter()
+    _build(path, unit, source)
+    return SimModule(path, params, compiled=True, compile_seconds=time.perf_counter() - start)
+
+
+def _build(path: Path, unit: str, source: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(suffix=".so.part", dir=path.parent)
+    os.close(fd)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            cpp = Path(tmp, "module.cpp")
+            cpp.write_text(unit)
+            result = subprocess.run([_compiler(), *CXX_FLAGS, "-I", str(HEADER.parent), str(cpp),
+                                     "-o", partial], capture_output=True, text=True)
+        if result.returncode:
+            numbered = "\n".join(f"{n:4} | {line}" for n, line in enumerate(source.splitlines(), 1))
+            raise SimCompileError(f"cuda-sim: {_compiler()} rejected the CUDA source:\n"
+                                  f"{result.stderr.strip()}\n\nkernel.cu:\n{numbered}")
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("ASTJIT_SIM_CACHE") or Path.home() / ".cache" / "astjit" / "cuda-sim")
+
+
+def _compiler() -> str:
+    return os.environ.get("CXX", "g++")
+
+
+@functools.cache
+def _header() -> str:
+    return HEADER.read_text()
+
+
+@functools.cache
+def _compiler_version(compiler: str) -> str:
+    try:
+        return subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"cuda-sim needs a C++ compiler ({compiler}, set by $CXX): {e}") from e
