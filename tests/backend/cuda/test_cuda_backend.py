@@ -1,0 +1,168 @@
+"""The CUDA backend, checked without a GPU: every array function of the corpus and every
+array gradient case runs through target="cuda-sim" (the generated kernels on the host
+simulator) and must agree with the CPU backend; every generated source compiles to PTX
+with NVRTC; hypothesis draws shapes, strides and broadcasts."""
+import importlib.util
+import pathlib
+
+import array_functions
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from astjit import grad, jit
+
+TESTS = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _cases_of(relative: str) -> list:
+    """The CASES list of another test module (gradient cases live with their tests)."""
+    spec = importlib.util.spec_from_file_location(relative.replace("/", "_")[:-3], TESTS / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+GRAD_CASES = _cases_of("ad/test_grad_arrays.py")
+WRITE_CASES = _cases_of("ad/test_grad_array_writes.py")
+
+
+def check_same(expected, got, where):
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple) and len(got) == len(expected), where
+        for k, (e, g) in enumerate(zip(expected, got)):
+            check_same(e, g, f"{where}[{k}]")
+        return
+    if isinstance(expected, np.ndarray):
+        assert isinstance(got, np.ndarray), (where, type(got))
+        assert got.shape == expected.shape and got.dtype == expected.dtype, where
+        tol = 1e-5 if expected.dtype == np.float32 else 1e-11
+        np.testing.assert_allclose(got, expected, rtol=tol, atol=tol, err_msg=where)
+        return
+    assert type(got) is type(expected), (where, type(got), type(expected))
+    assert np.isclose(got, expected, rtol=1e-11, atol=1e-11, equal_nan=True), (where, got, expected)
+
+
+@pytest.mark.parametrize("fn,make", array_functions.CASES,
+                         ids=[fn.__name__ for fn, _ in array_functions.CASES])
+def test_corpus_agrees_with_the_cpu(fn, make):
+    cpu_args, sim_args = make(), make()
+    check_same(jit(fn)(*cpu_args), jit(fn, target="cuda-sim")(*sim_args), fn.__name__)
+    for a, b in zip(cpu_args, sim_args):  # writes into arguments reach the caller on both
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(b, a, rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("fn,make,argnums", GRAD_CASES,
+                         ids=[f"{c[0].__name__}{k}" for k, c in enumerate(GRAD_CASES)])
+def test_gradients_agree_with_the_cpu(fn, make, argnums):
+    args = make()
+    cpu = grad(fn, argnums=argnums)(*args)
+    sim = jit(grad(fn, argnums=argnums), target="cuda-sim")(*args)
+    check_same(cpu, sim, fn.__name__)
+
+
+@pytest.mark.parametrize("fn,args,argnums", WRITE_CASES, ids=[c[0].__name__ for c in WRITE_CASES])
+def test_gradients_of_loops_with_tapes_agree_with_the_cpu(fn, args, argnums):
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    cpu = grad(fn, argnums=argnums)(*args)
+    check_same(cpu, jit(grad(fn, argnums=argnums), target="cuda-sim")(*copies), fn.__name__)
+
+
+def compile_to_ptx(source: str) -> bytes:
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    program = nvrtc.createProgram(source, "astjit.cu", [], [])
+    try:
+        nvrtc.compileProgram(program, ["-arch=compute_80", "-std=c++17", "--fmad=false"])
+    except Exception:
+        raise AssertionError("NVRTC rejected:\n" + nvrtc.getProgramLog(program)) from None
+    return nvrtc.getPTX(program)
+
+
+@pytest.mark.parametrize("fn,make", array_functions.CASES,
+                         ids=[fn.__name__ for fn, _ in array_functions.CASES])
+def test_every_generated_source_compiles_with_nvrtc(fn, make):
+    source = jit(fn, target="gpu").ir(*make(), stage="cuda")
+    ptx = compile_to_ptx(source)
+    assert ptx.count(b".entry") == source.count("__global__")
+
+
+def test_kernels_are_headed_by_their_ir_nodes():
+    source = jit(array_functions.keepdims_softmax, target="gpu").ir(np.ones((3, 4)), stage="cuda")
+    assert "// k0: from @" in source and "// %0 = fused (%x.1) {ndim=2, reduce='max'" in source
+    assert source.count("__global__") == 5  # max, exp+sum: two passes each; the division
+
+
+def test_errors_raise_as_on_the_cpu():
+    def f(x, y):
+        return x + y
+
+    with pytest.raises(ValueError, match="could not be broadcast together"):
+        jit(f, target="cuda-sim")(np.ones(3), np.ones(4))
+
+    def m(x):
+        return np.max(x)
+
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        jit(m, target="cuda-sim")(np.ones(0))
+
+    def p(k, e):
+        return k ** e
+
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        jit(p, target="cuda-sim")(np.arange(3), np.array([1, -1, 2]))
+
+
+def test_gpu_target_refuses_numpy_arrays():
+    def f(x):
+        return x * 2.0
+
+    cupy = pytest.importorskip("cupy")
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception:
+        pytest.skip("no CUDA device: the GPU target cannot make its device")
+    with pytest.raises(TypeError, match="cupy.asarray"):
+        jit(f, target="gpu")(np.ones(3))
+
+
+def test_the_cpu_stages_are_refused_for_a_device_target():
+    def f(x):
+        return x * 2.0
+
+    with pytest.raises(ValueError, match="'llvm' is the CPU's"):
+        jit(f, target="cuda-sim").ir(np.ones(3), stage="llvm")
+
+
+@st.composite
+def broadcast_operands(draw):
+    """Two arrays whose shapes broadcast against each other (leading axes dropped, axes of
+    length 1), each maybe a strided or reversed view."""
+    shape = draw(st.lists(st.integers(0, 5), min_size=1, max_size=3))
+    arrays = []
+    for _ in range(2):
+        own = shape[draw(st.integers(0, len(shape) - 1)):]
+        own = [1 if draw(st.booleans()) else n for n in own]
+        step = draw(st.sampled_from([1, 2, -1]))
+        big = [n * abs(step) for n in own]
+        base = np.linspace(-1.5, 1.5, int(np.prod(big))).reshape(big)
+        arrays.append(base[tuple(slice(None, None, step) for _ in own)])
+    return arrays
+
+
+def _kernel(x, y):
+    return np.exp(-x * x) * np.sin(3.0 * x) + np.tanh(y) / (1.0 + x * x), np.sum(x * y)
+
+
+@settings(max_examples=25, deadline=None)
+@given(broadcast_operands())
+def test_shapes_strides_and_broadcasts(operands):
+    x, y = operands
+    try:
+        expected = jit(_kernel)(x, y)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=str(error).split(" (at")[0][:40]):
+            jit(_kernel, target="cuda-sim")(x, y)
+        return
+    check_same(expected, jit(_kernel, target="cuda-sim")(x, y), "kernel")
