@@ -50,24 +50,34 @@ Frame = list
 Step = Callable[[Frame], None]
 
 
-StepFactory = Callable[[Node, list[int], list[int]], "Step | None"]
-"""Another executor's step for a node (its input and output slots), or None: the
-interpreter's own. The CUDA backend's host program is this interpreter with steps that
-launch kernels (backend/cuda/host.py)."""
+StepFactory = Callable[[Node, list[int], list[int], Callable[[], Step]], "Step | None"]
+"""Another executor's step for a node (its input and output slots; the last argument
+builds the interpreter's own step), or None: the interpreter's own. The CUDA backend's
+host program is this interpreter with steps that launch kernels (backend/cuda/host.py)."""
 
 
 def interpret(module: Module, args: list | tuple, graph_name: str | None = None, *,
               steps: StepFactory | None = None) -> Any:
     """Run `module`'s graph `graph_name` (default: the entry) on `args`; return its result.
     `steps` replaces the interpreter's step for the nodes it gives one."""
+    return interpreter(module, graph_name, steps=steps)(args)
+
+
+def interpreter(module: Module, graph_name: str | None = None, *,
+                steps: StepFactory | None = None) -> Callable[[list | tuple], Any]:
+    """`interpret` with the graphs translated once, for running many times."""
     graph = module.graphs[graph_name or module.entry]
-    if len(args) != len(graph.params):
-        raise TypeError(f"@{graph.name} takes {len(graph.params)} arguments, got {len(args)}")
     converts = [coercion(p.type) or _identity for p in graph.params]
-    args = [convert(arg) for convert, arg in zip(converts, args)]
-    results = _Interpreter(module, steps).program(graph).run(args)
-    results = [(boxing(v.type) or _identity)(r) for v, r in zip(graph.outputs, results)]
-    return results[0] if len(results) == 1 else tuple(results)
+    boxes = [boxing(v.type) or _identity for v in graph.outputs]
+    program = _Interpreter(module, steps).program(graph)
+
+    def run(args: list | tuple) -> Any:
+        if len(args) != len(graph.params):
+            raise TypeError(f"@{graph.name} takes {len(graph.params)} arguments, got {len(args)}")
+        results = program.run([convert(arg) for convert, arg in zip(converts, args)])
+        results = [box(r) for box, r in zip(boxes, results)]
+        return results[0] if len(results) == 1 else tuple(results)
+    return run
 
 
 def boxing(t: Type | None) -> Callable[[Any], Any] | None:
@@ -169,9 +179,13 @@ class _Interpreter:
         return _Program(len(graph.params), len(slots), steps, output_slots)
 
     def step_for(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
-        replaced = self.steps(node, inputs, outputs) if self.steps else None
-        if replaced is not None:
-            return replaced
+        if self.steps is not None:
+            replaced = self.steps(node, inputs, outputs, lambda: self.own_step(node, inputs, outputs))
+            if replaced is not None:
+                return replaced
+        return self.own_step(node, inputs, outputs)
+
+    def own_step(self, node: Node, inputs: list[int], outputs: list[int]) -> Step:
         if node.op == "if":
             return self.if_step(node, inputs, outputs)
         if node.op == "while":

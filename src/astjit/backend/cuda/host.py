@@ -2,10 +2,11 @@
 with a `fused` node's step launching its kernels (program.py) on the device.
 
 Scalar code, control flow (`if`, `while`, calls), views and the other ops the op
-table marks `OnHost` run here, between launches, on the device's arrays (NumPy's
-for the simulator, CuPy's on a GPU). A `rowwise` group runs as its region, each
-member kernel over all rows at once. Matrix products use the device's library
-(cuBLAS through `cupy.matmul` on a GPU).
+table marks `OnHost` run here, between launches, with each op's `evaluate` on the
+device's arrays: NumPy's functions dispatch to CuPy's for CuPy arrays (NEP 18), so a
+matrix product is cuBLAS through `cupy.matmul`, a view a CuPy view. An array such an
+op makes on the host (`np.zeros`) is moved to the device at once (`to_device`). A
+`rowwise` group runs as its region, each member kernel over all rows at once.
 
 Each launch checks what compiled CPU code checks first, with the same messages:
 operands that do not broadcast, a reduction of nothing with no identity. Errors a
@@ -39,16 +40,19 @@ class Device(Protocol):
     """Where kernels run: its array module and its compiled kernels."""
 
     xp: Any
-    """NumPy or CuPy: the arrays the host program makes."""
+    """The module making the device's arrays: CuPy, or the simulator's NumPy stand-in."""
     max_blocks: int
     """The most blocks a grid-stride launch uses (a few per multiprocessor)."""
 
     def launch(self, name: str, grid: int, block: int, args: list) -> None: ...
 
+    def to_device(self, value: Any) -> Any:
+        """`value` with a host array (NumPy's) replaced by a device array."""
+
 
 def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
     """The interpreter's step factory (ir/interp.py `steps`) for `device`."""
-    def step(node: Node, inputs: list[int], outputs: list[int]) -> Step | None:
+    def step(node: Node, inputs: list[int], outputs: list[int], own: Callable[[], Step]) -> Step | None:
         if node in launches:
             run = FusedLaunch(device, node, launches[node])
 
@@ -57,7 +61,16 @@ def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
                 for slot, value in zip(outputs, results):
                     frame[slot] = value
             return launch
-        return None
+        made = [slot for slot, v in zip(outputs, node.outputs) if isinstance(v.type, ArrayType)]
+        if not made or node.regions:
+            return None
+        on_host = own()
+
+        def to_device(frame: list) -> None:
+            on_host(frame)
+            for slot in made:
+                frame[slot] = device.to_device(frame[slot])
+        return to_device
     return step
 
 
