@@ -84,7 +84,8 @@ def run_on_device(vectorized, args: tuple) -> Any:
     if total:
         error = xp.zeros(1, dtype=xp.int32)
         grid = max(1, min(device.max_blocks, -(-total // THREADS)))
-        device.launch(KERNEL, grid, THREADS, [*flat, out, error, total])
+        on_device = [device.to_device(a) for a in [*flat, out, error]]
+        device.launch(KERNEL, grid, THREADS, [*on_device, total])
         if int(error[0]):
             return _rerun_on_cpu(vectorized, xp, args)
     return out.reshape(shape)
