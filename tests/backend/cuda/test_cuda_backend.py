@@ -90,8 +90,41 @@ def test_every_generated_source_compiles_with_nvrtc(fn, make):
 
 def test_kernels_are_headed_by_their_ir_nodes():
     source = jit(array_functions.keepdims_softmax, target="gpu").ir(np.ones((3, 4)), stage="cuda")
-    assert "// k0: from @" in source and "// %0 = fused (%x.1) {ndim=2, reduce='max'" in source
-    assert source.count("__global__") == 5  # max, exp+sum: two passes each; the division
+    assert "// k0: from @" in source and "// %10 = rowwise (%x) {ndim=2, rows=1" in source
+    assert "//     %0 = fused (%x.1) {ndim=2, reduce='max'" in source
+    assert "void k0_rows(" in source
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The names of the kernels the simulator launches."""
+    from astjit.backend.cuda import devices
+
+    names = []
+    launch = devices.SimDevice.launch
+
+    def counting(self, name, grid, block, args):
+        names.append(name)
+        return launch(self, name, grid, block, args)
+    monkeypatch.setattr(devices.SimDevice, "launch", counting)
+    return names
+
+
+@pytest.mark.parametrize("shape", [(5, 300), (3, 1), (2, 3, 40), (4, 8192)])
+def test_a_softmax_is_one_launch(shape, launches):
+    x = np.random.default_rng(1).standard_normal(shape)
+    if len(shape) == 3:
+        x = x.reshape(shape[0] * shape[1], shape[2])
+    got = jit(array_functions.keepdims_softmax, target="cuda-sim")(x)
+    check_same(jit(array_functions.keepdims_softmax)(x), got, "softmax")
+    assert launches == ["k0_rows"]
+
+
+def test_rows_too_long_for_registers_run_member_by_member(launches):
+    x = np.random.default_rng(2).standard_normal((2, 8193))
+    got = jit(array_functions.keepdims_softmax, target="cuda-sim")(x)
+    check_same(jit(array_functions.keepdims_softmax)(x), got, "softmax")
+    assert "k0_rows" not in launches and len(launches) >= 3
 
 
 def test_errors_raise_as_on_the_cpu():

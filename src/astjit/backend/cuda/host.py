@@ -21,14 +21,15 @@ from typing import Any, Protocol
 from ...errors import Loc
 from ...ir.core import Node
 from ...ir.interp import Step, coercion
-from ...ir.kernels import fused_attrs
+from ...ir.kernels import fused_attrs, rowwise_attrs
 from ...ir.ops import EXCEPTIONS
 from ...ir.ops.elementwise import broadcast_shape
 from ...ir.ops.reductions import REDUCTIONS, empty_message
-from ...ir.types import NUMPY_NAMES, ArrayType
+from ...ir.types import NUMPY_NAMES, ArrayType, ScalarType
 from .elementwise import has_contiguous_variant
 from .prelude import ERROR_MESSAGES
 from .reductions import BLOCK, reduction_code
+from .rows import ROW_SLOTS, members_of
 from .scalars import needs_error_flag
 from .space import operands_of
 
@@ -53,6 +54,8 @@ class Device(Protocol):
 def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
     """The interpreter's step factory (ir/interp.py `steps`) for `device`."""
     def step(node: Node, inputs: list[int], outputs: list[int], own: Callable[[], Step]) -> Step | None:
+        if node in launches and node.op == "rowwise":
+            return RowLaunch(device, node, launches[node][0], inputs, outputs, own()).step
         if node in launches:
             run = FusedLaunch(device, node, launches[node])
 
@@ -168,3 +171,106 @@ class FusedLaunch:
             return out
         return coercion(result)(out.reshape(-1)[0].item())
 
+
+
+class RowLaunch:
+    """A `rowwise` node's launch of its one kernel (rows.py), one block per row, when the
+    shapes at run time give every member the same space and a row fits the registers;
+    else `graph`, the region run as a graph (its members' kernels and their checks)."""
+
+    def __init__(self, device: Device, node: Node, name: str, inputs: list[int],
+                 outputs: list[int], graph: Step):
+        self.device, self.node, self.name = device, node, name
+        self.inputs, self.outputs, self.graph = inputs, outputs, graph
+        self.group = rowwise_attrs(node)
+        self.members = members_of(node)
+
+    def step(self, frame: list) -> None:
+        args = [frame[i] for i in self.inputs]
+        shapes = self.shapes(args)
+        if shapes is None:
+            return self.graph(frame)
+        space, out_shapes = shapes
+        rows = self.group.rows
+        n_rows, n_inner = math.prod(space[:rows]), math.prod(space[rows:])
+        block = 32
+        while block * ROW_SLOTS < n_inner:
+            block *= 2
+        if block > 1024:
+            return self.graph(frame)
+        xp = self.device.xp
+        region = self.node.regions[0]
+        results = [xp.empty(shape, dtype=NUMPY_NAMES[_element(v).name])
+                   for v, shape in zip(region.outputs, out_shapes)]
+        kernel_args = []
+        for p, a in zip(region.params, args):
+            if not isinstance(p.type, ArrayType):
+                kernel_args.append(_scalar(a, p.type))
+                continue
+            kernel_args.append(a)
+            lead = len(space) - a.ndim
+            kernel_args += [0 if a.shape[j] == 1 and space[lead + j] != 1 else a.strides[j] // a.itemsize
+                            for j in range(a.ndim)]
+        kernel_args += results + list(space) + [n_rows, n_inner]
+        if n_rows:
+            grid = max(1, min(n_rows, self.device.max_blocks))
+            self.device.launch(self.name, grid, block, kernel_args)
+        for slot, value, v in zip(self.outputs, results, region.outputs):
+            frame[slot] = value if isinstance(v.type, ArrayType) else \
+                coercion(v.type)(value.reshape(-1)[0].item())
+
+    def shapes(self, args: list) -> tuple[tuple[int, ...], list[tuple[int, ...]]] | None:
+        """The members' common space and the group outputs' shapes, or None: run the region
+        as a graph (members of other spaces, shapes that do not broadcast, an empty
+        reduction that raises: the graph's kernels say so with their own messages)."""
+        region, ndim, rows = self.node.regions[0], self.group.ndim, self.group.rows
+        shapes = {p: a.shape for p, a in zip(region.params, args) if isinstance(p.type, ArrayType)}
+        space = None
+        for member in self.members:
+            node = member.node
+            if node.op == "sum_to_like":
+                g, x = node.inputs
+                if space is None or shapes.get(x) != (shapes[g] if member.role == "same"
+                                                      else _per_row(space, rows)):
+                    return None
+                shapes[node.outputs[0]] = shapes[x]
+                continue
+            try:
+                found = broadcast_shape([shapes[v] for v in node.inputs if v in shapes])
+            except ValueError:
+                return None
+            found = (1,) * (ndim - len(found)) + found
+            if member.role == "row":
+                if space is None or found != _per_row(space, rows):
+                    return None
+            elif space is None:
+                space = found
+            elif found != space:
+                return None
+            reduction = fused_attrs(node).reduce
+            stored = node.outputs if reduction is None else node.outputs[:-1]
+            shapes.update((v, found) for v in stored)
+            if reduction is not None:
+                if math.prod(found[rows:]) == 0 and REDUCTIONS[reduction.kind].empty_raises:
+                    return None
+                out = node.outputs[-1]
+                keep = reduction.keepdims
+                shapes[out] = _per_row(found, rows) if keep else (found[:rows] if isinstance(
+                    out.type, ArrayType) else ())
+        if space is None or any(v not in shapes for v in region.outputs):
+            return None
+        return space, [shapes[v] for v in region.outputs]
+
+
+def _per_row(space: tuple[int, ...], rows: int) -> tuple[int, ...]:
+    return space[:rows] + (1,) * (len(space) - rows)
+
+
+def _element(v) -> ScalarType:
+    return v.type.dtype if isinstance(v.type, ArrayType) else v.type
+
+
+def _scalar(value: Any, t: ScalarType):
+    import numpy
+
+    return numpy.dtype(NUMPY_NAMES[t.name]).type(value)

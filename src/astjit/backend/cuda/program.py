@@ -1,6 +1,8 @@
 """An optimized module as one CUDA source: every `fused` node of every graph (and of the
 regions of `if`, `while` and `rowwise` nodes) becomes kernels, each headed by a comment
-naming the IR node it came from; everything else runs in the host program (host.py).
+naming the IR node it came from; a `rowwise` group becomes one kernel too (rows.py), its
+members' own kernels kept for shapes it does not take; everything else runs in the host
+program (host.py).
 """
 from __future__ import annotations
 
@@ -8,12 +10,13 @@ import re
 from dataclasses import dataclass, field
 
 from ...ir.core import Graph, Module, Node
-from ...ir.kernels import kernel_of
+from ...ir.kernels import kernel_of, row_group_of
 from ...ir.printer import ValueNames, format_node
 from .csource import Source
 from .elementwise import emit_elementwise
 from .prelude import PRELUDE
 from .reductions import emit_reduction
+from .rows import emit_rows, has_row_kernel
 
 
 @dataclass
@@ -40,16 +43,24 @@ def lower_module(module: Module) -> DeviceProgram:
 def _lower_graph(src: Source, graph: Graph, names: ValueNames,
                  launches: dict[Node, list[str]]) -> None:
     for node in graph.nodes:
+        if row_group_of(node) is not None and has_row_kernel(node):
+            _header(src, graph, node, names, f"k{len(launches)}")
+            launches[node] = emit_rows(src, node, f"k{len(launches)}")
         if kernel_of(node) is None:
-            for region in node.regions:
+            for region in node.regions:  # a row group's members: when its kernel can't run
                 _lower_graph(src, region, names, launches)
             continue
         name = f"k{len(launches)}"
-        src.line()
-        src.line(f"// {name}: from @{graph.name}")
-        src.lines += ["// " + line for line in format_node(node, names).splitlines()]
+        _header(src, graph, node, names, name)
         emit = emit_elementwise if kernel_of(node).reduce is None else emit_reduction
         launches[node] = emit(src, node, name)
+
+
+def _header(src: Source, graph: Graph, node: Node, names: ValueNames, name: str) -> None:
+    """The comment heading a kernel: the IR node it computes, as the dump shows it."""
+    src.line()
+    src.line(f"// {name}: from @{graph.name}")
+    src.lines += ["// " + line for line in format_node(node, names).splitlines()]
 
 
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
