@@ -300,8 +300,9 @@ def dump_stages(spec: Specialization, directory: str, name: str) -> None:
     os.makedirs(directory, exist_ok=True)
     signature = ",".join(map(str, spec.types))
     for i, stage in enumerate(STAGES, 1):
-        if stage in TEXT_STAGES and not hasattr(spec.compiled, "llvm_ir"):
-            continue  # a device target's specialization has no LLVM stages
+        device = hasattr(spec.compiled, "cuda_source")
+        if stage in TEXT_STAGES and device or stage in DEVICE_STAGES and not device:
+            continue  # each target's own code: LLVM's for the CPU, CUDA C for the others
         path = os.path.join(directory, f"{name}[{signature}].{i:02d}-{stage}.{DUMP_SUFFIX[stage]}")
         with open(path, "w") as fh:
             fh.write(spec.stage_text(stage, "text"))

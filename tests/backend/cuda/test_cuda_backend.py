@@ -6,6 +6,7 @@ import importlib.util
 import pathlib
 
 import array_functions
+import grad_functions
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -68,6 +69,16 @@ def test_gradients_of_loops_with_tapes_agree_with_the_cpu(fn, args, argnums):
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     cpu = grad(fn, argnums=argnums)(*args)
     check_same(cpu, jit(grad(fn, argnums=argnums), target="cuda-sim")(*copies), fn.__name__)
+
+
+SCALAR_GRADS = [(fn, args) for fn, argsets in grad_functions.CASES for args in argsets]
+
+
+@pytest.mark.parametrize("fn,args", SCALAR_GRADS,
+                         ids=[f"{fn.__name__}{k}" for k, (fn, _) in enumerate(SCALAR_GRADS)])
+def test_scalar_gradients_agree_with_the_cpu(fn, args):
+    """Scalar code runs in the host program: the same values and types as the CPU's."""
+    check_same(grad(fn)(*args), jit(grad(fn), target="cuda-sim")(*args), fn.__name__)
 
 
 def compile_to_ptx(source: str) -> bytes:
@@ -199,3 +210,16 @@ def test_shapes_strides_and_broadcasts(operands):
             jit(_kernel, target="cuda-sim")(x, y)
         return
     check_same(expected, jit(_kernel, target="cuda-sim")(x, y), "kernel")
+
+
+def test_the_dump_writes_the_cuda_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASTJIT_DUMP", str(tmp_path))
+
+    def double(x):
+        return x * 2.0
+
+    jit(double, target="cuda-sim")(np.ones(3))
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert "double[array<f64, 1>].07-cuda.cu" in written
+    assert not any(name.endswith(".ll") for name in written)
+    assert "__global__" in (tmp_path / "double[array<f64, 1>].07-cuda.cu").read_text()
