@@ -26,6 +26,7 @@ from ...ir.ops import EXCEPTIONS
 from ...ir.ops.elementwise import broadcast_shape
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import NUMPY_NAMES, ArrayType, ScalarType
+from .element_loops import ElementLoopLaunch
 from .elementwise import has_contiguous_variant
 from .prelude import ERROR_MESSAGES
 from .reductions import BLOCK, reduction_code
@@ -54,6 +55,8 @@ class Device(Protocol):
 def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
     """The interpreter's step factory (ir/interp.py `steps`) for `device`."""
     def step(node: Node, inputs: list[int], outputs: list[int], own: Callable[[], Step]) -> Step | None:
+        if node in launches and node.op == "while":  # an element loop (element_loops.py)
+            return ElementLoopLaunch(device, node, launches[node][0], inputs, outputs, own()).step
         if node in launches and node.op == "rowwise":
             return RowLaunch(device, node, launches[node][0], inputs, outputs, own()).step
         if node in launches:

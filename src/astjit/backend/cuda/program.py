@@ -1,8 +1,9 @@
 """An optimized module as one CUDA source: every `fused` node of every graph (and of the
 regions of `if`, `while` and `rowwise` nodes) becomes kernels, each headed by a comment
 naming the IR node it came from; a `rowwise` group becomes one kernel too (rows.py), its
-members' own kernels kept for shapes it does not take; everything else runs in the host
-program (host.py).
+members' own kernels kept for shapes it does not take; an element loop whose iterations
+are independent becomes one kernel too (element_loops.py), and one left on the host gets
+a `// host:` comment saying why; everything else runs in the host program (host.py).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ...ir.core import Graph, Module, Node
 from ...ir.kernels import kernel_of, row_group_of
 from ...ir.printer import ValueNames, format_node
 from .csource import Source
+from .element_loops import ElementLoop, element_loop, emit_element_loop, host_note
 from .elementwise import emit_elementwise
 from .prelude import PRELUDE
 from .reductions import emit_reduction
@@ -46,6 +48,13 @@ def _lower_graph(src: Source, graph: Graph, names: ValueNames,
         if row_group_of(node) is not None and has_row_kernel(node):
             _header(src, graph, node, names, f"k{len(launches)}")
             launches[node] = emit_rows(src, node, f"k{len(launches)}")
+        if node.op == "while" and (plan := element_loop(node)) is not None:
+            if isinstance(plan, ElementLoop):
+                _header(src, graph, node, names, f"k{len(launches)}")
+                launches[node] = emit_element_loop(src, plan, f"k{len(launches)}")
+                continue
+            src.line()
+            src.line(host_note(node, plan))
         if kernel_of(node) is None:
             for region in node.regions:  # a row group's members: when its kernel can't run
                 _lower_graph(src, region, names, launches)
