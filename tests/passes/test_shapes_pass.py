@@ -1,5 +1,6 @@
-"""Symbolic shapes (passes/shapes.py): which axes are provably equal, and the `sum_to_like`
-nodes of reverse-mode code that they turn into the identity or a fixed `reduce`.
+"""Symbolic shapes (ir/symbolic_shapes.py, passes/shapes.py): which axes are provably equal,
+and the `sum_to_like` nodes of reverse-mode code that they turn into the identity or a
+fixed `reduce`.
 
 The analysis is checked on small typed graphs, traps first: two arguments of one type may
 still differ in shape at run time (one may have length 1 and stretch). Gradients through
@@ -20,7 +21,9 @@ from astjit.frontend import lower_function
 from astjit.ir.infer import infer_types
 from astjit.ir.passes import pipeline
 from astjit.ir.passes.pipeline import optimize
-from astjit.ir.passes.shapes import ONE, summed_axes, symbolic_shapes
+from astjit.ir.passes.shapes import summed_axes
+from astjit.ir.shape_algebra import ONE
+from astjit.ir.symbolic_shapes import symbolic_shapes
 from astjit.ir.types import python_type_of
 
 rng = np.random.default_rng(11)

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..shape_algebra import like
 from ..types import I64, ArrayType, ScalarType
 from .declare import _def
 from .table import OpTypeError, Routine
@@ -103,14 +104,14 @@ def _numpy():
 def py_sum_to_like(g, x, reduces=False):
     """`reduces` (set by the fusion pass) only tells the backend which version to emit."""
     np = _numpy()
-    if not isinstance(x, np.ndarray):
-        return type(x)(np.sum(g))  # the interpreter rounds an f32 result itself
-    lead = g.ndim - x.ndim
+    if isinstance(x, (int, float, np.generic)):
+        return type(x)(g.sum())  # the interpreter rounds an f32 result itself
+    lead = g.ndim - x.ndim  # array methods only: g and x may be CuPy's (backend/cuda)
     summed = g.sum(axis=tuple(range(lead))) if lead else g
     stretched = tuple(k for k, n in enumerate(x.shape) if n == 1 and summed.shape[k] != 1)
     if stretched:
         summed = summed.sum(axis=stretched, keepdims=True)
-    return np.array(summed, dtype=x.dtype)
+    return summed.astype(x.dtype, copy=True)
 
 
 def py_add_at(acc, g, *indices, boundscheck=True):
@@ -136,17 +137,20 @@ def py_zero_into(acc, view):
 _ADJOINT_OP = "an adjoint op: reverse mode makes it, never differentiates it"
 
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
-     ("pure", "reads"), no_vjp=_ADJOINT_OP,
+     ("pure", "reads"), no_vjp=_ADJOINT_OP, shape=like(1),
      doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
 _def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",), no_vjp=_ADJOINT_OP,
+     shape=like(0),
      doc="acc[indices] += g; consumes and returns the accumulator acc")
 _def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes",), no_vjp=_ADJOINT_OP,
+     shape=like(0),
      doc="view += g, view a view of acc; consumes and returns the accumulator acc")
 
 _def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes",), no_vjp=_ADJOINT_OP,
+     shape=like(0),
      doc="acc[indices] = v; consumes and returns the accumulator acc")
 _def("zero_into", 2, zero_into_rule, py_zero_into, {"*": Routine("zero_into")}, ("writes",),
-     no_vjp=_ADJOINT_OP,
+     no_vjp=_ADJOINT_OP, shape=like(0),
      doc="view[...] = 0, view a view of acc; consumes and returns the accumulator acc")
 
 ACCUMULATING = frozenset({"add_at", "add_into", "set_at", "zero_into"})

@@ -15,6 +15,7 @@ reference interpreter, where Python's garbage collector owns everything.
 """
 from __future__ import annotations
 
+from ..shape_algebra import dims_of, like
 from ..types import F64, I64, NONE, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
 from .declare import _def
 from .table import OpTypeError, Routine
@@ -99,6 +100,14 @@ def py_arange(*inputs):
     return _numpy().arange(*inputs)
 
 
+# ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
+
+def _new_shape(node, table):
+    """The dims its int inputs give."""
+    return dims_of(node, node.inputs[:-1] if node.attrs.get("fill") == "value" else node.inputs,
+                   table)
+
+
 
 @with_attrs
 def _fill_vjp(e, g, ins, out, needs, attrs):
@@ -110,14 +119,15 @@ def _fill_vjp(e, g, ins, out, needs, attrs):
 
 
 _def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises", "allocates"),
-     vjp=_fill_vjp,
+     vjp=_fill_vjp, shape=_new_shape,
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
-     ("raises", "allocates", "reads"), vjp=_fill_vjp, doc="np.empty_like/zeros_like/ones_like/full_like(x)")
+     ("raises", "allocates", "reads"), vjp=_fill_vjp, shape=like(0),
+     doc="np.empty_like/zeros_like/ones_like/full_like(x)")
 _def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises", "allocates"),
      zero_derivative="ints or evenly spaced values from its bounds",
      doc="np.arange(start, stop, step); ValueError for a zero step")
-_def("array_retain", 1, retain_rule, lambda a: a, {"*": Routine("array_retain")}, (),
+_def("array_retain", 1, retain_rule, lambda a: a, {"*": Routine("array_retain")}, (), shape=like(0),
      no_vjp="memory management, added after differentiation",
      doc="a new owned reference to a (borrowed) array: the same array")
 _def("array_release", 1, release_rule, lambda a: None, {"*": Routine("array_release")}, (),

@@ -87,6 +87,13 @@ def py_array_set(array, value, *index, boundscheck=True):
     array[_normalize(array, index)] = value
 
 
+# ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
+
+def _axis_length(node, table):
+    """`x.shape[axis]` as a length: that axis's Dim."""
+    return table.shape(node.inputs[0])[node.attrs["axis"]]
+
+
 _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
      ("raises", "reads", "numpy_result"),
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
@@ -95,7 +102,7 @@ _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("rai
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none")
 _def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),
-     zero_derivative="an int (the shape of an array)",
+     zero_derivative="an int (the shape of an array)", shape=_axis_length,
      doc="x.shape[axis] for attrs['axis'] (already non-negative)")
 _def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("array_shape")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)",

@@ -149,8 +149,16 @@ def _like(e, adjoint, x):
     return e.op("sum_to_like", adjoint, x)
 
 
+def _matmul_shape(node, table):
+    """m from `a`, n from `b` (ir/shape_algebra.py)."""
+    a, b = (table.shape(v) for v in node.inputs)
+    rows = a[:-1]  # (m,k)@... gives m; (k,)@... nothing
+    cols = b[1:]  # ...@(k,n) gives n; ...@(k,) nothing
+    return rows + cols
+
+
 _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
-     ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp,
+     ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp, shape=_matmul_shape,
      doc="a @ b, np.matmul, np.dot of 1-d/2-d arrays through BLAS; attrs['kind'] picks "
          "the error message")
 _def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view"),

@@ -41,6 +41,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..shape_algebra import reduced
 from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
 from .declare import _def
 from .table import Builder, Intrinsic, OpTypeError, Routine
@@ -213,6 +214,13 @@ def _reduce_vjp(e, g, ins, out, needs, attrs):
     return [REDUCTIONS[attrs["kind"]].vjp(e, g, x, out, axes, keepdims)]
 
 
+def _reduced_shape(node, table):
+    """Its axes dropped, or made ONE with `keepdims` (ir/shape_algebra.py)."""
+    shape = table.shape(node.inputs[0])
+    return reduced(shape, normalize_axes(node.attrs.get("axis"), len(shape)),
+                   node.attrs.get("keepdims"))
+
+
 _def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},
-     ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp,
+     ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp, shape=_reduced_shape,
      doc="np.sum/mean/max/min(x, axis, keepdims): attrs kind, axis (None or a tuple), keepdims")

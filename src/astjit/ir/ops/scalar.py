@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 
+from ..shape_algebra import ONE, like
 from ..types import (
     BOOL,
     F32,
@@ -67,9 +68,20 @@ _COMPARISON = "a comparison: a bool"
 _OPERATOR = ("pure", "elementwise", "operator")
 _ARITH_RAISES = ("pure", "raises", "elementwise", "operator")
 
+# ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
+
+def _constant_length(node, table):
+    """An int constant n >= 0 as a length: 1 is ONE, another n an atom of its own."""
+    if node.attrs.get("type") == I64 and node.attrs["value"] >= 0:
+        n = node.attrs["value"]
+        return ONE if n == 1 else frozenset({("const", n)})
+    return None
+
+
 # ---- the table ---------------------------------------------------------------
 
 _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
+     shape=_constant_length,
      zero_derivative="a constant")
 _def("undef", 0, undef_rule, _undef, {"*": Routine("undef")}, zero_derivative="a placeholder",
      doc="a placeholder for a value not produced yet on this path (a return value before the return)")
@@ -264,4 +276,5 @@ def stop_gradient_rule(types, attrs):
 
 
 _def("stop_gradient", 1, stop_gradient_rule, lambda x: x, {"*": Routine("identity")}, ("pure",),
+     shape=like(0),
      vjp=lambda e, g, ins, out, needs: [None], doc="the identity, whose derivative is zero")

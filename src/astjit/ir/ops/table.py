@@ -80,6 +80,10 @@ class OpDef:
     """Why the result does not change with the float inputs (AD cuts the path here)."""
     no_vjp: str | None = None
     """Why the op has no rule of its own: where reverse mode handles it, or why it can't."""
+    shape: Callable | None = None
+    """The symbolic-shape rule (ir/shape_algebra.py): `shape(node, table)` -> the Shape of the
+    array result, or the Dim (a length) the int result is; None: unknown. An elementwise
+    op's broadcasts unless it declares its own (ops/declare.py)."""
     scalar_rule: Callable | None = None
     """The declared type rule on Python scalars."""
     python: tuple[str, ...] = ()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import operator
 import sys
 
+from ..shape_algebra import dims_of
 from ..types import I64, NONE, ArrayType, ScalarType, is_numeric
 from . import vjp as v
 from .adjoints import AddIntoView
@@ -132,6 +133,27 @@ def augassign_rule(types, attrs):
     raise OpTypeError("augassign is settled by type inference")
 
 
+# ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
+
+def _view_shape(node, table):
+    """The axes a whole slice `:` or no index takes kept, those an index takes dropped,
+    a bounded slice's of a length of its own."""
+    shape, out, dims = table.shape(node.inputs[0]), node.outputs[0], []
+    spec = node.attrs["spec"]
+    for k, d in enumerate(shape):
+        entry = spec[k] if k < len(spec) else "s000"
+        if entry == "s000":  # `:` or no index: the whole axis
+            dims.append(d)
+        elif entry != "i":  # a slice with bounds: a length of its own
+            dims.append(frozenset({(out.id, len(dims))}))
+    return tuple(dims)
+
+
+def _reshape_shape(node, table):
+    """The dims its int inputs give (unknown while the shape is packed)."""
+    return None if node.attrs.get("packed_shape") else dims_of(node, node.inputs[1:], table)
+
+
 # ---- reference semantics -------------------------------------------------------------
 
 def _clamp(bound, length, lower, upper):
@@ -203,14 +225,17 @@ def _reshape_vjp(e, g, ins, out, needs):
 
 
 _def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, ("raises", "view"),
+     shape=_view_shape,
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
      doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says")
 _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")}, ("pure", "view"),
      vjp=lambda e, g, ins, out, needs: [e.op("array_transpose", g)],
+     shape=lambda node, table: table.shape(node.inputs[0])[::-1],
      doc="x.T: a view with the axes reversed")
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
-     ("raises", "view"), vjp=_reshape_vjp, doc="x.reshape(dims): a view if C-contiguous, else a copy")
+     ("raises", "view"), vjp=_reshape_vjp, shape=_reshape_shape,
+     doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes"), no_vjp="reverse mode handles array writes itself (ad/writes.py)",
      doc="y[...] = v: copy v (broadcast) into the array y")

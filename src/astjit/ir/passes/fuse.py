@@ -64,9 +64,10 @@ from ..core import Graph, Module, Node, Value
 from ..kernels import Kernel, Reduction, kernel_of
 from ..ops.elementwise import array_plan, is_array_elementwise
 from ..ops.reductions import normalize_axes, result_dtype
+from ..shape_algebra import ONE
+from ..symbolic_shapes import symbolic_shapes
 from ..types import ArrayType
 from .effects import has_effects
-from .shapes import ONE, symbolic_shapes
 
 
 def fuse_elementwise(module: Module) -> Module:
@@ -187,9 +188,10 @@ def _mark_reducing(graph: Graph, ones: dict[Value, tuple[int, ...]]) -> None:
 
 def _known_ones(graph: Graph) -> dict[Value, tuple[int, ...]]:
     """The array values of `graph` known to have length 1 along some axes, and those axes:
-    where their symbolic shape (shapes.py) is the constant 1, as a `keepdims` reduction's
-    result, a reshape to a literal 1, and what they carry to (`stop_gradient`, `new_like`,
-    a gradient's `sum_to_like` onto them, elementwise ops where every operand has it)."""
+    where their symbolic shape (ir/symbolic_shapes.py) is the constant 1, as a `keepdims`
+    reduction's result, a reshape to a literal 1, and what they carry to (`stop_gradient`,
+    `new_like`, a gradient's `sum_to_like` onto them, elementwise ops where every operand
+    has it)."""
     ones = {}
     for value, shape in symbolic_shapes(graph).items():
         axes = tuple(k for k, dim in enumerate(shape) if dim == ONE)
