@@ -7,10 +7,13 @@ int -> float promotion), and values merging at an `if` or carried by a `while`
 are converted to their joined type inside the regions.
 
 Arrays flow like any value: returned, carried by loops, merged by `if` when
-both paths give the same array type (dtype and ndim). Array creation
-(`array_new`, `array_new_like`) is settled here: a shape the frontend could not
-see into becomes one int per axis, and an implicit dtype becomes explicit
-(`creation_operands`).
+both paths give the same array type (dtype and ndim).
+
+What is particular to an op is declared with it (ir/ops/): its type rule, and
+the hooks through which inference settles what the types decide (`x is None`
+is a constant, `x op= v` of an array an update in place, a shape the frontend
+could not see into one int per axis, an implicit dtype explicit): `OpDef.decide`,
+`expand` and `operands`, which `infer_leaf` calls with itself as their `Inference`.
 
 Loops are inferred to a fixed point (a variable that starts as an int and
 becomes a float in the body is a float throughout, as in Numba). Recursion is
@@ -25,8 +28,7 @@ from dataclasses import dataclass, field
 from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
-from .ops.strong import numpy_constant, numpy_semantics
-from .ops.views import inplace_problem
+from .ops.strong import NUMPY_ONLY, numpy_semantics
 from .types import (
     BOOL,
     BOTTOM,
@@ -40,8 +42,6 @@ from .types import (
     exact,
     is_numeric,
     join,
-    python_type_of,
-    weak,
 )
 
 MAX_ROUNDS = 20
@@ -164,55 +164,30 @@ class _Inferencer:
             env[old] = new
 
     def infer_leaf(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """A leaf node typed: its op's inference hooks (`OpDef.decide`, `expand`,
+        `operands`: ir/ops/table.py) where it has them, then its type rule."""
+        opdef = OPS[node.op]
         attrs = dict(node.attrs)
         if node.op not in KEEPS_INT_OR_BOOL:  # every other op reads an int|bool as its int
             inputs = [coerce(out, v, I64, node.loc) if v.type == INT_OR_BOOL else v
                       for v in inputs]
-        if node.op == "const" and isinstance(attrs["value"], tuple):
-            parts = [out.add("const", [], attrs=numpy_constant({"value": v}), loc=node.loc)
-                     for v in attrs["value"]]
-            for p in parts:
-                p.attrs["type"] = p.outputs[0].type = p.attrs.get("type") or \
-                    python_type_of(p.attrs["value"])
-            return self.infer_leaf(Node("tuple", [], node.outputs, loc=node.loc),
-                                   [p.outputs[0] for p in parts], out)
-        if node.op == "const":
-            attrs = numpy_constant(attrs)
-        in_types = [v.type for v in inputs]
-        if node.op == "is_none" or (node.op == "not" and inputs[0] in self.static_truth):
-            value = in_types[0] == NONE if node.op == "is_none" else not self.static_truth[inputs[0]]
-            const = out.add("const", [], attrs={"value": value, "type": BOOL}, loc=node.loc,
-                            names=[v.name for v in node.outputs], types=[BOOL])
-            self.static_truth[const.outputs[0]] = value
-            return const.outputs
-        if node.op == "cast" and exact(in_types[0]) == exact(attrs["to"]):
-            return inputs  # bool(b) of a bool, float(x) of a float: nothing to do
-        if node.op != "tuple" and any(contains_bottom(t) for t in in_types):
+        decided = opdef.decide(self, node, inputs, out) if opdef.decide else None
+        if decided is not None:
+            return decided
+        if node.op != "tuple" and any(contains_bottom(v.type) for v in inputs):
             # Depends on a recursive result not known yet: a placeholder this round.
             return [self.undef(out, BOTTOM, node.loc) for _ in node.outputs]
-        if node.op == "getitem" and isinstance(in_types[0], ArrayType):
-            return self.element_read(node, inputs, out)
-        if node.op == "augassign":
-            return self.augmented_assignment(node, inputs, out)
-        if node.op in ("array_new", "array_new_like"):
-            inputs = self.creation_operands(node, attrs, inputs, out)
-            in_types = [v.type for v in inputs]
-        if node.op == "array_reshape" and attrs.pop("packed_shape", False):
-            inputs = [inputs[0], *self.shape_dims(inputs[1], "reshape", node.loc, out)]
-            in_types = [v.type for v in inputs]
-        if node.op in ("array_get", "array_set") and isinstance(in_types[0], ArrayType):
-            n_indices = len(inputs) - (1 if node.op == "array_get" else 2)
-            if 0 < n_indices < in_types[0].ndim:
-                return self.row_access(node, inputs, n_indices, out)
-        if node.op == "where" and not any(isinstance(t, ArrayType) for t in in_types):
-            return self.scalar_where(node, inputs, out)
+        expanded = opdef.expand(self, node, inputs, out) if opdef.expand else None
+        if expanded is not None:
+            return expanded
+        if opdef.operands:
+            inputs = opdef.operands(self, node, attrs, inputs, out)
+        in_types = [v.type for v in inputs]
         try:
-            operand_types, result_type = OPS[node.op].rule(in_types, attrs)
+            operand_types, result_type = opdef.rule(in_types, attrs)
         except OpTypeError as error:
             raise TypingError(str(error), node.loc, hint=_hint(node.op, in_types)) from None
         attrs.pop("scalar_function", None)  # math.sqrt's: checked by the rule, then meaningless
-        if node.op in ("const", "undef"):
-            attrs["type"] = result_type
         attrs.pop("numpy", None)
         if numpy_semantics(node.op, in_types, node.attrs):
             attrs["numpy"] = True  # computes as NumPy does on NumPy scalars (ops/strong.py)
@@ -225,96 +200,10 @@ class _Inferencer:
                                    new.outputs, out)
         return new.outputs
 
-    def scalar_where(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
-        """np.where(c, a, b) of scalars: NumPy's is a 0-d array (np.where is not a ufunc),
-        of a and b's NEP 50 promotion (NumPy scalars strong, Python ones weak)."""
-        try:
-            operand_types, c = OPS["where"].rule([v.type for v in inputs], {})
-        except OpTypeError as error:
-            raise TypingError(str(error), node.loc) from None
-        operands = [coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
-        chosen = out.add("where", operands, attrs={}, loc=node.loc, types=[c]).outputs[0]
-        make = Node("array_new", [], node.outputs, attrs={"fill": "value", "dtype": weak(c)},
-                    loc=node.loc)
-        return self.infer_leaf(make, [chosen], out)
-
-    def element_read(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
-        """`x[0]` of an array (a getitem with a literal index): an array_get of that index."""
-        index = out.add("const", [], attrs={"value": node.attrs["index"], "type": I64},
-                        loc=node.loc, types=[I64]).outputs[0]
-        read = Node("array_get", [], node.outputs, loc=node.loc)
-        return self.infer_leaf(read, [inputs[0], index], out)
-
-    def augmented_assignment(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
-        """`x op= v` (inputs x, v, x op v): for an array x, NumPy's in-place update, whose
-        result is x itself, so every name bound to it sees the new values; NumPy's
-        refusals (ops/views.py `inplace_problem`) raise when the statement runs, as
-        NumPy's do. For anything else, Python's rebinding to x op v."""
-        target, operand, new = inputs
-        if not isinstance(target.type, ArrayType):
-            new.name = new.name or node.outputs[0].name  # the target's name, for dumps
-            return [new]
-        problem = inplace_problem(node.attrs["op"], target.type, operand.type, new.type)
-        if problem is None:
-            assign = Node("array_assign", [], [Value("", None)], loc=node.loc)
-            self.infer_leaf(assign, [target, new], out)
-        else:
-            exc, message = problem
-            true = out.add("const", [], attrs={"value": True, "type": BOOL}, loc=node.loc,
-                           types=[BOOL]).outputs[0]
-            out.add("raise_if", [true], attrs={"exc": exc, "message": message}, loc=node.loc,
-                    types=[NONE])
-        return [target]
-
-    def row_access(self, node: Node, inputs: list[Value], n: int, out: Graph) -> list[Value]:
-        """`a[i]` of a 2-d array (fewer indices than axes): a view of the remaining axes;
-        `a[i] = v` copies v into that view (ir/ops/views.py)."""
-        indices = inputs[-n:]
-        spec = {"spec": ("i",) * n}
-        if node.op == "array_get":
-            return self.infer_leaf(Node("array_view", [], node.outputs, attrs=spec, loc=node.loc),
-                                   [inputs[0], *indices], out)
-        view = Node("array_view", [], [Value("row", None)], attrs=spec, loc=node.loc)
-        (row,) = self.infer_leaf(view, [inputs[0], *indices], out)
-        return self.infer_leaf(Node("array_assign", [], node.outputs, loc=node.loc),
-                               [row, inputs[1]], out)
-
-    def creation_operands(self, node: Node, attrs: dict, inputs: list[Value],
-                          out: Graph) -> list[Value]:
-        """`np.zeros(shape)` and the like as typed IR has them (see frontend/creation.py):
-        a packed shape unpacked into one int per axis, and the dtype in `attrs` made
-        explicit (`np.full`'s is its fill value's, a `*_like`'s its argument's)."""
-        what = _CREATION_NAMES.get(attrs.get("fill"), "np.full")
-        if attrs.pop("dtype_of", False):  # dtype=x.dtype: the last input is x
-            *inputs, source = inputs
-            if not isinstance(source.type, ArrayType):
-                raise TypingError(f"dtype= of {what}() reads the dtype of an array, got "
-                                  f"{source.type}", node.loc)
-            attrs["dtype"] = source.type.dtype
-        if attrs.pop("packed_shape", False):
-            inputs = self.shape_dims(inputs[0], what, node.loc, out) + inputs[1:]
-        if attrs.get("dtype") is not None:
-            return inputs
-        if node.op == "array_new_like":
-            if isinstance(inputs[0].type, ArrayType):  # else the type rule reports it
-                attrs["dtype"] = inputs[0].type.dtype
-        elif attrs.get("fill") == "value" and is_numeric(inputs[-1].type):
-            attrs["dtype"] = inputs[-1].type
-        else:
-            raise TypingError(f"{what}() fills an array with a number, got {inputs[-1].type}",
-                              node.loc)
-        return inputs
-
     @staticmethod
-    def shape_dims(shape: Value, what: str, loc: Loc | None, out: Graph) -> list[Value]:
-        """The dimensions of a shape value: an int, or each element of a tuple."""
-        if shape.type == I64:
-            return [shape]
-        if isinstance(shape.type, TupleType):
-            return [out.add("getitem", [shape], attrs={"index": i}, loc=loc, types=[t]).outputs[0]
-                    for i, t in enumerate(shape.type.elements)]
-        raise TypingError(f"the shape of {what}() must be an int or a tuple of ints, "
-                          f"got {shape.type}", loc, hint="e.g. np.zeros(n) or np.zeros((n, m))")
+    def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
+        """`coerce`, for the ops' inference hooks (ops/table.py `Inference`)."""
+        return coerce(graph, value, target, loc)
 
     def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         if "derive" in node.attrs:
@@ -441,12 +330,8 @@ def _is_ufunc_0d(op: str, t: Type) -> bool:
     not a ufunc: it keeps its 0-d array)."""
     from .ops.elementwise import UFUNCS
 
-    return (isinstance(t, ArrayType) and t.ndim == 0 and op in UFUNCS and op != "where"
+    return (isinstance(t, ArrayType) and t.ndim == 0 and op in UFUNCS and op not in NUMPY_ONLY
             and "elementwise" in OPS[op].traits)
-
-
-_CREATION_NAMES = {None: "np.empty", 0: "np.zeros", 1: "np.ones", "value": "np.full"}
-"""The function an `array_new` of each `fill` comes from, for messages."""
 
 
 KEEPS_INT_OR_BOOL = frozenset({"tag", "tuple", "select", "min", "max", "bitand", "bitor", "bitxor"})

@@ -15,8 +15,9 @@ reference interpreter, where Python's garbage collector owns everything.
 """
 from __future__ import annotations
 
+from ...errors import TypingError
 from ..shape_algebra import dims_of, like
-from ..types import F64, I64, NONE, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
+from ..types import F64, I64, NONE, NUMPY_NAMES, ArrayType, ScalarType, TupleType, is_numeric
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -100,6 +101,49 @@ def py_arange(*inputs):
     return _numpy().arange(*inputs)
 
 
+# ---- what type inference settles (OpDef.operands) -----------------------------------------
+
+_CREATION_NAMES = {None: "np.empty", 0: "np.zeros", 1: "np.ones", "value": "np.full"}
+"""The function an `array_new` of each `fill` comes from, for messages."""
+
+
+def shape_dims(shape, what: str, loc, out) -> list:
+    """The dimensions of a shape value: an int, or each element of a tuple."""
+    if shape.type == I64:
+        return [shape]
+    if isinstance(shape.type, TupleType):
+        return [out.add("getitem", [shape], attrs={"index": i}, loc=loc, types=[t]).outputs[0]
+                for i, t in enumerate(shape.type.elements)]
+    raise TypingError(f"the shape of {what}() must be an int or a tuple of ints, "
+                      f"got {shape.type}", loc, hint="e.g. np.zeros(n) or np.zeros((n, m))")
+
+
+def _creation_operands(inference, node, attrs, inputs, out):
+    """`np.zeros(shape)` and the like as typed IR has them (see frontend/creation.py):
+    a packed shape unpacked into one int per axis, and the dtype in `attrs` made
+    explicit (`np.full`'s is its fill value's, a `*_like`'s its argument's)."""
+    what = _CREATION_NAMES.get(attrs.get("fill"), "np.full")
+    if attrs.pop("dtype_of", False):  # dtype=x.dtype: the last input is x
+        *inputs, source = inputs
+        if not isinstance(source.type, ArrayType):
+            raise TypingError(f"dtype= of {what}() reads the dtype of an array, got "
+                              f"{source.type}", node.loc)
+        attrs["dtype"] = source.type.dtype
+    if attrs.pop("packed_shape", False):
+        inputs = shape_dims(inputs[0], what, node.loc, out) + inputs[1:]
+    if attrs.get("dtype") is not None:
+        return inputs
+    if node.op == "array_new_like":
+        if isinstance(inputs[0].type, ArrayType):  # else the type rule reports it
+            attrs["dtype"] = inputs[0].type.dtype
+    elif attrs.get("fill") == "value" and is_numeric(inputs[-1].type):
+        attrs["dtype"] = inputs[-1].type
+    else:
+        raise TypingError(f"{what}() fills an array with a number, got {inputs[-1].type}",
+                          node.loc)
+    return inputs
+
+
 # ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
 
 def _new_shape(node, table):
@@ -119,11 +163,11 @@ def _fill_vjp(e, g, ins, out, needs, attrs):
 
 
 _def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises", "allocates"),
-     vjp=_fill_vjp, shape=_new_shape,
+     vjp=_fill_vjp, operands=_creation_operands, shape=_new_shape,
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
-     ("raises", "allocates", "reads"), vjp=_fill_vjp, shape=like(0),
-     doc="np.empty_like/zeros_like/ones_like/full_like(x)")
+     ("raises", "allocates", "reads"), vjp=_fill_vjp, operands=_creation_operands,
+     shape=like(0), doc="np.empty_like/zeros_like/ones_like/full_like(x)")
 _def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises", "allocates"),
      zero_derivative="ints or evenly spaced values from its bounds",
      doc="np.arange(start, stop, step); ValueError for a zero step")

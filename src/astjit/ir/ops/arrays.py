@@ -11,6 +11,7 @@ with size 5"), unless the node's attrs say `boundscheck=False`.
 """
 from __future__ import annotations
 
+from ..core import Node, Value
 from ..types import I64, NONE, ArrayType, TupleType
 from .adjoints import AddAt
 from .declare import _def
@@ -87,6 +88,34 @@ def py_array_set(array, value, *index, boundscheck=True):
     array[_normalize(array, index)] = value
 
 
+# ---- rows, which type inference makes views (OpDef.expand) --------------------------------
+
+def _is_row(array, indices) -> bool:
+    """Whether `indices` leave axes of `array` (`a[i]` of a 2-d array): a row."""
+    return isinstance(array.type, ArrayType) and 0 < len(indices) < array.type.ndim
+
+
+def _row_view(inference, node, array, indices, outputs, out):
+    view = Node("array_view", [], outputs, attrs={"spec": ("i",) * len(indices)}, loc=node.loc)
+    return inference.infer_leaf(view, [array, *indices], out)
+
+
+def _row_read(inference, node, inputs, out):
+    """`a[i]` of a 2-d array: a view of the remaining axes (ops/views.py)."""
+    if not _is_row(inputs[0], inputs[1:]):
+        return None
+    return _row_view(inference, node, inputs[0], inputs[1:], node.outputs, out)
+
+
+def _row_write(inference, node, inputs, out):
+    """`a[i] = v` of a 2-d array: v copied into the view `a[i]`."""
+    if not _is_row(inputs[0], inputs[2:]):
+        return None
+    (row,) = _row_view(inference, node, inputs[0], inputs[2:], [Value("row", None)], out)
+    assign = Node("array_assign", [], node.outputs, loc=node.loc)
+    return inference.infer_leaf(assign, [row, inputs[1]], out)
+
+
 # ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
 
 def _axis_length(node, table):
@@ -95,10 +124,11 @@ def _axis_length(node, table):
 
 
 _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
-     ("raises", "reads", "numpy_result"),
+     ("raises", "reads", "numpy_result"), expand=_row_read,
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
      doc="x[i, j]: one element; inputs [array, *indices]")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("raises", "writes"),
+     expand=_row_write,
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none")
 _def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import math
 
-from ..types import BOOL, numpy_promote, weak
+from ...errors import TypingError
+from ..core import Node
+from ..types import BOOL, ArrayType, numpy_promote, weak
 from . import vjp as v
 from .declare import _def
 from .table import (
+    OPS,
     Builder,
     CExpr,
     Intrinsic,
     LibCall,
+    OpTypeError,
     Routine,
     _numeric,
     arith_rule,
@@ -161,6 +165,22 @@ def where_rule(types, attrs):
     return [types[0] if types[0] == BOOL else BOOL, t, t], t
 
 
+def _scalar_where(inference, node, inputs, out):
+    """np.where(c, a, b) of scalars (OpDef.expand): NumPy's is a 0-d array (np.where is
+    not a ufunc), of a and b's NEP 50 promotion (NumPy scalars strong, Python ones weak)."""
+    if any(isinstance(v.type, ArrayType) for v in inputs):
+        return None
+    try:
+        operand_types, c = OPS["where"].rule([v.type for v in inputs], {})
+    except OpTypeError as error:
+        raise TypingError(str(error), node.loc) from None
+    operands = [inference.coerce(out, v, t, node.loc) for v, t in zip(inputs, operand_types)]
+    chosen = out.add("where", operands, attrs={}, loc=node.loc, types=[c]).outputs[0]
+    make = Node("array_new", [], node.outputs, attrs={"fill": "value", "dtype": weak(c)},
+                loc=node.loc)
+    return inference.infer_leaf(make, [chosen], out)
+
+
 _def("minimum", 2, arith_rule, _np_minimum,
      {"f": Routine("np_minimum"), "i": Routine("min"), "b": Routine("min")},
      ("pure", "elementwise"), numpy=("minimum",), vjp=v.min_max_vjp("lt"),
@@ -173,6 +193,7 @@ _def("maximum", 2, arith_rule, _np_maximum,
      doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
 _def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
      ("pure", "elementwise"), numpy=("where",), cuda={"*": CExpr("({0} ? {1} : {2})")},
+     expand=_scalar_where,
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)) if needs[1] else None,
          v.select(e, ins[0], v.c(e, 0.0, g), g) if needs[2] else None],

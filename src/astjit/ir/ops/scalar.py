@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 import operator
 
+from ..core import Node
 from ..shape_algebra import ONE, like
 from ..types import (
     BOOL,
+    BOTTOM,
     F32,
     F64,
     I64,
@@ -20,8 +22,10 @@ from ..types import (
     NONE,
     ArrayType,
     TupleType,
+    exact,
     is_numeric,
     is_strong,
+    python_type_of,
     strong,
     weak,
 )
@@ -40,6 +44,7 @@ from .semantics import (
     py_shift_left,
     py_shift_right,
 )
+from .strong import numpy_constant
 from .table import (
     Builder,
     Intrinsic,
@@ -68,6 +73,70 @@ _COMPARISON = "a comparison: a bool"
 _OPERATOR = ("pure", "elementwise", "operator")
 _ARITH_RAISES = ("pure", "raises", "elementwise", "operator")
 
+# ---- what type inference settles (OpDef.decide, expand, operands; ops/table.py) ---------
+
+def _decided_bool(inference, node, value: bool, out):
+    """A bool that types decide: a constant, which an `if` on it also knows (it types the
+    branch taken only: the other may not type, `b.reshape` of a None)."""
+    const = out.add("const", [], attrs={"value": value, "type": BOOL}, loc=node.loc,
+                    names=[v.name for v in node.outputs], types=[BOOL])
+    inference.static_truth[const.outputs[0]] = value
+    return const.outputs
+
+
+def _decide_is_none(inference, node, inputs, out):
+    """`x is None`: whether x's type is None."""
+    return _decided_bool(inference, node, inputs[0].type == NONE, out)
+
+
+def _decide_not(inference, node, inputs, out):
+    """`not b` of a bool that types decide: decided too."""
+    truth = inference.static_truth.get(inputs[0])
+    return None if truth is None else _decided_bool(inference, node, not truth, out)
+
+
+def _decide_cast(inference, node, inputs, out):
+    """bool(b) of a bool, float(x) of a float: nothing to do."""
+    return inputs if exact(inputs[0].type) == exact(node.attrs["to"]) else None
+
+
+def _tuple_constant(inference, node, inputs, out):
+    """A tuple constant (a global `OFFSETS = (1, 2.5)`): a tuple of constants."""
+    if not isinstance(node.attrs["value"], tuple):
+        return None
+    parts = [out.add("const", [], attrs=numpy_constant({"value": v}), loc=node.loc)
+             for v in node.attrs["value"]]
+    for p in parts:
+        p.attrs["type"] = p.outputs[0].type = p.attrs.get("type") or \
+            python_type_of(p.attrs["value"])
+    return inference.infer_leaf(Node("tuple", [], node.outputs, loc=node.loc),
+                                [p.outputs[0] for p in parts], out)
+
+
+def _constant_operands(inference, node, attrs, inputs, out):
+    """A NumPy scalar value as the Python scalar it equals, typed as the strong scalar it
+    is (ops/strong.py); the type kept in attrs, as typed IR's constants have it."""
+    attrs.update(numpy_constant(attrs))
+    attrs["type"] = attrs.get("type") or python_type_of(attrs["value"])
+    return inputs
+
+
+def _placeholder_operands(inference, node, attrs, inputs, out):
+    """The placeholder's type kept in attrs (BOTTOM when none is given)."""
+    attrs["type"] = attrs.get("type") or BOTTOM
+    return inputs
+
+
+def _element_read(inference, node, inputs, out):
+    """`x[0]` of an array (a getitem with a literal index): an `array_get` of that index."""
+    if not isinstance(inputs[0].type, ArrayType):
+        return None
+    index = out.add("const", [], attrs={"value": node.attrs["index"], "type": I64},
+                    loc=node.loc, types=[I64]).outputs[0]
+    read = Node("array_get", [], node.outputs, loc=node.loc)
+    return inference.infer_leaf(read, [inputs[0], index], out)
+
+
 # ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
 
 def _constant_length(node, table):
@@ -81,19 +150,21 @@ def _constant_length(node, table):
 # ---- the table ---------------------------------------------------------------
 
 _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
-     shape=_constant_length,
+     expand=_tuple_constant, operands=_constant_operands, shape=_constant_length,
      zero_derivative="a constant")
 _def("undef", 0, undef_rule, _undef, {"*": Routine("undef")}, zero_derivative="a placeholder",
+     operands=_placeholder_operands,
      doc="a placeholder for a value not produced yet on this path (a return value before the return)")
 _def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None,
      {"*": Refused("`is None` is decided by type inference")},
-     no_vjp="type inference replaces it by a constant",
+     no_vjp="type inference replaces it by a constant", decide=_decide_is_none,
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
 _def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},
      no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
-_def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")},
+_def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_element_read,
      no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
+     decide=_decide_cast,
      llvm_numpy={"f": Routine("cast_numpy")},
      vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
@@ -153,6 +224,7 @@ _def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_"), "b": Bu
      _OPERATOR, ufunc="invert", zero_derivative="ints and bools only",
      doc="~x of an int; of a bool only as NumPy's (~np.True_ is np.False_), ops/strong.py")
 _def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"),
+     decide=_decide_not,
      zero_derivative="a bool")
 
 for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import BOOL, F64, I64, INT_OR_BOOL, TupleType, Type, is_numeric, promote, python_type_of
+
+if TYPE_CHECKING:
+    from ...errors import Loc
+    from ..core import Graph, Node, Value
 
 
 class OpTypeError(Exception):
@@ -80,6 +84,17 @@ class OpDef:
     """Why the result does not change with the float inputs (AD cuts the path here)."""
     no_vjp: str | None = None
     """Why the op has no rule of its own: where reverse mode handles it, or why it can't."""
+    decide: Callable | None = None
+    """How type inference decides the op from its operands' types alone, first (even while
+    an operand waits on a recursive result): `decide(inference, node, inputs, out)` (an
+    `Inference`) -> the outputs, or None: infer it as usual. `x is None` is a constant."""
+    expand: Callable | None = None
+    """How type inference replaces the op by others: `expand(inference, node, inputs, out)`
+    -> the outputs, or None: its type rule applies (`x[0]` of an array an `array_get`)."""
+    operands: Callable | None = None
+    """What type inference makes of the operands before the type rule: `operands(inference,
+    node, attrs, inputs, out)` -> the inputs, `attrs` (a copy of the node's) changed in
+    place (a creation's packed shape unpacked, its dtype made explicit)."""
     shape: Callable | None = None
     """The symbolic-shape rule (ir/shape_algebra.py): `shape(node, table)` -> the Shape of the
     array result, or the Dim (a length) the int result is; None: unknown. An elementwise
@@ -101,6 +116,20 @@ class OpDef:
 
 
 OPS: dict[str, OpDef] = {}
+
+
+class Inference(Protocol):
+    """What an op's inference hooks (`OpDef.decide`, `expand`, `operands`) use of type
+    inference (ir/infer.py), which passes itself to them."""
+
+    static_truth: dict
+    """Bool values that types decide (`b is None`), and their value."""
+
+    def infer_leaf(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """`node` typed on the typed `inputs`, appended to `out`: its outputs."""
+
+    def coerce(self, graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
+        """`value` converted to `target` by nodes appended to `graph` (Python's promotion)."""
 
 
 def kind(t: Type) -> str:

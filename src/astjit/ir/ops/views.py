@@ -23,19 +23,22 @@ the base array.
   into the destination. Overlapping source and destination behave as if the
   source were copied first.
 - `augassign {op}`: `x op= v`, inputs `[x, v, x op v]`. What it means depends on
-  x's type, so type inference replaces it (`inplace_problem` is its check): for
-  an array, NumPy's in-place update (the new value copied into x, which every
-  name bound to x sees); for anything else, Python's rebinding to `x op v`.
+  x's type, so type inference replaces it (its `expand`; `inplace_problem` is
+  its check): for an array, NumPy's in-place update (the new value copied into
+  x, which every name bound to x sees); for anything else, Python's rebinding
+  to `x op v`.
 """
 from __future__ import annotations
 
 import operator
 import sys
 
+from ..core import Node, Value
 from ..shape_algebra import dims_of
-from ..types import I64, NONE, ArrayType, ScalarType, is_numeric
+from ..types import BOOL, I64, NONE, ArrayType, ScalarType, is_numeric
 from . import vjp as v
 from .adjoints import AddIntoView
+from .allocation import shape_dims
 from .declare import _def
 from .table import OpTypeError, Refused, Routine
 
@@ -131,6 +134,37 @@ def inplace_problem(op: str, target: ArrayType, operand, new) -> tuple[str, str]
 
 def augassign_rule(types, attrs):
     raise OpTypeError("augassign is settled by type inference")
+
+
+# ---- what type inference settles (OpDef.expand, operands) ---------------------------------
+
+def _augmented_assignment(inference, node, inputs, out):
+    """`x op= v` (inputs x, v, x op v): for an array x, NumPy's in-place update, whose
+    result is x itself, so every name bound to it sees the new values; NumPy's
+    refusals (`inplace_problem`) raise when the statement runs, as NumPy's do. For
+    anything else, Python's rebinding to x op v."""
+    target, operand, new = inputs
+    if not isinstance(target.type, ArrayType):
+        new.name = new.name or node.outputs[0].name  # the target's name, for dumps
+        return [new]
+    problem = inplace_problem(node.attrs["op"], target.type, operand.type, new.type)
+    if problem is None:
+        assign = Node("array_assign", [], [Value("", None)], loc=node.loc)
+        inference.infer_leaf(assign, [target, new], out)
+    else:
+        exc, message = problem
+        true = out.add("const", [], attrs={"value": True, "type": BOOL}, loc=node.loc,
+                       types=[BOOL]).outputs[0]
+        out.add("raise_if", [true], attrs={"exc": exc, "message": message}, loc=node.loc,
+                types=[NONE])
+    return [target]
+
+
+def _reshape_operands(inference, node, attrs, inputs, out):
+    """A packed shape (`x.reshape(shape)` of a tuple) unpacked into one int per axis."""
+    if attrs.pop("packed_shape", False):
+        inputs = [inputs[0], *shape_dims(inputs[1], "reshape", node.loc, out)]
+    return inputs
 
 
 # ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
@@ -234,12 +268,12 @@ _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_t
      shape=lambda node, table: table.shape(node.inputs[0])[::-1],
      doc="x.T: a view with the axes reversed")
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
-     ("raises", "view"), vjp=_reshape_vjp, shape=_reshape_shape,
+     ("raises", "view"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
      doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes"), no_vjp="reverse mode handles array writes itself (ad/writes.py)",
      doc="y[...] = v: copy v (broadcast) into the array y")
 _def("augassign", 3, augassign_rule, py_augassign,
      {"*": Refused("`x op= v` is replaced in type inference")}, ("raises", "writes"),
-     no_vjp="type inference replaces it",
+     no_vjp="type inference replaces it", expand=_augmented_assignment,
      doc="x op= v: in place for an array x, a rebinding otherwise; type inference replaces it")
