@@ -18,7 +18,9 @@ operand:
   -> f64 array);
 - the op's scalar rule applied to `c` gives the element types the operands are
   converted to and the result dtype (int array / int -> f64 array,
-  comparisons -> bool array);
+  comparisons -> bool array); an op whose operands do not all promote
+  together declares its own (`OpDef.array_rule`: np.where's condition stays a
+  bool, its a and b promote);
 - operand types: arrays as they are (the conversion of their elements happens
   inside the elementwise computation), scalars converted (type inference casts
   them) to the computation's element type.
@@ -32,7 +34,9 @@ inf, integer division by zero 0), math functions give NaN/inf instead of
 raising, integers wrap. The result is always a new array (owned).
 
 Which ops these are is declared with each op (ops/declare.py lifts the rule
-of every `elementwise` op; those declaring a `ufunc` have an array form).
+of every `elementwise` op; those declaring a `ufunc` have an array form; the
+others refuse arrays, with the reason they declare, `OpDef.array_refusal`:
+min() of arrays is ambiguous).
 """
 from __future__ import annotations
 
@@ -40,7 +44,6 @@ import dataclasses
 import functools
 
 from ..types import (
-    BOOL,
     NUMPY_NAMES,
     ArrayType,
     ScalarType,
@@ -87,26 +90,26 @@ def array_plan(op: str, types: tuple[Type, ...]) -> Plan:
     return _array_plan(op, TypeKey(types))
 
 
+def computation_type(types) -> ScalarType:
+    """NEP 50's promotion of operands of these types, at least one an array: the arrays'
+    dtypes and the strong scalars', then the weak scalars join in (the module docstring)."""
+    return numpy_promote([t.dtype if isinstance(t, ArrayType) else weak(t) for t in types
+                          if isinstance(t, ArrayType) or t.strong],
+                         [t for t in types if not isinstance(t, ArrayType) and not t.strong])
+
+
 @functools.cache
 def _array_plan(op: str, types: TypeKey) -> Plan:
+    opdef = OPS[op]
     if op not in UFUNCS:
-        what = {"min": "min() of arrays is ambiguous: use np.minimum(a, b)",
-                "max": "max() of arrays is ambiguous: use np.maximum(a, b)"}.get(op)
-        raise OpTypeError(what or f"'{op}' on whole arrays is not supported yet")
+        raise OpTypeError(opdef.array_refusal or f"'{op}' on whole arrays is not supported yet")
     for t in types:
         if not isinstance(t, ArrayType) and not is_numeric(t):
             raise OpTypeError(f"'{op}' needs arrays or numbers, got {t}")
-    elements = [t.dtype if isinstance(t, ArrayType) else t for t in types]
-    values = types[1:] if op == "where" else types
-    c = numpy_promote([t.dtype if isinstance(t, ArrayType) else weak(t) for t in values
-                       if isinstance(t, ArrayType) or t.strong],
-                      [t for t in values if not isinstance(t, ArrayType) and not t.strong])
-    if op == "where":
-        if elements[0] != BOOL:
-            raise OpTypeError(f"np.where() needs a bool condition here, got {types[0]}")
-        operands, result = [BOOL, c, c], c
+    if opdef.array_rule is not None:
+        operands, result = opdef.array_rule(types)
     else:
-        operands, result = OPS[op].scalar_rule([c] * len(types), {})
+        operands, result = opdef.scalar_rule([computation_type(types)] * len(types), {})
     expected = numpy_result_dtype(op, types)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))

@@ -15,6 +15,7 @@ from ..core import Node
 from ..types import BOOL, ArrayType, numpy_promote, weak
 from . import vjp as v
 from .declare import _def
+from .elementwise import computation_type
 from .table import (
     OPS,
     Builder,
@@ -165,6 +166,16 @@ def where_rule(types, attrs):
     return [types[0] if types[0] == BOOL else BOOL, t, t], t
 
 
+def _where_on_arrays(types):
+    """np.where(c, a, b) with an array among them: a and b promote (NEP 50); the
+    condition must be a bool."""
+    t = computation_type(types[1:])
+    condition = types[0].dtype if isinstance(types[0], ArrayType) else types[0]
+    if condition != BOOL:
+        raise OpTypeError(f"np.where() needs a bool condition here, got {types[0]}")
+    return [BOOL, t, t], t
+
+
 def _scalar_where(inference, node, inputs, out):
     """np.where(c, a, b) of scalars (OpDef.expand): NumPy's is a 0-d array (np.where is
     not a ufunc), of a and b's NEP 50 promotion (NumPy scalars strong, Python ones weak)."""
@@ -193,7 +204,7 @@ _def("maximum", 2, arith_rule, _np_maximum,
      doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
 _def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
      ("pure", "elementwise"), numpy=("where",), cuda={"*": CExpr("({0} ? {1} : {2})")},
-     expand=_scalar_where,
+     array_rule=_where_on_arrays, expand=_scalar_where,
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)) if needs[1] else None,
          v.select(e, ins[0], v.c(e, 0.0, g), g) if needs[2] else None],

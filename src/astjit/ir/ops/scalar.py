@@ -259,8 +259,10 @@ def min_max_rule(types, attrs):
 
 
 _def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"),
+     array_refusal="min() of arrays is ambiguous: use np.minimum(a, b)",
      python=("min",), vjp=v.min_max_vjp("lt"))
 _def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"),
+     array_refusal="max() of arrays is ambiguous: use np.maximum(a, b)",
      python=("max",), vjp=v.min_max_vjp("gt"))
 
 # float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range

@@ -99,6 +99,12 @@ class OpDef:
     """The symbolic-shape rule (ir/shape_algebra.py): `shape(node, table)` -> the Shape of the
     array result, or the Dim (a length) the int result is; None: unknown. An elementwise
     op's broadcasts unless it declares its own (ops/declare.py)."""
+    array_rule: Callable | None = None
+    """An elementwise op's element types on arrays, where they are not its scalar rule's on
+    NumPy's promotion of every operand (ops/elementwise.py): `array_rule(types)` ->
+    (operand element types, result dtype)."""
+    array_refusal: str | None = None
+    """Why the op refuses whole arrays, where "not supported yet" says too little."""
     scalar_rule: Callable | None = None
     """The declared type rule on Python scalars."""
     python: tuple[str, ...] = ()
