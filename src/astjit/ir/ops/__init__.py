@@ -23,20 +23,29 @@ An entry (`OpDef`) holds everything the stages need for one operation:
   the same rules), or the reason it has none: `zero_derivative` (AD cuts the
   path) or `no_vjp` (handled elsewhere, or not differentiable).
 - `python`, `numpy`: the spellings the frontend lowers to this op; `ufunc`:
-  the NumPy function computing it.
+  the NumPy function computing it; `array_rule` (np.where's condition stays a
+  bool) and `array_refusal` (`min()` of arrays), where the generic array rule
+  of elementwise.py needs them.
+- `decide`, `expand`, `operands`: what type inference settles from the types
+  before (or instead of) the type rule: `x is None` a constant, `x[0]` of an
+  array an `array_get`, `x op= v` of an array an update in place, a packed
+  shape one int per axis (the `Inference` protocol says what they may use).
+- `shape`: the symbolic-shape rule (ir/shape_algebra.py); an elementwise op's
+  broadcasts.
 - `cuda`: the GPU lowering, today a declared refusal (`Refused`).
 
 An op is declared once (`declare._def`), complete: lifting its type rule to
-arrays and NumPy scalars and its VJP rule to broadcasting happens there, and
-nothing changes an entry afterwards.
+arrays and NumPy scalars, its VJP rule to broadcasting and giving an
+elementwise op the broadcasting shape rule happen there, and nothing changes an
+entry afterwards.
 
-Modules: table.py (OpDef, descriptors, type rules), declare.py, semantics.py
-(reference semantics Python's operators lack), scalar.py (operators,
-conversions, stop_gradient), mathfuncs.py (`math` and NumPy functions), ieee.py
-(IEEE float primitives derivative code uses), tapes.py (what a differentiated
-`while` records), vjp.py (what VJP rules are built from),
-arrays/views/allocation/reductions/linalg/adjoints.py (array ops), elementwise.py
-and strong.py (NumPy's promotion). The structural ops (`if`, `while`, `call`) are
+Modules: table.py (OpDef, descriptors, type rules, the `Inference` protocol),
+declare.py, semantics.py (reference semantics Python's operators lack),
+scalar.py (operators, conversions, stop_gradient), mathfuncs.py (`math` and
+NumPy functions), ieee.py (IEEE float primitives derivative code uses),
+tapes.py (what a differentiated `while` records), vjp.py (what VJP rules are
+built from), arrays/views/allocation/reductions/linalg/adjoints.py (array ops),
+elementwise.py and strong.py (NumPy's promotion). The structural ops (`if`, `while`, `call`) are
 not in this table; see `core.py`.
 """
 # The modules declaring ops, in any order: each declaration is complete (ops/declare.py).
