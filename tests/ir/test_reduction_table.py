@@ -1,8 +1,8 @@
 """The reduction table (ir/ops/reductions.py): every kind is one complete row, and a new
 kind is one new row. The second test adds `prod` to a scratch copy of the package, by
 inserting its row and nothing else, and checks it end to end in a fresh interpreter:
-the frontend spellings, the type rule, fusion, the interpreter, the compiled code, the
-row-wise group and the gradient."""
+the frontend spellings, the type rule, fusion, the interpreter, the compiled code (CPU,
+and the GPU's kernels on the simulator), the row-wise group and the gradient."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,7 +21,8 @@ PROD_ROW = '''
                   "prod", {"f": Builder("fmul"), "i": Builder("mul")}, None, None, False,
                   lambda e, g, x, out, axes, keepdims: div(e, e.op(
                       "mul", _expand(e, g, x, axes, keepdims), _expand(e, out, x, axes, keepdims)),
-                      x)),
+                      x),
+                  cuda_combine={"*": CExpr("({0} * {1})")}),
 '''
 
 CHECK = '''
@@ -53,8 +54,10 @@ def plain(a):
 assert "prod" in REDUCTIONS
 x = np.linspace(0.5, 1.5, 12).reshape(3, 4)
 for f, arg in ((whole, x), (columns, x), (rows, x), (ints, np.arange(12).reshape(3, 4))):
-    got, want = jit(f)(arg), f(arg)
-    assert np.allclose(got, want) and np.asarray(got).dtype == np.asarray(want).dtype, (got, want)
+    for target in ("cpu", "cuda-sim"):
+        got, want = jit(f, target=target)(arg), f(arg)
+        assert np.allclose(got, want) and np.asarray(got).dtype == np.asarray(want).dtype, \
+            (target, got, want)
 assert "reduce='prod'" in jit(rows).ir(x)
 g = grad(plain)(x)
 assert np.allclose(g, np.prod(x) / x), g
@@ -65,9 +68,11 @@ print("prod ok")
 def test_every_row_is_complete():
     for row in REDUCTIONS.values():
         for f in dataclasses.fields(ReductionKind):
-            assert getattr(row, f.name) is not None or f.name in ("finish", "pick"), (row.name, f)
+            assert getattr(row, f.name) is not None or f.name in ("finish", "pick", "cuda_finish"), \
+                (row.name, f)
         assert row.spellings and row.reference and callable(row.vjp) and callable(row.dtype)
         assert set(row.identity) >= {"f", "i"} and set(row.combine) >= {"f", "i"}
+        assert {"f", "i"} <= set(row.cuda_combine) or "*" in row.cuda_combine, row.name
         for lowering in [*row.combine.values(), row.finish]:
             assert lowering is None or isinstance(lowering, (Builder, Intrinsic))
 

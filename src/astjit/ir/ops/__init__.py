@@ -77,8 +77,10 @@ from .table import (
     BACKENDS,
     OPS,
     Builder,
+    CExpr,
     Intrinsic,
     LibCall,
+    OnHost,
     OpDef,
     OpTypeError,
     Refused,
@@ -90,6 +92,7 @@ ZERO_DERIVATIVE = frozenset(name for name, op in OPS.items() if op.zero_derivati
 """Ops whose result does not change with their float inputs (or that have none)."""
 
 __all__ = ["OPS", "OpDef", "OpTypeError", "Builder", "Intrinsic", "LibCall", "Routine", "Refused",
+           "CExpr", "OnHost",
            "BACKENDS", "kind",
            "EXCEPTIONS", "ZERO_DERIVATIVE", "zero_of", "float_pow", "int_pow", "ieee_div",
            "ieee_log", "ieee_pow", "in_int64", "py_max", "py_min", "py_shift_left",

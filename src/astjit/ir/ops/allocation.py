@@ -90,8 +90,9 @@ def py_array_new(*inputs, dtype: ScalarType, fill=None):
 
 
 def py_array_new_like(like, *value, dtype: ScalarType | None = None, fill=None, what=None):
-    numpy = _numpy()
-    out = numpy.empty(like.shape, dtype=NUMPY_NAMES[dtype.name] if dtype else like.dtype)
+    numpy = _numpy()  # empty_like: made where `like` lives (a CuPy array's on its device)
+    out = numpy.empty_like(like, dtype=NUMPY_NAMES[dtype.name] if dtype else like.dtype,
+                           order="C")
     if fill is not None:
         out[...] = value[0] if fill == "value" else fill
     return out

@@ -13,17 +13,19 @@ from __future__ import annotations
 from ..shape_algebra import broadcast_rule
 from .elementwise import BITWISE_UFUNCS, UFUNCS, lift
 from .strong import with_strength
-from .table import GPU_LATER, OPS, OpDef
+from .table import OPS, OnHost, OpDef
 from .vjp import unbroadcasting
 
 
 def _def(name, arity, rule, evaluate, llvm, traits=("pure",), *, vjp=None, zero_derivative=None,
-         no_vjp=None, python=(), numpy=(), ufunc=None, cuda=GPU_LATER, **kw) -> OpDef:
+         no_vjp=None, python=(), numpy=(), ufunc=None, cuda=None, **kw) -> OpDef:
     """Declare the primitive `name`: its scalar type `rule`, its Python `evaluate`, its CPU
     lowering `llvm`, `traits`; its VJP rule or why it has none (`zero_derivative`: its
     result does not change with float inputs; `no_vjp`: AD handles it elsewhere or
     refuses it); its Python and NumPy spellings and the NumPy function computing it
-    (`ufunc`, by default the first NumPy spelling)."""
+    (`ufunc`, by default the first NumPy spelling); its CUDA lowering `cuda`: how a kernel
+    computes it (`CExpr`s) or how the host program runs it
+    (`OnHost`, the default)."""
     assert name not in OPS, name
     traits = frozenset(traits)
     elementwise = "elementwise" in traits
@@ -34,7 +36,8 @@ def _def(name, arity, rule, evaluate, llvm, traits=("pure",), *, vjp=None, zero_
     OPS[name] = OpDef(name, arity, typed, evaluate, llvm, traits, **kw,
                       vjp=unbroadcasting(vjp) if vjp and elementwise else vjp,
                       zero_derivative=zero_derivative, no_vjp=no_vjp, scalar_rule=rule,
-                      python=tuple(python), numpy=tuple(numpy), ufunc=ufunc, cuda=cuda)
+                      python=tuple(python), numpy=tuple(numpy), ufunc=ufunc,
+                      cuda=cuda or OnHost())
     if ufunc:
         (UFUNCS if elementwise else BITWISE_UFUNCS)[name] = ufunc
     return OPS[name]

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..shape_algebra import reduced
 from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
 from .declare import _def
-from .table import Builder, Intrinsic, OpTypeError, Routine
+from .table import Builder, CExpr, Intrinsic, OpTypeError, Routine
 from .vjp import c, div, is_array, select, with_attrs
 
 EMPTY_REDUCTION = "zero-size array to reduction operation {name} which has no identity"
@@ -81,6 +81,12 @@ class ReductionKind:
     """Its float result of a 0-d array is `identity + x` (NumPy's sum turns -0.0 into +0.0)."""
     vjp: Callable
     """`vjp(e, g, x, out, axes, keepdims)`: the adjoint of a float `x` (ops/vjp.py's builder)."""
+    cuda_combine: dict[str, CExpr] = field(default_factory=dict)
+    """CUDA: the accumulator after taking in another accumulator or element, `{0}` and `{1}`
+    (a tree combines partial results in any order)."""
+    cuda_finish: CExpr | None = None
+    """CUDA: the result from the accumulator `{0}` and the count `{1}` (already of the
+    accumulator's type); None: the accumulator itself."""
 
 
 def empty_message(kind: str) -> str:
@@ -185,20 +191,26 @@ def _sum_dtype(dtype: ScalarType) -> ScalarType:
 
 ADD = {"f": Builder("fadd", flags=("reassoc",)), "i": Builder("add")}
 """Integers wrap; float sums may be reassociated (vectorized with partial sums)."""
+C_ADD = {"*": CExpr("({0} + {1})")}
 
 REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
     ReductionKind("sum", ("sum",), "add", _sum_dtype, {"f": 0.0, "i": 0}, False,
-                  "sum", ADD, None, None, True, _sum_vjp),
+                  "sum", ADD, None, None, True, _sum_vjp, cuda_combine=C_ADD),
     ReductionKind("mean", ("mean",), "add", lambda t: F32 if t == F32 else F64,
-                  {"f": 0.0, "i": 0}, False, "mean", ADD, Builder("fdiv"), None, True, _mean_vjp),
+                  {"f": 0.0, "i": 0}, False, "mean", ADD, Builder("fdiv"), None, True, _mean_vjp,
+                  cuda_combine=C_ADD, cuda_finish=CExpr("({0} / {1})")),
     ReductionKind("max", ("max", "amax"), "maximum", lambda t: t,
                   {"f": -math.inf, "i": -2 ** 63, "b": 0}, True, "max",
                   {"f": Intrinsic("llvm.maximum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
-                  None, ">", False, _extremum_vjp),
+                  None, ">", False, _extremum_vjp,
+                  cuda_combine={"f": CExpr("astjit_reduce_max({0}, {1})"),
+                                "i": CExpr("({1} > {0} ? {1} : {0})"), "b": CExpr("({0} || {1})")}),
     ReductionKind("min", ("min", "amin"), "minimum", lambda t: t,
                   {"f": math.inf, "i": 2 ** 63 - 1, "b": 1}, True, "min",
                   {"f": Intrinsic("llvm.minimum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
-                  None, "<", False, _extremum_vjp),
+                  None, "<", False, _extremum_vjp,
+                  cuda_combine={"f": CExpr("astjit_reduce_min({0}, {1})"),
+                                "i": CExpr("({1} < {0} ? {1} : {0})"), "b": CExpr("({0} && {1})")}),
 )}
 """Every reduction kind, one row each (`ReductionKind`)."""
 

@@ -47,7 +47,9 @@ from .semantics import (
 from .strong import numpy_constant
 from .table import (
     Builder,
+    CExpr,
     Intrinsic,
+    OnHost,
     OpTypeError,
     Refused,
     Routine,
@@ -72,6 +74,13 @@ _ZERO_INT = "an int or bool result: a step function of its float inputs, if any"
 _COMPARISON = "a comparison: a bool"
 _OPERATOR = ("pure", "elementwise", "operator")
 _ARITH_RAISES = ("pure", "raises", "elementwise", "operator")
+_TO_INT = OnHost()  # Python's int of a float: never in a kernel (arrays have no math.floor)
+
+
+def _infix(operator_: str) -> dict:
+    """The CUDA lowering of a C infix operator, for every operand kind."""
+    return {"*": CExpr(f"({{0}} {operator_} {{1}})")}
+
 
 # ---- what type inference settles (OpDef.decide, expand, operands; ops/table.py) ---------
 
@@ -151,12 +160,14 @@ def _constant_length(node, table):
 
 _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
      expand=_tuple_constant, operands=_constant_operands, shape=_constant_length,
+     cuda={"*": CExpr("{value}")},
      zero_derivative="a constant")
 _def("undef", 0, undef_rule, _undef, {"*": Routine("undef")}, zero_derivative="a placeholder",
      operands=_placeholder_operands,
      doc="a placeholder for a value not produced yet on this path (a return value before the return)")
 _def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None,
      {"*": Refused("`is None` is decided by type inference")},
+     cuda=Refused("`is None` is decided by type inference"),
      no_vjp="type inference replaces it by a constant", decide=_decide_is_none,
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
 _def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},
@@ -165,31 +176,34 @@ _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_el
      no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
      decide=_decide_cast,
-     llvm_numpy={"f": Routine("cast_numpy")},
+     llvm_numpy={"f": Routine("cast_numpy")}, cuda={"*": CExpr("astjit_to<{T}>::from({0})")},
      vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
 _def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
+     cuda={"*": CExpr("({0} ? {1} : {2})")},
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)), v.select(e, ins[0], v.c(e, 0.0, g), g)])
 
 _def("add", 2, arith_rule, operator.add, {"f": Builder("fadd"), "i": Builder("add")},
-     ("pure", "commutative", "elementwise", "operator"), numpy=("add",),
+     ("pure", "commutative", "elementwise", "operator"), numpy=("add",), cuda=_infix("+"),
      vjp=lambda e, g, ins, out, needs: [g, g])
 _def("sub", 2, arith_rule, operator.sub, {"f": Builder("fsub"), "i": Builder("sub")}, _OPERATOR,
-     numpy=("subtract",), vjp=lambda e, g, ins, out, needs: [g, e.op("neg", g)])
+     numpy=("subtract",), cuda=_infix("-"), vjp=lambda e, g, ins, out, needs: [g, e.op("neg", g)])
 _def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, a + b)),
      {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"), zero_derivative="ints only",
      doc="int64 addition clamped to the int64 range: a range() counter's step, which must not wrap")
 _def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mul")},
-     ("pure", "commutative", "elementwise", "operator"), numpy=("multiply",),
+     ("pure", "commutative", "elementwise", "operator"), numpy=("multiply",), cuda=_infix("*"),
      vjp=lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
                                         e.op("mul", g, ins[0]) if needs[1] else None])
 _def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")}, _ARITH_RAISES,
-     llvm_numpy={"f": Builder("fdiv")}, numpy=("true_divide", "divide"), vjp=v.truediv_vjp)
+     llvm_numpy={"f": Builder("fdiv")}, numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
+     cuda={"f": CExpr("({0} / {1})")})
 _def("floordiv", 2, arith_rule, operator.floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
      llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy")},
-     numpy=("floor_divide",), zero_derivative=_ZERO_INT)
+     numpy=("floor_divide",), zero_derivative=_ZERO_INT,
+     cuda={"f": CExpr("astjit_floordiv_float({0}, {1})"), "i": CExpr("astjit_floordiv_int({0}, {1})")})
 
 
 def _mod_vjp(e, g, ins, out, needs):
@@ -202,10 +216,12 @@ def _mod_vjp(e, g, ins, out, needs):
 
 _def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
      _ARITH_RAISES, llvm_numpy={"f": Routine("mod_float_numpy"), "i": Routine("mod_int_numpy")},
-     numpy=("remainder", "mod"), vjp=_mod_vjp)
+     numpy=("remainder", "mod"), vjp=_mod_vjp,
+     cuda={"f": CExpr("astjit_mod_float({0}, {1})"), "i": CExpr("astjit_mod_int({0}, {1})")})
 _def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int")},
      _ARITH_RAISES, llvm_numpy={"f": Intrinsic("llvm.pow"), "i": Routine("pow_int_numpy")},
-     numpy=("power",), vjp=v.pow_vjp)
+     numpy=("power",), vjp=v.pow_vjp,
+     cuda={"f": CExpr("pow({0}, {1})"), "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)")})
 _def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")},
      ("pure", "raises", "operator"), ufunc="left_shift", zero_derivative="ints only")
 _def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")},
@@ -217,15 +233,17 @@ for _name, _fn, _instruction in [("bitand", operator.and_, "and_"), ("bitor", op
          ("pure", "commutative", "operator"), ufunc="bitwise_" + _name[3:],
          zero_derivative="ints and bools only")
 _def("neg", 1, unary_arith_rule, operator.neg, {"f": Builder("fneg"), "i": Builder("neg")},
-     _OPERATOR, numpy=("negative",), vjp=v.unary(lambda e, g, x, out: e.op("neg", g)))
+     _OPERATOR, numpy=("negative",), cuda={"*": CExpr("(-{0})")},
+     vjp=v.unary(lambda e, g, x, out: e.op("neg", g)))
 _def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, _OPERATOR,
-     numpy=("positive",), vjp=v.unary(lambda e, g, x, out: g))
+     numpy=("positive",), cuda={"*": CExpr("{0}")}, vjp=v.unary(lambda e, g, x, out: g))
 _def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_"), "b": Builder("not_")},
      _OPERATOR, ufunc="invert", zero_derivative="ints and bools only",
+     cuda={"i": CExpr("(~{0})"), "b": CExpr("(!{0})")},
      doc="~x of an int; of a bool only as NumPy's (~np.True_ is np.False_), ops/strong.py")
 _def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"),
      decide=_decide_not,
-     zero_derivative="a bool")
+     zero_derivative="a bool", cuda={"*": CExpr("(!{0})")})
 
 for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),
                              ("gt", ">", "greater"), ("ge", ">=", "greater_equal"),
@@ -235,10 +253,11 @@ for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),
          {"f": Builder(_fcmp, (_pred,)), "i": Builder("icmp_signed", (_pred,)),
           "b": Builder("icmp_unsigned", (_pred,))},
          ("pure", "commutative", "elementwise", "operator") if _name in ("eq", "ne") else _OPERATOR,
-         numpy=(_ufunc,), zero_derivative=_COMPARISON)
+         numpy=(_ufunc,), zero_derivative=_COMPARISON, cuda=_infix(_pred))
 
 _def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},
      _OPERATOR, python=("abs",), numpy=("absolute", "abs"),
+     cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})")},
      vjp=v.unary(lambda e, g, x, out: v.sign_times(e, g, x)))
 
 
@@ -260,16 +279,16 @@ def min_max_rule(types, attrs):
 
 _def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"),
      array_refusal="min() of arrays is ambiguous: use np.minimum(a, b)",
-     python=("min",), vjp=v.min_max_vjp("lt"))
+     python=("min",), vjp=v.min_max_vjp("lt"), cuda={"*": CExpr("({1} < {0} ? {1} : {0})")})
 _def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"),
      array_refusal="max() of arrays is ambiguous: use np.maximum(a, b)",
-     python=("max",), vjp=v.min_max_vjp("gt"))
+     python=("max",), vjp=v.min_max_vjp("gt"), cuda={"*": CExpr("({1} > {0} ? {1} : {0})")})
 
 # float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range
 _def("floor", 1, to_int_rule, int_result(math.floor), {"f": Routine("floor"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("math.floor",), zero_derivative=_ZERO_INT)
+     ("pure", "raises", "elementwise"), python=("math.floor",), zero_derivative=_ZERO_INT, cuda=_TO_INT)
 _def("ceil", 1, to_int_rule, int_result(math.ceil), {"f": Routine("ceil"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("math.ceil",), zero_derivative=_ZERO_INT)
+     ("pure", "raises", "elementwise"), python=("math.ceil",), zero_derivative=_ZERO_INT, cuda=_TO_INT)
 
 
 def trunc_rule(types, attrs):
@@ -284,9 +303,9 @@ def trunc_rule(types, attrs):
 
 
 _def("trunc", 1, trunc_rule, int_result(math.trunc), {"f": Routine("trunc"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("math.trunc",), zero_derivative=_ZERO_INT)
+     ("pure", "raises", "elementwise"), python=("math.trunc",), zero_derivative=_ZERO_INT, cuda=_TO_INT)
 _def("round", 1, to_int_rule, int_result(round), {"f": Routine("round"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("round",), zero_derivative=_ZERO_INT,
+     ("pure", "raises", "elementwise"), python=("round",), zero_derivative=_ZERO_INT, cuda=_TO_INT,
      doc="round(x): half to even, an int")
 
 

@@ -48,12 +48,25 @@ class Routine:
 
 
 @dataclass(frozen=True)
+class CExpr:
+    """The CUDA backend's lowering: a C expression over the operands `{0}`, `{1}`, ... (each
+    already a C expression of the operand's type), computing the op with NumPy's semantics
+    (a kernel computes array elements); helpers it calls are in backend/cuda/prelude.py.
+    `{T}` is the result's C type; `{value}` a `const`'s literal."""
+    template: str
+
+
+@dataclass(frozen=True)
+class OnHost:
+    """The CUDA backend runs the op in its host program, between kernel launches: its
+    `evaluate` on the device's arrays (backend/cuda/host.py)."""
+
+
+@dataclass(frozen=True)
 class Refused:
     """A backend's declared refusal of an op: compiling it there is an error with this text."""
     message: str
 
-
-GPU_LATER = Refused("the GPU backend comes with issue 12")
 
 BACKENDS = ("llvm", "cuda")
 """The backends every op declares a lowering (or a refusal) for."""
@@ -113,8 +126,9 @@ class OpDef:
     """The NumPy functions (`np.<name>`) that lower to this op."""
     ufunc: str | None = None
     """The NumPy function computing the op (its array form, its NumPy-scalar semantics)."""
-    cuda: Any = GPU_LATER
-    """The GPU lowering, or its refusal."""
+    cuda: Any = None
+    """The GPU lowering: `CExpr`s by operand kind (in a kernel), `OnHost` (the host program
+    runs it), or a `Refused`."""
 
     def lowering(self, backend: str):
         """This op's lowering descriptors (or refusal) for `backend` (one of `BACKENDS`)."""
