@@ -12,19 +12,15 @@ round trip per `x[i]`. A `while` node is such a loop when:
   ""; a Python division, `math.sqrt` would need a check: the loop stays on the host),
   and element reads and writes `x[..., i, ...]` indexed by the counter itself at one
   axis and by loop-invariant values (parameters, constants) at the others;
-- an array it writes is accessed only at one pattern of indices (`x[i] = x[i] * s`,
-  not `x[i] = x[i, 0]`-like mixes), so iteration `i` touches elements no other does.
-Nested loops are not parallelised in this version (a loop containing a loop stays on
-the host; an inner loop that qualifies is a kernel launched per outer iteration).
+- an array it writes is accessed at one pattern of indices only (`x[i] = x[i] * s`, not
+  `x[i, 0] = x[i, 1]`), so iteration `i` touches elements no other iteration does.
+Loops around loops are not parallelised in this version (the outer loop stays on the
+host; an inner loop that qualifies is a kernel launched once per outer iteration).
 
-At run time (`ElementLoopLaunch`) the host checks, before launching, what the CPU
-would check during the loop, for the whole range at once: every access in bounds
-(Python's negative wrap; the counter's wrapped indices distinct), and that no array it
-writes shares memory with another array of the loop unless both are the same view
-accessed at the same indices (a pointer-range check, the arrays' dtypes aside). If
-either fails, the interpreter's own step runs the loop on the host, which raises the
-CPU's IndexError at the same iteration after the same writes. The loop's result, the
-final counter, is `max(start, stop)`, as the CPU leaves it.
+Arrays of the loop may be one array at run time (`f(x, x)`), and an index may be out of
+bounds: loop_launch.py checks both for the whole range before the launch, and runs the
+loop on the host (the interpreter's own step, the CPU's behaviour) where it must. The
+loop's result, the final counter, is `max(start, stop)`, as the CPU leaves it.
 """
 from __future__ import annotations
 
@@ -33,9 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...ir.core import Graph, Node, Value
-from ...ir.interp import Step
 from ...ir.ops import OPS, CExpr, kind
-from ...ir.types import I64, NUMPY_NAMES, ArrayType, ScalarType
+from ...ir.types import I64, ArrayType, ScalarType
 from .csource import C_TYPES, Source, c_literal, c_type
 from .scalar_functions import raise_check
 from .scalars import _expression, local_name
@@ -278,82 +273,3 @@ def emit_element_loop(src: Source, plan: ElementLoop, name: str) -> list[str]:
     src.close()
     src.close()
     return [name]
-
-
-# ---- the host's launch ----------------------------------------------------------------
-
-class ElementLoopLaunch:
-    """A parallel element loop's step: the checks, then one launch; else `host`, the
-    interpreter's own step (the loop one element at a time)."""
-
-    def __init__(self, device, node: Node, name: str, inputs: list[int], outputs: list[int],
-                 host: Step):
-        self.device, self.name, self.inputs, self.outputs = device, name, inputs, outputs
-        self.host = host
-        self.plan = element_loop(node)
-        self.n = node.attrs["n_invariants"]
-
-    def step(self, frame: list) -> None:
-        values = [frame[s] for s in self.inputs]
-        start, stop = values[self.n], values[self.plan.stop]
-        if start >= stop:
-            frame[self.outputs[0]] = start
-            return
-        if not (self.in_bounds(values, start, stop) and self.apart(values)):
-            return self.host(frame)
-        import numpy
-
-        args = []
-        for k, t in sorted(self.plan.used.items()):
-            a = values[k]
-            if isinstance(t, ArrayType):
-                args += [a, *a.shape, *(s // a.itemsize for s in a.strides)]
-            else:
-                args.append(numpy.dtype(NUMPY_NAMES[t.name]).type(a))
-        grid = max(1, min(-(-(stop - start) // THREADS), self.device.max_blocks))
-        self.device.launch(self.name, grid, THREADS, args + [start, stop])
-        frame[self.outputs[0]] = stop
-
-    def in_bounds(self, values: list, start: int, stop: int) -> bool:
-        """Every access of every iteration in bounds, the counter's indices distinct."""
-        for k, patterns in self.plan.patterns.items():
-            shape = values[k].shape
-            for pattern in patterns:
-                for n, index in zip(shape, pattern):
-                    if index == COUNTER:
-                        if not (-n <= start and stop <= n and stop - start <= n):
-                            return False
-                        continue
-                    value = values[index[1]] if index[0] == "p" else index[1]
-                    if not -n <= value < n:
-                        return False
-        return True
-
-    def apart(self, values: list) -> bool:
-        """No written array shares memory with another array of the loop, unless both are
-        the same view accessed at the same indices."""
-        arrays = sorted(self.plan.patterns)
-        for k in self.plan.written:
-            for q in arrays:
-                if q == k or values[q] is values[k] and self.plan.patterns[q] == self.plan.patterns[k]:
-                    continue
-                a, b = values[k], values[q]
-                same = _extent(a) == _extent(b) and a.shape == b.shape and a.strides == b.strides \
-                    and a.dtype == b.dtype and self.plan.patterns[q] == self.plan.patterns[k]
-                if not same and _overlap(_extent(a), _extent(b)):
-                    return False
-        return True
-
-
-def _extent(a) -> tuple[int, int] | None:
-    """The bytes [first, end) array `a` spans (a CuPy array's or a NumPy one's), or None."""
-    if a.size == 0:
-        return None
-    ptr = a.data.ptr if hasattr(a.data, "ptr") else a.__array_interface__["data"][0]
-    low = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s < 0)
-    high = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s > 0)
-    return ptr + low, ptr + high + a.itemsize
-
-
-def _overlap(a, b) -> bool:
-    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]

@@ -26,8 +26,8 @@ from ...ir.ops import EXCEPTIONS
 from ...ir.ops.elementwise import broadcast_shape
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import NUMPY_NAMES, ArrayType, ScalarType
-from .element_loops import ElementLoopLaunch
 from .elementwise import has_contiguous_variant
+from .loop_launch import ElementLoopLaunch
 from .prelude import ERROR_MESSAGES
 from .reductions import BLOCK, reduction_code
 from .rows import ROW_SLOTS, members_of
@@ -55,7 +55,7 @@ class Device(Protocol):
 def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
     """The interpreter's step factory (ir/interp.py `steps`) for `device`."""
     def step(node: Node, inputs: list[int], outputs: list[int], own: Callable[[], Step]) -> Step | None:
-        if node in launches and node.op == "while":  # an element loop (element_loops.py)
+        if node in launches and node.op == "while":  # an element loop (loop_launch.py)
             return ElementLoopLaunch(device, node, launches[node][0], inputs, outputs, own()).step
         if node in launches and node.op == "rowwise":
             return RowLaunch(device, node, launches[node][0], inputs, outputs, own()).step
@@ -67,6 +67,8 @@ def device_steps(device: Device, launches: dict[Node, list[str]]) -> Callable:
                 for slot, value in zip(outputs, results):
                     frame[slot] = value
             return launch
+        if node.op in ("array_get", "array_set"):  # x[i] on the host: the CPU's message
+            return _located_index_errors(own(), node.loc)
         made = [slot for slot, v in zip(outputs, node.outputs) if isinstance(v.type, ArrayType)]
         if not made or node.regions:
             return None
@@ -85,6 +87,16 @@ def located(exc: type[Exception] | str, message: str, loc: Loc | None) -> Except
     where = f" (at {loc.filename}:{loc.line}: {loc.text.strip()})" if loc is not None else ""
     cls = EXCEPTIONS.get(exc, RuntimeError) if isinstance(exc, str) else exc
     return cls(message + where)
+
+
+def _located_index_errors(step: Step, loc: Loc | None) -> Step:
+    """`step` (an element access) raising its IndexError with the source line, as the CPU."""
+    def run(frame: list) -> None:
+        try:
+            step(frame)
+        except IndexError as error:
+            raise located(IndexError, str(error), loc) from None
+    return run
 
 
 class FusedLaunch:

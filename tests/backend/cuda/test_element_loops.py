@@ -1,0 +1,243 @@
+"""Element loops on the CUDA backend (backend/cuda/element_loops.py), without a GPU: a loop
+whose iterations are independent is one kernel launch on cuda-sim and agrees with the CPU,
+writes into arguments included; the others (carried values, raising ops, aliasing or
+out-of-bounds accesses found at run time) run on the host with the CPU's behaviour, and
+the CUDA source says why for those it knows at compile time."""
+import math
+
+import array_functions
+import numpy as np
+import pytest
+
+from astjit import jit
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """The names of the kernels the simulator launches (test_cuda_backend.py's pattern)."""
+    from astjit.backend.cuda import devices
+
+    names = []
+    launch = devices.SimDevice.launch
+
+    def counting(self, name, grid, block, args):
+        names.append(name)
+        return launch(self, name, grid, block, args)
+    monkeypatch.setattr(devices.SimDevice, "launch", counting)
+    return names
+
+
+def axpy(a, x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = a * x[i] + y[i]
+    return out
+
+
+def clipped(x, y, s):
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            y[i] = x[i] * s
+        else:
+            y[i] = -x[i]
+    return y
+
+
+def column(y, x, j0):
+    for i in range(x.shape[0]):
+        y[i, j0] = y[i, j0] + x[i]
+    return y
+
+
+def shifted(y, x):
+    for i in range(x.shape[0] - 1):
+        y[i] = x[i + 1] * 2.0
+    return y
+
+
+def doubled(y, x):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * 2.0
+    return y
+
+
+def incremented(y, x):
+    for i in range(x.shape[0]):
+        y[i] = x[i] + 1.0
+    return y
+
+
+def from_to(y, start, stop):
+    for i in range(start, stop):
+        y[i] = y[i] + 1.0
+    return y
+
+
+def roots(y, x):
+    for i in range(x.shape[0]):
+        y[i] = math.sqrt(x[i])
+    return y
+
+
+def ints_and_bools(k, m, x):
+    for i in range(k.shape[0]):
+        k[i] = k[i] * 3 + 1
+        m[i] = x[i] > 0.5
+    return k, m
+
+
+def compile_to_ptx(source: str) -> bytes:
+    """test_cuda_backend.py's NVRTC check."""
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    program = nvrtc.createProgram(source, "astjit.cu", [], [])
+    try:
+        nvrtc.compileProgram(program, ["-arch=compute_80", "-std=c++17", "--fmad=false"])
+    except Exception:
+        raise AssertionError("NVRTC rejected:\n" + nvrtc.getProgramLog(program)) from None
+    return nvrtc.getPTX(program)
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def run_both(fn, *args):
+    """The CPU's and cuda-sim's results and arguments after the call, checked equal."""
+    cpu_args, sim_args = _copies(args), _copies(args)
+    expected, got = jit(fn)(*cpu_args), jit(fn, target="cuda-sim")(*sim_args)
+    for e, g in zip(expected if isinstance(expected, tuple) else [expected],
+                    got if isinstance(got, tuple) else [got]):
+        np.testing.assert_array_equal(g, e)
+    for a, b in zip(cpu_args, sim_args):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(b, a)
+    return cpu_args, sim_args
+
+
+def cuda_source(fn, *args):
+    return jit(fn, target="gpu").ir(*args, stage="cuda")
+
+
+INDEPENDENT = [
+    (array_functions.scale_in_place, lambda: (_rng().standard_normal(1000), 1.5)),
+    (axpy, lambda: (2.0, _rng().standard_normal(700), np.arange(700.0), np.empty(700))),
+    (clipped, lambda: (_rng().standard_normal(300), np.zeros(300), 3.0)),
+    (column, lambda: (np.ones((50, 4)), np.arange(50.0), 2)),
+    (column, lambda: (np.ones((50, 4)), np.arange(50.0), -1)),
+    (ints_and_bools, lambda: (np.arange(40), np.zeros(40, dtype=bool), _rng().random(40))),
+]
+
+
+@pytest.mark.parametrize("fn,make", INDEPENDENT, ids=lambda v: getattr(v, "__name__", ""))
+def test_an_independent_loop_is_one_launch(fn, make, launches):
+    run_both(fn, *make())
+    assert launches == ["k0_loop"]
+
+
+def test_strided_arrays(launches):
+    x, y = np.arange(40.0)[::-2], np.zeros((20, 3))[:, 1]
+    run_both(doubled, y, x)
+    assert launches == ["k0_loop"]
+
+
+def test_the_same_array_at_the_same_indices_is_one_launch(launches):
+    """incremented(z, z): y[i] = x[i] + 1 reads and writes z[i] only: still independent."""
+    a, b = np.arange(10.0), np.arange(10.0)
+    expected, got = jit(incremented)(a, a), jit(incremented, target="cuda-sim")(b, b)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(b, a)
+    assert launches == ["k0_loop"]
+
+
+def test_aliasing_at_other_indices_runs_on_the_host(launches):
+    x = np.arange(10.0)
+    a, b = x.copy(), x.copy()
+    jit(shifted)(a, a)  # y[i] = x[i + 1]: an index computed in the loop
+    jit(shifted, target="cuda-sim")(b, b)
+    np.testing.assert_array_equal(b, a)
+    assert launches == []
+    a, b = x.copy(), x.copy()
+    jit(doubled)(a[1:], a[:-1])  # overlapping views: found at run time
+    jit(doubled, target="cuda-sim")(b[1:], b[:-1])
+    np.testing.assert_array_equal(b, a)
+    assert launches == []
+    assert "// host: the loop at test_element_loops.py:" in cuda_source(shifted, x, x)
+
+
+def test_out_of_bounds_raises_as_on_the_cpu_after_the_same_writes(launches):
+    x = np.arange(10.0)
+    cpu_y, sim_y = np.zeros(6), np.zeros(6)
+    with pytest.raises(IndexError) as cpu:
+        jit(doubled)(cpu_y, x)
+    with pytest.raises(IndexError) as sim:
+        jit(doubled, target="cuda-sim")(sim_y, x)
+    assert str(sim.value) == str(cpu.value)
+    assert "index 6 is out of bounds for axis 0 with size 6" in str(sim.value)
+    np.testing.assert_array_equal(sim_y, cpu_y)
+    assert launches == []
+    with pytest.raises(IndexError) as cpu:
+        jit(column)(np.ones((10, 3)), x, 3)
+    with pytest.raises(IndexError) as sim:
+        jit(column, target="cuda-sim")(np.ones((10, 3)), x, 3)
+    assert str(sim.value) == str(cpu.value) and launches == []
+
+
+@pytest.mark.parametrize("start,stop,n_launches", [(-3, 2, 1), (-5, 0, 1), (-3, 3, 0), (-6, 2, 0),
+                                                   (5, 2, 0), (0, 0, 0), (2, 5, 1)])
+def test_negative_starts_and_empty_ranges(start, stop, n_launches, launches):
+    """range(-3, 3) of a length-5 array touches y[2] twice: the host runs it."""
+    y = np.arange(5.0)
+    if -5 <= start and stop <= 5:
+        run_both(from_to, y, start, stop)
+    else:
+        with pytest.raises(IndexError) as cpu:
+            jit(from_to)(y.copy(), start, stop)
+        with pytest.raises(IndexError) as sim:
+            jit(from_to, target="cuda-sim")(y.copy(), start, stop)
+        assert str(sim.value) == str(cpu.value)
+    assert len(launches) == n_launches
+
+
+def test_carried_values_stay_on_the_host_with_a_note(launches):
+    x = _rng().standard_normal(50)
+    run_both(array_functions.prefix_sum, x)
+    assert launches == []
+    source = cuda_source(array_functions.prefix_sum, x)
+    assert ("// host: the loop at array_functions.py:61 runs on the host, one element at a "
+            "time: it carries acc from one iteration to the next") in source
+    assert "it carries best, k" in cuda_source(array_functions.running_max_index, x)
+
+
+def test_python_semantics_that_may_raise_stay_on_the_host(launches):
+    x = np.abs(_rng().standard_normal(20))
+    run_both(roots, np.zeros(20), x)
+    assert launches == []
+    assert "'sqrt' at line" in cuda_source(roots, np.zeros(20), x)
+    with pytest.raises(ValueError, match="math domain error"):
+        jit(roots, target="cuda-sim")(np.zeros(3), np.array([1.0, -1.0, 2.0]))
+
+
+def test_a_loop_around_a_loop_launches_the_inner_one_per_row(launches):
+    a, b = _rng().standard_normal((4, 5)), _rng().standard_normal(5)
+    run_both(array_functions.loop_2d, a, b)
+    assert launches == ["k0_loop"] * 4
+    assert "it contains a loop at line 71" in cuda_source(array_functions.loop_2d, a, b)
+
+
+SOURCES = [(fn, make) for fn, make in INDEPENDENT] + [
+    (doubled, lambda: (np.zeros(3), np.ones(3))),
+    (from_to, lambda: (np.zeros(3), 0, 3)),
+    (roots, lambda: (np.zeros(3), np.ones(3))),
+    (shifted, lambda: (np.zeros(3), np.ones(3))),
+    (array_functions.loop_2d, lambda: (np.ones((2, 3)), np.ones(3))),
+    (array_functions.prefix_sum, lambda: (np.ones(3),)),
+]
+
+
+@pytest.mark.parametrize("fn,make", SOURCES, ids=lambda v: getattr(v, "__name__", ""))
+def test_every_source_compiles_with_nvrtc(fn, make):
+    source = cuda_source(fn, *make())
+    assert compile_to_ptx(source).count(b".entry") == source.count("__global__")
