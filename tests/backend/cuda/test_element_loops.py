@@ -96,6 +96,22 @@ def compile_to_ptx(source: str) -> bytes:
     return nvrtc.getPTX(program)
 
 
+def counted_by_hand(y, x):
+    i, n = 0, x.shape[0]
+    while i < n:  # `i < x.shape[0]` reads the shape in the condition: the host's
+        y[i] = x[i] * 0.1 + 1.0
+        i += 1
+    return i
+
+
+def until_negative(y, x):
+    for i in range(x.shape[0]):
+        if x[i] < 0.0:
+            break
+        y[i] = x[i]
+    return y
+
+
 def _rng():
     return np.random.default_rng(7)
 
@@ -211,6 +227,19 @@ def test_carried_values_stay_on_the_host_with_a_note(launches):
     assert "it carries best, k" in cuda_source(array_functions.running_max_index, x)
 
 
+def test_a_hand_written_counting_while_is_one_launch(launches):
+    x = np.arange(30, dtype=np.float32)
+    assert run_both(counted_by_hand, np.zeros(30, np.float32), x) and launches == ["k0_loop"]
+    assert jit(counted_by_hand, target="cuda-sim")(np.zeros(30, np.float32), x) == 30
+
+
+def test_a_loop_that_may_break_stays_on_the_host(launches):
+    x = np.array([1.0, 2.0, -1.0, 3.0])
+    run_both(until_negative, np.zeros(4), x)
+    assert launches == []
+    assert "it may leave early (break or return)" in cuda_source(until_negative, x, x)
+
+
 def test_python_semantics_that_may_raise_stay_on_the_host(launches):
     x = np.abs(_rng().standard_normal(20))
     run_both(roots, np.zeros(20), x)
@@ -229,6 +258,8 @@ def test_a_loop_around_a_loop_launches_the_inner_one_per_row(launches):
 
 SOURCES = [(fn, make) for fn, make in INDEPENDENT] + [
     (doubled, lambda: (np.zeros(3), np.ones(3))),
+    (counted_by_hand, lambda: (np.zeros(3, np.float32), np.ones(3, np.float32))),
+    (until_negative, lambda: (np.zeros(3), np.ones(3))),
     (from_to, lambda: (np.zeros(3), 0, 3)),
     (roots, lambda: (np.zeros(3), np.ones(3))),
     (shifted, lambda: (np.zeros(3), np.ones(3))),
