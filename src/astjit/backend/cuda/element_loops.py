@@ -33,7 +33,7 @@ from ...ir.ops import OPS, CExpr, kind
 from ...ir.types import I64, ArrayType, ScalarType
 from .csource import C_TYPES, Source, c_literal, c_type
 from .scalar_functions import raise_check
-from .scalars import _expression, local_name
+from .scalars import c_expression, local_name
 
 THREADS = 256
 
@@ -175,7 +175,7 @@ class _Body:
         operands = [self.scalar(v, env, node) for v in node.inputs]
         name = local_name(out)
         self.src.line(f"const {c_type(out.type)} {name} = "
-                      f"{_expression(node.op, node.attrs, operands, types, out.type, node.loc)};")
+                      f"{c_expression(node.op, node.attrs, operands, types, out.type, node.loc)};")
         const = node.attrs.get("value") if node.op == "const" and out.type == I64 else None
         env[out] = ("const", name, const) if const is not None else ("value", name)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from ...errors import CompileError
 from ...ir.core import Graph, Module, Node, Value
-from ...ir.ops import OPS, CExpr, kind
+from ...ir.ops import OPS, kind
 from ...ir.types import ScalarType
-from .csource import Source, c_literal, c_type
-from .scalars import local_name
+from .csource import Source, c_type
+from .scalars import c_expression, local_name
 
 CHECKS_PRELUDE = r"""// astjit vectorize: where Python's semantics raise
 template <typename T> __device__ __forceinline__ bool astjit_is_nan(T x) { return x != x; }
@@ -142,7 +142,8 @@ class FunctionEmitter:
         if check is None:
             raise CompileError(f"'{node.op}' raises in Python; not supported in a "
                                "GPU-vectorized function yet", node.loc)
-        expression = _expression(node, operands, t)
+        expression = c_expression(node.op, node.attrs, operands, [v.type for v in node.inputs], t,
+                                  node.loc, "in a GPU-vectorized function")
         after = check and "{r}" in check or check == "astjit_error[0]"
         if check and not after:
             self.src.line(f"if ({check.format(*operands)}) {self.fail()}")
@@ -216,19 +217,6 @@ class FunctionEmitter:
         self.assign(carried, self.region(body_region, inner), types)
         self.src.close()
         names.update(zip(node.outputs, carried))
-
-
-def _expression(node: Node, operands: list[str], result: ScalarType) -> str:
-    lowering = OPS[node.op].lowering("cuda")
-    types = [v.type for v in node.inputs]
-    template = None
-    if isinstance(lowering, dict):
-        key = kind(types[0]) if types else kind(result)
-        template = lowering.get(key) or lowering.get("*")
-    if not isinstance(template, CExpr):
-        raise CompileError(f"'{node.op}' cannot run in a GPU-vectorized function", node.loc)
-    value = c_literal(node.attrs["value"], result) if node.op == "const" else ""
-    return template.template.format(*operands, T=c_type(result), value=value)
 
 
 def _scalar(v: Value, loc) -> ScalarType:

@@ -25,23 +25,25 @@ def emit_region(src: Source, region: Graph, params: list[str]) -> list[str]:
     for node in region.nodes:
         (out,) = node.outputs
         operands = [names[v] for v in node.inputs]
-        expression = _expression(node.op, node.attrs, operands,
-                                 [v.type for v in node.inputs], out.type, node.loc)
+        expression = c_expression(node.op, node.attrs, operands,
+                                  [v.type for v in node.inputs], out.type, node.loc)
         name = local_name(out)
         src.line(f"const {c_type(out.type)} {name} = {expression};")
         names[out] = name
     return [names[v] for v in region.outputs]
 
 
-def _expression(op: str, attrs: dict, operands: list[str], types: list[ScalarType],
-                result: ScalarType, loc) -> str:
+def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarType],
+                 result: ScalarType, loc, where: str = "inside a GPU kernel") -> str:
+    """`op` on the C expressions `operands` (of `types`), from its `CExpr`; a CompileError
+    saying `where` it cannot run if it has none."""
     lowering = OPS[op].lowering("cuda")
     template = None
     if isinstance(lowering, dict):
         key = kind(types[0]) if types else kind(result)
         template = lowering.get(key) or lowering.get("*")
     if not isinstance(template, CExpr):
-        raise CompileError(f"'{op}' cannot run inside a GPU kernel", loc)
+        raise CompileError(f"'{op}' cannot run {where}", loc)
     value = c_literal(attrs["value"], result) if op == "const" else ""
     return template.template.format(*operands, T=c_type(result), value=value)
 
