@@ -32,7 +32,8 @@ An entry (`OpDef`) holds everything the stages need for one operation:
   shape one int per axis (the `Inference` protocol says what they may use).
 - `shape`: the symbolic-shape rule (ir/shape_algebra.py); an elementwise op's
   broadcasts.
-- `cuda`: the GPU lowering, today a declared refusal (`Refused`).
+- `cuda`: the GPU lowering: `CExpr`s (the C a kernel computes it with, NumPy's
+  semantics), `OnHost()` (the host program runs its `evaluate`) or a `Refused`.
 
 An op is declared once (`declare._def`), complete: lifting its type rule to
 arrays and NumPy scalars, its VJP rule to broadcasting and giving an
