@@ -9,6 +9,7 @@ import array_functions
 import grad_functions
 import numpy as np
 import pytest
+from cuda_checks import compile_to_ptx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,16 +82,6 @@ def test_scalar_gradients_agree_with_the_cpu(fn, args):
     check_same(grad(fn)(*args), jit(grad(fn), target="cuda-sim")(*args), fn.__name__)
 
 
-def compile_to_ptx(source: str) -> bytes:
-    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
-    program = nvrtc.createProgram(source, "astjit.cu", [], [])
-    try:
-        nvrtc.compileProgram(program, ["-arch=compute_80", "-std=c++17", "--fmad=false"])
-    except Exception:
-        raise AssertionError("NVRTC rejected:\n" + nvrtc.getProgramLog(program)) from None
-    return nvrtc.getPTX(program)
-
-
 @pytest.mark.parametrize("fn,make", array_functions.CASES,
                          ids=[fn.__name__ for fn, _ in array_functions.CASES])
 def test_every_generated_source_compiles_with_nvrtc(fn, make):
@@ -104,21 +95,6 @@ def test_kernels_are_headed_by_their_ir_nodes():
     assert "// k0: from @" in source and "// %10 = rowwise (%x) {ndim=2, rows=1" in source
     assert "//     %0 = fused (%x.1) {ndim=2, reduce='max'" in source
     assert "void k0_rows(" in source
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    """The names of the kernels the simulator launches."""
-    from astjit.backend.cuda import devices
-
-    names = []
-    launch = devices.SimDevice.launch
-
-    def counting(self, name, grid, block, args):
-        names.append(name)
-        return launch(self, name, grid, block, args)
-    monkeypatch.setattr(devices.SimDevice, "launch", counting)
-    return names
 
 
 @pytest.mark.parametrize("shape", [(5, 300), (3, 1), (2, 3, 40), (4, 8192)])

@@ -8,23 +8,9 @@ import math
 import array_functions
 import numpy as np
 import pytest
+from cuda_checks import compile_to_ptx
 
 from astjit import jit
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    """The names of the kernels the simulator launches (test_cuda_backend.py's pattern)."""
-    from astjit.backend.cuda import devices
-
-    names = []
-    launch = devices.SimDevice.launch
-
-    def counting(self, name, grid, block, args):
-        names.append(name)
-        return launch(self, name, grid, block, args)
-    monkeypatch.setattr(devices.SimDevice, "launch", counting)
-    return names
 
 
 def axpy(a, x, y, out):
@@ -83,17 +69,6 @@ def ints_and_bools(k, m, x):
         k[i] = k[i] * 3 + 1
         m[i] = x[i] > 0.5
     return k, m
-
-
-def compile_to_ptx(source: str) -> bytes:
-    """test_cuda_backend.py's NVRTC check."""
-    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
-    program = nvrtc.createProgram(source, "astjit.cu", [], [])
-    try:
-        nvrtc.compileProgram(program, ["-arch=compute_80", "-std=c++17", "--fmad=false"])
-    except Exception:
-        raise AssertionError("NVRTC rejected:\n" + nvrtc.getProgramLog(program)) from None
-    return nvrtc.getPTX(program)
 
 
 def counted_by_hand(y, x):
