@@ -31,13 +31,13 @@ class DeviceEntry:
         self.lock = threading.Lock()
 
     def call(self, *args: Any) -> Any:
+        _check_arrays(self.target, args)
         if self.run is None:
             with self.lock:
                 if self.run is None:
                     self.device = DEVICES[self.target](self.program)
                     steps = device_steps(self.device, self.program.launches)
                     self.run = interpreter(self.module, steps=steps)
-        _check_arrays(self.target, args)
         on_device = [self.device.to_device(a) for a in args]
         result = self.device.to_host(self.run(on_device))
         return _callers_own(result, args, on_device)
