@@ -353,15 +353,16 @@ def rounds_to_digits(x):
     return round(x, 2)                  # problem: round
 
 
-def nested_def(x):
-    def inner(y):                       # problem: def
-        return y
+def nonlocal_write(x):
+    def inner(y):
+        nonlocal x                      # problem: nonlocal
+        x = y
+    inner(1.0)
     return x
 
 
-def uses_lambda(x):
-    f = lambda y: y                     # problem: lambda  # noqa: F841
-    return x
+def returns_lambda(x):
+    return lambda y: y * x              # problem: lambda
 
 
 def yields(x):
@@ -401,8 +402,8 @@ def uses_callee_with_problem(x):
     (loop_only, "problem: loop", NameResolutionError, ["'last' may be unassigned", "before the loop"]),
     (read_first, "problem: read first", NameResolutionError, ["'z' is read before"]),
     (rounds_to_digits, "problem: round", UnsupportedCallError, ["round()", "hint:"]),
-    (nested_def, "problem: def", UnsupportedSyntaxError, ["nested function", "hint:"]),
-    (uses_lambda, "problem: lambda", UnsupportedSyntaxError, ["lambda"]),
+    (nonlocal_write, "problem: nonlocal", UnsupportedSyntaxError, ["nonlocal x", "hint:"]),
+    (returns_lambda, "problem: lambda", UnsupportedSyntaxError, ["'<lambda>' used as a value"]),
     (yields, "problem: yield", UnsupportedSyntaxError, ["yield"]),
     (method_call, "problem: method", UnsupportedCallError, ["x.conjugate"]),
     (is_zero, "problem: is", UnsupportedSyntaxError, ["'is'"]),

@@ -25,6 +25,7 @@ import types
 from ..errors import NameResolutionError, UnsupportedSyntaxError
 from ..ir.core import Value
 from .builtins import math_attribute
+from .function_values import FUNCTION_VALUES
 from .literals import literal_value, needs_exact_arithmetic
 from .operators import ARRAY_ATTRIBUTES, BINARY_OPS, COMPARE_OPS, UNARY_OPS
 from .resolve import constant, is_numpy_module, static_object
@@ -136,6 +137,8 @@ def lower_name(state: Lowering, scope: Scope, node: ast.Name) -> Value:
     entry = scope.lookup(node.id)
     if isinstance(entry, Value):
         return scope.use(entry)
+    if isinstance(entry, FUNCTION_VALUES):
+        return entry  # a local def or lambda: only a call or an assignment may take it
     if isinstance(entry, Unbound):
         return state.fail(scope, node, NameResolutionError,
                           f"'{node.id}' may be unassigned here: {entry.why}", entry.hint)

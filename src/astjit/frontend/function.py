@@ -28,6 +28,8 @@ def lower_graph(state: Lowering, graph_name: str) -> Graph:
     for param in graph.params:
         scope.know(param.name, param)
     for name, value in state.static.items():  # a static parameter is a constant here
+        if callable(value):  # a function: static_object gives it where it is called
+            continue
         scope.know(name, scope.const(value, state.def_loc))
     lower_block(state, scope, state.source.tree.body,
                 tail=lambda s: set_return(s, s.const(None, state.def_loc)))
@@ -45,6 +47,8 @@ def _check_signature(state: Lowering) -> None:
             state.report(UnsupportedSyntaxError,
                          f"parameter {star}{param.arg} is not supported in a compiled function",
                          param, "list the parameters one by one")
+    if state.source.local_name:  # a local def or lambda: checked where it is defined
+        return
     for param in inspect.signature(state.source.fn, follow_wrapped=False).parameters.values():
         if param.default is not param.empty and constant_value(param.default) is NOT_CONSTANT:
             state.report(UnsupportedSyntaxError,

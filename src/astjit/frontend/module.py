@@ -16,6 +16,7 @@ from ..errors import CompileError, Loc, Problem, SourceUnavailableError
 from ..ir.core import Graph, Module, Value
 from .calls import is_compilable
 from .function import lower_graph
+from .function_values import LocalFunction
 from .rules import RULES
 from .source import FunctionSource
 from .state import FunctionTable, Lowering
@@ -84,9 +85,11 @@ def _lower_one(fn: types.FunctionType, name: str, table: FunctionTable,
         return _lower_derived(fn, name, table), []
     if hasattr(fn, "__astjit_custom_vjp__"):
         return _lower_custom_vjp(fn, name, table), []
-    where = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)
+    code = (fn.source.fn if isinstance(fn, LocalFunction) else fn).__code__
+    where = Loc(code.co_filename, code.co_firstlineno)
     try:
-        state = Lowering(FunctionSource.read(fn), table, RULES, static)
+        source = fn.source if isinstance(fn, LocalFunction) else FunctionSource.read(fn)
+        state = Lowering(source, table, RULES, static)
         return lower_graph(state, name), state.problems
     except CompileError as error:
         return None, [(type(error), problem) for problem in error.problems]

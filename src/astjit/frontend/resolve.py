@@ -17,6 +17,7 @@ from ..errors import TypingError
 from ..ir.core import Value
 from ..ir.types import NUMPY_DTYPES, ScalarType
 from .builtins import CallError, math_attribute
+from .function_values import FUNCTION_VALUES
 from .literals import int64_problem
 from .scope import Scope
 from .source import NOT_CONSTANT, NOT_FOUND, constant_value, resolve_free_name
@@ -53,6 +54,8 @@ def static_object(state: Lowering, scope: Scope, node: ast.expr) -> object:
     if isinstance(node, ast.Name):
         if node.id in state.static:
             return state.static[node.id]
+        if isinstance(entry := scope.lookup(node.id), FUNCTION_VALUES):
+            return entry  # a local def or lambda (closures.py)
         if node.id in state.local_names or scope.lookup(node.id) is not None:
             return LOCAL
         return resolve_free_name(state.source.fn, node.id)

@@ -8,7 +8,7 @@ registers anything as a side effect of being imported.
 """
 from __future__ import annotations
 
-from . import calls, creation, expressions, linalg, loops, reductions, statements, views
+from . import calls, closures, creation, expressions, linalg, loops, reductions, statements, views
 from .builtins import primitive_handler
 from .state import Callee, Rules
 from .ufuncs import ufunc_handler
@@ -26,6 +26,8 @@ def _merge(*tables: dict) -> dict:
 
 
 CALLEES = (  # tried in this order on the callee of a call
+    Callee(closures.function_value, closures.lower_value_call),  # a lambda, a local def
+    Callee(closures.partial_constructor, closures.lower_partial),  # functools.partial(f, ...)
     Callee(primitive_handler, calls.lower_builtin_call),  # astjit.stop_gradient: an op
     Callee(calls.jvp_transform, calls.lower_jvp),
     Callee(views.numpy_view_function, views.lower_numpy_view),  # np.transpose, np.reshape
@@ -40,8 +42,9 @@ METHODS = {
 }
 
 RULES = Rules(
-    expressions=_merge(expressions.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS),
-    statements=_merge(statements.STATEMENTS, loops.STATEMENTS),
+    expressions=_merge(expressions.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS,
+                       closures.EXPRESSIONS),
+    statements=_merge(statements.STATEMENTS, loops.STATEMENTS, closures.STATEMENTS),
     callees=CALLEES,
     methods=METHODS,
 )

@@ -43,6 +43,12 @@ class FunctionSource:
     """The file's line number of `lines[0]`."""
     indent: int
     """How many leading columns dedenting removed before parsing."""
+    local_name: str = ""
+    """For a local def or lambda (`tree`, inside `fn`'s source), its qualified name."""
+
+    @property
+    def qualname(self) -> str:
+        return self.local_name or self.fn.__qualname__
 
     @classmethod
     def read(cls, fn: types.FunctionType) -> FunctionSource:

@@ -29,6 +29,7 @@ from ..errors import CompileError, Loc, Problem, UnsupportedSyntaxError
 from ..ir.core import Value
 from ..ir.types import BOOL
 from .analysis import assigned_names, is_boolean
+from .function_values import FUNCTION_VALUES, FunctionValue
 from .scope import RETURNED, Scope
 from .source import FunctionSource
 from .syntax import describe
@@ -88,7 +89,8 @@ class FunctionTable:
             taken = set(self.names.values())
             base = fn.__qualname__
             if static:
-                base += "[" + ", ".join(f"{k}={v!r}" for k, v in static) + "]"
+                base += "[" + ", ".join(f"{k}={getattr(v, '__qualname__', repr(v))}"
+                                        for k, v in static) + "]"
             name, serial = base, 1
             while name in taken:
                 serial += 1
@@ -141,6 +143,18 @@ class Lowering:
 
     def lower_expr(self, scope: Scope, node: ast.expr) -> Value:
         """The Value of `node`, by the rule for its node type."""
+        value = self.lower_operand(scope, node)
+        if isinstance(value, FUNCTION_VALUES):
+            return self.fail(scope, node, UnsupportedSyntaxError,
+                             f"the function '{value.__name__}' used as a value "
+                             f"({ast.unparse(node)}) is not supported: compiled code cannot "
+                             "return a function or store it",
+                             "call it, or pass it to a function as an argument")
+        return value
+
+    def lower_operand(self, scope: Scope, node: ast.expr) -> Value | FunctionValue:
+        """`lower_expr`, where a function value (a lambda, a local def) may be the result:
+        what a name can be bound to and a call can take (function_values.py)."""
         rule = self.rules.expressions.get(type(node))
         return self.unsupported(scope, node) if rule is None else rule(self, scope, node)
 

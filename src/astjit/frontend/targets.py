@@ -13,6 +13,7 @@ import ast
 from ..errors import TypingError, UnsupportedSyntaxError
 from ..ir.core import Value
 from .analysis import assigned_names
+from .function_values import FUNCTION_VALUES
 from .scope import Scope
 from .state import Lowering
 from .views import has_slice, lower_indices, lower_view, unsupported_index
@@ -25,12 +26,16 @@ def lower_rhs(state: Lowering, scope: Scope, expr: ast.expr,
             and len(target.elts) == len(expr.elts)
             and not any(isinstance(e, ast.Starred) for e in target.elts + expr.elts)):
         return [lower_rhs(state, scope, e, t) for e, t in zip(expr.elts, target.elts)]
-    return state.lower_expr(scope, expr)
+    return state.lower_operand(scope, expr)  # `f = lambda v: ...` binds a function value
 
 
 def assign_target(state: Lowering, scope: Scope, target: ast.expr, value: Value | list) -> None:
     if isinstance(target, ast.Name):
         scope.assign(target.id, value)
+    elif isinstance(value, FUNCTION_VALUES):
+        state.report(UnsupportedSyntaxError, f"storing the function '{value.__name__}' in "
+                     f"'{ast.unparse(target)}' is not supported", target,
+                     "assign a function only to a variable name")
     elif isinstance(target, ast.Subscript):
         _store_element(state, scope, target, value)
     elif isinstance(target, (ast.Tuple, ast.List)):
