@@ -4,6 +4,7 @@
 control flow, infers types from the arguments, optimizes, and compiles it
 to native code with LLVM. `grad` and friends differentiate that IR.
 """
+from . import tree
 from .api import jit, static_params
 from .autodiff import check_grad, custom_vjp, grad, jvp, stop_gradient, value_and_grad
 from .errors import (
@@ -18,7 +19,7 @@ from .errors import (
 from .vectorize import vectorize
 
 __all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
-           "custom_vjp", "vectorize",
+           "custom_vjp", "vectorize", "tree",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import dispatch
+from . import dispatch, tree
 from .errors import Loc
 from .frontend import lower_function
 from .ir.core import Graph, Module, Value
@@ -104,8 +104,10 @@ def interpret_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
 
     signature = dispatch.Signature(fn)
     values = signature.bind(args, kwargs)
-    module = optimize(infer_types(lower_function(fn), list(signature.types_of(values))))
-    return interpret(insert_array_ownership(module), values)
+    typed = typed_module(lower_function(fn), signature.types_of(values))
+    rebuild = tree.rebuilder(typed.entry_graph.outputs[0].type)
+    result = interpret(insert_array_ownership(optimize(typed)), dispatch.flatten_values(values))
+    return result if rebuild is None else rebuild(result)
 
 
 COMPILING = threading.RLock()
@@ -218,9 +220,13 @@ class Dispatcher:
         previous = [s.compiled.call for s in self.specializations.values()]
         fallback = previous[-1] if previous else self.call_slow
         general = functools.partial(self.call_general, types)
+        rebuild = tree.rebuilder(optimized.entry_graph.outputs[0].type)
+        if rebuild is not None:  # what another entry returns is already rebuilt
+            fallback, general = _passed(fallback), _passed(general)
         target = self.options.get("target", "cpu")
         compiled = build(optimized, fallback, general) if target == "cpu" else \
             build_device(optimized, target)
+        compiled.call = _rebuilding(compiled.call, rebuild)
         spec = Specialization(types, self.parsed, optimized, compiled, fallback)
         dump_dir = os.environ.get("ASTJIT_DUMP")
         if dump_dir:
@@ -235,6 +241,8 @@ class Dispatcher:
             if not spec.compiled.general:
                 first = spec.compiled.call
                 spec.compiled = build(spec.optimized, spec.fallback, None)
+                spec.compiled.call = _rebuilding(
+                    spec.compiled.call, tree.rebuilder(spec.optimized.entry_graph.outputs[0].type))
                 if self.entry.func is first:
                     dispatch.retarget(self.entry, spec.compiled.call)
         return spec.compiled.call(*args)
@@ -254,6 +262,31 @@ class Dispatcher:
         values = self.signature.bind(example_args, {})
         spec = self.specialize(self.signature.types_of(values))
         return spec.stage_text(stage, format)
+
+
+class _Passed:
+    """A result another entry returned (a fallback, the general tier): already rebuilt."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+def _passed(call: Callable) -> Callable:
+    return lambda *args: _Passed(call(*args))
+
+
+def _rebuilding(call: Callable, rebuild: Callable | None) -> Callable:
+    """`call` whose nested-tuple result becomes the containers of the result's type
+    (tree.rebuilder, computed once per specialization)."""
+    if rebuild is None:
+        return call
+
+    def rebuilt(*args: Any) -> Any:
+        result = call(*args)
+        return result.value if type(result) is _Passed else rebuild(result)
+    return rebuilt
 
 
 def build(optimized: Module, fallback: Callable, general: Callable | None) -> Any:

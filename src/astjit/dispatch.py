@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import tree
 from .ir.types import NUMPY_DTYPES, NUMPY_SCALARS, TupleType, Type, TypeKey, python_type_of
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -73,7 +74,7 @@ class Signature:
         bound = self.inspected.bind(*args, **kwargs)
         bound.apply_defaults()
         for name, value in bound.arguments.items():
-            problem = array_problem(value)
+            problem = array_problem(value) or container_problem(value)
             if problem:
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is {problem}")
         return [normalize_argument(v) for v in bound.arguments.values()]
@@ -82,7 +83,7 @@ class Signature:
         """The IR types of bound argument values; TypeError naming a bad parameter."""
         types = []
         for name, value in zip(self.names, values):
-            t = python_type_of(value)
+            t = tree.ir_type(value, python_type_of)  # a container's: a TupleType with its node
             if t is None and is_numpy_scalar(value):
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is "
                                 f"{describe_argument(value)}, which compiled code does not "
@@ -90,14 +91,16 @@ class Signature:
             if t is None:
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is "
                                 f"{describe_argument(value)}; {ACCEPTED}")
-            check_int_range(name, value)
+            for leaf in tree.entry_leaves([value], []):
+                check_int_range(name, leaf)
             types.append(t)
         return TypeKey(types)
 
 
 ACCEPTED = ("compiled functions take int, float, bool, NumPy scalars of type "
-            f"{', '.join(NUMPY_SCALARS)}, tuples of them and NumPy arrays of dtype "
-            f"{', '.join(NUMPY_DTYPES)}")
+            f"{', '.join(NUMPY_SCALARS)}, NumPy arrays of dtype {', '.join(NUMPY_DTYPES)} "
+            "and containers of them (tuples, lists, dicts, namedtuples, dataclasses, "
+            "classes registered with astjit.tree.register)")
 
 
 def is_numpy_scalar(value: Any) -> bool:
@@ -125,11 +128,13 @@ def describe_argument(value: Any) -> str:
         return f"a NumPy array of dtype {value.dtype}"
     if numpy is not None and isinstance(value, numpy.generic):
         return f"a numpy.{type(value).__name__} ({value!r:.40})"
-    if isinstance(value, tuple):
-        for i, element in enumerate(value):
-            if python_type_of(element) is None:
-                return f"a tuple whose element {i} is {describe_argument(element)}"
-    hint = " (convert it with numpy.asarray)" if isinstance(value, list) else ""
+    found = tree.children(value)
+    if found is not None:
+        for i, element in enumerate(found[1]):
+            if tree.ir_type(element, python_type_of) is None:
+                what = f"field '{found[0].keys[i]}'" if found[0].keys else f"element {i}"
+                return f"a {type(value).__name__} whose {what} is {describe_argument(element)}"
+    hint = ""
     return f"{type(value).__name__} ({value!r:.40}){hint}"
 
 
@@ -154,7 +159,7 @@ def normalize_argument(value: Any) -> Any:
         return int(value)
     if isinstance(value, float):
         return float(value)
-    if isinstance(value, tuple):
+    if type(value) is tuple:  # other containers' leaves: in flatten_values
         return tuple(normalize_argument(v) for v in value)
     return value
 
@@ -190,6 +195,14 @@ def array_problem(value: Any) -> str:
     return ""
 
 
+def container_problem(value: Any) -> str:
+    """Why compiled code cannot take an array in this container (astjit.tree), or ''."""
+    if isinstance(value, tuple) or tree.children(value) is None:
+        return ""
+    problems = [p for p in map(array_problem, tree.entry_leaves([value], [])) if p]
+    return f"a {type(value).__name__} holding {problems[0]}" if problems else ""
+
+
 def check_int_range(name: str, value: Any) -> None:
     if isinstance(value, tuple):
         for v in value:
@@ -201,11 +214,9 @@ def check_int_range(name: str, value: Any) -> None:
 
 
 def flatten_values(values: list[Any]) -> list[Any]:
-    """Tuple arguments travel to compiled code as their scalars, in order."""
-    flat = []
-    for v in values:
-        flat.extend(flatten_values(list(v)) if isinstance(v, tuple) else [v])
-    return flat
+    """Container arguments (tuples, dataclasses ...: astjit.tree) travel to compiled code
+    as their leaves, in order."""
+    return [normalize_argument(v) for v in tree.entry_leaves(values, [])]
 
 
 def has_tuples(types: tuple[Type, ...]) -> bool:

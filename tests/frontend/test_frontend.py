@@ -322,7 +322,7 @@ def test_a_decorated_function_compiles_its_wrapper():
 # ---- errors ------------------------------------------------------------------------------
 
 def many_problems(x):
-    y = [x]                             # problem: list
+    y = {x}                             # problem: set
     try:                                # problem: try
         y = x
     except ValueError:
@@ -425,10 +425,10 @@ def test_every_problem_of_a_function_is_reported_at_once():
     assert isinstance(error, UnsupportedSyntaxError)  # the kind of the first problem
     lines = [p.loc.line for p in error.problems]
     assert lines == [line_of(many_problems, f"problem: {w}")
-                     for w in ("list", "try", "print", "undefined")]
+                     for w in ("set", "try", "print", "undefined")]
     message = str(error)
     assert message.startswith("4 problems:")
-    for word in ("list display", "try statement", "call to 'print'", "'undefined_thing'"):
+    for word in ("set display", "try statement", "call to 'print'", "'undefined_thing'"):
         assert word in message
 
 

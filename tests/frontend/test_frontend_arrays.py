@@ -608,7 +608,7 @@ def test_supported_dtypes_give_array_types(dtype, t):
     (np.zeros(3, np.int32), ["'x'", "dtype int32"]),
     (np.zeros(3, np.complex128), ["'x'", "dtype complex128"]),
     (np.zeros(3, np.uint8), ["'x'", "dtype uint8"]),
-    ([1.0, 2.0], ["'x'", "list", "numpy.asarray"]),
+    ({1.0, 2.0}, ["'x'", "set"]),
     ((1.0, np.zeros(2, np.float16)), ["'x'", "element 1", "dtype float16"]),
 ])
 def test_unsupported_arguments_are_type_errors_naming_parameter_and_dtype(value, words):

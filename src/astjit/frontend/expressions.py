@@ -28,7 +28,8 @@ from .builtins import math_attribute
 from .function_values import FUNCTION_VALUES
 from .literals import literal_value, needs_exact_arithmetic
 from .operators import ARRAY_ATTRIBUTES, BINARY_OPS, COMPARE_OPS, UNARY_OPS
-from .resolve import constant, is_numpy_module, static_object
+from .containers import lower_field
+from .resolve import LOCAL, constant, is_numpy_module, static_object
 from .scope import Scope, Unbound, branch_value
 from .source import NOT_CONSTANT, NOT_FOUND, constant_value, resolve_free_name
 from .state import ExprRule, Lowering
@@ -164,6 +165,8 @@ def lower_attribute(state: Lowering, scope: Scope, node: ast.Attribute) -> Value
         # an array's (else a TypingError), or the problem of the base, reported by its lowering
         array = state.lower_expr(scope, node.value)
         return scope.emit(ARRAY_ATTRIBUTES[node.attr], [array], state.loc(node))
+    if base is LOCAL or (base is NOT_FOUND and not isinstance(node.value, ast.Name)):
+        return lower_field(state, scope, node)  # p.w of a container, resolved by its type
     return state.fail(scope, node, UnsupportedSyntaxError,
                       f"attribute access '{ast.unparse(node)}' is not supported",
                       "arrays have .shape, .size and .ndim here; otherwise only "

@@ -66,6 +66,9 @@ def static_object(state: Lowering, scope: Scope, node: ast.expr) -> object:
             return NOT_FOUND if value is None else value
         if is_numpy_module(base):
             return getattr(base, node.attr, NOT_FOUND)
+        if isinstance(base, types.ModuleType) and isinstance(getattr(base, node.attr, None),
+                                                             types.ModuleType):
+            return getattr(base, node.attr)  # astjit.tree
         if isinstance(base, types.ModuleType) and callable(getattr(base, node.attr, None)):
             return getattr(base, node.attr)  # a function of another module: nn.relu
     if isinstance(node, ast.Call):

@@ -8,7 +8,18 @@ registers anything as a side effect of being imported.
 """
 from __future__ import annotations
 
-from . import calls, closures, creation, expressions, linalg, loops, reductions, statements, views
+from . import (
+    calls,
+    closures,
+    containers,
+    creation,
+    expressions,
+    linalg,
+    loops,
+    reductions,
+    statements,
+    views,
+)
 from .builtins import primitive_handler
 from .state import Callee, Rules
 from .ufuncs import ufunc_handler
@@ -30,6 +41,8 @@ CALLEES = (  # tried in this order on the callee of a call
     Callee(closures.partial_constructor, closures.lower_partial),  # functools.partial(f, ...)
     Callee(primitive_handler, calls.lower_builtin_call),  # astjit.stop_gradient: an op
     Callee(calls.jvp_transform, calls.lower_jvp),
+    Callee(containers.container_class, containers.lower_constructor),  # Params(w, b)
+    Callee(containers.tree_function, containers.lower_tree_call),  # astjit.tree.leaves ...
     Callee(views.numpy_view_function, views.lower_numpy_view),  # np.transpose, np.reshape
     Callee(reductions.numpy_reduction, reductions.lower_numpy_reduction),  # np.sum, np.max ...
     Callee(creation.numpy_handler, creation.lower_numpy_creation),  # np.zeros, np.arange ...
@@ -43,7 +56,7 @@ METHODS = {
 
 RULES = Rules(
     expressions=_merge(expressions.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS,
-                       closures.EXPRESSIONS),
+                       containers.EXPRESSIONS, closures.EXPRESSIONS),
     statements=_merge(statements.STATEMENTS, loops.STATEMENTS, closures.STATEMENTS),
     callees=CALLEES,
     methods=METHODS,

@@ -94,5 +94,12 @@ def bad_target(state: Lowering, target: ast.expr) -> None:
                      "is not supported", target,
                      "tuples cannot be changed in place; build a new tuple")
         return
+    if isinstance(target, ast.Attribute):
+        state.report(UnsupportedSyntaxError, f"assignment to '{ast.unparse(target)}' is not "
+                     f"supported: compiled code does not assign fields", target,
+                     "containers are values in compiled code: build a new one (its class "
+                     "called with every field, e.g. Params(w, b)) and return it; an array "
+                     f"field can be written in place: {ast.unparse(target)}[...] = ...")
+        return
     state.report(UnsupportedSyntaxError, f"assignment to '{ast.unparse(target)}' is not supported",
                  target, "assign to a variable name or to an array element (x[i] = ...)")

@@ -23,6 +23,7 @@ import ast
 from ..errors import UnsupportedCallError, UnsupportedSyntaxError
 from ..ir.core import Value
 from .analysis import constant_index
+from .containers import lower_key
 from .scope import Scope
 from .state import ExprRule, Lowering
 
@@ -41,6 +42,8 @@ def lower_subscript(state: Lowering, scope: Scope, node: ast.Subscript) -> Value
     index = constant_index(node.slice)
     if index is not None:
         return scope.emit("getitem", [base], state.loc(node), {"index": index})
+    if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return lower_key(state, scope, node, base)  # d["w"] of a dict
     if base in scope.sizes:  # a tuple display or a tuple constant: only literal indices
         return state.fail(scope, node.slice, UnsupportedSyntaxError,
                           "a tuple index must be a constant integer",

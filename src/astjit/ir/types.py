@@ -47,10 +47,48 @@ class ScalarType(Type):
 
 
 @dataclass(frozen=True)
+class TreeNode:
+    """What container a TupleType's elements come from (docs/trees.md): its kind, its
+    class, its field names or dict keys in element order, and static aux data (a
+    registered class's). Part of the type: a new structure is a new specialization."""
+
+    kind: str
+    """'list', 'dict', 'namedtuple', 'dataclass', 'registered' or 'treedef'."""
+    cls: type | None = None
+    keys: tuple = ()
+    """Field names (dataclass, namedtuple) or dict keys, in element order."""
+    aux: object = None
+    """A registered class's aux data (hashable); a treedef's TupleType of the tree."""
+
+    def __repr__(self) -> str:
+        return self.describe(("*",) * len(self.keys)) if self.keys else self.kind
+
+    def describe(self, elements: tuple[Type, ...]) -> str:
+        parts = ", ".join(map(str, elements))
+        if self.kind == "list":
+            return f"list<{parts}>"
+        if self.kind == "treedef":
+            return f"treedef<{self.aux}>"
+        if self.keys:
+            parts = ", ".join(f"{k}: {e}" for k, e in zip(self.keys, elements))
+        name = "dict" if self.kind == "dict" else self.cls.__name__
+        return f"{name}{{{parts}}}"
+
+
+@dataclass(frozen=True)
 class TupleType(Type):
+    """A tuple, or with `node` a container flattened into one (a list, a dict, a dataclass
+    ...): every pass and AD handle both as tuples. Like a scalar's strength, `node` is
+    printed but takes no part in equality (passes and AD build plain tuples of the same
+    elements); `exact`, hence signatures, specializations and joins, tell nodes apart."""
+
     elements: tuple[Type, ...]
+    node: TreeNode | None = field(default=None, compare=False)
+    """The container (docs/trees.md); None for a plain tuple."""
 
     def __str__(self) -> str:
+        if self.node is not None:
+            return self.node.describe(self.elements)
         return "tuple<" + ", ".join(map(str, self.elements)) + ">"
 
 
@@ -148,7 +186,7 @@ def strong(t: Type) -> Type:
     if isinstance(t, ScalarType):
         return t if t.strong else replace(t, strong=True)
     if isinstance(t, TupleType):
-        return TupleType(tuple(strong(e) for e in t.elements))
+        return TupleType(tuple(strong(e) for e in t.elements), t.node)
     return t
 
 
@@ -168,7 +206,7 @@ def exact(t: Type) -> object:
     if isinstance(t, ScalarType):
         return (t.name, t.strong)
     if isinstance(t, TupleType):
-        return ("tuple", tuple(exact(e) for e in t.elements))
+        return ("tuple", tuple(exact(e) for e in t.elements), t.node)
     return t
 
 
@@ -197,8 +235,10 @@ def join(a: Type, b: Type) -> Type | None:
     `INT_OR_BOOL`, which keeps which one it is. Where one is a NumPy scalar, they meet
     as NumPy would combine them (`numpy_join`): `s = 0.0` then
     `s += x[i]` makes `s` an np.float64 (np.float32 for an f32 array) on both
-    paths. Tuples meet elementwise.
+    paths. Tuples meet elementwise; containers only of the same kind and fields.
     """
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and a.node != b.node:
+        return None  # containers meet only with the same structure
     if {a, b} <= {BOOL, I64, INT_OR_BOOL} and a != b and not is_strong(a) and not is_strong(b):
         return INT_OR_BOOL  # a bool on one path, an int on the other: each keeps its type
     if INT_OR_BOOL in (a, b) and a != b:
@@ -215,7 +255,7 @@ def join(a: Type, b: Type) -> Type | None:
         return promote(a, b)
     if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elements) == len(b.elements):
         parts = [join(x, y) for x, y in zip(a.elements, b.elements)]
-        return None if None in parts else TupleType(tuple(parts))
+        return None if None in parts else TupleType(tuple(parts), a.node)
     return None
 
 

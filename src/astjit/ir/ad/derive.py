@@ -19,7 +19,19 @@ import copy
 
 from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
-from ..types import F32, F64, ArrayType, ScalarType, TupleType, Type, exact, strong, weak
+from ..types import (
+    F32,
+    F64,
+    I64,
+    NONE,
+    ArrayType,
+    ScalarType,
+    TupleType,
+    Type,
+    exact,
+    strong,
+    weak,
+)
 
 
 def derive(module: Module, name: str, spec: tuple) -> str:
@@ -65,6 +77,8 @@ def _gradient(module: Module, wrt: list[int]) -> str:
     """Graph returning (value, d/d wrt[0], ...): reverse mode, or forward mode per argument."""
     from .reverse import NotDifferentiableError, reverse_graph
 
+    if any(isinstance(module.entry_graph.params[i].type, TupleType) for i in wrt):
+        return _tree_gradient(module, wrt)
     _check_float_params(module.entry_graph, wrt)
     try:
         return reverse_graph(module, module.entry, wrt)
@@ -73,6 +87,76 @@ def _gradient(module: Module, wrt: list[int]) -> str:
                                                "tape_free"):
             raise DifferentiationError(str(error), getattr(error, "loc", None)) from None
     return _gradient_by_forward_mode(module, wrt)
+
+
+def _tree_gradient(module: Module, wrt: list[int]) -> str:
+    """(value, d/d wrt[0], ...) where some arguments are containers (docs/trees.md): the
+    gradient of a graph taking their leaves as parameters, gathered back into each
+    container's structure; a leaf that is not a float gets 0 (None stays None)."""
+    inner = module.entry_graph
+    flat = Graph(f"{inner.name}.leaves", [], loc=inner.loc)
+    args, spans = [], []
+    for i, p in enumerate(inner.params):
+        start = len(flat.params)
+        args.append(_leaf_params(flat, p.type, p.name) if i in wrt else _param(flat, p))
+        spans.append(range(start, len(flat.params)))
+    flat.outputs = [_call(flat, inner, args)]
+    module.graphs[flat.name] = flat
+    flat_wrt = [j for i in wrt for j in spans[i] if _is_float(flat.params[j].type)]
+    for i in wrt:
+        if not any(j in flat_wrt for j in spans[i]):
+            _check_float_params(inner, [i])  # says why (a container without float leaves)
+    module.entry = flat.name
+    core = module.graphs[_gradient(module, flat_wrt)]
+    module.entry = inner.name
+    outer = Graph(f"{inner.name}.treegrad", [Value(p.name, p.type) for p in inner.params],
+                  loc=inner.loc)
+    leaves = [v for i, p in enumerate(outer.params)
+              for v in (_leaf_reads(outer, p) if i in wrt else [p])]
+    result = _call(outer, core, leaves)
+    adjoints = {j: _item(outer, result, k + 1, like=flat.params[j].type)
+                for k, j in enumerate(flat_wrt)}
+    grads = [_gather(outer, p.type, iter(spans[i]), adjoints) for i, p in
+             ((i, outer.params[i]) for i in wrt)]
+    outer.outputs = [_tuple(outer, [_item(outer, result, 0), *grads])]
+    module.graphs[outer.name] = outer
+    return outer.name
+
+
+def _is_float(t: Type) -> bool:
+    return t in (F64, F32) or (isinstance(t, ArrayType) and t.dtype in (F64, F32))
+
+
+def _param(graph: Graph, like: Value) -> Value:
+    graph.params.append(Value(like.name, like.type))
+    return graph.params[-1]
+
+
+def _leaf_params(graph: Graph, t: Type, name: str) -> Value:
+    """A value of type `t` built from new parameters of `graph`, one per leaf."""
+    if not isinstance(t, TupleType):
+        return _param(graph, Value(name, t))
+    parts = [_leaf_params(graph, e, f"{name}.{k}") for k, e in enumerate(t.elements)]
+    return _tuple(graph, parts, t)
+
+
+def _leaf_reads(graph: Graph, value: Value) -> list[Value]:
+    if not isinstance(value.type, TupleType):
+        return [value]
+    return [leaf for k in range(len(value.type.elements))
+            for leaf in _leaf_reads(graph, _item(graph, value, k))]
+
+
+def _gather(graph: Graph, t: Type, positions, adjoints: dict) -> Value:
+    """The gradient of a value of type `t` whose leaves are at `positions`."""
+    if isinstance(t, TupleType):
+        return _tuple(graph, [_gather(graph, e, positions, adjoints) for e in t.elements], t)
+    j = next(positions)
+    if j in adjoints:
+        return adjoints[j]
+    zero = None if t == NONE else 0
+    return graph.add("const", [], attrs={"value": zero, "type": NONE if t == NONE else I64},
+                     loc=graph.loc, types=[NONE if t == NONE else I64]).outputs[0]
 
 
 def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
@@ -173,9 +257,11 @@ def _item(graph: Graph, value: Value, index: int, like: Type | None = None) -> V
                      types=[t]).outputs[0]
 
 
-def _tuple(graph: Graph, parts: list[Value]) -> Value:
-    return graph.add("tuple", parts, loc=graph.loc,
-                     types=[TupleType(tuple(p.type for p in parts))]).outputs[0]
+def _tuple(graph: Graph, parts: list[Value], like: TupleType | None = None) -> Value:
+    """A tuple of `parts`; with `like`, the container `like` is (its node)."""
+    node = like.node if like is not None else None
+    return graph.add("tuple", parts, attrs={"node": node} if node else {}, loc=graph.loc,
+                     types=[TupleType(tuple(p.type for p in parts), node)]).outputs[0]
 
 
 def _merge(module: Module, scratch: Module, prefix: str) -> str:

@@ -253,7 +253,7 @@ def const_rule(types, attrs):
 
 
 def tuple_rule(types, attrs):
-    return list(types), TupleType(tuple(types))
+    return list(types), TupleType(tuple(types), attrs.get("node"))  # a container's: its node
 
 
 def getitem_rule(types, attrs):
