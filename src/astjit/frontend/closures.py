@@ -38,16 +38,16 @@ def lower_def(state: Lowering, scope: Scope, stmt: ast.FunctionDef) -> None:
     if stmt.decorator_list:
         state.report(UnsupportedSyntaxError, "a decorated local function is not supported",
                      stmt, "define it without decorators")
-    scope.assign(stmt.name, _local_function(state, stmt, stmt.name, stmt.body))
+    scope.assign(stmt.name, _local_function(state, scope, stmt, stmt.name, stmt.body))
 
 
 def lower_lambda(state: Lowering, scope: Scope, node: ast.Lambda) -> LocalFunction:
     body = [ast.copy_location(ast.Return(value=node.body), node.body)]
-    return _local_function(state, node, "<lambda>", body)
+    return _local_function(state, scope, node, "<lambda>", body)
 
 
-def _local_function(state: Lowering, node: ast.FunctionDef | ast.Lambda, name: str,
-                    body: list[ast.stmt]) -> LocalFunction:
+def _local_function(state: Lowering, scope: Scope, node: ast.FunctionDef | ast.Lambda,
+                    name: str, body: list[ast.stmt]) -> LocalFunction:
     args = node.args
     if args.vararg or args.kwarg or args.defaults or any(args.kw_defaults):
         state.report(UnsupportedSyntaxError, f"default values, *args and **kwargs of the local "
@@ -64,6 +64,9 @@ def _local_function(state: Lowering, node: ast.FunctionDef | ast.Lambda, name: s
     own |= set(assigned_names(body))
     read = {sub.id for stmt in body for sub in ast.walk(stmt)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+    for used in read - own:  # a local function it calls reads its own captured locals
+        entry = scope.lookup(used)
+        read |= set(entry.captured) if isinstance(entry, LocalFunction) else set()
     captured = tuple(sorted((read - own) & (state.local_names | set(state.static))))
     tree = ast.FunctionDef(
         name=name, args=ast.arguments(

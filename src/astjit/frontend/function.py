@@ -13,6 +13,7 @@ import inspect
 from ..errors import UnsupportedSyntaxError
 from ..ir.core import Graph, Value
 from .blocks import lower_block, set_return
+from .function_values import FUNCTION_VALUES
 from .scope import RESULT, Scope
 from .source import NOT_CONSTANT, constant_value
 from .state import Lowering
@@ -28,7 +29,7 @@ def lower_graph(state: Lowering, graph_name: str) -> Graph:
     for param in graph.params:
         scope.know(param.name, param)
     for name, value in state.static.items():  # a static parameter is a constant here
-        if callable(value):  # a function: static_object gives it where it is called
+        if callable(value) or isinstance(value, FUNCTION_VALUES):  # static_object's
             continue
         scope.know(name, scope.const(value, state.def_loc))
     lower_block(state, scope, state.source.tree.body,

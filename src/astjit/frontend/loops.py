@@ -15,6 +15,13 @@ is not a literal picks the comparison at run time and raises ValueError when 0.
 `for x in (a, b, c)` (or a name bound to a tuple of known length) is unrolled:
 one copy of the body per element, `break` / `continue` handled with the same
 flags as a real loop. This is the only unrolling the frontend does.
+
+`for x in seq` over anything else (also `enumerate(seq)`, `zip(a, b)`, `reversed(seq)`)
+is a `while` node over a hidden counter, marked `iterate` for type inference: its
+leading invariants are the sequences, its first carried value the counter, and each
+element the `array_get(seq, counter)` at the top of the body. Over arrays it stays a
+loop (the rows of a 2-d array are views, a 1-d array's elements scalars); over a tuple,
+whose length is in its type, inference unrolls it (ir/unroll.py).
 """
 from __future__ import annotations
 
@@ -24,7 +31,7 @@ import builtins
 from ..ir.core import Value
 from .analysis import assigned_names, constant_index, may_break, may_return
 from .blocks import Rest, guard, lower_block, none_set, skip_stmt, unsupported_stmt
-from .resolve import static_object
+from .resolve import LOCAL, static_object
 from .scope import (
 RESULT,
 RETURNED,
@@ -72,20 +79,23 @@ def lower_for(state: Lowering, scope: Scope, stmt: ast.For) -> None:
           and not any(isinstance(e, ast.Starred) for e in iterable.elts)):
         elements = [state.lower_expr(scope, e) for e in iterable.elts]
         _unrolled_loop(state, scope, stmt, len(elements), lambda s, k: elements[k])
-    else:
+    elif _known_size(state, scope, iterable):
         _tuple_loop(state, scope, stmt)
+    else:
+        _sequence_loop(state, scope, stmt)
 
 
 # ---- while nodes ------------------------------------------------------------------------
 
 def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
                 hidden: list[tuple[str, str, Value]], make_cond,
-                start_body: Rest | None = None) -> None:
+                start_body: Rest | None = None, iterate: list[Value] = ()) -> None:
     """A `while` node for `stmt`.
 
     `hidden`: (name, parameter name, initial value) of extra carried values;
     `make_cond(cond_scope, go_on)`: the loop test, where `go_on` is None or the
-    bool "no exit flag is set"; `start_body`: lowered at the top of the body.
+    bool "no exit flag is set"; `start_body`: lowered at the top of the body;
+    `iterate`: the sequences of a loop over elements, its leading invariants.
     """
     loc = state.loc(stmt)
     frame = state.new_frame()
@@ -99,6 +109,8 @@ def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
         carried.append((RESULT, RESULT, scope.value_of(RESULT, loc)))
     group = RegionGroup(scope, ["cond", "body"], loc, [(name, p) for name, p, _ in carried])
     cond_scope, body_scope = group.scopes
+    for sequence in iterate:
+        cond_scope.use(sequence)  # captured first: the node's leading invariants
     flags = [name for name, _, _ in carried if is_flag(name)]
     test = make_cond(cond_scope, none_set(cond_scope, flags, loc))
     for flag in flags:
@@ -110,8 +122,13 @@ def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
     state.frames.pop()
     group.set_outputs([[test], [body_scope.value_of(name, loc) for name, _, _ in carried]])
     inputs = group.inputs + [init for _, _, init in carried]
+    attrs = {"n_invariants": len(group.inputs)}
+    if iterate:
+        attrs["iterate"] = {"sequences": len(iterate), "guarded": bool(flags),
+                            "reverse": isinstance(stmt.iter, ast.Call)
+                            and static_object(state, scope, stmt.iter.func) is builtins.reversed}
     node = scope.add_node("while", inputs, [display_name(name) for name, _, _ in carried], loc,
-                          attrs={"n_invariants": len(group.inputs)}, regions=group.graphs)
+                          attrs=attrs, regions=group.graphs)
     for (name, _, _), result in zip(carried, node.outputs):
         scope.assign(name, result)
     for name in names:
@@ -182,6 +199,69 @@ def _check_step(state: Lowering, scope: Scope, step: Value, loc) -> Value:
     scope.emit("raise_if", [scope.emit("eq", [step, zero], loc)], loc,
                {"exc": "ValueError", "message": "range() arg 3 must not be zero"})
     return scope.emit("gt", [step, zero], loc)
+
+
+# ---- loops over elements ----------------------------------------------------------------
+
+_WRAPPERS = {builtins.enumerate: "enumerate", builtins.zip: "zip", builtins.reversed: "reversed"}
+
+
+def _wrapper(state: Lowering, scope: Scope, iterable: ast.expr) -> str | None:
+    """"enumerate", "zip" or "reversed" for a call of that builtin with plain arguments."""
+    if not isinstance(iterable, ast.Call) or iterable.keywords \
+            or any(isinstance(a, ast.Starred) for a in iterable.args):
+        return None
+    return _WRAPPERS.get(static_object(state, scope, iterable.func))
+
+
+def _known_size(state: Lowering, scope: Scope, iterable: ast.expr) -> bool:
+    """Whether `iterable` is a name the frontend knows to be a tuple of known length (or a
+    global, whose value is known: `_tuple_loop` reports one that is no tuple)."""
+    if not isinstance(iterable, ast.Name):
+        return False
+    entry = scope.lookup(iterable.id)
+    return entry in scope.sizes if isinstance(entry, Value) else \
+        static_object(state, scope, iterable) is not LOCAL
+
+
+def _sequence_loop(state: Lowering, scope: Scope, stmt: ast.For) -> None:
+    """`for x in seq`, `enumerate(seq)`, `zip(a, b, ...)`, `reversed(seq)`: a while node
+    over a counter that type inference unrolls when the sequences are tuples."""
+    loc = state.loc(stmt)
+    kind = _wrapper(state, scope, stmt.iter)
+    nodes = stmt.iter.args if kind else [stmt.iter]
+    if kind in ("enumerate", "reversed") and len(nodes) != 1:
+        unsupported_stmt(state, scope, stmt, f"{kind}() takes one sequence here",
+                         f"write: for ... in {kind}(seq):")
+        return
+    sequences = [state.lower_expr(scope, n) for n in nodes]
+    if not sequences:
+        unsupported_stmt(state, scope, stmt, "zip() of nothing is not supported")
+        return
+    count = scope.emit("len", [sequences[0]], loc)
+    for sequence in sequences[1:]:
+        count = scope.emit("min", [count, scope.emit("len", [sequence], loc)], loc)
+    one = scope.const(1, loc)
+    start = scope.emit("sub", [count, one], loc) if kind == "reversed" else scope.const(0, loc)
+    counter = f"$item#{next(state.serial)}"
+
+    def cond(s: Scope, go_on: Value | None) -> Value:
+        i = s.value_of(counter, loc)
+        test = s.emit("ge", [i, s.const(0, loc)], loc) if kind == "reversed" \
+            else s.emit("lt", [i, count], loc)
+        return test if go_on is None else s.emit("bitand", [go_on, test], loc)
+
+    def start_body(s: Scope) -> None:
+        i = s.value_of(counter, loc)
+        items = [s.emit("array_get", [seq, i], loc) for seq in sequences]
+        s.assign(counter, s.emit("sub" if kind == "reversed" else "add", [i, one], loc))
+        element = items[0] if kind in (None, "reversed") else \
+            s.emit("tuple", [i, items[0]] if kind == "enumerate" else items, loc)
+        if kind in ("enumerate", "zip"):
+            s.sizes[element] = 2 if kind == "enumerate" else len(items)
+        assign_target(state, s, stmt.target, element)
+    distinct = list(dict.fromkeys(sequences))
+    _lower_loop(state, scope, stmt, [(counter, "$item", start)], cond, start_body, distinct)
 
 
 # ---- unrolled loops ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
 from .ops.strong import NUMPY_ONLY, numpy_semantics
+from .unroll import unroll
 from .types import (
     BOOL,
     BOTTOM,
@@ -155,7 +156,8 @@ class _Inferencer:
         if node.op == "if":
             results = self.infer_if(node, inputs, out)
         elif node.op == "while":
-            results = self.infer_while(node, inputs, out)
+            results = "iterate" in node.attrs and unroll(self, node, inputs, out) \
+                or self.infer_while(node, inputs, out)
         elif node.op == "call":
             results = self.infer_call(node, inputs, out)
         else:
