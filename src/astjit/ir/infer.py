@@ -29,7 +29,6 @@ from ..errors import Loc, TypingError
 from .core import Graph, Module, Node, Value
 from .ops import OPS, OpTypeError
 from .ops.strong import NUMPY_ONLY, numpy_semantics
-from .unroll import unroll
 from .types import (
     BOOL,
     BOTTOM,
@@ -44,6 +43,7 @@ from .types import (
     is_numeric,
     join,
 )
+from .unroll import unroll
 
 MAX_ROUNDS = 20
 
