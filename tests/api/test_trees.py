@@ -117,3 +117,17 @@ def test_random_trees_round_trip_and_compile(t):
 def rebuilt(t, s):
     leaves, treedef = astjit.tree.flatten(t)
     return astjit.tree.unflatten(treedef, leaves), s
+
+
+def momentum(p, lr, steps):
+    v = (np.zeros_like(p[0]),)
+    for _ in range(steps):
+        v = (v[0] + p[0],)
+        p = (p[0] - lr * v[0],)        # v[0] is still carried: its buffer is not reused
+    return p, v
+
+
+def test_an_array_a_carried_tuple_holds_is_not_overwritten():
+    got, want = jit(momentum)((np.ones(3),), 0.5, 3), momentum((np.ones(3),), 0.5, 3)
+    np.testing.assert_allclose(got[0][0], want[0][0])
+    np.testing.assert_allclose(got[1][0], want[1][0])

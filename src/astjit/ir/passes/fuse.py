@@ -149,6 +149,11 @@ def _mark_reuse(graph: Graph) -> None:
             last_use[v] = i
     for v in graph.outputs:
         last_use[v] = len(graph.nodes)
+    for i in reversed(range(len(graph.nodes))):  # an element lives as long as its tuple
+        node = graph.nodes[i]
+        if node.op == "tuple":
+            for v in node.inputs:
+                last_use[v] = max(last_use[v], last_use.get(node.outputs[0], i))
     for i, node in enumerate(graph.nodes):
         spec = kernel_of(node)
         if spec is None or spec.reduce is not None:
