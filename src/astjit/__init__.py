@@ -7,6 +7,7 @@ to native code with LLVM. `grad` and friends differentiate that IR.
 from . import tree
 from .api import jit, static_params
 from .autodiff import check_grad, custom_vjp, grad, jvp, stop_gradient, value_and_grad
+from .callbacks import ArraySpec, callback
 from .errors import (
     CompileError,
     DifferentiationError,
@@ -20,6 +21,7 @@ from .vectorize import vectorize
 
 __all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
            "custom_vjp", "vectorize", "tree",
+           "callback", "ArraySpec",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]
 __version__ = "0.1.0"

@@ -325,7 +325,7 @@ def error_from_site(name: str, message: str, loc: Loc | None) -> Exception:
     where = ""
     if loc is not None:
         where = f" (at {loc.filename}:{loc.line}: {loc.text.strip()})"
-    return EXCEPTIONS.get(name, RuntimeError)(message + where)
+    return EXCEPTIONS.get(name, RuntimeError)((message + where).lstrip())  # `assert x`: no message
 
 
 def dump_stages(spec: Specialization, directory: str, name: str) -> None:

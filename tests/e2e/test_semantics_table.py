@@ -115,6 +115,7 @@ TESTED_ELSEWHERE = {
     "array_new_like": "np.zeros_like ... (test_array_creation.py)",
     "array_arange": "np.arange (test_array_creation.py)",
     "eye": "np.eye (test_array_creation.py)", "diag": "np.diag (test_linalg.py)",
+    "callback": "print(...) and astjit.callback (test_python_calls.py)",
 }
 """Ops with a Python spelling outside this test's scope, and the tests that cover them.
 (`matmul`, `a @ b`, is here for numbers, which Python and astjit both refuse.)"""

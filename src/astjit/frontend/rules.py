@@ -16,6 +16,8 @@ from . import (
     expressions,
     linalg,
     loops,
+    python_calls,
+    raises,
     reductions,
     statements,
     views,
@@ -41,6 +43,8 @@ CALLEES = (  # tried in this order on the callee of a call
     Callee(closures.partial_constructor, closures.lower_partial),  # functools.partial(f, ...)
     Callee(primitive_handler, calls.lower_builtin_call),  # astjit.stop_gradient: an op
     Callee(calls.jvp_transform, calls.lower_jvp),
+    Callee(python_calls.callback_function, python_calls.lower_callback),  # astjit.callback
+    Callee(python_calls.print_function, python_calls.lower_print),
     Callee(containers.container_class, containers.lower_constructor),  # Params(w, b)
     Callee(containers.tree_function, containers.lower_tree_call),  # astjit.tree.leaves ...
     Callee(views.numpy_view_function, views.lower_numpy_view),  # np.transpose, np.reshape
@@ -57,7 +61,8 @@ METHODS = {
 RULES = Rules(
     expressions=_merge(expressions.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS,
                        containers.EXPRESSIONS, closures.EXPRESSIONS),
-    statements=_merge(statements.STATEMENTS, loops.STATEMENTS, closures.STATEMENTS),
+    statements=_merge(statements.STATEMENTS, loops.STATEMENTS, closures.STATEMENTS,
+                      raises.STATEMENTS),
     callees=CALLEES,
     methods=METHODS,
 )

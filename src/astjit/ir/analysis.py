@@ -1,5 +1,5 @@
 """Whole-module facts about a typed Module that backends ask for: which graphs the entry
-reaches, and which entry parameters compiled code may write through."""
+reaches, which entry parameters compiled code may write through, whether it calls Python."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -22,6 +22,13 @@ def reachable_graphs(module: Module) -> list[str]:
                 order.append(callee)
                 pending.append(callee)
     return order
+
+
+def calls_python(module: Module) -> bool:
+    """Whether compiled code of `module` may call Python (a `callback`): its effects are seen,
+    so a call must never be run twice (a first tier leaving part-way, api.py)."""
+    return any(node.op == "callback" for name in reachable_graphs(module)
+               for node in module.graphs[name].walk())
 
 
 def contains_array(t: Type | None) -> bool:

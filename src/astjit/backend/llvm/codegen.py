@@ -43,6 +43,7 @@ from . import (
     allocation,
     arith,
     arrays,
+    callbacks,
     fused,
     linalg,
     owned,
@@ -68,6 +69,7 @@ ROUTINES = {
     **adjoints.ROUTINES,
     **linalg.ROUTINES,
     **scalars.ROUTINES,
+    **callbacks.ROUTINES,
     "reduce": fused.reduce_routine,
     **fused.NUMPY_ROUTINES,
 }

@@ -54,6 +54,7 @@ from . import (  # noqa: F401
     adjoints,
     allocation,
     arrays,
+    callbacks,
     containers,
     ieee,
     linalg,

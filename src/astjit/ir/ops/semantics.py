@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
+import threading
 
 from ..types import BOOL, TupleType, Type
 
@@ -132,7 +134,30 @@ def _casting_error_class() -> type:
     return UFuncOutputCastingError
 
 
-EXCEPTIONS = {e.__name__: e for e in (ZeroDivisionError, ValueError, OverflowError, IndexError,
-                                      AssertionError, TypeError, RuntimeError,
-                                      MemoryError, RecursionError)}
+# ---- exceptions compiled code raises -------------------------------------------------
+
+CALLBACK_ERROR = "CallbackError"
+"""The exception name of an error site where a Python function called from compiled code
+raised (ops/callbacks.py): the exception it raised, kept until the site reports it."""
+
+_PENDING = threading.local()
+
+
+def keep_pending(error: BaseException) -> None:
+    """Keep the exception a callback raised, for the error site that reports it."""
+    _PENDING.error = error
+
+
+def pending_error(message: str) -> BaseException:
+    """The exception a callback raised (taken: reported once), else a RuntimeError."""
+    error = getattr(_PENDING, "error", None)
+    _PENDING.error = None
+    return error if error is not None else RuntimeError(f"{message}: the callback failed")
+
+
+EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
+              if isinstance(cls, type) and issubclass(cls, Exception)}
+"""Exception name -> what makes the exception from a message: every builtin exception class
+(a `raise` in compiled code names one), and the two below."""
 EXCEPTIONS["UFuncOutputCastingError"] = numpy_casting_error
+EXCEPTIONS[CALLBACK_ERROR] = pending_error

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ....ir.analysis import written_parameters
+from ....ir.analysis import calls_python, written_parameters
 from ....ir.core import Module
 from ..codegen import ErrorSite, LoweredModule, emit_module
 from ..jit.engine import CompiledModule, engine
@@ -97,11 +97,12 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     which should raise the exception of `errors[status - 1]`.
 
     With `general`, the first tier when the function writes into none of its
-    arguments: array nests in their fast versions only, and a call one does not
+    arguments and calls no Python: array nests in their fast versions only, and a call one does not
     fit goes, untouched, to `general(*args)`, which should run it on the general
     tier (`emitter.FunctionEmitter.fast_only`). Without, the general tier.
     """
-    first_tier = general is not None and not written_parameters(module)
+    first_tier = general is not None and not written_parameters(module) \
+        and not calls_python(module)  # a call that left part-way would run its callbacks twice
     lowered = emit_module(module, general=not first_tier)
     if lowered.error_table.deoptimize is None:
         first_tier, general = False, None  # nothing to leave out: this is the general tier

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -70,7 +71,6 @@ from ....ir.types import (
 )
 from .. import array_layout
 from .. import messages as msg
-from ..codegen import LoweredModule
 from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
 from ..lltypes import (
     ARRAY_DATA,
@@ -104,6 +104,9 @@ from .pyapi import (
     object_constant,
     type_is,
 )
+
+if TYPE_CHECKING:  # codegen's lowerings box values with this module (backend/llvm/callbacks.py)
+    from ..codegen import LoweredModule
 
 WRAPPER_TYPE = ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ.as_pointer(), SSIZE, PYOBJ])
 NULL = ir.Constant(PYOBJ, None)
