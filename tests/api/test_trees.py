@@ -131,3 +131,22 @@ def test_an_array_a_carried_tuple_holds_is_not_overwritten():
     got, want = jit(momentum)((np.ones(3),), 0.5, 3), momentum((np.ones(3),), 0.5, 3)
     np.testing.assert_allclose(got[0][0], want[0][0])
     np.testing.assert_allclose(got[1][0], want[1][0])
+
+
+def axpy(u, v):
+    return u + 0.5 * v
+
+
+def mapped(p, g, s):
+    doubled = astjit.tree.map(lambda v: v * s, p)
+    return astjit.tree.map(axpy, doubled, g)
+
+
+def test_tree_map_inside_compiled_code():
+    p, g = Params(np.ones((2, 2)), np.ones(2)), Params(np.full((2, 2), 2.0), np.zeros(2))
+    got = jit(mapped)(p, g, 3.0)
+    assert type(got) is Params
+    np.testing.assert_allclose(got.w, 4.0)
+    np.testing.assert_allclose(got.b, 3.0)
+    with pytest.raises(astjit.TypingError, match="different structures"):
+        jit(mapped)(p, Pair(g.w, g.b), 3.0)

@@ -18,9 +18,9 @@ from .. import tree
 from ..errors import CompileError, UnsupportedCallError, UnsupportedSyntaxError
 from ..ir.core import Value
 from ..ir.types import TreeNode
-from .resolve import constant
+from .resolve import LOCAL, constant, static_object
 from .scope import Scope
-from .source import NOT_CONSTANT, constant_value
+from .source import NOT_CONSTANT, NOT_FOUND, constant_value
 from .state import ExprRule, Lowering
 
 
@@ -126,14 +126,42 @@ def tree_function(obj: object) -> object:
 def lower_tree_call(state: Lowering, scope: Scope, node: ast.Call, fn: object,
                     name: str) -> Value:
     if fn is tree.map:
-        return state.fail(scope, node, UnsupportedCallError,
-                          "astjit.tree.map is not supported in compiled code yet",
-                          "use tree.flatten and tree.unflatten, or call tree.map outside")
+        return lower_tree_map(state, scope, node)
     op, arity = TREE_OPS[fn]
     if len(node.args) != arity or node.keywords:
         return state.fail(scope, node, UnsupportedCallError,
                           f"{name}() takes {arity} positional argument(s) in compiled code")
     return scope.emit(op, [state.lower_expr(scope, a) for a in node.args], state.loc(node))
+
+
+
+def lower_tree_map(state: Lowering, scope: Scope, node: ast.Call) -> Value:
+    """`tree.map(f, t, *rest)`: a `tree_map` node holding the call of `f` the frontend
+    makes for one leaf of each tree (its callee, and where the leaves go among the
+    arguments: captured locals are the rest), repeated per leaf by type inference."""
+    from .closures import call_value
+
+    if len(node.args) < 2 or node.keywords:
+        return state.fail(scope, node, UnsupportedCallError,
+                          "astjit.tree.map(f, tree, *rest) takes its arguments by position")
+    fn = static_object(state, scope, node.args[0])  # a global function, a local's value
+    if fn is LOCAL or fn is NOT_FOUND:
+        fn = state.lower_operand(scope, node.args[0])  # a lambda
+    trees = [state.lower_expr(scope, a) for a in node.args[1:]]
+    loc = state.loc(node)
+    marks = [scope.emit("undef", [], loc) for _ in trees]
+    start = len(scope.graph.nodes)
+    result = call_value(state, scope, node, fn, marks, {})
+    call = next((n for n in scope.graph.nodes[start:] if n.op == "call"
+                 and n.outputs[0] is result), None)
+    if call is None:  # reported by call_value
+        return result
+    scope.graph.nodes.remove(call)
+    extra = [v for v in call.inputs if v not in marks]
+    slots = tuple(("leaf", marks.index(v)) if v in marks else ("extra", extra.index(v))
+                  for v in call.inputs)
+    return scope.emit("tree_map", [*trees, *extra], loc,
+                      {"callee": call.attrs["callee"], "trees": len(trees), "slots": slots})
 
 
 EXPRESSIONS: dict[type[ast.expr], ExprRule] = {ast.List: lower_list, ast.Dict: lower_dict}

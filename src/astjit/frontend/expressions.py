@@ -25,10 +25,10 @@ import types
 from ..errors import NameResolutionError, UnsupportedSyntaxError
 from ..ir.core import Value
 from .builtins import math_attribute
+from .containers import lower_field
 from .function_values import FUNCTION_VALUES
 from .literals import literal_value, needs_exact_arithmetic
 from .operators import ARRAY_ATTRIBUTES, BINARY_OPS, COMPARE_OPS, UNARY_OPS
-from .containers import lower_field
 from .resolve import LOCAL, constant, is_numpy_module, static_object
 from .scope import Scope, Unbound, branch_value
 from .source import NOT_CONSTANT, NOT_FOUND, constant_value, resolve_free_name

@@ -130,6 +130,31 @@ def _build(graph: Graph, t: Type, items, loc) -> Value:
     return make_tuple(graph, [_build(graph, e, items, loc) for e in t.elements], t.node, loc)
 
 
+def _map(inference, node, inputs, out):
+    """tree.map: a call of the callee per leaf (the leaves of each tree at its `slots`),
+    rebuilt in the first tree's structure; the trees must have one structure."""
+    trees, extra = inputs[:node.attrs["trees"]], inputs[node.attrs["trees"]:]
+    if any(exact(t.type) != exact(trees[0].type) and _shape_key(t.type) != _shape_key(
+            trees[0].type) for t in trees[1:]):
+        raise TypingError("astjit.tree.map: the trees have different structures: "
+                          + ", ".join(str(t.type) for t in trees), node.loc)
+    columns = [leaf_values(out, t, node.loc) for t in trees]
+    results = []
+    for leaves in zip(*columns):
+        args = [leaves[k] if kind == "leaf" else extra[k] for kind, k in node.attrs["slots"]]
+        call = Node("call", [], [Value("")], attrs={"callee": node.attrs["callee"]},
+                    loc=node.loc)
+        results.extend(inference.infer_call(call, args, out))
+    return [_build(out, trees[0].type, iter(results), node.loc)]
+
+
+def _shape_key(t: Type) -> object:
+    """A tree type's structure without its leaves' types."""
+    if not isinstance(t, TupleType):
+        return "leaf"
+    return (t.node, tuple(_shape_key(e) for e in t.elements))
+
+
 def _tree_rule(what):
     def rule(types, attrs):
         raise OpTypeError(f"astjit.tree.{what} takes a tree (a container of arrays and "
@@ -149,3 +174,7 @@ _def("tree_flatten", 1, _tree_rule("flatten"), None, {"*": Refused(_RESOLVED)},
 _def("tree_unflatten", 2, _tree_rule("unflatten"), None, {"*": Refused(_RESOLVED)},
      cuda=Refused(_RESOLVED), no_vjp=_RESOLVED, expand=_unflatten,
      doc="astjit.tree.unflatten(treedef, leaves): the tree of treedef's structure")
+_def("tree_map", -1, _tree_rule("map"), None, {"*": Refused(_RESOLVED)},
+     cuda=Refused(_RESOLVED), no_vjp=_RESOLVED, expand=_map,
+     doc="astjit.tree.map(f, *trees): attrs the callee, the number of trees and the slots "
+     "of the leaves among the call's arguments")

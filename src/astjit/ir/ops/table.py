@@ -151,6 +151,9 @@ class Inference(Protocol):
     def coerce(self, graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
         """`value` converted to `target` by nodes appended to `graph` (Python's promotion)."""
 
+    def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
+        """A `call` node typed on `inputs` (its callee specialized), appended to `out`."""
+
 
 def kind(t: Type) -> str:
     """The lowering key of a scalar type: 'f', 'i' or 'b'."""
