@@ -299,10 +299,19 @@ def test_grad_inside_jit_trains():
     np.testing.assert_allclose(b, [0.25], atol=1e-6)
 
 
+def array_result(x, s):
+    return s * x
+
+
 def test_forward_mode_refuses_arrays_clearly():
     x = rng.standard_normal(3)
     with pytest.raises(DifferentiationError, match="array"):
-        jvp(bcast_scalar, (x, 1.0), (x, 1.0))
+        jvp(array_result, (x, 1.0), (x, 1.0))
+    # a float function of arrays: the gradient (reverse mode) dotted with the tangents
+    value, tangent = jvp(bcast_scalar, (x, 2.0), (x, 1.0))
+    h = 1e-6
+    fd = (bcast_scalar(x + h * x, 2.0 + h) - bcast_scalar(x - h * x, 2.0 - h)) / (2 * h)
+    assert np.isclose(value, bcast_scalar(x, 2.0)) and np.isclose(tangent, fd, rtol=1e-6)
 
     def through_arrays(s):
         return np.sum(np.ones(3) * s)

@@ -150,3 +150,13 @@ def test_tree_map_inside_compiled_code():
     np.testing.assert_allclose(got.b, 3.0)
     with pytest.raises(astjit.TypingError, match="different structures"):
         jit(mapped)(p, Pair(g.w, g.b), 3.0)
+
+
+def test_jvp_of_a_float_function_of_a_tree():
+    p, x = Params(np.ones((3, 2)) * 0.3, np.ones(2) * 0.1), np.linspace(-1, 1, 12).reshape(4, 3)
+    t = Params(np.full((3, 2), 0.5), np.full(2, -1.0))
+    value, tangent = astjit.jvp(loss, (p, x), (t, np.zeros_like(x)))
+    h = 1e-6
+    fd = (loss(Params(p.w + h * t.w, p.b + h * t.b), x)
+          - loss(Params(p.w - h * t.w, p.b - h * t.b), x)) / (2 * h)
+    assert np.isclose(value, loss(p, x)) and np.isclose(tangent, fd, rtol=1e-6)

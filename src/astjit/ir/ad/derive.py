@@ -192,6 +192,10 @@ def _jvp(module: Module, n_primals: int) -> str:
     """(value, tangent) for primals and one tangent per primal; the tangents of int and
     bool primals are taken and ignored (their derivative is zero), as JAX does."""
     inner = module.entry_graph
+    if inner.outputs[0].type in (F64, F32) and any(
+            isinstance(p.type, TupleType) or _is_float(p.type) and isinstance(p.type, ArrayType)
+            for p in inner.params):
+        return _jvp_by_reverse_mode(module)
     for p in inner.params:
         if isinstance(p.type, ArrayType) and p.type.dtype in (F64, F32):
             raise DifferentiationError(f"jvp with respect to the array argument '{p.name}' is "
@@ -206,6 +210,42 @@ def _jvp(module: Module, n_primals: int) -> str:
     outer.outputs = [result]
     module.graphs[outer.name] = outer
     return outer.name
+
+
+def _jvp_by_reverse_mode(module: Module) -> str:
+    """(value, tangent) of a float-valued graph with array or container arguments: the
+    gradient (reverse mode) dotted with the tangents, leaf by leaf (forward mode
+    differentiates float scalars only)."""
+    from .builder import GraphBuilder
+
+    inner = module.entry_graph
+    wrt = [i for i, p in enumerate(inner.params)
+           if _is_float(p.type) or isinstance(p.type, TupleType) and _has_float_leaf(p.type)]
+    core = module.graphs[_gradient(module, wrt)]
+    primals = [Value(p.name, p.type) for p in inner.params]
+    tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
+    outer = Graph(f"{inner.name}.jvp", primals + tangents, loc=inner.loc)
+    e = GraphBuilder(outer, inner.loc)
+    result = _call(outer, core, primals)
+    value = _item(outer, result, 0)
+    total = e.const(0.0, value.type)
+    for k, i in enumerate(wrt):
+        for g, t in zip(_leaf_reads(outer, _item(outer, result, k + 1)),
+                        _leaf_reads(outer, tangents[i])):
+            if _is_float(g.type) and _is_float(t.type):
+                term = e.op("mul", g, t)
+                if isinstance(term.type, ArrayType):
+                    term = e.op("reduce", term, kind="sum", axis=None, keepdims=False)
+                total = e.op("add", total, e.op("cast", term, to=value.type))
+    outer.outputs = [_tuple(outer, [value, total])]
+    module.graphs[outer.name] = outer
+    return outer.name
+
+
+def _has_float_leaf(t: Type) -> bool:
+    if isinstance(t, TupleType):
+        return any(_has_float_leaf(e) for e in t.elements)
+    return _is_float(t)
 
 
 def _check_float_params(graph: Graph, wrt: list[int]) -> None:
