@@ -160,3 +160,13 @@ def test_jvp_of_a_float_function_of_a_tree():
     fd = (loss(Params(p.w + h * t.w, p.b + h * t.b), x)
           - loss(Params(p.w - h * t.w, p.b - h * t.b), x)) / (2 * h)
     assert np.isclose(value, loss(p, x)) and np.isclose(tangent, fd, rtol=1e-6)
+
+
+def scaled(p, s):
+    return Params(p.w * s, p.b + s), {"n": s}
+
+
+def test_a_container_result_of_the_cuda_simulator_is_rebuilt():
+    got = jit(scaled, target="cuda-sim")(Params(np.ones(3), np.zeros(3)), 2.0)
+    assert type(got[0]) is Params and got[1] == {"n": 2.0}
+    np.testing.assert_allclose(got[0].w, 2.0)

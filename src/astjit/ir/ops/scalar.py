@@ -170,7 +170,7 @@ _def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None
      cuda=Refused("`is None` is decided by type inference"),
      no_vjp="type inference replaces it by a constant", decide=_decide_is_none,
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
-_def("tuple", -1, tuple_rule, lambda *xs: tuple(xs), {"*": Routine("tuple")},
+_def("tuple", -1, tuple_rule, lambda *xs, node=None: tuple(xs), {"*": Routine("tuple")},
      no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_element_read,
      no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
