@@ -275,3 +275,12 @@ def test_print_and_callbacks_run_on_the_host_of_the_gpu_target(capsys):
     assert jit(print_arrays, target="cuda-sim")(x, x.reshape(2, 2)) == expected
     assert capsys.readouterr().out == printed
     assert jit(spread, target="cuda-sim")(x) == spread(x)
+
+
+def calls_open(path):
+    return open(path)
+
+
+def test_an_unsupported_call_suggests_a_callback():
+    with pytest.raises(astjit.UnsupportedCallError, match="astjit.callback"):
+        jit(calls_open)(1.0)

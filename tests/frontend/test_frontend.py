@@ -327,7 +327,7 @@ def many_problems(x):
         y = x
     except ValueError:
         pass
-    print(x)                            # problem: print
+    open(x)                             # problem: open
     return undefined_thing + y          # problem: undefined  # noqa: F821
 
 
@@ -425,10 +425,10 @@ def test_every_problem_of_a_function_is_reported_at_once():
     assert isinstance(error, UnsupportedSyntaxError)  # the kind of the first problem
     lines = [p.loc.line for p in error.problems]
     assert lines == [line_of(many_problems, f"problem: {w}")
-                     for w in ("set", "try", "print", "undefined")]
+                     for w in ("set", "try", "open", "undefined")]
     message = str(error)
     assert message.startswith("4 problems:")
-    for word in ("set display", "try statement", "call to 'print'", "'undefined_thing'"):
+    for word in ("set display", "try statement", "call to 'open'", "'undefined_thing'"):
         assert word in message
 
 

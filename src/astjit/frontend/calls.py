@@ -39,6 +39,8 @@ SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, th
                    "functions that have a primitive (math.sqrt, math.sin, ...), the builtins "
                    "abs, min, max, int, float, bool, round, len and pow, and NumPy's "
                    "np.empty, np.zeros, np.ones, np.full, their *_like forms and np.arange")
+CALLBACK_HINT = ("to run other Python code, call it through astjit.callback(fn, *args, "
+                 "result=float), which runs it in the interpreter")
 SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms, np.arange, "
                    "np.eye, np.diag, np.dot, np.matmul (and a @ b) of 1-d and 2-d arrays, "
                    "NumPy's elementwise functions (np.exp, np.maximum, np.where, ...) and "
@@ -88,7 +90,8 @@ def lower_call(state: Lowering, scope: Scope, node: ast.Call) -> Value:
     handler = call_handler(callee)
     if handler is None:
         return state.fail(scope, node, UnsupportedCallError,
-                          f"call to '{name}' is not supported", SUPPORTED_CALLS)
+                          f"call to '{name}' is not supported",
+                          f"{SUPPORTED_CALLS}; {CALLBACK_HINT}" if callable(callee) else SUPPORTED_CALLS)
     return lower_builtin_call(state, scope, node, handler, name)
 
 
@@ -100,8 +103,8 @@ def _unknown_callee(state: Lowering, scope: Scope, node: ast.Call, name: str) ->
         f"{base.__name__} has no '{node.func.attr}'" if is_numpy_module(base) else \
         "other modules cannot be called" if isinstance(base, types.ModuleType) else \
         "method calls are not supported"
-    return state.fail(scope, node, UnsupportedCallError,
-                      f"call to '{name}' is not supported", f"{why}; {SUPPORTED_CALLS}")
+    return state.fail(scope, node, UnsupportedCallError, f"call to '{name}' is not supported",
+                      f"{why}; {SUPPORTED_CALLS}; {CALLBACK_HINT}")
 
 
 def _unsupported_numpy(state: Lowering, scope: Scope, node: ast.Call, name: str) -> Value:

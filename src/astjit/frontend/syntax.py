@@ -28,8 +28,6 @@ _CONSTRUCTS: dict[str, tuple[str, str]] = {
     "Import": ("import statement", "import at module level; the compiled code sees module globals"),
     "ImportFrom": ("import statement",
                    "import at module level; the compiled code sees module globals"),
-    "Assert": ("assert statement", f"{_NOT_YET}; check the condition before calling"),
-    "Raise": ("raise statement", f"{_NOT_YET}; check the condition before calling"),
     "Match": ("match statement", "use if / elif / else"),
     "AsyncFor": ("async for loop", "compiled functions are synchronous"),
     # expressions
