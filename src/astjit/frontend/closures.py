@@ -87,7 +87,8 @@ def lower_nonlocal(state: Lowering, scope: Scope, stmt: ast.Nonlocal) -> None:
 
 def function_value(obj: object) -> object:
     """`obj` if a call of it is a call through a function value, else None."""
-    return obj if isinstance(obj, (*FUNCTION_VALUES, functools.partial)) else None
+    # Exactly a partial: grad(f) and the other derived functions subclass it, and are callees.
+    return obj if isinstance(obj, FUNCTION_VALUES) or type(obj) is functools.partial else None
 
 
 def partial_constructor(obj: object) -> object:
