@@ -116,6 +116,11 @@ TESTED_ELSEWHERE = {
     "array_arange": "np.arange (test_array_creation.py)",
     "eye": "np.eye (test_array_creation.py)", "diag": "np.diag (test_linalg.py)",
     "callback": "print(...) and astjit.callback (test_python_calls.py)",
+    "tuple_slice": "a, *rest = t (test_comprehensions.py)",
+    "tuple_append": "comprehensions (test_comprehensions.py)",
+    "dict_set": "dict comprehensions (test_comprehensions.py)",
+    "dict_items": "d.items() (test_comprehensions.py)", "dict_keys": "d.keys() (ditto)",
+    "dict_values": "d.values() (ditto)",
 }
 """Ops with a Python spelling outside this test's scope, and the tests that cover them.
 (`matmul`, `a @ b`, is here for numbers, which Python and astjit both refuse.)"""

@@ -82,20 +82,22 @@ def lower_for(state: Lowering, scope: Scope, stmt: ast.For) -> None:
     elif _known_size(state, scope, iterable):
         _tuple_loop(state, scope, stmt)
     else:
-        _sequence_loop(state, scope, stmt)
+        sequence_loop(state, scope, stmt)
 
 
 # ---- while nodes ------------------------------------------------------------------------
 
 def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
                 hidden: list[tuple[str, str, Value]], make_cond,
-                start_body: Rest | None = None, iterate: list[Value] = ()) -> None:
+                start_body: Rest | None = None, iterate: list[Value] = (),
+                collects: bool = False) -> None:
     """A `while` node for `stmt`.
 
     `hidden`: (name, parameter name, initial value) of extra carried values;
     `make_cond(cond_scope, go_on)`: the loop test, where `go_on` is None or the
     bool "no exit flag is set"; `start_body`: lowered at the top of the body;
-    `iterate`: the sequences of a loop over elements, its leading invariants.
+    `iterate`: the sequences of a loop over elements, its leading invariants;
+    `collects`: a comprehension's loop, which inference must unroll (ir/unroll.py).
     """
     loc = state.loc(stmt)
     frame = state.new_frame()
@@ -127,6 +129,8 @@ def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
         attrs["iterate"] = {"sequences": len(iterate), "guarded": bool(flags),
                             "reverse": isinstance(stmt.iter, ast.Call)
                             and static_object(state, scope, stmt.iter.func) is builtins.reversed}
+        if collects:
+            attrs["iterate"]["collects"] = True
     node = scope.add_node("while", inputs, [display_name(name) for name, _, _ in carried], loc,
                           attrs=attrs, regions=group.graphs)
     for (name, _, _), result in zip(carried, node.outputs):
@@ -224,9 +228,12 @@ def _known_size(state: Lowering, scope: Scope, iterable: ast.expr) -> bool:
         static_object(state, scope, iterable) is not LOCAL
 
 
-def _sequence_loop(state: Lowering, scope: Scope, stmt: ast.For) -> None:
+def sequence_loop(state: Lowering, scope: Scope, stmt: ast.For,
+                  collect: tuple[str, Value, Rest] | None = None) -> None:
     """`for x in seq`, `enumerate(seq)`, `zip(a, b, ...)`, `reversed(seq)`: a while node
-    over a counter that type inference unrolls when the sequences are tuples."""
+    over a counter that type inference unrolls when the sequences are tuples. `collect`:
+    a comprehension's (its hidden name, the value before, what each element adds),
+    which inference must unroll."""
     loc = state.loc(stmt)
     kind = _wrapper(state, scope, stmt.iter)
     nodes = stmt.iter.args if kind else [stmt.iter]
@@ -260,8 +267,13 @@ def _sequence_loop(state: Lowering, scope: Scope, stmt: ast.For) -> None:
         if kind in ("enumerate", "zip"):
             s.sizes[element] = 2 if kind == "enumerate" else len(items)
         assign_target(state, s, stmt.target, element)
+        if collect is not None:
+            collect[2](s)
     distinct = list(dict.fromkeys(sequences))
-    _lower_loop(state, scope, stmt, [(counter, "$item", start)], cond, start_body, distinct)
+    hidden = [(counter, "$item", start)]
+    if collect is not None:
+        hidden.append((collect[0], "$collect", collect[1]))
+    _lower_loop(state, scope, stmt, hidden, cond, start_body, distinct, collect is not None)
 
 
 # ---- unrolled loops ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import (
     calls,
     closures,
+    comprehensions,
     containers,
     creation,
     expressions,
@@ -46,6 +47,7 @@ CALLEES = (  # tried in this order on the callee of a call
     Callee(python_calls.callback_function, python_calls.lower_callback),  # astjit.callback
     Callee(python_calls.print_function, python_calls.lower_print),
     Callee(containers.container_class, containers.lower_constructor),  # Params(w, b)
+    Callee(comprehensions.sequence_constructor, comprehensions.lower_sequence_call),  # tuple()
     Callee(containers.tree_function, containers.lower_tree_call),  # astjit.tree.leaves ...
     Callee(views.numpy_view_function, views.lower_numpy_view),  # np.transpose, np.reshape
     Callee(reductions.numpy_reduction, reductions.lower_numpy_reduction),  # np.sum, np.max ...
@@ -55,12 +57,13 @@ CALLEES = (  # tried in this order on the callee of a call
 )
 METHODS = {
     "reshape": views.lower_reshape_method,
+    **{name: comprehensions.lower_dict_view for name in ("items", "keys", "values")},  # d.items()
     **{name: reductions.lower_reduction_method for name in reductions.METHODS},  # x.sum() ...
 }
 
 RULES = Rules(
     expressions=_merge(expressions.EXPRESSIONS, views.EXPRESSIONS, calls.EXPRESSIONS,
-                       containers.EXPRESSIONS, closures.EXPRESSIONS),
+                       containers.EXPRESSIONS, closures.EXPRESSIONS, comprehensions.EXPRESSIONS),
     statements=_merge(statements.STATEMENTS, loops.STATEMENTS, closures.STATEMENTS,
                       raises.STATEMENTS),
     callees=CALLEES,

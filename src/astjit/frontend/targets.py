@@ -5,6 +5,7 @@ evaluated as Python does: the value, then `x`, then the indices; to a slice,
 an `array_assign` into the view. An element of a value known to be a tuple
 cannot be assigned. `a, b = t` assigns element by element, left to right; a
 tuple display unpacked into a tuple target of its length needs no tuple at all.
+`a, *rest = t` binds `rest` to the list of the remaining elements (a `tuple_slice`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import ast
 
 from ..errors import TypingError, UnsupportedSyntaxError
 from ..ir.core import Value
-from .analysis import assigned_names
+from ..ir.ops.containers import LIST
 from .function_values import FUNCTION_VALUES
 from .scope import Scope
 from .state import Lowering
@@ -64,11 +65,8 @@ def _store_element(state: Lowering, scope: Scope, target: ast.Subscript, value: 
 def _unpack(state: Lowering, scope: Scope, target: ast.Tuple | ast.List,
             value: Value | list) -> None:
     """`a, (b, c) = value`: element by element, as Python assigns left to right."""
-    starred = [t for t in target.elts if isinstance(t, ast.Starred)]
-    if starred:
-        state.unsupported(scope, starred[0])
-        for name in assigned_names([target]):
-            scope.assign(name, scope.emit("undef", [], state.loc(target)))
+    if any(isinstance(t, ast.Starred) for t in target.elts):  # one at most: Python's syntax
+        _unpack_starred(state, scope, target, value)
         return
     if isinstance(value, list):
         for t, v in zip(target.elts, value):
@@ -85,6 +83,33 @@ def _unpack(state: Lowering, scope: Scope, target: ast.Tuple | ast.List,
                      target)
     for index, t in enumerate(target.elts):
         assign_target(state, scope, t, scope.emit("getitem", [value], loc, {"index": index}))
+
+
+def _unpack_starred(state: Lowering, scope: Scope, target: ast.Tuple | ast.List,
+                    value: Value | list) -> None:
+    """`a, *mid, b = t`: `mid` the list of the elements between (a `tuple_slice`, which type
+    inference settles from t's length; too few elements is Python's ValueError, found then)."""
+    loc = state.loc(target)
+    if isinstance(value, list):
+        value = scope.emit("tuple", value, loc)
+    star = next(i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred))
+    after = len(target.elts) - star - 1
+    needed = len(target.elts) - 1
+    size = scope.sizes.get(value)
+    if size is not None and size < needed:
+        state.report(TypingError, f"not enough values to unpack (expected at least {needed}, "
+                     f"got {size})", target)
+    middle = scope.emit("tuple_slice", [value], loc,
+                        {"start": star, "stop": -after if after else None, "needed": needed,
+                         "node": LIST})
+    if size is not None:
+        scope.sizes[middle] = max(size - needed, 0)
+    for index, t in enumerate(target.elts):
+        if index == star:
+            assign_target(state, scope, t.value, middle)
+        else:
+            where = index if index < star else index - len(target.elts)
+            assign_target(state, scope, t, scope.emit("getitem", [value], loc, {"index": where}))
 
 
 def bad_target(state: Lowering, target: ast.expr) -> None:

@@ -146,6 +146,18 @@ class NoneType(Type):
 
 
 @dataclass(frozen=True)
+class KeyType(Type):
+    """A dict's key as a loop over the dict gives it (`for k in d`): a string known at
+    compile time, held by the type alone (nothing at run time), read by the ops that
+    take keys (`d[k]`, a dict comprehension's key)."""
+
+    key: str
+
+    def __str__(self) -> str:
+        return f"key<{self.key!r}>"
+
+
+@dataclass(frozen=True)
 class BottomType(Type):
     def __str__(self) -> str:
         return "bottom"

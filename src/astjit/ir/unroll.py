@@ -5,14 +5,19 @@ node marked `iterate` (frontend/loops.py): its leading invariants are the sequen
 first carried value a counter, and each element an `array_get(seq, counter)` at the top
 of the body. Over arrays that is a loop. Over a tuple, whose elements may each have a
 type of their own, inference copies the body once per element instead: the counter is
-the constant k, and each `array_get(seq, counter)` the tuple's element `seq[k]`. A
+the constant k, and each `array_get(seq, counter)` the tuple's element `seq[k]` (over a
+dict, its k-th key: a constant whose type holds the string, ops/sequences.py). A
 variable may change type from one element to the next, as in Python. Where the body can
 leave the loop (`break`, `return`), each copy runs under an `if` on the loop's test.
+A comprehension's loop (marked `collects`) must be unrolled: over an array, whose
+length is not known at compile time, it is a TypingError.
 """
 from __future__ import annotations
 
+from ..errors import TypingError
 from .core import Graph, Node, Value
-from .types import BOOL, I64, TupleType
+from .ops.sequences import element
+from .types import BOOL, I64, ArrayType, TupleType, Type
 
 
 def unroll(inference, node: Node, inputs: list[Value], out: Graph) -> list[Value] | None:
@@ -22,6 +27,12 @@ def unroll(inference, node: Node, inputs: list[Value], out: Graph) -> list[Value
     k = node.attrs["n_invariants"]
     lengths = [len(v.type.elements) for v in inputs[:spec["sequences"]]
                if isinstance(v.type, TupleType)]
+    if not lengths and spec.get("collects"):
+        raise TypingError(f"a comprehension over {_describe(inputs[0].type)}: its length is not "
+                          "known at compile time", node.loc,
+                          hint="comprehensions take tuples, lists, dicts and range() of constant "
+                               "bounds; for an array write a loop that fills an array "
+                               "(out = np.empty(n); for i in range(n): out[i] = ...)")
     if not lengths:
         return None
     count = min(lengths)
@@ -40,17 +51,20 @@ def unroll(inference, node: Node, inputs: list[Value], out: Graph) -> list[Value
     return carried
 
 
+def _describe(t: Type) -> str:
+    return f"a {t.ndim}-d array" if isinstance(t, ArrayType) else f"a value of type {t}"
+
+
 def _inline(inference, region: Graph, values: list[Value], out: Graph, k: int,
             index: int) -> list[Value]:
     """`region`'s nodes typed into `out` on `values`, each element read of the counter
-    (`array_get(seq, counter)` at the top level) the tuple element `index`."""
+    (`array_get(seq, counter)` at the top level) the element `index` (a dict's: its key)."""
     env = dict(zip(region.params, values))
     counter = region.params[k]
     for sub in region.nodes:
         if sub.op == "array_get" and len(sub.inputs) == 2 and sub.inputs[1] is counter \
                 and isinstance(env[sub.inputs[0]].type, TupleType):
-            item = Node("getitem", [], sub.outputs, attrs={"index": index}, loc=sub.loc)
-            env[sub.outputs[0]] = inference.infer_leaf(item, [env[sub.inputs[0]]], out)[0]
+            env[sub.outputs[0]] = element(inference, env[sub.inputs[0]], index, sub, out)
         else:
             inference.infer_node(sub, env, out)
     return [env[v] for v in region.outputs]

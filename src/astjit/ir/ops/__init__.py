@@ -44,8 +44,9 @@ Modules: table.py (OpDef, descriptors, type rules, the `Inference` protocol),
 declare.py, semantics.py (reference semantics Python's operators lack),
 scalar.py (operators, conversions, stop_gradient), mathfuncs.py (`math` and
 NumPy functions), ieee.py (IEEE float primitives derivative code uses),
-tapes.py (what a differentiated `while` records), vjp.py (what VJP rules are
-built from), arrays/views/allocation/reductions/linalg/adjoints.py (array ops),
+tapes.py (what a differentiated `while` records), containers.py and sequences.py
+(containers' fields; starred unpacking, comprehensions, dict keys), vjp.py (what VJP
+rules are built from), arrays/views/allocation/reductions/linalg/adjoints.py (array ops),
 elementwise.py and strong.py (NumPy's promotion). The structural ops (`if`, `while`, `call`) are
 not in this table; see `core.py`.
 """
@@ -61,6 +62,7 @@ from . import (  # noqa: F401
     mathfuncs,
     reductions,
     scalar,
+    sequences,
     tapes,
     views,
 )

@@ -15,6 +15,7 @@ from ..core import Node, Value
 from ..types import I64, NONE, ArrayType, TupleType
 from .adjoints import AddAt
 from .declare import _def
+from .sequences import key_read
 from .table import OpTypeError, Routine
 
 
@@ -101,9 +102,10 @@ def _row_view(inference, node, array, indices, outputs, out):
 
 
 def _row_read(inference, node, inputs, out):
-    """`a[i]` of a 2-d array: a view of the remaining axes (ops/views.py)."""
+    """`a[i]` of a 2-d array: a view of the remaining axes (ops/views.py); `d[k]` of a dict
+    by a key a loop over it gave: that element (ops/sequences.py)."""
     if not _is_row(inputs[0], inputs[1:]):
-        return None
+        return key_read(inference, node, inputs, out)
     return _row_view(inference, node, inputs[0], inputs[1:], node.outputs, out)
 
 
