@@ -121,6 +121,9 @@ TESTED_ELSEWHERE = {
     "dict_set": "dict comprehensions (test_comprehensions.py)",
     "dict_items": "d.items() (test_comprehensions.py)", "dict_keys": "d.keys() (ditto)",
     "dict_values": "d.values() (ditto)",
+    "getfield": "p.w, d['w'] of containers (tests/api/test_trees.py)",
+    "tree_leaves": "astjit.tree.leaves (test_trees.py)", "tree_map": "astjit.tree.map (ditto)",
+    "tree_flatten": "astjit.tree.flatten (ditto)", "tree_unflatten": "astjit.tree.unflatten (ditto)",
 }
 """Ops with a Python spelling outside this test's scope, and the tests that cover them.
 (`matmul`, `a @ b`, is here for numbers, which Python and astjit both refuse.)"""
