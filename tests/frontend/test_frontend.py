@@ -16,10 +16,12 @@ import pytest
 import scalar_functions
 from corpus import CASE_IDS, CASES, NAMES, VALUE_ONLY, outcome, same
 
+from astjit import jit
 from astjit.errors import (
     CompileError,
     NameResolutionError,
     SourceUnavailableError,
+    TypingError,
     UnsupportedCallError,
     UnsupportedSyntaxError,
 )
@@ -405,7 +407,6 @@ def uses_callee_with_problem(x):
     (nonlocal_write, "problem: nonlocal", UnsupportedSyntaxError, ["nonlocal x", "hint:"]),
     (returns_lambda, "problem: lambda", UnsupportedSyntaxError, ["'<lambda>' used as a value"]),
     (yields, "problem: yield", UnsupportedSyntaxError, ["yield"]),
-    (method_call, "problem: method", UnsupportedCallError, ["x.conjugate"]),
     (is_zero, "problem: is", UnsupportedSyntaxError, ["'is'"]),
     (global_stmt, "problem: global", UnsupportedSyntaxError, ["global statement"]),
     (with_stmt, "problem: with", UnsupportedSyntaxError, ["with statement"]),
@@ -418,6 +419,16 @@ def test_error_names_the_construct_file_line_and_caret(fn, marker, kind, words):
     assert "^" in message
     for word in words:
         assert word in message
+
+
+def test_a_method_of_a_value_that_is_not_an_object_is_refused_with_its_type():
+    """`x.conjugate()` is a call on an object for the frontend (frontend/methods.py): the
+    type decides, so the refusal comes from type inference, located as any other."""
+    with pytest.raises(TypingError) as info:
+        jit(method_call)(1.5)
+    message = str(info.value)
+    assert "'conjugate' of f64 is not a method" in message
+    assert f'File "{__file__}", line {line_of(method_call, "problem: method")}' in message
 
 
 def test_every_problem_of_a_function_is_reported_at_once():

@@ -22,6 +22,7 @@ import types
 from ..errors import CompileError, NameResolutionError, UnsupportedCallError
 from ..ir.core import Value
 from .builtins import CallError, Handler, call_handler
+from .methods import is_call_on_a_local, lower_method_call
 from .resolve import (
     LOCAL,
     compile_time_value,
@@ -69,10 +70,8 @@ def lower_call(state: Lowering, scope: Scope, node: ast.Call) -> Value:
         if owner is LOCAL or (owner is NOT_FOUND and not isinstance(node.func.value, ast.Name)):
             return state.rules.methods[node.func.attr](state, scope, node)  # x.sum() ...
     callee = static_object(state, scope, node.func)
-    if callee is LOCAL:
-        return state.fail(scope, node, UnsupportedCallError,
-                          f"call to '{name}' is not supported: it is a local variable",
-                          "call functions by their global name")
+    if callee in (LOCAL, NOT_FOUND) and is_call_on_a_local(state, scope, node.func):
+        return lower_method_call(state, scope, node)  # model(x), self.forward(x)
     if callee is NOT_FOUND and isinstance(node.func, ast.Name):
         return state.fail(scope, node, NameResolutionError, f"name '{name}' is not defined")
     if callee is NOT_FOUND:

@@ -8,6 +8,7 @@ any of them is raised at once, as one CompileError listing them all.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -36,6 +37,21 @@ def lower_function(fn) -> Module:
             hint="pass a function defined with def in a .py file")
     table = FunctionTable()
     module = Module(entry=table.request(fn))
+    module.lower_callee = functools.partial(_lower_callee, module, table)
+    _lower_pending(module, table)
+    return module
+
+
+def _lower_callee(module: Module, table: FunctionTable, fn) -> str:
+    """Lower `fn` (and what it calls) into `module`, for type inference (Module.lower_callee)."""
+    name = table.request(getattr(fn, "py_func", fn))
+    _lower_pending(module, table)
+    return name
+
+
+def _lower_pending(module: Module, table: FunctionTable) -> None:
+    """Lower every function `table` has queued into `module`; one CompileError for all
+    the problems found."""
     found: Found = []
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
@@ -51,7 +67,6 @@ def lower_function(fn) -> Module:
     if found:
         kind, first = found[0]
         raise kind(first.message, problems=[problem for _, problem in found])
-    return module
 
 
 def _lower_derived(derived, name: str, table: FunctionTable) -> Graph:

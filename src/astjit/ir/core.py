@@ -129,6 +129,9 @@ class Module:
 
     graphs: dict[str, Graph] = field(default_factory=dict)
     entry: str = ""
+    lower_callee: Any = field(default=None, repr=False)
+    """Set by the frontend: lowers a Python function found only during type inference (a
+    method of an argument's class, `self.forward(x)`) into this module; its graph name."""
 
     @property
     def entry_graph(self) -> Graph:

@@ -113,6 +113,12 @@ class _Inferencer:
         """Whether a recursive call was typed with an estimate that proved wrong."""
         return any(exact(self.estimates[key]) != exact(t) for key, t in self.consulted.items())
 
+    def lower_callee(self, fn: object, loc: Loc | None) -> str:
+        if self.src.lower_callee is None:
+            raise TypingError(f"cannot compile {getattr(fn, '__qualname__', fn)}() here: this "
+                              "module was not made by the frontend", loc)
+        return self.src.lower_callee(fn)
+
     def specialize(self, name: str, arg_types: list[Type], loc: Loc | None) -> str:
         key = (name, TypeKey(arg_types))
         typed_name = specialization_name(name, arg_types)

@@ -154,6 +154,10 @@ class Inference(Protocol):
     def infer_call(self, node: Node, inputs: list[Value], out: Graph) -> list[Value]:
         """A `call` node typed on `inputs` (its callee specialized), appended to `out`."""
 
+    def lower_callee(self, fn: object, loc: Loc | None) -> str:
+        """The graph name of Python function `fn`, lowered now if it was not (a method
+        found from an argument's class)."""
+
 
 def kind(t: Type) -> str:
     """The lowering key of a scalar type: 'f', 'i' or 'b'."""

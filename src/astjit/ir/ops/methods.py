@@ -1,0 +1,70 @@
+"""The table entry of calls on objects: `self.forward(x)`, `self(x)`, `self.hidden(x)`.
+
+Which function runs depends on the receiver's class, which only its type knows (an object
+argument is a `TupleType` whose `TreeNode` names its class: ir/types.py, astjit/tree.py),
+so the frontend emits a `method_call` and type inference resolves it (`expand`): the
+class's function of that name, lowered then (`Inference.lower_callee`), called with the
+receiver as its first argument (`self`) and the defaults of the parameters not given; a
+field holding an object is called through that object's `__call__`. No later stage sees
+the op.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+
+from ...errors import TypingError
+from ..core import Node, Value
+from .declare import _def
+from .table import OpTypeError, Refused
+
+_RESOLVED = "type inference resolves it into a call"
+
+
+def method_rule(types_, attrs):
+    """Reached only where `_resolve` found nothing to call: the error."""
+    receiver = types_[0]
+    node = getattr(receiver, "node", None)
+    what = f"a {node.cls.__name__}" if node is not None and node.cls is not None else str(receiver)
+    raise OpTypeError(f"'{attrs['name']}' of {what} is not a method compiled code can call: "
+                      "methods defined with def in the class of an argument can be called")
+
+
+def _resolve(inference, node: Node, inputs: list[Value], out):
+    receiver, args = inputs[0], list(inputs[1:])
+    name, spec = node.attrs["name"], getattr(inputs[0].type, "node", None)
+    cls = spec.cls if spec is not None and spec.kind not in ("tuple", "list", "dict") else None
+    if cls is None:
+        return None
+    found = inspect.getattr_static(cls, name, None)
+    if found is None and name in spec.keys:  # a field holding an object: its __call__
+        read = Node("getitem", [], [Value(name)], attrs={"index": spec.keys.index(name)},
+                    loc=node.loc)
+        (field,) = inference.infer_leaf(read, [receiver], out)
+        call = Node("method_call", [], node.outputs, attrs={"name": "__call__"}, loc=node.loc)
+        return inference.infer_leaf(call, [field, *args], out)
+    if isinstance(found, staticmethod):
+        fn, bound = found.__func__, []
+    else:
+        fn, bound = getattr(found, "py_func", found), [receiver]
+    if not isinstance(fn, types.FunctionType):
+        return None
+    given = bound + args
+    params = list(inspect.signature(fn).parameters.values())
+    if len(given) > len(params):
+        raise TypingError(f"{fn.__qualname__}() takes {len(params)} positional arguments but "
+                          f"{len(given)} were given", node.loc)
+    for p in params[len(given):]:
+        if p.default is inspect.Parameter.empty:
+            raise TypingError(f"{fn.__qualname__}() missing required argument: '{p.name}'",
+                              node.loc)
+        default = Node("const", [], [Value(p.name)], attrs={"value": p.default}, loc=node.loc)
+        given += inference.infer_leaf(default, [], out)
+    call = Node("call", [], node.outputs, attrs={"callee": inference.lower_callee(fn, node.loc)},
+                loc=node.loc)
+    return inference.infer_call(call, given, out)
+
+
+_def("method_call", -1, method_rule, None, {"*": Refused(_RESOLVED)}, (), cuda=Refused(_RESOLVED),
+     expand=_resolve, no_vjp=_RESOLVED,
+     doc="receiver.name(args) (name '__call__': receiver(args)); inputs [receiver, *args]")
