@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,9 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = 
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; available: "
                          + ", ".join(repr(t) for t in TARGETS))
+    if isinstance(fn, types.MethodType):  # jit(model.forward): the object read at every call
+        return types.MethodType(jit(fn.__func__, target=target, boundscheck=boundscheck),
+                                fn.__self__)
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
     options = {} if boundscheck else {"boundscheck": False}
@@ -181,7 +185,7 @@ class Dispatcher:
 
     def __post_init__(self):
         self.signature = dispatch.Signature(self.py_func)
-        self.entry = dispatch.make_entry(self.call_slow)
+        self.entry = dispatch.make_entry(self.call_slow, dispatch.defined_in_a_class(self.py_func))
         functools.update_wrapper(self.entry, self.py_func)
         self.entry.py_func = self.py_func
         self.entry.ir = self.ir

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,9 +36,25 @@ from .ir.types import NUMPY_DTYPES, NUMPY_SCALARS, TupleType, Type, TypeKey, pyt
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
-def make_entry(target: Callable) -> functools.partial:
-    """A re-targetable, attribute-carrying, vectorcall callable around `target`."""
-    return functools.partial(target)
+def make_entry(target: Callable, method: bool = False) -> functools.partial:
+    """A re-targetable, attribute-carrying, vectorcall callable around `target`; for a
+    function defined in a class body (`method`), one that binds as a method does."""
+    return MethodEntry(target) if method else functools.partial(target)
+
+
+class MethodEntry(functools.partial):
+    """The entry of a method jitted in its class body: `obj.method(x)` calls it with `obj`
+    first, as a function's binding does (a plain partial does not bind). Only methods pay
+    for the subclass's slower call."""
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+
+def defined_in_a_class(fn: Callable) -> bool:
+    """Whether `fn` was defined in a class body (`Model.__call__`), not in a function."""
+    parts = getattr(fn, "__qualname__", "").split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
 
 
 def retarget(entry: functools.partial, target: Callable) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +54,33 @@ def children(obj: Any) -> tuple[TreeNode, list] | None:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = tuple(f.name for f in dataclasses.fields(obj))
         return TreeNode("dataclass", cls, names), [getattr(obj, n) for n in names]
+    if _is_model(obj):
+        return _object_children(obj)
     return None
+
+
+_NOT_MODELS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+               types.MethodType, functools.partial)
+
+
+def _is_model(obj: Any) -> bool:
+    """An instance of a user's class with instance attributes (a model, a layer): a tree
+    of its attributes, as a method's `self` is (docs/trees.md)."""
+    return (hasattr(obj, "__dict__") and not isinstance(obj, _NOT_MODELS)
+            and type(obj).__module__ != "builtins" and not callable(getattr(obj, "py_func", None)))
+
+
+def _object_children(obj: Any) -> tuple[TreeNode, list]:
+    """An object's attributes: those holding numbers, arrays or trees are its children,
+    the others (names, functions, None) static aux data, part of its type."""
+    names, kids, static = [], [], []
+    for name, value in vars(obj).items():
+        if value is None or isinstance(value, (str, bytes, *_NOT_MODELS)):
+            static.append((name, value))
+        else:
+            names.append(name)
+            kids.append(value)
+    return TreeNode("object", type(obj), tuple(names), tuple(static)), kids
 
 
 def _sorted_keys(d: dict) -> tuple:
@@ -80,6 +108,11 @@ def rebuild(node: TreeNode, kids: Iterable) -> Any:
         return obj
     if kind == "registered":
         return _REGISTERED[node.cls][1](node.aux, tuple(kids))
+    if kind == "object":  # its attributes set again, without __init__
+        obj = object.__new__(node.cls)
+        vars(obj).update(zip(node.keys, kids))
+        vars(obj).update(node.aux)
+        return obj
     return None
 
 

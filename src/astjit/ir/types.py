@@ -53,12 +53,14 @@ class TreeNode:
     registered class's). Part of the type: a new structure is a new specialization."""
 
     kind: str
-    """'list', 'dict', 'namedtuple', 'dataclass', 'registered' or 'treedef'."""
+    """'list', 'dict', 'namedtuple', 'dataclass', 'registered', 'object' (a user's class
+    instance: its attributes) or 'treedef'."""
     cls: type | None = None
     keys: tuple = ()
     """Field names (dataclass, namedtuple) or dict keys, in element order."""
     aux: object = None
-    """A registered class's aux data (hashable); a treedef's TupleType of the tree."""
+    """A registered class's aux data (hashable); an object's static attributes ((name,
+    value) pairs); a treedef's TupleType of the tree."""
 
     def __repr__(self) -> str:
         return self.describe(("*",) * len(self.keys)) if self.keys else self.kind
