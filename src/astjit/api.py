@@ -181,6 +181,8 @@ class Dispatcher:
     """The `jit` options that differ from their defaults (only `boundscheck` so far)."""
     signature: dispatch.Signature = field(init=False)
     specializations: dict = field(default_factory=dict)
+    with_functions: dict = field(default_factory=dict)
+    """The specializations of calls passing functions (`call_with_functions`)."""
     parsed: Module | None = None
 
     def __post_init__(self):
@@ -195,8 +197,26 @@ class Dispatcher:
     def call_slow(self, *args: Any, **kwargs: Any) -> Any:
         """Bind the call as Python does, compile the signature if new, run it."""
         values = self.signature.bind(args, kwargs)
+        if any(map(dispatch.is_function_argument, values)):
+            return self.call_with_functions(values)
         spec = self.specialize(self.signature.types_of(values))
         return spec.compiled.call(*dispatch.flatten_values(values))
+
+    def call_with_functions(self, values: list[Any]) -> Any:
+        """A call passing functions: a specialization per function (and types of the other
+        arguments), whose graph calls them directly; the other arguments passed."""
+        static = {n: v for n, v in zip(self.signature.names, values)
+                  if dispatch.is_function_argument(v)}
+        names = [n for n in self.signature.names if n not in static]
+        rest = [v for n, v in zip(self.signature.names, values) if n not in static]
+        types = self.signature.types_of(rest, names)
+        key = (tuple((n, dispatch.function_key(v)) for n, v in static.items()), types)
+        spec = self.with_functions.get(key)
+        if spec is None:
+            with COMPILING:
+                spec = self.with_functions.get(key) or self.compile(types, static)
+                self.with_functions[key] = spec
+        return spec.compiled.call(*dispatch.flatten_values(rest))
 
     def specialize(self, types: tuple[Type, ...]) -> Specialization:
         spec = self.specializations.get(types)
@@ -210,10 +230,13 @@ class Dispatcher:
                         dispatch.retarget(self.entry, spec.compiled.call)
         return spec
 
-    def compile(self, types: tuple[Type, ...]) -> Specialization:
-        if self.parsed is None:
-            self.parsed = lower_function(self.py_func)
-        typed = typed_module(self.parsed, types)
+    def compile(self, types: tuple[Type, ...], static: dict | None = None) -> Specialization:
+        if static:
+            parsed = lower_function(self.py_func, static)
+        else:
+            self.parsed = self.parsed or lower_function(self.py_func)
+            parsed = self.parsed
+        typed = typed_module(parsed, types)
         if not self.options.get("boundscheck", True):
             typed = drop_bounds_checks(typed)
         check = verify_module if verifying() else None
@@ -222,16 +245,16 @@ class Dispatcher:
         optimized = optimize_for_backend(typed, check)
         # Calls the new entry does not take go to the previous entry, then to call_slow.
         previous = [s.compiled.call for s in self.specializations.values()]
-        fallback = previous[-1] if previous else self.call_slow
-        general = functools.partial(self.call_general, types)
+        fallback = previous[-1] if previous and not static else self.call_slow
+        general = None if static else functools.partial(self.call_general, types)
         rebuild = tree.rebuilder(optimized.entry_graph.outputs[0].type)
         if rebuild is not None:  # what another entry returns is already rebuilt
-            fallback, general = _passed(fallback), _passed(general)
+            fallback, general = _passed(fallback), general and _passed(general)
         target = self.options.get("target", "cpu")
         compiled = build(optimized, fallback, general) if target == "cpu" else \
             build_device(optimized, target)
         compiled.call = _rebuilding(compiled.call, rebuild)
-        spec = Specialization(types, self.parsed, optimized, compiled, fallback)
+        spec = Specialization(types, parsed, optimized, compiled, fallback)
         dump_dir = os.environ.get("ASTJIT_DUMP")
         if dump_dir:
             dump_stages(spec, dump_dir, self.py_func.__qualname__)

@@ -51,6 +51,27 @@ class MethodEntry(functools.partial):
         return self if obj is None else types.MethodType(self, obj)
 
 
+def is_function_argument(value: Any) -> bool:
+    """A function passed as an argument (`two_layer(gelu, x)`): compiled code calls it
+    directly, so it is part of the specialization, not a value passed at run time."""
+    return (isinstance(value, types.FunctionType) or type(value) is functools.partial
+            or callable(getattr(value, "py_func", None)))
+
+
+def function_key(value: Any) -> Any:
+    """What identifies a function argument's specialization: the function, or a partial's
+    function and bound values (two equal partials share one)."""
+    if type(value) is functools.partial:
+        key = (function_key(value.func), value.args, tuple(sorted(value.keywords.items())))
+        try:
+            hash(key)
+        except TypeError:
+            raise TypeError(f"a functools.partial passed to compiled code must bind numbers or "
+                            f"other hashable constants: {value!r:.80}") from None
+        return key
+    return getattr(value, "py_func", value)
+
+
 def defined_in_a_class(fn: Callable) -> bool:
     """Whether `fn` was defined in a class body (`Model.__call__`), not in a function."""
     parts = getattr(fn, "__qualname__", "").split(".")
@@ -96,10 +117,11 @@ class Signature:
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is {problem}")
         return [normalize_argument(v) for v in bound.arguments.values()]
 
-    def types_of(self, values: list[Any]) -> TypeKey:
-        """The IR types of bound argument values; TypeError naming a bad parameter."""
+    def types_of(self, values: list[Any], names: list[str] | None = None) -> TypeKey:
+        """The IR types of bound argument values (of parameters `names`, by default all);
+        TypeError naming a bad parameter."""
         types = []
-        for name, value in zip(self.names, values):
+        for name, value in zip(names or self.names, values):
             t = tree.ir_type(value, python_type_of)  # a container's: a TupleType with its node
             if t is None and is_numpy_scalar(value):
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is "

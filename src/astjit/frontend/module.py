@@ -28,15 +28,16 @@ _RECURSION_LIMIT = 20_000
 """Lowering recurses once per nesting level (an `elif` chain is nested `if`s)."""
 
 
-def lower_function(fn) -> Module:
-    """Parse `fn` (or a jitted object's `py_func`) and its callees into untyped graphs."""
+def lower_function(fn, static: dict | None = None) -> Module:
+    """Parse `fn` (or a jitted object's `py_func`) and its callees into untyped graphs;
+    `static` binds parameters to compile-time values (functions passed as arguments)."""
     fn = getattr(fn, "py_func", fn)
     if not is_compilable(fn):
         raise SourceUnavailableError(
             f"cannot compile {fn!r}: only Python functions defined with def can be compiled",
             hint="pass a function defined with def in a .py file")
     table = FunctionTable()
-    module = Module(entry=table.request(fn))
+    module = Module(entry=table.request(fn, tuple((static or {}).items())))
     module.lower_callee = functools.partial(_lower_callee, module, table)
     _lower_pending(module, table)
     return module
