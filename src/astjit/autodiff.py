@@ -49,8 +49,10 @@ class Derived(functools.partial):
         self.base = base
         self.__name__ = self.__qualname__ = name
         self.__doc__ = f"{name}: derived by astjit from {getattr(base, '__name__', base)!r}"
+        defaults = _defaults_of(base)
         self.__signature__ = inspect.Signature(
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                               default=defaults.get(p, inspect.Parameter.empty)) for p in params])
         self.__astjit_derived__ = DerivedSpec(base, params, derive, _loc_of(base))
         self._entry = None
         self.__setstate__((self._start, (), None, self.__dict__))
@@ -89,6 +91,21 @@ def _unstarted(*args: Any, **kwargs: Any) -> Any:
 def _loc_of(fn: Any) -> Loc | None:
     code = getattr(fn, "__code__", None)
     return Loc(code.co_filename, code.co_firstlineno) if code is not None else None
+
+
+def _defaults_of(fn: Any) -> dict[str, Any]:
+    """The default values of `fn`'s parameters (a method's `scale=1.0`), which a derived
+    function keeps; the defaults of parameters a later one has none for are dropped."""
+    try:
+        params = list(inspect.signature(_unwrap(fn)).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    for p in reversed(params):
+        if p.default is inspect.Parameter.empty:
+            break
+        found[p.name] = p.default
+    return found
 
 
 def _params_of(fn: Any) -> tuple[str, ...]:

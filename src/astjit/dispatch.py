@@ -54,8 +54,10 @@ class MethodEntry(functools.partial):
 def is_function_argument(value: Any) -> bool:
     """A function passed as an argument (`two_layer(gelu, x)`): compiled code calls it
     directly, so it is part of the specialization, not a value passed at run time."""
-    return (isinstance(value, types.FunctionType) or type(value) is functools.partial
-            or callable(getattr(value, "py_func", None)))
+    numpy = sys.modules.get("numpy")
+    return (isinstance(value, (types.FunctionType, types.BuiltinFunctionType))
+            or type(value) is functools.partial or callable(getattr(value, "py_func", None))
+            or numpy is not None and isinstance(value, numpy.ufunc))
 
 
 def function_key(value: Any) -> Any:

@@ -67,7 +67,12 @@ def _is_model(obj: Any) -> bool:
     """An instance of a user's class with instance attributes (a model, a layer): a tree
     of its attributes, as a method's `self` is (docs/trees.md)."""
     return (hasattr(obj, "__dict__") and not isinstance(obj, _NOT_MODELS)
-            and type(obj).__module__ != "builtins" and not callable(getattr(obj, "py_func", None)))
+            and type(obj).__flags__ & _HEAP_TYPE  # a class defined in Python, not NumPy's ufunc
+            and not callable(getattr(obj, "py_func", None)))
+
+
+_HEAP_TYPE = 1 << 9
+"""Py_TPFLAGS_HEAPTYPE: the classes defined with `class` (and not in C)."""
 
 
 def _object_children(obj: Any) -> tuple[TreeNode, list]:
@@ -75,7 +80,8 @@ def _object_children(obj: Any) -> tuple[TreeNode, list]:
     the others (names, functions, None) static aux data, part of its type."""
     names, kids, static = [], [], []
     for name, value in vars(obj).items():
-        if value is None or isinstance(value, (str, bytes, *_NOT_MODELS)):
+        if value is None or isinstance(value, (str, bytes, *_NOT_MODELS)) \
+                or callable(value) and not _is_model(value):  # np.tanh held as an activation
             static.append((name, value))
         else:
             names.append(name)

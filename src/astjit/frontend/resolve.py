@@ -71,6 +71,8 @@ def static_object(state: Lowering, scope: Scope, node: ast.expr) -> object:
             return getattr(base, node.attr)  # astjit.tree
         if isinstance(base, types.ModuleType) and callable(getattr(base, node.attr, None)):
             return getattr(base, node.attr)  # a function of another module: nn.relu
+        if isinstance(base, type) and callable(getattr(base, node.attr, None)):
+            return getattr(base, node.attr)  # a class's function: Net.plain(x), Model.loss
     if isinstance(node, ast.Call):
         return static_transform(state, scope, node)
     return NOT_FOUND
