@@ -12,6 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from astjit import jit
 
 EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_EXAMPLES", "150"))
+DERANDOMIZE = "ASTJIT_ARRAY_EXAMPLES" not in os.environ
+"""The same examples on every run unless asked for more (a search): float32 chains of
+exp and sin differ from NumPy's by a few ulp of a large argument on rare draws, which must
+not make a submission's CI pass or fail by chance."""
 _serial = itertools.count()
 
 
@@ -36,7 +40,7 @@ def check(expected, got, source, single=False):
                                atol=tol, equal_nan=True, err_msg=source)
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(case=programs())
@@ -62,7 +66,7 @@ def _shifted(args, i, h):
     return args
 
 
-@settings(max_examples=GRAD_EXAMPLES, deadline=None,
+@settings(max_examples=GRAD_EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(case=losses())

@@ -102,6 +102,7 @@ NO_SPELLING = {
 """Ops of the table that no Python or NumPy spelling reaches, and why."""
 
 TESTED_ELSEWHERE = {
+    "method_call": "obj.method(x), model(x): resolved into calls (tests/api/test_methods.py)",
     # spelled in Python, but indexing, attributes, creation and linear algebra, not operators
     # or functions of numbers: their own differential tests
     "array_get": "x[i] (test_array_views.py)", "array_set": "x[i] = v (test_array_views.py)",
