@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import dispatch, tree
+from . import dispatch, tree, treeentry
 from .errors import Loc
 from .frontend import lower_function
 from .ir.core import Graph, Module, Value
@@ -133,6 +133,9 @@ class Specialization:
     The first tier until a call needs the general one (`Dispatcher.call_general`)."""
     fallback: Callable | None = None
     """Where calls the entry does not take go."""
+    tree_entry: Callable | None = None
+    """A signature taking containers: its generated fast path (treeentry.py), which the
+    jitted entry targets while this is the newest specialization."""
     _typed: Module | None = field(default=None, repr=False)
 
     @property
@@ -227,8 +230,25 @@ class Dispatcher:
                     spec = self.compile(types)
                     self.specializations[types] = spec
                     if self.signature.all_positional:
-                        dispatch.retarget(self.entry, spec.compiled.call)
+                        dispatch.retarget(self.entry, self.fast_target(spec))
         return spec
+
+    def fast_target(self, spec: Specialization) -> Callable:
+        """What the jitted entry calls once `spec` is compiled: its compiled entry, or for a
+        signature taking containers a generated fast path (treeentry.py) to it, whose
+        fallback is the entry's target until now (ending in `call_slow`)."""
+        if not takes_leaves(spec.types, self.options):
+            return spec.compiled.call
+        fallback = self.entry.func
+        while getattr(fallback, "depth", 0) >= TREE_ENTRY_CHAIN:  # a bounded chain of them
+            fallback = fallback.fallback
+        entry = treeentry.make_tree_entry(spec.types, spec.compiled.call, fallback,
+                                          f"{self.py_func.__name__}_tree_entry")
+        if entry is None:
+            return self.entry.func
+        entry.depth = getattr(fallback, "depth", 0) + 1
+        spec.tree_entry = entry
+        return entry
 
     def compile(self, types: tuple[Type, ...], static: dict | None = None) -> Specialization:
         if static:
@@ -243,9 +263,14 @@ class Dispatcher:
         if check:
             check(typed)
         optimized = optimize_for_backend(typed, check)
-        # Calls the new entry does not take go to the previous entry, then to call_slow.
-        previous = [s.compiled.call for s in self.specializations.values()]
+        # Calls the new entry does not take go to the previous entry, then to call_slow;
+        # an entry taking containers' leaves is only called by its fast path (and
+        # call_slow), to which it reports leaves it does not take (treeentry.reject).
+        previous = [s.compiled.call for s in self.specializations.values()
+                    if not takes_leaves(s.types, self.options)]
         fallback = previous[-1] if previous and not static else self.call_slow
+        if not static and takes_leaves(types, self.options):
+            fallback = treeentry.reject
         general = None if static else functools.partial(self.call_general, types)
         rebuild = tree.rebuilder(optimized.entry_graph.outputs[0].type)
         if rebuild is not None:  # what another entry returns is already rebuilt
@@ -272,6 +297,8 @@ class Dispatcher:
                     spec.compiled.call, tree.rebuilder(spec.optimized.entry_graph.outputs[0].type))
                 if self.entry.func is first:
                     dispatch.retarget(self.entry, spec.compiled.call)
+                if spec.tree_entry is not None:
+                    spec.tree_entry.namespace["call"] = spec.compiled.call
         return spec.compiled.call(*args)
 
     def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
@@ -289,6 +316,16 @@ class Dispatcher:
         values = self.signature.bind(example_args, {})
         spec = self.specialize(self.signature.types_of(values))
         return spec.stage_text(stage, format)
+
+
+TREE_ENTRY_CHAIN = 4
+"""How many generated tree fast paths may fall back one to another (newest first)."""
+
+
+def takes_leaves(types: tuple[Type, ...], options: dict) -> bool:
+    """Whether a (CPU) specialization takes container arguments, passed as their leaves:
+    then a generated fast path calls its entry (treeentry.py)."""
+    return dispatch.has_tuples(types) and options.get("target", "cpu") == "cpu"
 
 
 class _Passed:

@@ -94,30 +94,31 @@ class Signature:
 
     def __post_init__(self):
         self.inspected = inspect.signature(self.function)
+        self._names = tuple(self.inspected.parameters)
+        # Whether a positional call can fill every parameter (no keyword-only ones, no
+        # *args): only then may the compiled entry, which takes every parameter
+        # positionally, be called directly, and a call of the right arity skip binding.
+        self.all_positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                  for p in self.inspected.parameters.values())
 
     @property
     def names(self) -> list[str]:
-        return list(self.inspected.parameters)
-
-    @property
-    def all_positional(self) -> bool:
-        """Whether a positional call can fill every parameter (no keyword-only ones).
-
-        Only then may the compiled entry, which takes every parameter
-        positionally, be called directly.
-        """
-        return all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                   for p in self.inspected.parameters.values())
+        return list(self._names)
 
     def bind(self, args: tuple, kwargs: dict) -> list[Any]:
         """Positional argument values after keywords and defaults, as Python binds them."""
-        bound = self.inspected.bind(*args, **kwargs)
-        bound.apply_defaults()
-        for name, value in bound.arguments.items():
+        if not kwargs and self.all_positional and len(args) == len(self._names):
+            arguments = zip(self._names, args)  # one value per parameter: nothing to bind
+        else:
+            bound = self.inspected.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = bound.arguments.items()
+            args = tuple(bound.arguments.values())
+        for name, value in arguments:
             problem = array_problem(value) or container_problem(value)
             if problem:
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is {problem}")
-        return [normalize_argument(v) for v in bound.arguments.values()]
+        return [normalize_argument(v) for v in args]
 
     def types_of(self, values: list[Any], names: list[str] | None = None) -> TypeKey:
         """The IR types of bound argument values (of parameters `names`, by default all);
@@ -229,6 +230,8 @@ def array_problem(value: Any) -> str:
         return (f"a {dtype.name} array in non-native byte order ({dtype.str}), which compiled "
                 f"code does not take; pass x.astype(x.dtype.newbyteorder('=')) {copy}")
     item = dtype.itemsize
+    if value.flags.aligned and dtype.alignment == item:
+        return ""  # NumPy's own test, the same as the entry's when alignment is the item size
     if value.size and (value.ctypes.data % item or any(
             stride % item for size, stride in zip(value.shape, value.strides) if size > 1)):
         return (f"an unaligned {dtype.name} array (its address or strides are not multiples of "

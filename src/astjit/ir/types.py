@@ -281,8 +281,14 @@ def python_type_of(value) -> Type | None:
     """
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):
-        name = NUMPY_DTYPES.get(value.dtype.name)
-        return ArrayType(ScalarType(name), value.ndim) if name else None
+        dtype = value.dtype
+        by_ndim = _ARRAY_TYPES.get(dtype)
+        if by_ndim is None:
+            by_ndim = _array_types(dtype)
+        if not by_ndim:
+            return None
+        ndim = value.ndim
+        return by_ndim[ndim] if ndim < len(by_ndim) else ArrayType(by_ndim[0].dtype, ndim)
     if numpy is not None and isinstance(value, numpy.generic):
         name = NUMPY_SCALARS.get(value.dtype.name)
         return ScalarType(name, strong=True) if name else None
@@ -298,6 +304,20 @@ def python_type_of(value) -> Type | None:
         parts = [python_type_of(v) for v in value]
         return None if None in parts else TupleType(tuple(parts))
     return None
+
+
+_ARRAY_TYPES: dict = {}
+"""A NumPy dtype object -> the ArrayTypes of its arrays by ndim (up to 8), or () for a
+dtype compiled code does not take: `python_type_of` looks a dtype up by the object
+(`dtype.name` is slow Python code in NumPy), and makes no ArrayType per call."""
+
+
+def _array_types(dtype) -> tuple:
+    name = NUMPY_DTYPES.get(dtype.name)
+    types = tuple(ArrayType(ScalarType(name), n) for n in range(9)) if name else ()
+    if len(_ARRAY_TYPES) < 256:  # a few dtypes in practice; structured ones are not kept
+        _ARRAY_TYPES[dtype] = types
+    return types
 
 
 # ---- NumPy's promotion -------------------------------------------------------------------
