@@ -41,6 +41,7 @@ the specialization already compiled (the same values reach the same code).
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -140,9 +141,7 @@ def _emit(x: str, t: Type, lines: list[str], leaves: list[str], namespace: dict)
     elif kind == "dict":
         lines.append(f"if type({x}) is not dict or len({x}) != {len(parts)}:")
         lines.append("    raise MISMATCH")
-        for i, (part, key) in enumerate(zip(parts, node.keys)):
-            namespace[f"K_{x}_{i}"] = key
-            lines.append(f"{part} = {x}[K_{x}_{i}]")
+        _lookup(x, x, parts, node.keys, lines, namespace)
     elif kind == "dataclass":
         lines.append(f"if type({x}) is not {cls}:")
         lines.append("    raise MISMATCH")
@@ -157,9 +156,7 @@ def _emit(x: str, t: Type, lines: list[str], leaves: list[str], namespace: dict)
         lines.append(f"{attributes} = {x}.__dict__")
         lines.append(f"if len({attributes}) != {len(parts) + len(node.aux)}:")
         lines.append("    raise MISMATCH")
-        for i, (part, key) in enumerate(zip(parts, node.keys)):
-            namespace[f"K_{x}_{i}"] = key
-            lines.append(f"{part} = {attributes}[K_{x}_{i}]")
+        _lookup(x, attributes, parts, node.keys, lines, namespace)
         for i, (key, value) in enumerate(node.aux):  # static attributes: the same objects
             namespace[f"S_{x}_{i}"], namespace[f"V_{x}_{i}"] = key, value
             lines.append(f"if {attributes}[S_{x}_{i}] is not V_{x}_{i}:")
@@ -177,3 +174,16 @@ def _emit(x: str, t: Type, lines: list[str], leaves: list[str], namespace: dict)
         lines.append("    raise MISMATCH")
         unpack(f"{x}_kids")
     return all(_emit(part, e, lines, leaves, namespace) for part, e in zip(parts, t.elements))
+
+
+def _lookup(x: str, mapping: str, parts: list[str], keys: tuple, lines: list[str],
+            namespace: dict) -> None:
+    """`parts` read from the dict named `mapping` by `keys`: one `itemgetter` call for
+    several (a C loop, where a Python lookup each cost the dict of 10 its 2x target)."""
+    if len(parts) < 2:
+        for i, (part, key) in enumerate(zip(parts, keys)):
+            namespace[f"K_{x}_{i}"] = key
+            lines.append(f"{part} = {mapping}[K_{x}_{i}]")
+        return
+    namespace[f"G_{x}"] = operator.itemgetter(*keys)
+    lines.append(f"{', '.join(parts)} = G_{x}({mapping})")
