@@ -19,6 +19,7 @@ import copy
 
 from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
+from ..passes.inline import clone_node
 from ..types import (
     F32,
     F64,
@@ -100,7 +101,11 @@ def _tree_gradient(module: Module, wrt: list[int]) -> str:
         start = len(flat.params)
         args.append(_leaf_params(flat, p.type, p.name) if i in wrt else _param(flat, p))
         spans.append(range(start, len(flat.params)))
-    flat.outputs = [_call(flat, inner, args)]
+    # The body itself, not a call of it: reverse mode then sees that only the leaves of
+    # the differentiated containers need adjoints (a call's would cover every argument).
+    mapping = dict(zip(inner.params, args))
+    flat.nodes += [clone_node(node, mapping) for node in inner.nodes]
+    flat.outputs = [mapping[inner.outputs[0]]]
     module.graphs[flat.name] = flat
     flat_wrt = [j for i in wrt for j in spans[i] if _is_float(flat.params[j].type)]
     for i in wrt:
