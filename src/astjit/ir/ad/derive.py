@@ -19,6 +19,8 @@ import copy
 
 from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
+from ..passes.dce import eliminate_dead_code
+from ..passes.fold import fold_constants
 from ..passes.inline import clone_node
 from ..types import (
     F32,
@@ -106,6 +108,9 @@ def _tree_gradient(module: Module, wrt: list[int]) -> str:
     mapping = dict(zip(inner.params, args))
     flat.nodes += [clone_node(node, mapping) for node in inner.nodes]
     flat.outputs = [mapping[inner.outputs[0]]]
+    # The containers rebuilt from the leaves are read by getitems: folded and dropped, so
+    # an adjoint goes to its leaf, not through a zero-filled tuple of adjoints.
+    eliminate_dead_code(fold_constants(Module(graphs={flat.name: flat}, entry=flat.name)))
     module.graphs[flat.name] = flat
     flat_wrt = [j for i in wrt for j in spans[i] if _is_float(flat.params[j].type)]
     for i in wrt:
