@@ -235,7 +235,32 @@ def rebuilder(t: Type) -> Callable[[Any], Any] | None:
         return None
     parts = [rebuilder(e) for e in t.elements]
     node = t.node or TUPLE
+    if not any(parts):  # leaves only: the common result (a model's new parameters)
+        direct = _direct_builder(node)
+        if direct is not None:
+            return direct
 
     def build(value: tuple) -> Any:
         return rebuild(node, [v if p is None else p(v) for p, v in zip(parts, value)])
     return build
+
+
+def _direct_builder(node: TreeNode) -> Callable[[tuple], Any] | None:
+    """`rebuild(node, value)` for a tuple of leaves, without the generic dispatch: a
+    dataclass or an object filled through its `__dict__`, a namedtuple made at once."""
+    cls, keys = node.cls, node.keys
+    if node.kind == "namedtuple":
+        return cls._make
+    if node.kind in ("dataclass", "object") and "__dict__" in dir(cls) \
+            and not getattr(cls, "__slots__", None):
+        new, static = object.__new__, dict(node.aux or ()) if node.kind == "object" else {}
+
+        def build(value: tuple) -> Any:
+            obj = new(cls)
+            fields = obj.__dict__
+            fields.update(zip(keys, value))
+            if static:
+                fields.update(static)
+            return obj
+        return build
+    return None
