@@ -21,7 +21,7 @@ Layers, each importing only those below it:
   `views`, `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
-  `wrapper`) and `entry` (build_entry);
+  `ndarrays` (arrays at the boundary), `wrapper`) and `entry` (build_entry);
 - `jit/`: `engine` (MCJIT, the shared runtime module) and `split`.
 """
 from .codegen import ErrorSite, LoweredModule, emit_module
