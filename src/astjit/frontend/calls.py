@@ -198,17 +198,27 @@ def call_function(state: Lowering, scope: Scope, node: ast.Call, fn: types.Funct
         if param.name in bound.arguments:
             inputs.append(bound.arguments[param.name])
             continue
-        default = constant_value(param.default)
-        if default is NOT_CONSTANT:
-            return state.fail(scope, node, UnsupportedCallError,
-                              f"the default value of parameter '{param.name}' of "
-                              f"'{fn.__name__}' is a {type(param.default).__name__}",
-                              "defaults must be numbers, booleans, None or tuples of them; "
-                              "pass the argument explicitly")
-        inputs.append(constant(state, scope, node, default,
-                               f"{param.name} (the default of {fn.__name__}())"))
+        default = default_argument(state, scope, node, fn, param)
+        if default is None:
+            return scope.emit("undef", [], loc)
+        inputs.append(default)
     callee = state.functions.request(fn, tuple(static))
     return scope.emit("call", inputs, loc, {"callee": callee})
+
+
+def default_argument(state: Lowering, scope: Scope, node: ast.Call, fn: object,
+                     param: inspect.Parameter) -> Value | None:
+    """The constant a call of `fn` passes for `param`, which it gave no argument: its
+    default; None (the problem reported) when the default is no compile-time constant."""
+    default = constant_value(param.default)
+    if default is NOT_CONSTANT:
+        state.fail(scope, node, UnsupportedCallError,
+                   f"the default value of parameter '{param.name}' of '{fn.__name__}' is a "
+                   f"{type(param.default).__name__}",
+                   "defaults must be numbers, booleans, None or tuples of them; "
+                   "pass the argument explicitly")
+        return None
+    return constant(state, scope, node, default, f"{param.name} (the default of {fn.__name__}())")
 
 
 EXPRESSIONS: dict[type[ast.expr], ExprRule] = {ast.Call: lower_call}

@@ -20,7 +20,7 @@ import inspect
 from ..errors import CompileError, UnsupportedCallError, UnsupportedSyntaxError
 from ..ir.core import Value
 from .analysis import assigned_names
-from .calls import is_compilable, lower_arguments, static_params
+from .calls import default_argument, is_compilable, lower_arguments, static_params
 from .function_values import FUNCTION_VALUES, BoundFunction, LocalFunction
 from .resolve import constant, static_object
 from .scope import Scope, Unbound
@@ -168,11 +168,10 @@ def _call_python(state: Lowering, scope: Scope, node: ast.Call, fn, args, kwargs
         if param.name in bound.arguments:
             inputs.append(bound.arguments[param.name])
             continue
-        default = constant_value(param.default)
-        if default is NOT_CONSTANT:
-            return state.fail(scope, node, UnsupportedCallError,
-                              f"parameter '{param.name}' of '{fn.__name__}' has no argument")
-        inputs.append(constant(state, scope, node, default, param.name))
+        default = default_argument(state, scope, node, fn, param)
+        if default is None:
+            return scope.emit("undef", [], state.loc(node))
+        inputs.append(default)
     return scope.emit("call", inputs, state.loc(node), {"callee": state.functions.request(fn)})
 
 
