@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy
+
 from ...ir.core import Module
 from ...ir.interp import interpreter
 from .devices import DEVICES
@@ -63,8 +65,6 @@ def _check_arrays(target: str, args: tuple) -> None:
     """A GPU function takes CuPy arrays: a NumPy one is a TypeError saying what to do."""
     if target != "gpu":
         return
-    import numpy
-
     for a in args:
         if isinstance(a, numpy.ndarray):
             raise TypeError("target='gpu' takes CuPy arrays, got a NumPy array; pass "

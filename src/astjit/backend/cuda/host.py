@@ -32,7 +32,7 @@ from .prelude import ERROR_MESSAGES
 from .reductions import BLOCK, reduction_code
 from .rows import ROW_SLOTS, members_of
 from .scalars import needs_error_flag
-from .space import operands_of
+from .space import element_strides, kernel_scalar, operands_of
 
 THREADS = 256
 """Threads per block of the elementwise kernels."""
@@ -139,18 +139,12 @@ class FusedLaunch:
     def input_args(self, args: list, space: tuple[int, ...]) -> list:
         """Each input as the kernel takes it: an array and its element strides (0 where it
         is broadcast), or a scalar of its dtype."""
-        import numpy
-
         found = []
         for a, op in zip(args, self.operands):
             if op.ndim is None:
-                found.append(numpy.dtype(NUMPY_NAMES[op.dtype.name]).type(a))
-                continue
-            found.append(a)
-            lead = len(space) - op.ndim
-            for j in range(op.ndim):
-                broadcast = a.shape[j] == 1 and space[lead + j] != 1
-                found.append(0 if broadcast else a.strides[j] // a.itemsize)
+                found.append(kernel_scalar(a, op.dtype))
+            else:
+                found += [a, *element_strides(a, space)]
         return found
 
     def launch(self, name: str, work: int, block: int, args: list, error) -> None:
@@ -220,12 +214,9 @@ class RowLaunch:
         kernel_args = []
         for p, a in zip(region.params, args):
             if not isinstance(p.type, ArrayType):
-                kernel_args.append(_scalar(a, p.type))
+                kernel_args.append(kernel_scalar(a, p.type))
                 continue
-            kernel_args.append(a)
-            lead = len(space) - a.ndim
-            kernel_args += [0 if a.shape[j] == 1 and space[lead + j] != 1 else a.strides[j] // a.itemsize
-                            for j in range(a.ndim)]
+            kernel_args += [a, *element_strides(a, space)]
         kernel_args += results + list(space) + [n_rows, n_inner]
         if n_rows:
             grid = max(1, min(n_rows, self.device.max_blocks))
@@ -283,9 +274,3 @@ def _per_row(space: tuple[int, ...], rows: int) -> tuple[int, ...]:
 
 def _element(v) -> ScalarType:
     return v.type.dtype if isinstance(v.type, ArrayType) else v.type
-
-
-def _scalar(value: Any, t: ScalarType):
-    import numpy
-
-    return numpy.dtype(NUMPY_NAMES[t.name]).type(value)

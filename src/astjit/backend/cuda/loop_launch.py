@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from ...ir.core import Node
 from ...ir.interp import Step
-from ...ir.types import NUMPY_NAMES, ArrayType
+from ...ir.types import ArrayType
 from .element_loops import COUNTER, THREADS, element_loop
+from .space import kernel_scalar
 
 
 class ElementLoopLaunch:
@@ -39,15 +40,13 @@ class ElementLoopLaunch:
             return
         if not (self.in_bounds(values, start, stop) and self.apart(values)):
             return self.host(frame)
-        import numpy
-
         args = []
         for k, t in sorted(self.plan.used.items()):
             a = values[k]
             if isinstance(t, ArrayType):
                 args += [a, *a.shape, *(s // a.itemsize for s in a.strides)]
             else:
-                args.append(numpy.dtype(NUMPY_NAMES[t.name]).type(a))
+                args.append(kernel_scalar(a, t))
         grid = max(1, min(-(-(stop - start) // THREADS), self.device.max_blocks))
         self.device.launch(self.name, grid, THREADS, args + [start, stop])
         frame[self.outputs[0]] = stop

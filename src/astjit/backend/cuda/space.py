@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy
+
 from ...ir.core import Node
 from ...ir.kernels import Kernel, fused_attrs
-from ...ir.types import ArrayType, ScalarType
+from ...ir.types import NUMPY_NAMES, ArrayType, ScalarType
 from .csource import Source, c_type
 from .scalars import needs_error_flag
 
@@ -61,6 +63,20 @@ def parameters(node: Node, outputs: list[ScalarType], extra: list[str]) -> list[
     if needs_error_flag(node.regions[0]):
         params.append("int* __restrict__ astjit_error")
     return params
+
+
+def kernel_scalar(value: object, t: ScalarType) -> object:
+    """A scalar argument as a kernel parameter of type `t` takes it (a NumPy scalar of its
+    dtype: CuPy and the simulator pass it as that C type)."""
+    return numpy.dtype(NUMPY_NAMES[t.name]).type(value)
+
+
+def element_strides(a, space: tuple[int, ...]) -> list[int]:
+    """The strides of array `a` in elements, its axes aligned with the last ones of the
+    broadcast `space`; 0 where it is broadcast (length 1 against a longer axis)."""
+    lead = len(space) - a.ndim
+    return [0 if a.shape[j] == 1 and space[lead + j] != 1 else a.strides[j] // a.itemsize
+            for j in range(a.ndim)]
 
 
 def coordinates(src: Source, ndim: int, index: str, axes: list[int], prefix: str = "c") -> None:
