@@ -17,11 +17,15 @@ An entry (`OpDef`) holds everything the stages need for one operation:
 - `traits`: 'pure' (no side effect), 'raises' (may raise at run time, so the
   node is kept even when unused), 'commutative', 'elementwise', 'view' (its
   result is a view of its first operand), 'allocates' (a new array), 'reads'
-  (reads its array operands' elements), 'writes'; and how it treats NumPy
-  scalars ('operator', 'math', 'numpy_result': ops/strong.py).
-- `vjp`: the reverse-mode rule (vjp.py; forward mode derives its tangents from
-  the same rules), or the reason it has none: `zero_derivative` (AD cuts the
-  path) or `no_vjp` (handled elsewhere, or not differentiable).
+  (reads its array operands' elements), 'writes', 'linear' (its result is linear in
+  its float operands taken together: its tangent is the op itself applied to their
+  tangents, the other operands as they are: a view, a reshape, a transpose); and how
+  it treats NumPy scalars ('operator', 'math', 'numpy_result': ops/strong.py).
+- `vjp`: the reverse-mode rule (vjp.py), or the reason it has none:
+  `zero_derivative` (AD cuts the path) or `no_vjp` (handled elsewhere, or not
+  differentiable). Forward mode derives an elementwise op's tangent from the same
+  rule, a 'linear' op's from the op itself; `jvp` is the forward rule of the others
+  (matmul, the reductions: `ReductionKind.jvp`).
 - `python`, `numpy`: the spellings the frontend lowers to this op; `ufunc`:
   the NumPy function computing it; `array_rule` (np.where's condition stays a
   bool) and `array_refusal` (`min()` of arrays), where the generic array rule

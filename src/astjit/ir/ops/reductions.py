@@ -87,6 +87,9 @@ class ReductionKind:
     cuda_finish: CExpr | None = None
     """CUDA: the result from the accumulator `{0}` and the count `{1}` (already of the
     accumulator's type); None: the accumulator itself."""
+    jvp: Callable | None = None
+    """`jvp(e, dx, x, out, axes, keepdims)`: the tangent of the result from the tangent `dx`
+    of a float `x` (the transpose of the VJP's linear map); None: not differentiable."""
 
 
 def empty_message(kind: str) -> str:
@@ -185,6 +188,21 @@ def _extremum_vjp(e, g, x, out, axes, keepdims):
     return select(e, picked, _expand(e, g, x, axes, keepdims), c(e, 0.0, g))
 
 
+def _same_reduction(kind: str) -> Callable:
+    """The forward rule of a linear reduction: the same reduction of the tangent."""
+    def jvp(e, dx, x, out, axes, keepdims):
+        return e.op("reduce", dx, kind=kind, axis=axes, keepdims=keepdims)
+    return jvp
+
+
+def _extremum_jvp(e, dx, x, out, axes, keepdims):
+    """The transpose of `_extremum_vjp`'s map: the tangents at the positions holding the
+    result, summed."""
+    picked = e.op("eq", x, _expand(e, out, x, axes, keepdims))
+    return e.op("reduce", select(e, picked, dx, c(e, 0.0, dx)), kind="sum", axis=axes,
+                keepdims=keepdims)
+
+
 def _sum_dtype(dtype: ScalarType) -> ScalarType:
     return I64 if dtype == BOOL or dtype.is_int else dtype
 
@@ -195,22 +213,25 @@ C_ADD = {"*": CExpr("({0} + {1})")}
 
 REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
     ReductionKind("sum", ("sum",), "add", _sum_dtype, {"f": 0.0, "i": 0}, False,
-                  "sum", ADD, None, None, True, _sum_vjp, cuda_combine=C_ADD),
+                  "sum", ADD, None, None, True, _sum_vjp, cuda_combine=C_ADD,
+                  jvp=_same_reduction("sum")),
     ReductionKind("mean", ("mean",), "add", lambda t: F32 if t == F32 else F64,
                   {"f": 0.0, "i": 0}, False, "mean", ADD, Builder("fdiv"), None, True, _mean_vjp,
-                  cuda_combine=C_ADD, cuda_finish=CExpr("({0} / {1})")),
+                  cuda_combine=C_ADD, cuda_finish=CExpr("({0} / {1})"), jvp=_same_reduction("mean")),
     ReductionKind("max", ("max", "amax"), "maximum", lambda t: t,
                   {"f": -math.inf, "i": -2 ** 63, "b": 0}, True, "max",
                   {"f": Intrinsic("llvm.maximum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
                   None, ">", False, _extremum_vjp,
                   cuda_combine={"f": CExpr("astjit_reduce_max({0}, {1})"),
-                                "i": CExpr("({1} > {0} ? {1} : {0})"), "b": CExpr("({0} || {1})")}),
+                                "i": CExpr("({1} > {0} ? {1} : {0})"), "b": CExpr("({0} || {1})")},
+                  jvp=_extremum_jvp),
     ReductionKind("min", ("min", "amin"), "minimum", lambda t: t,
                   {"f": math.inf, "i": 2 ** 63 - 1, "b": 1}, True, "min",
                   {"f": Intrinsic("llvm.minimum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
                   None, "<", False, _extremum_vjp,
                   cuda_combine={"f": CExpr("astjit_reduce_min({0}, {1})"),
-                                "i": CExpr("({1} < {0} ? {1} : {0})"), "b": CExpr("({0} && {1})")}),
+                                "i": CExpr("({1} < {0} ? {1} : {0})"), "b": CExpr("({0} && {1})")},
+                  jvp=_extremum_jvp),
 )}
 """Every reduction kind, one row each (`ReductionKind`)."""
 
@@ -226,6 +247,13 @@ def _reduce_vjp(e, g, ins, out, needs, attrs):
     return [REDUCTIONS[attrs["kind"]].vjp(e, g, x, out, axes, keepdims)]
 
 
+def _reduce_jvp(e, tangents, ins, out, attrs):
+    """The row's forward rule, for a float operand."""
+    x = ins[0]
+    axes = normalize_axes(attrs.get("axis"), x.type.ndim)
+    return REDUCTIONS[attrs["kind"]].jvp(e, tangents[0], x, out, axes, bool(attrs.get("keepdims")))
+
+
 def _reduced_shape(node, table):
     """Its axes dropped, or made ONE with `keepdims` (ir/shape_algebra.py)."""
     shape = table.shape(node.inputs[0])
@@ -234,5 +262,6 @@ def _reduced_shape(node, table):
 
 
 _def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},
-     ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp, shape=_reduced_shape,
+     ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp, jvp=_reduce_jvp,
+     shape=_reduced_shape,
      doc="np.sum/mean/max/min(x, axis, keepdims): attrs kind, axis (None or a tuple), keepdims")

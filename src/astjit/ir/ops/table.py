@@ -93,6 +93,10 @@ class OpDef:
     doc: str = ""
     vjp: Callable | None = None
     """The reverse-mode rule (ops/vjp.py says its signature)."""
+    jvp: Callable | None = None
+    """The forward-mode rule of an op whose tangent neither its VJP rule (elementwise ops)
+    nor the 'linear' trait gives: `jvp(e, tangents, inputs, out, attrs)` -> the tangent of
+    `out`, where `tangents[i]` is input i's tangent or None (inactive); ad/forward_rules.py."""
     zero_derivative: str | None = None
     """Why the result does not change with the float inputs (AD cuts the path here)."""
     no_vjp: str | None = None
