@@ -450,12 +450,28 @@ def keepdims_variable(x, flag):
     return np.max(x, axis=0, keepdims=flag)
 
 
-def dtype_keyword(x):
-    return np.sum(x, dtype=np.float32)
+def initial_keyword(x):
+    return np.sum(x, initial=1.0)
+
+
+def out_positional(x):
+    return x.sum(0, None, x)
 
 
 def too_many_positional(x):
-    return x.sum(0, None)
+    return x.sum(0, None, None, False, 1.0, True, 5)
+
+
+def bool_dtype(x):
+    return np.sum(x, dtype=bool)
+
+
+def int_mean(x):
+    return np.mean(x, dtype=np.int64)
+
+
+def tuple_axis_of_argmax(x):
+    return np.argmax(x, axis=(0,))
 
 
 def scalar_sum(s):
@@ -475,8 +491,12 @@ def test_axis_out_of_range_is_a_typing_error_like_numpys():
 @pytest.mark.parametrize("fn,text", [
     (axis_variable, "axis of np.sum() (k) is not a compile-time constant"),
     (keepdims_variable, "keepdims= of np.max() must be True or False at compile time"),
-    (dtype_keyword, "keyword argument dtype= of np.sum() is not supported yet"),
-    (too_many_positional, "sum() takes only the axis after the array by position"),
+    (initial_keyword, "the argument initial= of np.sum() is not supported yet"),
+    (out_positional, "the argument out= of sum() is not supported yet"),
+    (too_many_positional, "sum() takes at most 7 positional arguments (8 given)"),
+    (bool_dtype, "dtype=bool of np.sum() is not supported: it takes a float type or int64"),
+    (int_mean, "dtype=np.int64 of np.mean() is not supported: it takes a float type"),
+    (tuple_axis_of_argmax, "the axis of np.argmax() ((0,)) is not an int"),
 ])
 def test_unsupported_arguments_are_clear_compile_errors(fn, text):
     args = {axis_variable: (np.ones(3), 0), keepdims_variable: (np.ones(3), True)}.get(

@@ -1,53 +1,100 @@
-"""Lowering reductions: `np.sum/mean/max/min(x, axis, keepdims=)` (and `np.amax`, `np.amin`)
-and the methods `x.sum/mean/max/min(axis, keepdims=)` to the `reduce` primitive
-(ir/ops/reductions.py).
+"""Lowering reductions: NumPy's reducing functions and their array methods.
 
 | call | node |
 |---|---|
-| `np.sum(x)`, `x.sum()` | `reduce x {kind="sum", axis=None, keepdims=False}` |
-| `np.max(x, 1)`, `x.max(axis=-1)` | `reduce x {kind="max", axis=(1,) / (-1,), ...}` |
-| `np.mean(x, axis=(0, 1), keepdims=True)` | `reduce x {kind="mean", axis=(0, 1), keepdims=True}` |
+| `np.sum(x)`, `x.sum()`, `np.prod`, `np.any`, `np.nanmax` ... | `reduce x {kind, axis, ...}` |
+| `np.var(x, axis, ddof=1)`, `np.ptp`, `np.nanmean` ... | `statistic x, ddof {kind, axis, ...}` |
+| `np.argmax(x, axis)`, `x.argmin()` | `arg_reduce x {kind, axis, keepdims}` |
+| `np.cumsum(x, axis)`, `x.cumprod()` | `scan x {kind, axis, dtype}` |
 
-`axis` and `keepdims` are read at compile time (`compile_time_value`: a
-literal, a global constant, a static parameter): the result's type depends on
-them. `axis` is None, an int or a tuple of ints, stored as None or a tuple; it
-is checked against the array's ndim by type inference, which knows it. NumPy's
-other parameters (`dtype=`, `out=`, `initial=`, `where=`) are reported as not
-supported yet.
+(`reduce`: a row of ir/ops/reductions.py; `statistic`: ir/ops/statistics.py; `arg_reduce`
+and `scan`: ir/ops/scans.py.)
+
+Arguments bind as NumPy's signatures do (`PARAMETERS`: positional or by keyword).
+`axis`, `keepdims` and `dtype` are read at compile time (`compile_time_value`: a
+literal, a global constant, a static parameter): the result's type depends on them.
+`axis` is None, an int or (where NumPy takes one) a tuple of ints, stored as None or
+a tuple; it is checked against the array's ndim by type inference, which knows it.
+`ddof` is an operand (any int or float). NumPy's other parameters (`out=`,
+`initial=`, `where=`, ...) are reported as not supported.
 """
 from __future__ import annotations
 
 import ast
 import functools
+from dataclasses import dataclass
 
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.ops.reductions import REDUCTIONS
-from .builtins import numpy_lookup
-from .resolve import compile_time_value
+from ..ir.ops.statistics import STATISTICS
+from ..ir.types import BOOL
+from .builtins import CallError, numpy_lookup
+from .resolve import compile_time_value, static_dtype
 from .scope import Scope
 from .source import NOT_CONSTANT
 
-FUNCTIONS = {name: row.name for row in REDUCTIONS.values() for name in row.spellings}
-"""NumPy function name -> reduction kind (ir/ops/reductions.py's rows)."""
-METHODS = tuple(row.spellings[0] for row in REDUCTIONS.values())
-"""The array methods that are reductions."""
 AXIS_HINT = "write the axis as a constant: x.sum(axis=1), np.max(x, axis=(0, 1)), or leave it out"
+SUPPORTED = ("axis", "keepdims", "dtype", "ddof")
+"""The parameters compiled code takes; the others must be left out (or None)."""
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """How one NumPy function lowers."""
+
+    op: str
+    """The IR op: 'reduce', 'statistic', 'arg_reduce' or 'scan'."""
+    kind: str
+    """Its `kind` attr."""
+    params: tuple[str, ...]
+    """NumPy's parameters after the array, in positional order."""
+    tuple_axis: bool = True
+    """NumPy takes a tuple of axes (argmax and cumsum take one int)."""
+
+
+_ROW = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_EXTREMUM = ("axis", "out", "keepdims", "initial", "where")
+_LOGICAL = ("axis", "out", "keepdims", "where")
+_VAR = ("axis", "dtype", "out", "ddof", "keepdims", "where", "mean", "correction")
+_PARAMS = {"sum": _ROW, "prod": _ROW, "mean": ("axis", "dtype", "out", "keepdims", "where"),
+           "max": _EXTREMUM, "min": _EXTREMUM, "nanmax": _EXTREMUM, "nanmin": _EXTREMUM,
+           "any": _LOGICAL, "all": _LOGICAL, "var": _VAR, "std": _VAR, "nanvar": _VAR,
+           "nanstd": _VAR, "nanmean": ("axis", "dtype", "out", "keepdims", "where"),
+           "nansum": _ROW, "nanprod": _ROW, "ptp": ("axis", "out", "keepdims"),
+           "count_nonzero": ("axis", "keepdims")}
+
+FUNCTIONS: dict[str, Reducer] = {
+    **{name: Reducer("reduce", row.name, _PARAMS.get(row.name, _ROW))
+       for row in REDUCTIONS.values() for name in row.spellings},
+    **{kind: Reducer("statistic", kind, _PARAMS[kind]) for kind in STATISTICS},
+    **{f"arg{kind}": Reducer("arg_reduce", kind, ("axis", "out", "keepdims"), False)
+       for kind in ("max", "min")},
+    **{f"cum{kind}": Reducer("scan", kind, ("axis", "dtype", "out"), False)
+       for kind in ("sum", "prod")},
+}
+"""NumPy function name -> how it lowers."""
+METHODS = ("sum", "mean", "max", "min", "prod", "any", "all", "var", "std", "argmax", "argmin",
+           "cumsum", "cumprod")
+"""The array methods that are reductions (NumPy's, with its functions' parameters)."""
+FLOAT_DTYPE = ("mean", "var", "std", "nanvar", "nanstd", "nanmean")
+"""The kinds whose `dtype=` must be a float type (the others also take int64)."""
 
 
 @functools.cache
 def _function_table() -> dict[object, str]:
     import numpy
 
-    return {getattr(numpy, name): kind for name, kind in FUNCTIONS.items()}
+    return {getattr(numpy, name): name for name in FUNCTIONS if hasattr(numpy, name)}
 
 
 def numpy_reduction(obj: object) -> str | None:
-    """The reduction kind of `obj` if it is np.sum, np.mean, np.max ... else None."""
+    """The name of `obj` if it is np.sum, np.var, np.argmax ... else None."""
     return numpy_lookup(_function_table, obj)
 
 
-def lower_numpy_reduction(lowerer, scope: Scope, node: ast.Call, kind: str, name: str) -> Value:
+def lower_numpy_reduction(lowerer, scope: Scope, node: ast.Call, function: str,
+                          name: str) -> Value:
     """`np.sum(x, axis, keepdims=...)`: the array is the first argument."""
     if not node.args and not any(k.arg == "a" for k in node.keywords):
         return lowerer.fail(scope, node, UnsupportedCallError, f"{name}() needs an array")
@@ -55,47 +102,81 @@ def lower_numpy_reduction(lowerer, scope: Scope, node: ast.Call, kind: str, name
     keywords = list(node.keywords)
     array_node = args.pop(0) if args else next(k.value for k in keywords if k.arg == "a")
     keywords = [k for k in keywords if k.arg != "a"]
-    return _lower(lowerer, scope, node, kind, name, array_node, args, keywords)
+    return _lower(lowerer, scope, node, FUNCTIONS[function], name, array_node, args, keywords)
 
 
 def lower_reduction_method(lowerer, scope: Scope, node: ast.Call) -> Value:
     """`x.sum(axis, keepdims=...)`: the array is the method's object."""
-    kind = node.func.attr
-    return _lower(lowerer, scope, node, kind, kind, node.func.value, list(node.args),
+    name = node.func.attr
+    return _lower(lowerer, scope, node, FUNCTIONS[name], name, node.func.value, list(node.args),
                   list(node.keywords))
 
 
-def _lower(lowerer, scope: Scope, node: ast.Call, kind: str, name: str, array_node: ast.expr,
-           args: list[ast.expr], keywords: list[ast.keyword]) -> Value:
-    bad = [a for a in args if isinstance(a, ast.Starred)] + [k for k in keywords if k.arg is None]
-    if bad:
-        return lowerer.fail(scope, node, UnsupportedCallError,
-                            "*args and **kwargs arguments are not supported",
-                            "pass each argument explicitly")
-    if len(args) > 1:
-        return lowerer.fail(scope, node, UnsupportedCallError,
-                            f"{name}() takes only the axis after the array by position here",
-                            "pass keepdims= by keyword; dtype= and out= are not supported yet")
-    given = {"axis": args[0]} if args else {}
-    for k in keywords:
-        if k.arg not in ("axis", "keepdims"):
-            return lowerer.fail(scope, node, UnsupportedCallError,
-                                f"the keyword argument {k.arg}= of {name}() is not supported yet",
-                                f"compiled code takes {name}(axis=..., keepdims=...)")
-        if k.arg in given:
-            return lowerer.fail(scope, node, UnsupportedCallError,
-                                f"{name}() got multiple values for argument '{k.arg}'")
-        given[k.arg] = k.value
+def _lower(lowerer, scope: Scope, node: ast.Call, reducer: Reducer, name: str,
+           array_node: ast.expr, args: list[ast.expr], keywords: list[ast.keyword]) -> Value:
+    try:
+        given = _bind(reducer, name, args, keywords)
+    except CallError as error:
+        return lowerer.fail(scope, node, UnsupportedCallError, error.message, error.hint)
     array = lowerer.lower_expr(scope, array_node)
-    axis = _static_axis(lowerer, scope, given.get("axis"), name)
+    loc = lowerer.loc(node)
+    axis = _static_axis(lowerer, scope, given.get("axis"), name, reducer.tuple_axis)
     keepdims = _static_keepdims(lowerer, scope, given.get("keepdims"), name)
+    try:
+        dtype = _dtype(lowerer, scope, given.get("dtype"), name, reducer)
+    except CallError as error:
+        return lowerer.fail(scope, node, UnsupportedCallError, error.message, error.hint)
     if axis is NOT_CONSTANT or keepdims is NOT_CONSTANT:
-        return scope.emit("undef", [], lowerer.loc(node))
-    return scope.emit("reduce", [array], lowerer.loc(node),
-                      {"kind": kind, "axis": axis, "keepdims": keepdims})
+        return scope.emit("undef", [], loc)
+    attrs = {"kind": reducer.kind, "axis": axis}
+    if reducer.op != "scan":
+        attrs["keepdims"] = keepdims
+    if dtype is not None:
+        attrs["dtype"] = dtype
+    inputs = [array]
+    if reducer.op == "statistic":
+        ddof = given.get("ddof")
+        inputs.append(lowerer.lower_expr(scope, ddof) if ddof is not None
+                      else scope.const(0, loc))
+    return scope.emit(reducer.op, inputs, loc, attrs)
 
 
-def _static_axis(lowerer, scope: Scope, node: ast.expr | None, name: str):
+def _bind(reducer: Reducer, name: str, args: list[ast.expr],
+          keywords: list[ast.keyword]) -> dict[str, ast.expr]:
+    """NumPy's parameters given, by name; a CallError for what compiled code does not take."""
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in keywords):
+        raise CallError("*args and **kwargs arguments are not supported",
+                        "pass each argument explicitly")
+    if len(args) > len(reducer.params):
+        raise CallError(f"{name}() takes at most {len(reducer.params) + 1} positional "
+                        f"arguments ({len(args) + 1} given)")
+    given = dict(zip(reducer.params, args))
+    for k in keywords:
+        if k.arg not in reducer.params:
+            raise CallError(f"{name}() got an unexpected keyword argument '{k.arg}'")
+        if k.arg in given:
+            raise CallError(f"{name}() got multiple values for argument '{k.arg}'")
+        given[k.arg] = k.value
+    for param, value in given.items():
+        if param not in SUPPORTED and not (isinstance(value, ast.Constant) and value.value is None):
+            takes = ", ".join(f"{p}=" for p in reducer.params if p in SUPPORTED)
+            raise CallError(f"the argument {param}= of {name}() is not supported yet",
+                            f"compiled code takes {name}(x, {takes})")
+    return given
+
+
+def _dtype(lowerer, scope: Scope, node: ast.expr | None, name: str, reducer: Reducer):
+    """The `dtype=` argument's IR type, or None; a CallError where the kind can't take it."""
+    dtype = static_dtype(lowerer, scope, node, name)
+    if dtype is None:
+        return None
+    if dtype == BOOL or reducer.kind in FLOAT_DTYPE and not dtype.is_float:
+        what = "a float type" if reducer.kind in FLOAT_DTYPE else "a float type or int64"
+        raise CallError(f"dtype={ast.unparse(node)} of {name}() is not supported: it takes {what}")
+    return dtype
+
+
+def _static_axis(lowerer, scope: Scope, node: ast.expr | None, name: str, tuples: bool):
     """None or a tuple of ints; NOT_CONSTANT (reported) when not a compile-time constant."""
     if node is None:
         return None
@@ -104,11 +185,11 @@ def _static_axis(lowerer, scope: Scope, node: ast.expr | None, name: str):
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,)
-    if isinstance(value, tuple) and all(isinstance(v, int) and not isinstance(v, bool)
-                                        for v in value):
+    if tuples and isinstance(value, tuple) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
         return value
     what = "is not a compile-time constant" if value is NOT_CONSTANT \
-        else "is not an int or a tuple of ints"
+        else "is not an int or a tuple of ints" if tuples else "is not an int"
     lowerer.report(UnsupportedCallError, f"the axis of {name}() ({ast.unparse(node)}) {what}",
                    node, AXIS_HINT)
     return NOT_CONSTANT

@@ -69,6 +69,7 @@ from . import (  # noqa: F401
     reductions,
     scalar,
     sequences,
+    statistics,
     tapes,
     views,
 )

@@ -1,31 +1,42 @@
-"""Reductions over array axes: `np.sum`, `np.mean`, `np.max`, `np.min` (and the methods).
+"""Reductions over array axes that fold one accumulator: `np.sum`, `np.mean`, `np.max`,
+`np.min`, `np.prod`, `np.any`, `np.all`, `np.nanmax`, `np.nanmin` (and the methods).
 
 Each kind is one row of `REDUCTIONS` (a `ReductionKind`): its spellings, result
 dtype, identity, NumPy reference, LLVM combine / finish descriptors and VJP, so
-that a new kind (`prod`, `any`, `argmax`) is one new row; every layer (frontend,
-type rule, fusion, verifier, interpreter, backend) reads the row.
+that a new kind is one new row; every layer (frontend, type rule, fusion,
+verifier, interpreter, backend) reads the row. Reductions that are not one fold
+are elsewhere: var, std, ptp, count_nonzero and the other nan* are built from
+these (ops/statistics.py); argmax, argmin, cumsum and cumprod are ops of their own
+(ops/scans.py).
 
 One primitive, `reduce`, with one input (an array) and these attrs:
 
-- `kind`: a key of `REDUCTIONS`: "sum", "mean", "max" or "min";
+- `kind`: a key of `REDUCTIONS`: "sum", "mean", "max", "min", "prod", "any", "all",
+  "nanmax" or "nanmin";
 - `axis`: None (every axis) or a tuple of ints *as the user wrote them*: possibly
   negative, in any order. The type rule checks them against the input's ndim
   (NumPy's "axis 2 is out of bounds for array of dimension 2", "duplicate value
   in 'axis'"); `normalize_axes(axis, ndim)` gives the sorted, non-negative
   tuple, the form the fusion pass stores on a `fused` node (core.py) and the
   form a VJP rule wants;
-- `keepdims`: a bool; True keeps each reduced axis with length 1.
+- `keepdims`: a bool; True keeps each reduced axis with length 1;
+- `dtype` (optional): NumPy's `dtype=`, the type the elements are converted to and
+  reduced in (`accumulated`): a float type, or int64 for a sum or a product.
 
-The result (`result_type`): NumPy's dtype (`result_dtype`: sum of bool or int64
-is int64, of f32 f32, of f64 f64; mean of bool or int64 is f64, of f32 f32; max
-and min keep the dtype, bool too) and ndim (the input's, less the reduced axes
-unless `keepdims`). Reducing every axis without `keepdims` (or a 0-d array,
-keepdims or not) gives a scalar of that dtype, not a 0-d array, as NumPy does.
+The result (`result_type`): NumPy's dtype (`result_dtype`: sum and prod of bool or
+int64 is int64, of f32 f32, of f64 f64; mean of bool or int64 is f64, of f32 f32;
+max, min, nanmax and nanmin keep the dtype, bool too; any and all are bool) and ndim
+(the input's, less the reduced axes unless `keepdims`). Reducing every axis without
+`keepdims` (or a 0-d array, keepdims or not) gives a scalar of that dtype, not a 0-d array, as NumPy does.
 
-Semantics are NumPy's: max and min of an empty reduction (any reduced axis of
-length 0) raise ValueError "zero-size array to reduction operation maximum
-which has no identity"; NaN propagates through max and min; sum of nothing is
-0 and mean of nothing NaN (NumPy also warns). Integer sums wrap. Compiled code
+Semantics are NumPy's: max and min (nanmax, nanmin) of an empty reduction (any
+reduced axis of length 0) raise ValueError "zero-size array to reduction operation
+maximum (fmax) which has no identity"; NaN propagates through max and min, and
+nanmax and nanmin skip it (`llvm.maxnum`, C's `fmax`: NaN only where every element
+is); sum of nothing is 0, prod 1, any False, all True, and mean of nothing NaN
+(NumPy also warns). any and all take an element as true where it is not 0 (NaN is
+true). The gradient of prod is the product of the other elements (exact where
+some are 0); any and all have none. Integer sums wrap. Compiled code
 adds floats in an unspecified order (the vectorizer keeps several partial sums;
 NumPy's own order is pairwise), so float sums agree with NumPy's to rounding,
 not bit for bit.
@@ -133,19 +144,29 @@ def reduce_rule(types, attrs):
     if not isinstance(t, ArrayType):
         raise OpTypeError(f"np.{kind}() needs an array here, got {t}")
     axes = normalize_axes(attrs.get("axis"), t.ndim)
-    return [t], result_type(kind, t.dtype, t.ndim, axes, bool(attrs.get("keepdims")))
+    return [t], result_type(kind, accumulated(attrs, t.dtype), t.ndim, axes,
+                            bool(attrs.get("keepdims")))
 
 
-def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False):
+def accumulated(attrs: dict, dtype: ScalarType) -> ScalarType:
+    """The dtype a `reduce` node's elements are reduced in: its `dtype` attr (NumPy's
+    `dtype=`, a type the kind keeps: float, or int64 for a sum or product) or theirs."""
+    return attrs.get("dtype") or dtype
+
+
+def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False, dtype=None):
     """NumPy's reduction; a Python scalar when every axis goes and none is kept."""
     import warnings
 
     import numpy
 
+    from ..types import NUMPY_NAMES
+
     reference = getattr(numpy, REDUCTIONS[kind].reference)
+    extra = {"dtype": NUMPY_NAMES[dtype.name]} if dtype is not None else {}
     with numpy.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice"
-        result = reference(x, axis=axis, keepdims=keepdims)
+        result = reference(x, axis=axis, keepdims=keepdims, **extra)
     if isinstance(result, numpy.ndarray):
         return result
     if keepdims and numpy.ndim(x) > 0:  # NumPy may give a scalar where the type says 0-d array
@@ -203,6 +224,35 @@ def _extremum_jvp(e, dx, x, out, axes, keepdims):
                 keepdims=keepdims)
 
 
+def _prod_partials(e, x, axes):
+    """d prod / d x at each element of `x`: the product of the others along `axes` (JAX's
+    rule, exact at zeros): p / x where no element of the slice is zero, p (the product of
+    the non-zeros) at the one zero of a slice with one, 0 elsewhere."""
+    zero = e.op("eq", x, c(e, 0.0, x))
+    p = e.op("reduce", select(e, zero, c(e, 1.0, x), x), kind="prod", axis=axes, keepdims=True)
+    zeros = e.op("reduce", zero, kind="sum", axis=axes, keepdims=True)
+    one, none = e.op("eq", zeros, e.const(1, I64)), e.op("eq", zeros, e.const(0, I64))
+    at_zero = select(e, one, p, c(e, 0.0, p))
+    elsewhere = select(e, none, div(e, p, x), c(e, 0.0, p))
+    return select(e, zero, at_zero, elsewhere)
+
+
+def _prod_vjp(e, g, x, out, axes, keepdims):
+    """g times the product of the others."""
+    return e.op("mul", _prod_partials(e, x, axes), _expand(e, g, x, axes, keepdims))
+
+
+def _prod_jvp(e, dx, x, out, axes, keepdims):
+    """The tangents times the product of the others, summed."""
+    return e.op("reduce", e.op("mul", _prod_partials(e, x, axes), dx), kind="sum", axis=axes,
+                keepdims=keepdims)
+
+
+def _no_derivative(e, g, x, out, axes, keepdims):
+    """A bool result (`any`, `all`): no derivative; AD cuts the path (None)."""
+    return None
+
+
 def _sum_dtype(dtype: ScalarType) -> ScalarType:
     return I64 if dtype == BOOL or dtype.is_int else dtype
 
@@ -222,15 +272,38 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
                   {"f": -math.inf, "i": -2 ** 63, "b": 0}, True, "max",
                   {"f": Intrinsic("llvm.maximum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
                   None, ">", False, _extremum_vjp,
-                  cuda_combine={"f": CExpr("astjit_reduce_max({0}, {1})"),
-                                "i": CExpr("({1} > {0} ? {1} : {0})"), "b": CExpr("({0} || {1})")},
+                  cuda_combine={"*": CExpr("astjit_reduce_max({0}, {1})"),
+                                "b": CExpr("({0} | {1})")},
                   jvp=_extremum_jvp),
     ReductionKind("min", ("min", "amin"), "minimum", lambda t: t,
                   {"f": math.inf, "i": 2 ** 63 - 1, "b": 1}, True, "min",
                   {"f": Intrinsic("llvm.minimum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
                   None, "<", False, _extremum_vjp,
-                  cuda_combine={"f": CExpr("astjit_reduce_min({0}, {1})"),
-                                "i": CExpr("({1} < {0} ? {1} : {0})"), "b": CExpr("({0} && {1})")},
+                  cuda_combine={"*": CExpr("astjit_reduce_min({0}, {1})"),
+                                "b": CExpr("({0} & {1})")},
+                  jvp=_extremum_jvp),
+    ReductionKind("prod", ("prod",), "multiply", _sum_dtype, {"f": 1.0, "i": 1}, False, "prod",
+                  {"f": Builder("fmul", flags=("reassoc",)), "i": Builder("mul")}, None, None,
+                  False, _prod_vjp, cuda_combine={"*": CExpr("({0} * {1})")}, jvp=_prod_jvp),
+    ReductionKind("any", ("any",), "logical_or", lambda t: BOOL, {"b": 0}, False, "any",
+                  {"b": Builder("or_")}, None, None, False, _no_derivative,
+                  cuda_combine={"b": CExpr("({0} | {1})")}, jvp=_no_derivative),
+    ReductionKind("all", ("all",), "logical_and", lambda t: BOOL, {"b": 1}, False, "all",
+                  {"b": Builder("and_")}, None, None, False, _no_derivative,
+                  cuda_combine={"b": CExpr("({0} & {1})")}, jvp=_no_derivative),
+    ReductionKind("nanmax", ("nanmax",), "fmax", lambda t: t,
+                  {"f": math.nan, "i": -2 ** 63, "b": 0}, True, "nanmax",
+                  {"f": Intrinsic("llvm.maxnum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
+                  None, None, False, _extremum_vjp,
+                  cuda_combine={"f": CExpr("fmax({0}, {1})"),
+                                "i": CExpr("astjit_reduce_max({0}, {1})"), "b": CExpr("({0} | {1})")},
+                  jvp=_extremum_jvp),
+    ReductionKind("nanmin", ("nanmin",), "fmin", lambda t: t,
+                  {"f": math.nan, "i": 2 ** 63 - 1, "b": 1}, True, "nanmin",
+                  {"f": Intrinsic("llvm.minnum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
+                  None, None, False, _extremum_vjp,
+                  cuda_combine={"f": CExpr("fmin({0}, {1})"),
+                                "i": CExpr("astjit_reduce_min({0}, {1})"), "b": CExpr("({0} & {1})")},
                   jvp=_extremum_jvp),
 )}
 """Every reduction kind, one row each (`ReductionKind`)."""
@@ -264,4 +337,5 @@ def _reduced_shape(node, table):
 _def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},
      ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp, jvp=_reduce_jvp,
      shape=_reduced_shape,
-     doc="np.sum/mean/max/min(x, axis, keepdims): attrs kind, axis (None or a tuple), keepdims")
+     doc="np.sum/mean/max/min/prod/any/all/nanmax/nanmin(x, axis, keepdims, dtype): attrs kind, "
+         "axis (None or a tuple), keepdims, dtype")

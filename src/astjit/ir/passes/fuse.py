@@ -63,7 +63,7 @@ import dataclasses
 from ..core import Graph, Module, Node, Value
 from ..kernels import Kernel, Reduction, kernel_of
 from ..ops.elementwise import array_plan, is_array_elementwise
-from ..ops.reductions import normalize_axes, result_dtype
+from ..ops.reductions import accumulated, normalize_axes, result_dtype
 from ..shape_algebra import ONE
 from ..symbolic_shapes import symbolic_shapes
 from ..types import ArrayType
@@ -323,7 +323,7 @@ def _reduction(reduce: Node, kernel: Graph, inputs: list[Value], env: dict[Value
     (source,) = reduce.inputs
     value = env[source] if source in env else operand(source)
     kind, t = reduce.attrs["kind"], source.type
-    accumulator = result_dtype(kind, t.dtype)
+    accumulator = result_dtype(kind, accumulated(reduce.attrs, t.dtype))
     if value.type != accumulator:
         value = kernel.add("cast", [value], attrs={"to": accumulator}, loc=reduce.loc,
                            types=[accumulator]).outputs[0]
