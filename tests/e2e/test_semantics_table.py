@@ -116,6 +116,13 @@ TESTED_ELSEWHERE = {
     "array_new_like": "np.zeros_like ... (test_array_creation.py)",
     "array_arange": "np.arange (test_array_creation.py)",
     "eye": "np.eye (test_array_creation.py)", "diag": "np.diag (test_linalg.py)",
+    # NumPy's shape, joining and conversion functions (test_shape_functions.py)
+    "array_function": "np.concatenate, np.split, x.astype ... before type inference",
+    "array_squeeze": "np.squeeze", "array_expand_dims": "np.expand_dims, np.stack",
+    "array_permute": "np.swapaxes, np.moveaxis", "array_broadcast_to": "np.broadcast_to",
+    "array_concatenate": "np.concatenate, np.stack, np.roll", "array_copy": "np.copy",
+    "array_astype": "x.astype", "array_pack": "np.array((a, b))",
+    "array_linspace": "np.linspace",
     "callback": "print(...) and astjit.callback (test_python_calls.py)",
     "tuple_slice": "a, *rest = t (test_comprehensions.py)",
     "tuple_append": "comprehensions (test_comprehensions.py)",

@@ -20,6 +20,7 @@ from . import (
     python_calls,
     raises,
     reductions,
+    shape_calls,
     statements,
     views,
 )
@@ -52,6 +53,8 @@ CALLEES = (  # tried in this order on the callee of a call
     Callee(views.numpy_view_function, views.lower_numpy_view),  # np.transpose, np.reshape
     Callee(reductions.numpy_reduction, reductions.lower_numpy_reduction),  # np.sum, np.max ...
     Callee(creation.numpy_handler, creation.lower_numpy_creation),  # np.zeros, np.arange ...
+    Callee(shape_calls.numpy_shape_function,  # np.concatenate, np.split, np.linspace ...
+           shape_calls.lower_numpy_shape_function),
     Callee(linalg.numpy_linalg, linalg.lower_numpy_linalg),  # np.dot, np.matmul, np.eye ...
     Callee(ufunc_handler, calls.lower_builtin_call),  # np.exp, np.maximum, np.where ...
 )
@@ -59,6 +62,7 @@ METHODS = {
     "reshape": views.lower_reshape_method,
     **{name: comprehensions.lower_dict_view for name in ("items", "keys", "values")},  # d.items()
     **{name: reductions.lower_reduction_method for name in reductions.METHODS},  # x.sum() ...
+    **{name: shape_calls.lower_shape_method for name in shape_calls.METHOD_SIGNATURES},
 }
 
 RULES = Rules(

@@ -49,6 +49,7 @@ from . import (
     owned,
     rowwise,
     scalars,
+    shaping,
     tapes,
     views,
 )
@@ -70,6 +71,7 @@ ROUTINES = {
     **linalg.ROUTINES,
     **scalars.ROUTINES,
     **callbacks.ROUTINES,
+    **shaping.ROUTINES,
     "reduce": fused.reduce_routine,
     **fused.NUMPY_ROUTINES,
 }

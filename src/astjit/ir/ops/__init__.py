@@ -69,6 +69,8 @@ from . import (  # noqa: F401
     reductions,
     scalar,
     sequences,
+    shape_functions,
+    shaping,
     statistics,
     tapes,
     views,

@@ -1,0 +1,180 @@
+"""Lowering NumPy's shape, joining, copy and conversion functions and methods
+(`np.concatenate`, `np.split`, `x.ravel()`, `x.astype(np.float32)` ...) to one
+`array_function` node each, which type inference replaces by primitives
+(ir/ops/shape_functions.py says what each becomes).
+
+Arguments are bound by NumPy's parameter names. Each parameter is one of:
+
+- a value: lowered as usual (an array, a shift, `reps`, `num`);
+- a sequence (`np.concatenate`'s arrays): a tuple or list display gives one input per
+  element, any other expression one tuple value that type inference unpacks;
+- static: read at compile time (`axis`, `endpoint`, `copy`, split's sections), as
+  reductions read their axis;
+- a dtype: read at compile time (float64, float32, int64, bool);
+- np.array's object: a (nested) display of numbers gives its numbers and nesting, anything
+  else one value.
+
+NumPy's other parameters (`out=`, `order=`, `retstep=` ...) are refused by name.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+
+from ..errors import UnsupportedCallError
+from ..ir.core import Value
+from ..ir.ops.shape_functions import FUNCTIONS
+from .builtins import CallError, numpy_lookup
+from .resolve import compile_time_value, constant, static_dtype
+from .scope import Scope
+from .source import NOT_CONSTANT
+from .state import Lowering
+
+VALUE, SEQUENCE, STATIC, DTYPE, OBJECT = "value", "sequence", "static", "dtype", "object"
+REQUIRED = object()
+
+SIGNATURES: dict[str, tuple] = {
+    "concatenate": (("arrays", SEQUENCE), ("axis", STATIC, 0)),
+    "stack": (("arrays", SEQUENCE), ("axis", STATIC, 0)),
+    "hstack": (("tup", SEQUENCE),),
+    "vstack": (("tup", SEQUENCE),),
+    "split": (("ary", VALUE), ("indices_or_sections", STATIC), ("axis", STATIC, 0)),
+    "squeeze": (("a", VALUE), ("axis", STATIC, None)),
+    "expand_dims": (("a", VALUE), ("axis", STATIC)),
+    "ravel": (("a", VALUE),),
+    "flip": (("m", VALUE), ("axis", STATIC, None)),
+    "roll": (("a", VALUE), ("shift", VALUE), ("axis", STATIC, None)),
+    "tile": (("A", VALUE), ("reps", VALUE)),
+    "repeat": (("a", VALUE), ("repeats", VALUE), ("axis", STATIC, None)),
+    "broadcast_to": (("array", VALUE), ("shape", VALUE)),
+    "swapaxes": (("a", VALUE), ("axis1", STATIC), ("axis2", STATIC)),
+    "moveaxis": (("a", VALUE), ("source", STATIC), ("destination", STATIC)),
+    "copy": (("a", VALUE),),
+    "ascontiguousarray": (("a", VALUE),),
+    "array": (("object", OBJECT), ("dtype", DTYPE, None)),
+    "linspace": (("start", VALUE), ("stop", VALUE), ("num", VALUE, 50), ("endpoint", STATIC, True),
+                 ("dtype", DTYPE, None)),
+}
+"""np.<name>: its parameters, (name, kind[, default]), in NumPy's order."""
+assert set(SIGNATURES) == set(FUNCTIONS)
+
+METHOD_SIGNATURES: dict[str, tuple] = {
+    "ravel": (), "flatten": (), "copy": (),
+    "astype": (("dtype", DTYPE, REQUIRED), ("copy", STATIC, True)),
+    "squeeze": (("axis", STATIC, None),),
+    "swapaxes": (("axis1", STATIC), ("axis2", STATIC)),
+    "repeat": (("repeats", VALUE), ("axis", STATIC, None)),
+}
+"""x.<name>(...): its parameters after the array (bound to `a`)."""
+
+
+@functools.cache
+def _function_table() -> dict[object, str]:
+    import numpy
+
+    return {getattr(numpy, name): name for name in SIGNATURES}
+
+
+def numpy_shape_function(obj: object) -> str | None:
+    """The name of `obj` if it is one of the NumPy functions lowered here, else None."""
+    return numpy_lookup(_function_table, obj)
+
+
+def lower_numpy_shape_function(state: Lowering, scope: Scope, node: ast.Call, function: str,
+                               name: str) -> Value:
+    return _lower(state, scope, node, function, name, SIGNATURES[function], list(node.args))
+
+
+def lower_shape_method(state: Lowering, scope: Scope, node: ast.Call) -> Value:
+    """`x.ravel()`, `x.astype(np.float32)`: the array is bound to the first parameter."""
+    function = node.func.attr
+    params = (("a", VALUE), *METHOD_SIGNATURES[function])
+    return _lower(state, scope, node, function, function, params,
+                  [node.func.value, *node.args])
+
+
+def _bind(node: ast.Call, params: tuple, args: list[ast.expr], name: str) -> dict:
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in node.keywords):
+        raise CallError("*args and **kwargs arguments are not supported",
+                        "pass each argument explicitly")
+    names = [p[0] for p in params]
+    if len(args) > len(params):
+        raise CallError(f"{name}() takes at most {len(params)} arguments here "
+                        f"({', '.join(names)}), got {len(args)}")
+    bound = dict(zip(names, args))
+    for keyword in node.keywords:
+        if keyword.arg not in names:
+            raise CallError(f"the keyword argument {keyword.arg}= of {name}() is not supported",
+                            f"compiled code takes {name}({', '.join(names)})")
+        if keyword.arg in bound:
+            raise CallError(f"{name}() got multiple values for argument '{keyword.arg}'")
+        bound[keyword.arg] = keyword.value
+    for param in params:
+        if param[0] not in bound and (len(param) < 3 or param[2] is REQUIRED):
+            raise CallError(f"{name}() is missing the argument '{param[0]}'")
+    return bound
+
+
+def _lower(state: Lowering, scope: Scope, node: ast.Call, function: str, name: str,
+           params: tuple, args: list[ast.expr]) -> Value:
+    try:
+        bound = _bind(node, params, args, name)
+    except CallError as error:
+        return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
+    inputs, arguments, attrs = [], [], {"function": function}
+    for param in params:
+        pname, kind = param[0], param[1]
+        expr = bound.get(pname)
+        if kind == VALUE:
+            value = state.lower_expr(scope, expr) if expr is not None else \
+                constant(state, scope, node, param[2], f"{pname} (the default of {name}())")
+            inputs.append(value)
+            arguments.append((pname, None))
+        elif kind == SEQUENCE:
+            if isinstance(expr, (ast.Tuple, ast.List)) and not any(
+                    isinstance(e, ast.Starred) for e in expr.elts):
+                inputs += [state.lower_expr(scope, e) for e in expr.elts]
+                arguments.append((pname, len(expr.elts)))
+            else:
+                inputs.append(state.lower_expr(scope, expr))
+                arguments.append((pname, -1))
+        elif kind == OBJECT:
+            numbers, shape = _display(expr)
+            if shape is None:
+                inputs.append(state.lower_expr(scope, expr))
+                arguments.append((pname, None))
+            else:
+                inputs += [state.lower_expr(scope, e) for e in numbers]
+                arguments.append((pname, len(numbers)))
+            attrs["shape"] = shape
+        elif kind == DTYPE:
+            try:
+                attrs[pname] = static_dtype(state, scope, expr, name)
+            except CallError as error:
+                return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
+        else:
+            value = param[2] if expr is None else compile_time_value(state, scope, expr)
+            if value is NOT_CONSTANT:
+                return state.fail(scope, node, UnsupportedCallError,
+                                  f"the argument {pname}= of {name}() must be known at compile "
+                                  f"time, got '{ast.unparse(expr)}'",
+                                  "write a literal, e.g. axis=1 or axis=(0, 1), or a global "
+                                  "constant")
+            attrs[pname] = value
+    attrs["arguments"] = tuple(arguments)
+    return scope.emit("array_function", inputs, state.loc(node), attrs)
+
+
+def _display(expr: ast.expr) -> tuple[list[ast.expr], tuple[int, ...] | None]:
+    """The elements and shape of a (nested, rectangular) tuple or list display; shape None
+    for anything else."""
+    if not isinstance(expr, (ast.Tuple, ast.List)) or any(
+            isinstance(e, ast.Starred) for e in expr.elts):
+        return [], None
+    parts = [_display(e) for e in expr.elts]
+    if parts and all(shape is not None for _, shape in parts) \
+            and len({shape for _, shape in parts}) == 1:
+        return [e for elements, _ in parts for e in elements], (len(parts), *parts[0][1])
+    if any(shape is not None for _, shape in parts):
+        return [], None  # ragged, or a display beside a value: one value, inference decides
+    return list(expr.elts), (len(expr.elts),)
