@@ -90,7 +90,7 @@ def finish(em: FunctionEmitter, kind: str, acc: ir.Value, count: ir.Value) -> ir
     return _apply(em, step, [acc, em.builder.sitofp(count, acc.type)])
 
 
-class _Register:
+class Register:
     """A reduction's accumulator in stack slots (SROA makes them registers, the loop
     vectorizer vector registers).
 
@@ -174,7 +174,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
                         new_arrays.size_of_dims(b, shape))
     else:
         slot = em.alloca(lltype(element))
-    acc = _Register(em, kind, element) if suffix < n else None
+    acc = Register(em, kind, element) if suffix < n else None
 
     def nest(unit_strides: bool) -> None:
         at = point(unit_strides)
@@ -219,7 +219,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
     The same accumulator as register mode above, so the inner loop vectorizes alike."""
     if _has_avx512():
         vecmath.prefer_vector_width(em.function, 512)
-    acc = _Register(em, kind, element)
+    acc = Register(em, kind, element)
     acc.start()
     nests.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
     return finish(em, kind, acc.value(), new_arrays.size_of_dims(em.builder, dims))

@@ -68,6 +68,7 @@ from . import (  # noqa: F401
     methods,
     reductions,
     scalar,
+    scans,
     sequences,
     shape_functions,
     shaping,

@@ -1,0 +1,315 @@
+"""`arg_reduce` (np.argmax / argmin) and `scan` (np.cumsum / cumprod) in compiled code
+(ir/ops/scans.py): loops of their own, as neither is one accumulator's fold.
+
+arg_reduce walks rows: the reduced axis, for each position of the others (one row of
+every element, in C order, for `axis=None` over a C-contiguous array; otherwise a C
+order walk with a counter). A unit-stride row of floats or ints runs in blocks of
+`BLOCK` elements: each block's extremum by the vectorized accumulator of reductions
+(reduction_nests.Register, with its NaN flag), remembering the first block that holds
+the best one (or the first NaN), then the first position in that block holding it:
+about one vectorized pass. Other rows compare element by element: an element
+replaces the best one where it is greater (less), or NaN while the best is not.
+
+scan writes a new C-contiguous array in one walk of the input in C order (each axis
+reversed along which a `reverse` scan runs): `out[p] = out[p - step] op x[i]`, the
+first element of each line along the axis `x[i]` itself, where `step` is the axis's
+stride in `out` (1 for `axis=None`, which flattens). Along a leading axis the inner
+loop walks two rows of `out` at once, which vectorizes; along the last axis it is the
+sequential recurrence NumPy runs too. Sums and products are not reassociated.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.ops.scans import EMPTY_ARG, scan_dtype
+from ...ir.types import BOOL, F64, ArrayType, ScalarType
+from . import array_layout, loop_metadata, nests, new_arrays
+from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type, lltype
+from .reduction_nests import Register
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .emitter import FunctionEmitter
+
+BLOCK = 1024
+"""Elements per block of a unit-stride argmax row (8 KiB of doubles: in L1 for the search)."""
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def _load(b: ir.IRBuilder, pointer: ir.Value, t: ScalarType) -> ir.Value:
+    value = b.load(pointer, align=array_layout.ITEM_SIZES[t])
+    return b.icmp_unsigned("!=", value, ir.Constant(value.type, 0)) if t == BOOL else value
+
+
+def _store(b: ir.IRBuilder, pointer: ir.Value, t: ScalarType, value: ir.Value) -> None:
+    if t == BOOL:
+        value = b.zext(value, element_type(BOOL))
+    b.store(value, pointer, align=array_layout.ITEM_SIZES[t])
+
+
+def _pointer(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value]) -> ir.Value:
+    offset = _i64(0)
+    for axis, index in enumerate(indices):
+        stride = b.extract_value(array, [ARRAY_STRIDES, axis])
+        offset = b.add(offset, b.mul(index, stride, flags=["nsw"]), flags=["nsw"])
+    return b.gep(b.extract_value(array, ARRAY_DATA), [offset], inbounds=True)
+
+
+def _c_strides(b: ir.IRBuilder, dims: list[ir.Value]) -> list[ir.Value]:
+    strides, stride = [], _i64(1)
+    for d in reversed(dims):
+        strides.append(stride)
+        stride = b.mul(stride, d, flags=["nsw"])
+    return strides[::-1]
+
+
+def _c_contiguous(b: ir.IRBuilder, array: ir.Value, dims: list[ir.Value]) -> ir.Value:
+    """Whether every axis longer than 1 has its C-order stride."""
+    ok = ir.Constant(I1, 1)
+    for axis, (d, want) in enumerate(zip(dims, _c_strides(b, dims))):
+        have = b.extract_value(array, [ARRAY_STRIDES, axis])
+        fits = b.or_(b.icmp_signed("<=", d, _i64(1)), b.icmp_signed("==", have, want))
+        ok = b.and_(ok, fits)
+    return ok
+
+
+# ---- argmax, argmin ------------------------------------------------------------------------
+
+def _better(b: ir.IRBuilder, kind: str, t: ScalarType, x: ir.Value, best: ir.Value) -> ir.Value:
+    """Whether `x` replaces `best`: strictly greater (less), or a NaN while best is not."""
+    op = ">" if kind == "max" else "<"
+    if t.is_float:
+        return b.and_(b.fcmp_unordered("u" + ("gt" if op == ">" else "lt"), x, best),
+                      b.fcmp_ordered("ord", best, best))
+    return b.icmp_unsigned(op, x, best) if t == BOOL else b.icmp_signed(op, x, best)
+
+
+class _Best:
+    """The best element so far and its index, in stack slots."""
+
+    def __init__(self, em: FunctionEmitter, t: ScalarType):
+        self.em, self.t = em, t
+        self.value, self.index = em.alloca(lltype(t)), em.alloca(I64_T)
+
+    def start(self, value: ir.Value, index: ir.Value) -> None:
+        self.em.builder.store(value, self.value)
+        self.em.builder.store(index, self.index)
+
+    def take(self, kind: str, value: ir.Value, index: ir.Value) -> None:
+        b = self.em.builder
+        better = _better(b, kind, self.t, value, b.load(self.value))
+        b.store(b.select(better, value, b.load(self.value)), self.value)
+        b.store(b.select(better, index, b.load(self.index)), self.index)
+
+
+def _scalar_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n: ir.Value,
+                stride: ir.Value) -> ir.Value:
+    """The index of the first extremum of the `n` (> 0) elements at `base`, `stride` apart."""
+    b = em.builder
+    best = _Best(em, t)
+    best.start(_load(b, base, t), _i64(0))
+
+    def body(i):
+        best.take(kind, _load(b, b.gep(base, [b.mul(i, stride, flags=["nsw"])]), t), i)
+    nests.count_up(b, _i64(1), n, body, ("arg.head", "arg.body", "arg.done"))
+    return b.load(best.index)
+
+
+def _blocked_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value,
+                 n: ir.Value) -> ir.Value:
+    """`_scalar_row` of a unit-stride row of floats or ints, by blocks (the module doc)."""
+    b = em.builder
+    acc = Register(em, kind, t)
+    best, found, nan_seen = em.alloca(lltype(t)), em.alloca(I64_T), em.alloca(I1)
+    b.store(_load(b, base, t), best)
+    b.store(_i64(0), found)
+    b.store(ir.Constant(I1, 0), nan_seen)
+    blocks = b.sdiv(b.add(n, _i64(BLOCK - 1)), _i64(BLOCK))
+
+    def block(k):
+        start = b.mul(k, _i64(BLOCK), flags=["nsw"])
+        stop = b.add(start, _i64(BLOCK), flags=["nsw"])
+        stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+        acc.start()
+        nests.count_up(b, start, stop, lambda i: acc.take(_load(b, b.gep(base, [i]), t)),
+                       ("arg.block.head", "arg.block.body", "arg.block.done"))
+        m = acc.value()
+        nan = b.fcmp_unordered("uno", m, m) if t.is_float else ir.Constant(I1, 0)
+        op = ">" if kind == "max" else "<"
+        beats = b.fcmp_ordered(op, m, b.load(best)) if t.is_float else b.icmp_signed(op, m, b.load(best))
+        take = b.and_(b.not_(b.load(nan_seen)), b.or_(nan, beats))
+        b.store(b.select(take, m, b.load(best)), best)
+        b.store(b.select(take, start, b.load(found)), found)
+        b.store(b.or_(b.load(nan_seen), nan), nan_seen)
+    nests.count_up(b, _i64(0), blocks, block, ("arg.blocks.head", "arg.blocks.body",
+                                                 "arg.blocks.done"))
+    # the first position of the found block holding the best element (or a NaN)
+    start = b.load(found)
+    stop = b.add(start, _i64(BLOCK), flags=["nsw"])
+    stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+    index = em.alloca(I64_T)
+    b.store(_i64(-1), index)
+    target, nan = b.load(best), b.load(nan_seen)
+
+    def search(i):
+        x = _load(b, b.gep(base, [i]), t)
+        hit = b.icmp_signed("==", x, target) if not t.is_float else b.select(
+            nan, b.fcmp_unordered("uno", x, x), b.fcmp_ordered("oeq", x, target))
+        first = b.and_(hit, b.icmp_signed("<", b.load(index), _i64(0)))
+        b.store(b.select(first, i, b.load(index)), index)
+    loop_metadata.scalar_loops(b, lambda: nests.count_up(
+        b, start, stop, search, ("arg.find.head", "arg.find.body", "arg.find.done")))
+    return b.load(index)
+
+
+def _row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n: ir.Value,
+         stride: ir.Value) -> ir.Value:
+    """The first extremum's index in a row: blocked where the stride is 1 (not for bools)."""
+    if t == BOOL:
+        return _scalar_row(em, kind, t, base, n, stride)
+    b = em.builder
+    slot = em.alloca(I64_T)
+
+    def version(unit: bool) -> None:
+        b.store(_blocked_row(em, kind, t, base, n) if unit
+                else _scalar_row(em, kind, t, base, n, stride), slot)
+    loop_metadata.unit_or_strided(em, b.icmp_signed("==", stride, _i64(1)), version)
+    return b.load(slot)
+
+
+def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    (x,) = args
+    b = em.builder
+    t: ArrayType = node.inputs[0].type
+    kind, axis = node.attrs["kind"], node.attrs.get("axis")
+    result = node.outputs[0].type
+    dims = [array_layout.dim(b, x, k) for k in range(t.ndim)]
+    if axis is None:
+        n = new_arrays.size_of_dims(b, dims)
+        em.fail_if(node, b.icmp_signed("==", n, _i64(0)), "ValueError", EMPTY_ARG.format(kind=kind))
+        index = _flat_index(em, kind, t, x, dims, n) if t.ndim else _i64(0)
+        if not isinstance(result, ArrayType):
+            return index
+        out = new_arrays.allocate(em, node, result, [_i64(1)] * result.ndim, zeroed=False)
+        b.store(index, b.extract_value(out, ARRAY_DATA))
+        return out
+    k = axis[0] % t.ndim
+    em.fail_if(node, b.icmp_signed("==", dims[k], _i64(0)), "ValueError",
+               EMPTY_ARG.format(kind=kind))
+    kept = [d for a, d in enumerate(dims) if a != k]
+    stride = b.extract_value(x, [ARRAY_STRIDES, k])
+    if not isinstance(result, ArrayType):  # a 1-d row
+        return _row(em, kind, t.dtype, b.extract_value(x, ARRAY_DATA), dims[k], stride)
+    shape = [_i64(1) if a == k else d for a, d in enumerate(dims)] if node.attrs.get("keepdims") \
+        else kept
+    new_arrays.check_dims(em, node, result.dtype, shape)
+    out = new_arrays.allocate(em, node, result, shape, zeroed=False)
+    out_strides = _c_strides(b, kept)
+    out_data = b.extract_value(out, ARRAY_DATA)
+
+    def each(indices):
+        full = list(indices[:k]) + [_i64(0)] + list(indices[k:])
+        index = _row(em, kind, t.dtype, _pointer(b, x, full), dims[k], stride)
+        offset = _i64(0)
+        for i, s in zip(indices, out_strides):
+            offset = b.add(offset, b.mul(i, s, flags=["nsw"]), flags=["nsw"])
+        b.store(index, b.gep(out_data, [offset], inbounds=True))
+    nests.loop_nest(em, kept, each, "arg.rows")
+    return out
+
+
+def _flat_index(em: FunctionEmitter, kind: str, t: ArrayType, x: ir.Value,
+                dims: list[ir.Value], n: ir.Value) -> ir.Value:
+    """The C-order index of the first extremum of every element."""
+    b = em.builder
+    slot = em.alloca(I64_T)
+
+    def version(contiguous: bool) -> None:
+        if contiguous:
+            b.store(_row(em, kind, t.dtype, b.extract_value(x, ARRAY_DATA), n, _i64(1)), slot)
+            return
+        best = _Best(em, t.dtype)
+        best.start(_load(b, b.extract_value(x, ARRAY_DATA), t.dtype), _i64(0))
+        count = em.alloca(I64_T)
+        b.store(_i64(0), count)
+
+        def body(indices):
+            i = b.load(count)
+            best.take(kind, _load(b, _pointer(b, x, indices), t.dtype), i)
+            b.store(b.add(i, _i64(1), flags=["nsw"]), count)
+        nests.loop_nest(em, dims, body, "arg.flat")
+        b.store(b.load(best.index), slot)
+    loop_metadata.unit_or_strided(em, _c_contiguous(b, x, dims), version)
+    return b.load(slot)
+
+
+# ---- cumsum, cumprod -----------------------------------------------------------------------
+
+def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: ScalarType) -> ir.Value:
+    """An element of `source` as the accumulator type `target` (int64 or a float)."""
+    ty = lltype(target)
+    if source == target:
+        return value
+    if target.is_float:
+        if source.is_float:
+            return b.fpext(value, ty) if target == F64 else b.fptrunc(value, ty)
+        return b.uitofp(value, ty) if source == BOOL else b.sitofp(value, ty)
+    return b.zext(value, ty) if source == BOOL else b.sext(value, ty) \
+        if value.type.width < ty.width else value
+
+
+def _combine(b: ir.IRBuilder, kind: str, t: ScalarType, acc: ir.Value, x: ir.Value) -> ir.Value:
+    if kind == "sum":
+        return b.fadd(acc, x) if t.is_float else b.add(acc, x)
+    return b.fmul(acc, x) if t.is_float else b.mul(acc, x)
+
+
+def scan(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    (x,) = args
+    b = em.builder
+    t: ArrayType = node.inputs[0].type
+    out_t: ArrayType = node.outputs[0].type
+    acc_t = scan_dtype(node.attrs, t)
+    kind, axis, reverse = node.attrs["kind"], node.attrs.get("axis"), node.attrs.get("reverse")
+    dims = [array_layout.dim(b, x, k) for k in range(t.ndim)]
+    out_dims = dims if axis is not None else [new_arrays.size_of_dims(b, dims)]
+    new_arrays.check_dims(em, node, out_t.dtype, out_dims)
+    out = new_arrays.allocate(em, node, out_t, out_dims, zeroed=False)
+    data = b.extract_value(out, ARRAY_DATA)
+    c_strides = _c_strides(b, dims)
+    k = None if axis is None else axis[0] % t.ndim
+    step = _i64(1) if k is None else c_strides[k]
+    flipped = set(range(t.ndim)) if reverse and k is None else {k} if reverse else set()
+
+    def each(counted):
+        ix = [b.sub(b.sub(dims[a], _i64(1)), i) if a in flipped else i
+              for a, i in enumerate(counted)]
+        p = _i64(0)
+        for i, s in zip(ix, c_strides):
+            p = b.add(p, b.mul(i, s, flags=["nsw"]), flags=["nsw"])
+        if k is None:
+            first = b.icmp_signed("==", counted_linear(counted), _i64(0))
+        else:
+            first = b.icmp_signed("==", counted[k], _i64(0))
+        previous = b.add(p, step) if reverse else b.sub(p, step)
+        previous = b.select(first, p, previous)
+        value = _convert(b, _load(b, _pointer(b, x, ix), t.dtype), t.dtype, acc_t)
+        before = b.load(b.gep(data, [previous], inbounds=True), align=array_layout.ITEM_SIZES[acc_t])
+        _store(b, b.gep(data, [p], inbounds=True), acc_t,
+               b.select(first, value, _combine(b, kind, acc_t, before, value)))
+
+    def counted_linear(counted):
+        q = _i64(0)
+        for i, s in zip(counted, c_strides):
+            q = b.add(q, b.mul(i, s, flags=["nsw"]), flags=["nsw"])
+        return q
+    nests.loop_nest(em, dims, each, "scan")
+    return out
+
+
+ROUTINES = {"arg_reduce": arg_reduce, "scan": scan}
