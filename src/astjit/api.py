@@ -133,9 +133,12 @@ class Specialization:
     The first tier until a call needs the general one (`Dispatcher.call_general`)."""
     fallback: Callable | None = None
     """Where calls the entry does not take go."""
+    trees: Any = None
+    """The CPU entry's TreeBoundary (backend/llvm/runtime/trees.py): how it builds container
+    results and, for a signature taking containers, takes them."""
     tree_entry: Callable | None = None
-    """A signature taking containers: its generated fast path (treeentry.py), which the
-    jitted entry targets while this is the newest specialization."""
+    """A signature taking containers the compiled entry cannot take natively (a registered
+    class's): its generated fast path (treeentry.py)."""
     _typed: Module | None = field(default=None, repr=False)
 
     @property
@@ -186,6 +189,8 @@ class Dispatcher:
     specializations: dict = field(default_factory=dict)
     with_functions: dict = field(default_factory=dict)
     """The specializations of calls passing functions (`call_with_functions`)."""
+    fallbacks: dict = field(default_factory=dict)
+    """Each fast path of containers the entry has targeted -> where it falls back."""
     parsed: Module | None = None
 
     def __post_init__(self):
@@ -234,21 +239,38 @@ class Dispatcher:
         return spec
 
     def fast_target(self, spec: Specialization) -> Callable:
-        """What the jitted entry calls once `spec` is compiled: its compiled entry, or for a
-        signature taking containers a generated fast path (treeentry.py) to it, whose
-        fallback is the entry's target until now (ending in `call_slow`)."""
+        """What the jitted entry calls once `spec` is compiled: its compiled entry; for a
+        signature taking containers the builtin taking them (`compiled.trees`), else a
+        generated fast path (treeentry.py) to the entry taking their leaves. Either falls
+        back to the entry's target until now (`tree_fallback`)."""
         if not takes_leaves(spec.types, self.options):
             return spec.compiled.call
-        fallback = self.entry.func
-        while getattr(fallback, "depth", 0) >= TREE_ENTRY_CHAIN:  # a bounded chain of them
-            fallback = fallback.fallback
+        if spec.compiled.trees is not None:
+            self.fallbacks[spec.compiled.trees] = spec.trees.fallback
+            return spec.compiled.trees
+        fallback = self.tree_fallback()
         entry = treeentry.make_tree_entry(spec.types, spec.compiled.call, fallback,
                                           f"{self.py_func.__name__}_tree_entry")
         if entry is None:
             return self.entry.func
-        entry.depth = getattr(fallback, "depth", 0) + 1
+        self.fallbacks[entry] = fallback
         spec.tree_entry = entry
         return entry
+
+    def tree_fallback(self) -> Callable:
+        """Where a new fast path of containers sends the calls it does not take: the entry's
+        target until now (ending in `call_slow`), or where a chain of TREE_ENTRY_CHAIN fast
+        paths falling back one to another ends."""
+        fallback = self.entry.func
+        while self.chain_length(fallback) >= TREE_ENTRY_CHAIN:
+            fallback = self.fallbacks[fallback]
+        return fallback
+
+    def chain_length(self, target: Callable) -> int:
+        length = 0
+        while target in self.fallbacks:
+            target, length = self.fallbacks[target], length + 1
+        return length
 
     def compile(self, types: tuple[Type, ...], static: dict | None = None) -> Specialization:
         if static:
@@ -264,42 +286,60 @@ class Dispatcher:
             check(typed)
         optimized = optimize_for_backend(typed, check)
         # Calls the new entry does not take go to the previous entry, then to call_slow;
-        # an entry taking containers' leaves is only called by its fast path (and
-        # call_slow), to which it reports leaves it does not take (treeentry.reject).
+        # an entry taking containers' leaves is only called by call_slow and a generated
+        # fast path, to which it reports leaves it does not take (treeentry.reject).
         previous = [s.compiled.call for s in self.specializations.values()
                     if not takes_leaves(s.types, self.options)]
         fallback = previous[-1] if previous and not static else self.call_slow
         if not static and takes_leaves(types, self.options):
             fallback = treeentry.reject
-        general = None if static else functools.partial(self.call_general, types)
-        rebuild = tree.rebuilder(optimized.entry_graph.outputs[0].type)
-        if rebuild is not None:  # what another entry returns is already rebuilt
-            fallback, general = _passed(fallback), general and _passed(general)
-        target = self.options.get("target", "cpu")
-        compiled = build(optimized, fallback, general) if target == "cpu" else \
-            build_device(optimized, target)
-        compiled.call = _rebuilding(compiled.call, rebuild)
-        spec = Specialization(types, parsed, optimized, compiled, fallback)
+        compiled, boundary = self.compile_entry(optimized, types, fallback, static)
+        spec = Specialization(types, parsed, optimized, compiled, fallback, boundary)
         dump_dir = os.environ.get("ASTJIT_DUMP")
         if dump_dir:
             dump_stages(spec, dump_dir, self.py_func.__qualname__)
         return spec
 
-    def call_general(self, types: tuple[Type, ...], *args: Any) -> Any:
+    def compile_entry(self, optimized: Module, types: tuple[Type, ...], fallback: Callable,
+                      static: dict | None) -> tuple[Any, Any]:
+        """The compiled entry of `optimized` and, on the CPU, its TreeBoundary: container
+        results built natively, and a signature taking containers the backend can check
+        natively taking them (a second builtin, falling back to `tree_fallback()`)."""
+        target = self.options.get("target", "cpu")
+        if target != "cpu":
+            compiled = build_device(optimized, target)
+            compiled.call = _rebuilding(compiled.call,
+                                        tree.rebuilder(optimized.entry_graph.outputs[0].type))
+            return compiled, None
+        from .backend.llvm import TreeBoundary, takes_natively
+
+        boundary = TreeBoundary(tree.rebuilder)
+        if not static and takes_leaves(types, self.options) and self.signature.all_positional \
+                and all(map(takes_natively, types)):
+            boundary.arguments, boundary.fallback = types, self.tree_fallback()
+            boundary.general = functools.partial(self.call_general, types, True)
+        general = None if static else functools.partial(self.call_general, types, False)
+        return build(optimized, fallback, general, boundary), boundary
+
+    def call_general(self, types: tuple[Type, ...], trees: bool, *args: Any) -> Any:
         """Run a call the first tier of `types` left (codegen.FunctionEmitter.fast_only)
-        on the general tier, compiled on the first such call and used from then on."""
+        on the general tier, compiled on the first such call and used from then on; `trees`:
+        a call passing containers (`compiled.trees`), else leaves."""
         spec = self.specializations[types]
         with COMPILING:
             if not spec.compiled.general:
-                first = spec.compiled.call
-                spec.compiled = build(spec.optimized, spec.fallback, None)
-                spec.compiled.call = _rebuilding(
-                    spec.compiled.call, tree.rebuilder(spec.optimized.entry_graph.outputs[0].type))
-                if self.entry.func is first:
-                    dispatch.retarget(self.entry, spec.compiled.call)
+                first = spec.compiled
+                spec.trees = spec.trees.for_general_tier()
+                spec.compiled = build(spec.optimized, spec.fallback, None, spec.trees)
+                for before, after in ((first.call, spec.compiled.call),
+                                      (first.trees, spec.compiled.trees)):
+                    if before is not None and self.entry.func is before:
+                        dispatch.retarget(self.entry, after)
+                    if before is not None and before in self.fallbacks:
+                        self.fallbacks[after] = self.fallbacks[before]
                 if spec.tree_entry is not None:
                     spec.tree_entry.namespace["call"] = spec.compiled.call
-        return spec.compiled.call(*args)
+        return (spec.compiled.trees if trees else spec.compiled.call)(*args)
 
     def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
         """The IR of the specialization for these example arguments, at `stage`.
@@ -323,43 +363,28 @@ TREE_ENTRY_CHAIN = 4
 
 
 def takes_leaves(types: tuple[Type, ...], options: dict) -> bool:
-    """Whether a (CPU) specialization takes container arguments, passed as their leaves:
-    then a generated fast path calls its entry (treeentry.py)."""
+    """Whether a (CPU) specialization takes container arguments: its entry takes their
+    leaves (`compiled.call`), and the containers themselves (`compiled.trees`) or through
+    a generated fast path (treeentry.py)."""
     return dispatch.has_tuples(types) and options.get("target", "cpu") == "cpu"
 
 
-class _Passed:
-    """A result another entry returned (a fallback, the general tier): already rebuilt."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any):
-        self.value = value
-
-
-def _passed(call: Callable) -> Callable:
-    return lambda *args: _Passed(call(*args))
-
-
 def _rebuilding(call: Callable, rebuild: Callable | None) -> Callable:
-    """`call` whose nested-tuple result becomes the containers of the result's type
-    (tree.rebuilder, computed once per specialization)."""
+    """`call` (a device entry) whose nested-tuple result becomes the containers of the
+    result's type (tree.rebuilder, computed once per specialization)."""
     if rebuild is None:
         return call
-
-    def rebuilt(*args: Any) -> Any:
-        result = call(*args)
-        return result.value if type(result) is _Passed else rebuild(result)
-    return rebuilt
+    return lambda *args: rebuild(call(*args))
 
 
-def build(optimized: Module, fallback: Callable, general: Callable | None) -> Any:
+def build(optimized: Module, fallback: Callable, general: Callable | None, trees: Any) -> Any:
     """The backend's CompiledEntry of `optimized`: its first tier when `general` is given
-    (where the first tier's leftover calls go), else its general tier."""
+    (where the first tier's leftover calls go), else its general tier; `trees` its
+    TreeBoundary."""
     from .backend.llvm import build_entry
 
     handler = ErrorHandler()
-    compiled = build_entry(optimized, fallback, handler, general)
+    compiled = build_entry(optimized, fallback, handler, general, trees)
     handler.errors = compiled.errors
     return compiled
 

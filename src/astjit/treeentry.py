@@ -1,10 +1,11 @@
-"""The fast call path of a specialization taking containers ("trees", astjit.tree).
+"""The fast call path of a specialization taking containers the compiled entry cannot take
+natively (a registered class's: backend/llvm/runtime/trees.py takes the others).
 
-A compiled entry takes a container argument as its leaves (api.with_flat_entry), so a
-call passing containers cannot go to it directly: the slow path (`Dispatcher.call_slow`)
+The entry of such a signature takes a container argument as its leaves (api.with_flat_entry),
+so a call passing containers cannot go to it directly: the slow path (`Dispatcher.call_slow`)
 binds the call, types every leaf, looks the specialization up and flattens. For each
-compiled tree signature `make_tree_entry` generates (with `exec`) a Python function
-that does only what the signature needs, in straight-line code:
+such signature `make_tree_entry` generates (with `exec`) a Python function that does only
+what the signature needs, in straight-line code:
 
     def tree_entry(p0=MISSING, p1=MISSING, /, *rest, **keywords):
         if rest or keywords or p1 is MISSING:
@@ -109,7 +110,6 @@ def make_tree_entry(types: tuple[Type, ...], call: Callable, fallback: Callable,
     entry.__name__ = entry.__qualname__ = name
     entry.source = source
     entry.namespace = namespace  # `call` is replaced when the general tier is compiled
-    entry.fallback = fallback
     return entry
 
 

@@ -21,7 +21,7 @@ from astjit.backend.llvm.codegen import OK, emit_module
 from astjit.backend.llvm.jit.engine import engine, runtime_llvm_ir
 from astjit.backend.llvm.lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T
 from astjit.backend.llvm.runtime import numpy_api, pyapi
-from astjit.backend.llvm.runtime.entry import make_builtin
+from astjit.backend.llvm.runtime.entry import EntryPins, make_builtin
 from astjit.backend.llvm.runtime.wrapper import emit_wrapper
 from astjit.ir.analysis import written_parameters
 from astjit.ir.interp import interpret
@@ -313,7 +313,7 @@ def view_entry(transform):
     pyapi.register_functions()
     compiled = engine().compile_ir(lowered.text)
     handler.errors = lowered.errors
-    return make_builtin(compiled.addresses[name], "view", no_fallback, handler)
+    return make_builtin(compiled.addresses[name], "view", EntryPins(None, no_fallback, handler))
 
 
 def every_other(b, x):

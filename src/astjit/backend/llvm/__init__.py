@@ -21,19 +21,23 @@ Layers, each importing only those below it:
   `views`, `tapes`, `rowwise`, `fused`, `linalg`, `adjoints`;
 - `codegen`: structural ops, leaf dispatch, the routine table;
 - `runtime/`: the CPython/NumPy ABI (`pyapi`, `numpy_api`, `blas`, `stack`,
-  `ndarrays` (arrays at the boundary), `wrapper`) and `entry` (build_entry);
+  `ndarrays` (arrays at the boundary), `trees` (containers at the boundary), `wrapper`) and
+  `entry` (build_entry);
 - `jit/`: `engine` (MCJIT, the shared runtime module) and `split`.
 """
 from .codegen import ErrorSite, LoweredModule, emit_module
 from .jit.engine import CompiledModule, engine
 from .runtime.entry import CompiledEntry, build_entry
+from .runtime.trees import TreeBoundary, takes_natively
 
 __all__ = [
            "CompiledEntry",
            "CompiledModule",
            "ErrorSite",
            "LoweredModule",
+           "TreeBoundary",
            "build_entry",
            "emit_module",
            "engine",
+           "takes_natively",
 ]

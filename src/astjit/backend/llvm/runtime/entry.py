@@ -30,6 +30,7 @@ from ..codegen import ErrorSite, LoweredModule, emit_module
 from ..jit.engine import CompiledModule, engine
 from ..lltypes import contains_array
 from . import pyapi
+from .trees import TreeBoundary
 from .wrapper import emit_wrapper
 
 METH_FASTCALL = 0x0080
@@ -49,14 +50,15 @@ _new_builtin.restype = ctypes.py_object
 class EntryPins:
     """What a compiled entry's machine code points at, kept alive by the builtin."""
 
-    __slots__ = ("error_handler", "fallback", "general", "method_def")
+    __slots__ = ("error_handler", "fallback", "general", "method_def", "trees")
 
-    def __init__(self, method_def: PyMethodDef, fallback: Any, error_handler: Any,
-                 general: Any = None):
+    def __init__(self, method_def: PyMethodDef | None, fallback: Any, error_handler: Any,
+                 general: Any = None, trees: TreeBoundary | None = None):
         self.method_def = method_def
         self.fallback = fallback
         self.error_handler = error_handler
         self.general = general
+        self.trees = trees
 
     def __repr__(self) -> str:
         return f"<astjit entry {self.method_def.ml_name.decode()}>"
@@ -78,6 +80,9 @@ class CompiledEntry:
     numbers (`ErrorReporter` fills it in); most sites have none."""
     general: bool = True
     """Whether this is the general tier (every version of every nest), not the first."""
+    trees: Callable | None = None
+    """For a signature taking containers (`TreeBoundary.arguments`): the builtin taking the
+    containers themselves (`call` takes their leaves)."""
 
     @property
     def llvm_ir_optimized(self) -> str:
@@ -89,7 +94,8 @@ class CompiledEntry:
 
 
 def build_entry(module: Module, fallback: Callable, error_handler: Callable,
-                general: Callable | None = None) -> CompiledEntry:
+                general: Callable | None = None,
+                trees: TreeBoundary | None = None) -> CompiledEntry:
     """Compile a typed Module's entry graph into a builtin with CPython's fast calling convention.
 
     Calls the builtin does not take exactly (other types, keywords, ...) go to
@@ -108,16 +114,23 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
         first_tier, general = False, None  # nothing to leave out: this is the general tier
     if lowered.error_details:
         error_handler = ErrorReporter(error_handler, lowered.errors, lowered.error_details)
-    wrapper_name = emit_wrapper(lowered, fallback, error_handler, general if first_tier else None)
+    if trees is not None and trees.arguments is not None:
+        trees.pins = EntryPins(None, trees.fallback, error_handler, trees.general, trees)
+    wrapper_name = emit_wrapper(lowered, fallback, error_handler, general if first_tier else None,
+                                trees)
     # The wrapper is the only way in: O3 inlines the graph into it and drops the copy.
     lowered.entry_function.linkage = "internal"
     llvm_ir = lowered.text
     pyapi.register_functions()
     compiled = engine().compile_ir(llvm_ir, arrays=is_array_module(lowered))
-    call = make_builtin(compiled.addresses[wrapper_name], module.entry, fallback, error_handler,
-                        general)
+    address = compiled.addresses[wrapper_name]
+    call = make_builtin(address, module.entry, EntryPins(None, fallback, error_handler, general,
+                                                         trees))
+    taking = None
+    if trees is not None and trees.pins is not None:
+        taking = make_builtin(address, module.entry, trees.pins)
     return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details,
-                         not first_tier)
+                         not first_tier, taking)
 
 
 def is_array_module(lowered: LoweredModule) -> bool:
@@ -162,10 +175,9 @@ class ErrorReporter:
         return f"ErrorReporter({self.handler!r})"
 
 
-def make_builtin(address: int, name: str, fallback: Any, error_handler: Any,
-                 general: Any = None) -> Callable:
-    """A builtin function object calling the METH_FASTCALL | METH_KEYWORDS code at `address`."""
+def make_builtin(address: int, name: str, pins: EntryPins) -> Callable:
+    """A builtin function object calling the METH_FASTCALL | METH_KEYWORDS code at `address`,
+    its `self` `pins` (which gets the PyMethodDef)."""
     doc = f"astjit-compiled {name}".encode()
-    method_def = PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS, doc)
-    pins = EntryPins(method_def, fallback, error_handler, general)
-    return _new_builtin(ctypes.byref(method_def), pins, None)
+    pins.method_def = PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS, doc)
+    return _new_builtin(ctypes.byref(pins.method_def), pins, None)

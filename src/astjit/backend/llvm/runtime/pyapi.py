@@ -33,6 +33,8 @@ TUPLE_SIZE = object.__basicsize__
 """Offset of `ob_size` in a tuple."""
 TUPLE_ITEMS = tuple.__basicsize__
 """Offset of `ob_item[0]` in a tuple."""
+LIST_ITEMS = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)
+"""Offset of `ob_item` (the items' array) in a list, after its `ob_size` (TUPLE_SIZE's offset)."""
 
 FUNCTIONS: dict[str, ir.FunctionType] = {
     "PyFloat_FromDouble": ir.FunctionType(PYOBJ, [DOUBLE]),
@@ -48,6 +50,18 @@ FUNCTIONS: dict[str, ir.FunctionType] = {
     "Py_IncRef": ir.FunctionType(VOID, [PYOBJ]),
     "Py_DecRef": ir.FunctionType(VOID, [PYOBJ]),
     "PyErr_Clear": ir.FunctionType(VOID, []),
+    "PyErr_Occurred": ir.FunctionType(PYOBJ, []),
+    "PyErr_GivenExceptionMatches": ir.FunctionType(I32_T, [PYOBJ, PYOBJ]),
+    "PyList_New": ir.FunctionType(PYOBJ, [SSIZE]),
+    "PyList_SetItem": ir.FunctionType(I32_T, [PYOBJ, SSIZE, PYOBJ]),
+    "PyDict_New": ir.FunctionType(PYOBJ, []),
+    "PyDict_Size": ir.FunctionType(SSIZE, [PYOBJ]),
+    "PyDict_GetItemWithError": ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ]),
+    "PyDict_SetItem": ir.FunctionType(I32_T, [PYOBJ, PYOBJ, PYOBJ]),
+    "PyObject_GetAttr": ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ]),
+    "PyObject_GenericGetDict": ir.FunctionType(PYOBJ, [PYOBJ, I8.as_pointer()]),
+    "PyObject_GenericSetAttr": ir.FunctionType(I32_T, [PYOBJ, PYOBJ, PYOBJ]),
+    "PyType_GenericAlloc": ir.FunctionType(PYOBJ, [PYOBJ, SSIZE]),
 }
 
 

@@ -31,6 +31,12 @@ to match, a read-only one raises NumPy's ValueError ("assignment destination
 is read-only") at the call, located at a write that may reach it, before any
 code runs.
 
+A signature taking containers (`TreeBoundary.arguments`) has a second way in, chosen by
+the builtin's `self`: the containers themselves, checked and read into their leaves
+natively (trees.py), falling back to `TreeBoundary.fallback`; each way calls the graph's
+function at its own call site. With a TreeBoundary, a result's containers are built
+natively (trees.py); without (a callback's arguments), they are nested tuples.
+
 A strong scalar result is boxed as the NumPy scalar it is (NumPy's bool objects, or
 `numpy.float64(float)` ...), a weak one as a Python float, int or bool.
 
@@ -54,7 +60,7 @@ from typing import TYPE_CHECKING
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ....ir.analysis import written_parameters
+from ....ir.analysis import calls_python, written_parameters
 from ....ir.core import Graph
 from ....ir.types import (
     BOOL,
@@ -84,7 +90,7 @@ from ..lltypes import (
     zero,
 )
 from ..shared import shared_function
-from . import stack
+from . import stack, trees
 from .ndarrays import NULL, box_array, join, unbox_array
 from .pyapi import (
     FLOAT_VALUE,
@@ -101,6 +107,7 @@ from .pyapi import (
     object_constant,
     type_is,
 )
+from .trees import TreeBoundary
 
 if TYPE_CHECKING:  # codegen's lowerings box values with this module (backend/llvm/callbacks.py)
     from ..codegen import LoweredModule
@@ -109,9 +116,11 @@ WRAPPER_TYPE = ir.FunctionType(PYOBJ, [PYOBJ, PYOBJ.as_pointer(), SSIZE, PYOBJ])
 
 
 def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object,
-                 general: object = None) -> str:
+                 general: object = None, trees: TreeBoundary | None = None) -> str:
     """Add the fast entry of `lowered`'s entry graph to its module; return its name.
-    `general`: where a first tier's call goes when it leaves with the deoptimize status."""
+    `general`: where a first tier's call goes when it leaves with the deoptimize status;
+    `trees`: how it builds container results and, for a signature taking containers, its
+    second way in (trees.py)."""
     core = lowered.entry_function
     graph = lowered.source.entry_graph
     function = ir.Function(lowered.module, WRAPPER_TYPE, core.name + ".fastcall")
@@ -122,7 +131,9 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,
                              with_values=bool(lowered.error_details))
     emitter.written = written_parameters(lowered.source)
+    emitter.calls_python = calls_python(lowered.source)
     emitter.general_object = general
+    emitter.trees = trees
     emitter.emit(core, graph)
     return function.name
 
@@ -147,14 +158,78 @@ class WrapperEmitter:
         self.param_index = 0
         self.builder = ir.IRBuilder(function.append_basic_block("entry"))
         self.fallback = function.append_basic_block("fallback")
+        self.trees: TreeBoundary | None = None
+        """How container results are built and containers taken (trees.py); None: results
+        are nested tuples (a callback's arguments)."""
+        self.calls_python = False
+        """Whether compiled code may call Python: leaves read from containers are held."""
+        self.held: list[ir.Value] = []
+        """Slots of the references a call of containers holds until it returns (NULL: none)."""
+        self.read_failed: ir.Block | None = None
+        """Where reading a container that raised goes (`read`)."""
 
     def api(self, name: str, *args: ir.Value) -> ir.Value:
         return self.builder.call(declare(self.function.module, name), list(args))
 
     def emit(self, core: ir.Function, graph: Graph) -> None:
-        """Check and unbox the arguments, call `core`, box or report; else fall back."""
+        """Check and unbox the arguments, call `core`, box or report; else fall back. A
+        signature taking containers has two ways in, each calling `core`: the call of the
+        builtin whose `self` is `trees.pins` passes the containers, the other their leaves."""
+        builder = self.builder
+        pins, args, nargs, kwnames = self.function.args
+        fallback = self.fallback
+        takes_trees = self.trees is not None and self.trees.arguments is not None
+        if takes_trees:
+            trees_in, leaves_in = self.blocks("trees", "leaves")
+            builder.cbranch(builder.icmp_unsigned("==", pins, self.pin(self.trees.pins)),
+                            trees_in, leaves_in)
+            builder.position_at_end(leaves_in)
+        self.call(core, graph, self.take_leaves(graph, args, nargs, kwnames), self.general_object)
+        builder.position_at_end(fallback)
+        builder.ret(self.api("PyObject_Vectorcall", object_constant(self.fallback_object),
+                             args, nargs, kwnames))
+        if takes_trees:
+            builder.position_at_end(trees_in)
+            self.fallback = self.function.append_basic_block("fallback.trees")
+            leaves = self.take_trees(args, nargs, kwnames)
+            self.call(core, graph, leaves, self.general_object and self.trees.general)
+            builder.position_at_end(self.fallback)
+            self.release_held()
+            builder.ret(self.api("PyObject_Vectorcall", self.pin(self.trees.fallback),
+                                 args, nargs, kwnames))
+            if self.read_failed is not None:
+                self.end_reads()
+
+    def call(self, core: ir.Function, graph: Graph, leaves: list[ir.Value],
+             general: object) -> None:
+        """Call `core` with the native values of the arguments; return the result boxed, or
+        what the error handler returns, or, leaving a first tier, what `general` does."""
         builder = self.builder
         _, args, nargs, kwnames = self.function.args
+        result_type = graph.outputs[0].type
+        with builder.goto_entry_block():
+            out = builder.alloca(lltype(result_type))
+        guarded = stack.is_guarded(self.function.module)
+        previous_limit = stack.enter(builder) if guarded else None
+        status = builder.call(core, leaves + [out])
+        if guarded:
+            stack.leave(builder, previous_limit)
+        self.release_held()
+        failed = builder.icmp_signed("!=", status, ir.Constant(STATUS, 0))
+        with builder.if_then(failed, likely=False):
+            leave = self.errors.deoptimize
+            if general is not None and leave is not None:
+                with builder.if_then(builder.icmp_signed("==", status, ir.Constant(STATUS, leave))):
+                    builder.ret(self.api("PyObject_Vectorcall", object_constant(general),
+                                         args, nargs, kwnames))
+            builder.ret(self.report(status))
+        builder.ret(self.box(builder.load(out), result_type))
+
+    def take_leaves(self, graph: Graph, args: ir.Value, nargs: ir.Value,
+                    kwnames: ir.Value) -> list[ir.Value]:
+        """The native values of a call passing the entry graph's parameters (a container
+        argument's leaves)."""
+        builder = self.builder
         self.require(builder.and_(
             builder.icmp_signed("==", nargs, ir.Constant(SSIZE, len(graph.params))),
             builder.icmp_unsigned("==", kwnames, NULL)))
@@ -164,27 +239,77 @@ class WrapperEmitter:
             values.append(self.unbox(builder.load(builder.gep(args, [ir.Constant(I64_T, i)])),
                                      p.type))
         self.check_writeable()
-        result_type = graph.outputs[0].type
+        return values
+
+    def take_trees(self, args: ir.Value, nargs: ir.Value, kwnames: ir.Value) -> list[ir.Value]:
+        """The native values of the leaves of a call passing the signature's arguments,
+        containers checked and read natively (trees.unpack)."""
+        builder, types = self.builder, self.trees.arguments
+        self.require(builder.and_(
+            builder.icmp_signed("==", nargs, ir.Constant(SSIZE, len(types))),
+            builder.icmp_unsigned("==", kwnames, NULL)))
+        values: list[ir.Value] = []
+        self.arrays, self.param_index = [], 0
+        for i, t in enumerate(types):
+            obj = builder.load(builder.gep(args, [ir.Constant(I64_T, i)]))
+            if isinstance(t, TupleType):
+                trees.unpack(self, obj, t, values)
+            else:
+                values.append(self.unbox(obj, t))
+                self.param_index += 1
+        self.check_writeable()
+        return values
+
+    # ---- references a call of containers holds ------------------------------------------
+
+    def pin(self, obj: object) -> ir.Constant:
+        """`object_constant(obj)`, `obj` kept alive as long as the entry (the TreeBoundary's)."""
+        self.trees.constants.append(obj)
+        return object_constant(obj)
+
+    def hold(self, obj: ir.Value) -> ir.Value:
+        """`obj`, a new reference, released when the call returns or falls back."""
+        builder = self.builder
         with builder.goto_entry_block():
-            out = builder.alloca(lltype(result_type))
-        guarded = stack.is_guarded(self.function.module)
-        previous_limit = stack.enter(builder) if guarded else None
-        status = builder.call(core, values + [out])
-        if guarded:
-            stack.leave(builder, previous_limit)
-        failed = builder.icmp_signed("!=", status, ir.Constant(STATUS, 0))
-        with builder.if_then(failed, likely=False):
-            leave = self.errors.deoptimize
-            if self.general_object is not None and leave is not None:
-                with builder.if_then(builder.icmp_signed("==", status, ir.Constant(STATUS, leave))):
-                    builder.ret(self.api("PyObject_Vectorcall",
-                                         object_constant(self.general_object),
-                                         args, nargs, kwnames))
-            builder.ret(self.report(status))
-        builder.ret(self.box(builder.load(out), result_type))
-        builder.position_at_end(self.fallback)
-        builder.ret(self.api("PyObject_Vectorcall", object_constant(self.fallback_object),
-                             args, nargs, kwnames))
+            slot = builder.alloca(PYOBJ)
+            builder.store(NULL, slot)
+        builder.store(obj, slot)
+        self.held.append(slot)
+        return obj
+
+    def release_held(self) -> None:
+        for slot in self.held:
+            self.api("Py_DecRef", self.builder.load(slot))
+
+    def read(self, obj: ir.Value) -> ir.Value:
+        """`obj`, what a read of a container gave: where it is NULL, the call goes to the
+        fallback (the error cleared, if it is an Exception) or, for another error (a
+        KeyboardInterrupt), returns NULL with it, as `except Exception` would let it pass."""
+        builder = self.builder
+        if self.read_failed is None:
+            self.read_failed = self.function.append_basic_block("read.failed")  # end_reads
+        taken = self.function.append_basic_block("read")
+        builder.cbranch(builder.icmp_unsigned("==", obj, NULL), self.read_failed, taken)
+        builder.position_at_end(taken)
+        return obj
+
+    def end_reads(self) -> None:
+        """The block where failed reads go (`read`), once every held reference is known."""
+        builder = self.builder
+        builder.position_at_end(self.read_failed)
+        error = self.api("PyErr_Occurred")
+        raised = self.function.append_basic_block("read.raised")
+        builder.cbranch(builder.icmp_unsigned("==", error, NULL), self.fallback, raised)
+        builder.position_at_end(raised)
+        caught = self.api("PyErr_GivenExceptionMatches", error, object_constant(Exception))
+        with builder.if_then(builder.icmp_signed("==", caught, ir.Constant(I32_T, 0))):
+            self.release_held()
+            builder.ret(NULL)
+        self.api("PyErr_Clear")
+        builder.branch(self.fallback)
+
+    def blocks(self, *names: str) -> list[ir.Block]:
+        return [self.function.append_basic_block(name) for name in names]
 
     def require(self, cond: ir.Value) -> None:
         """Continue when `cond` holds; otherwise the call goes to the fallback."""
@@ -285,6 +410,7 @@ class WrapperEmitter:
                 ir.Constant(I32_T, 0))
             status = self.errors.status("ValueError", msg.READ_ONLY, self.written[index])
             with builder.if_then(read_only, likely=False):
+                self.release_held()
                 builder.ret(self.report(ir.Constant(STATUS, status)))
 
     # ---- native values -> Python objects ----------------------------------------------
@@ -319,6 +445,8 @@ class WrapperEmitter:
             none = object_constant(None)
             self.api("Py_IncRef", none)
             return none
+        if isinstance(t, TupleType) and t.node is not None and self.trees is not None:
+            return trees.box_container(self, value, t)
         if isinstance(t, TupleType):
             return self.box_tuple(value, t)
         if isinstance(t, ArrayType):
@@ -353,6 +481,14 @@ class WrapperEmitter:
         box = shared_function(module, f"astjit.entry.box.{t.dtype}.{t.ndim}", fnty,
                               lambda fn, b, array: b.ret(box_array(fn, b, array, t)))
         return self.builder.call(box, [value])
+
+    def box_nested_tuples(self, value: ir.Value, t: TupleType) -> ir.Value:
+        """`value` boxed as nested tuples, whatever containers `t` describes."""
+        boundary, self.trees = self.trees, None
+        try:
+            return self.box_tuple(value, t)
+        finally:
+            self.trees = boundary
 
     def release_arrays(self, value: ir.Value, t: Type) -> None:
         """Drop the references of the arrays `value` holds (it will not be boxed)."""
