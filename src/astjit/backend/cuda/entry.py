@@ -12,6 +12,8 @@ import numpy
 
 from ...ir.core import Module
 from ...ir.interp import interpreter
+from ...ir.passes.dce import eliminate_dead_code
+from ...ir.passes.versioning import without_versions
 from .devices import DEVICES
 from .host import device_steps
 from .program import DeviceProgram, lower_module
@@ -25,6 +27,9 @@ class DeviceEntry:
     errors: list = []
 
     def __init__(self, module: Module, target: str):
+        # A kernel per loop checks its indices on the device; a second version would be
+        # a second kernel to compile, for no gain (ir/passes/versioning.py).
+        module = eliminate_dead_code(without_versions(module))
         self.module, self.target = module, target
         self.program: DeviceProgram = lower_module(module)
         self.cuda_source = self.program.source

@@ -9,7 +9,8 @@ a negative index counts from the end of its axis, and one outside the axis fails
 with NumPy's IndexError ("index 5 is out of bounds for axis 0 with size 5"; the
 index and the size travel with the error, see `FunctionEmitter.fail_with_values`),
 unless the node's attrs say `boundscheck=False` (negative indices still count from
-the end then).
+the end then) or `inbounds=True` (a check before the loop proved the index within
+`[0, size)`: neither the negative-index rule nor the check is emitted).
 
 For the optimizer: the check is `wrapped <u size` on the very `shape` value the
 loop bound comes from (`len(a)`, `a.shape[k]`), so LLVM removes it from loops
@@ -74,13 +75,14 @@ def element_pointer(em: FunctionEmitter, node: Node, array: ir.Value,
                     indices: list[ir.Value]) -> ir.Value:
     """The address of element `indices`, after NumPy's negative-index and bounds rules."""
     b = em.builder
-    check = node.attrs.get("boundscheck", True)
+    inbounds = node.attrs.get("inbounds", False)  # proved within [0, size): passes/versioning.py
+    check = node.attrs.get("boundscheck", True) and not inbounds
     offset = None
     for axis, index in enumerate(indices):
         size = dim(b, array, axis)
         zero_index = ir.Constant(I64_T, 0)
-        wrapped = b.select(b.icmp_signed("<", index, zero_index),
-                           b.add(index, size, flags=["nsw"]), index)
+        wrapped = index if inbounds else b.select(b.icmp_signed("<", index, zero_index),
+                                                  b.add(index, size, flags=["nsw"]), index)
         if check:
             # Unsigned: a still-negative index (below -size) is out of bounds too.
             em.fail_with_values(node, b.icmp_unsigned(">=", wrapped, size), "IndexError",

@@ -182,7 +182,10 @@ def emit_node(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     """Both regions in their own blocks, merged by one phi per output."""
     cond, captured = em.value(node.inputs[0]), em.values_of(node.inputs[1:])
-    branches = [em.function.append_basic_block(n) for n in ("if.then", "if.else")]
+    # A versioned loop (ir/passes/versioning.py): its fast loop's block names the checks hoisted.
+    hoisted = node.attrs.get("hoisted")
+    names = (f"checks.hoisted: {hoisted}", "checks.failed") if hoisted else ("if.then", "if.else")
+    branches = [em.function.append_basic_block(n) for n in names]
     merge = em.function.append_basic_block("if.end")
     em.builder.cbranch(cond, *branches)
     incoming = []

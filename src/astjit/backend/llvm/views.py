@@ -83,6 +83,9 @@ def array_view(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         size, stride = array_layout.dim(b, source, axis), _stride(b, source, axis)
         if entry == "i":
             index = parts.pop(0)
+            if node.attrs.get("inbounds", False):  # proved within [0, size): passes/versioning.py
+                offset = b.add(offset, b.mul(index, stride))
+                continue
             wrapped = b.select(b.icmp_signed("<", index, _i64(0)), b.add(index, size), index)
             if node.attrs.get("boundscheck", True):
                 em.fail_with_values(node, b.icmp_unsigned(">=", wrapped, size), "IndexError",

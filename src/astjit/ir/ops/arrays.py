@@ -7,7 +7,10 @@ queries are pure: an array's shape never changes.
 
 Indices are int64; a negative index counts from the end, and an index outside
 the axis raises IndexError as NumPy does ("index 5 is out of bounds for axis 0
-with size 5"), unless the node's attrs say `boundscheck=False`.
+with size 5"), unless the node's attrs say `boundscheck=False`. `inbounds=True`
+(passes/versioning.py) says a check before the loop proved every index within
+`[0, size)` of its axis: neither the negative-index rule nor the check is
+compiled, and the interpreter asserts the claim.
 """
 from __future__ import annotations
 
@@ -70,8 +73,12 @@ def ndim_rule(types, attrs):
     return [_array(types[0], ".ndim")], I64
 
 
-def _normalize(array, index):
-    """NumPy's reading of one index tuple: negative counts from the end; out of range raises."""
+def _normalize(array, index, inbounds=False):
+    """NumPy's reading of one index tuple: negative counts from the end; out of range raises.
+    `inbounds`: a pass proved every index within [0, size); a wrong proof is a bug."""
+    if inbounds:
+        assert all(0 <= i < size for i, size in zip(index, array.shape)), \
+            f"index {index} of shape {array.shape} was proved in bounds"
     fixed = []
     for axis, (i, size) in enumerate(zip(index, array.shape)):
         if not -size <= i < size:
@@ -80,13 +87,13 @@ def _normalize(array, index):
     return tuple(fixed)
 
 
-def py_array_get(array, *index, boundscheck=True):
-    found = array[_normalize(array, index)]
+def py_array_get(array, *index, boundscheck=True, inbounds=False):
+    found = array[_normalize(array, index, inbounds)]
     return found.item() if len(index) == array.ndim else found  # a row: untyped IR only
 
 
-def py_array_set(array, value, *index, boundscheck=True):
-    array[_normalize(array, index)] = value
+def py_array_set(array, value, *index, boundscheck=True, inbounds=False):
+    array[_normalize(array, index, inbounds)] = value
 
 
 # ---- rows, which type inference makes views (OpDef.expand) --------------------------------
@@ -128,11 +135,12 @@ def _axis_length(node, table):
 _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
      ("raises", "reads", "numpy_result"), expand=_row_read,
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
-     doc="x[i, j]: one element; inputs [array, *indices]")
+     doc="x[i, j]: one element; inputs [array, *indices]; attrs boundscheck, inbounds")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("raises", "writes"),
      expand=_row_write,
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
-     doc="x[i, j] = v; inputs [array, value, *indices]; output none")
+     doc="x[i, j] = v; inputs [array, value, *indices]; output none; attrs boundscheck, "
+         "inbounds")
 _def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)", shape=_axis_length,
      doc="x.shape[axis] for attrs['axis'] (already non-negative)")

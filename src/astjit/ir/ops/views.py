@@ -210,12 +210,13 @@ def adjust_slice(length, start, stop, step):
     return start, n
 
 
-def py_array_view(array, *parts, spec, boundscheck=True):
+def py_array_view(array, *parts, spec, boundscheck=True, inbounds=False):
     parts = list(parts)
     index = []
     for axis, entry in enumerate(spec):
         if entry == "i":
             i, size = parts.pop(0), array.shape[axis]
+            assert not inbounds or 0 <= i < size, f"index {i} of size {size} proved in bounds"
             if not -size <= i < size:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
             index.append(i)
@@ -262,7 +263,8 @@ _def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, (
      shape=_view_shape,
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
-     doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says")
+     doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says; attrs boundscheck, "
+         "inbounds (its integer parts, as array_get's)")
 _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")}, ("pure", "view"),
      vjp=lambda e, g, ins, out, needs: [e.op("array_transpose", g)],
      shape=lambda node, table: table.shape(node.inputs[0])[::-1],
