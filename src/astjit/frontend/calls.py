@@ -45,9 +45,11 @@ CALLBACK_HINT = ("to run other Python code, call it through astjit.callback(fn, 
 SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms, np.arange, "
                    "np.eye, np.diag, np.dot, np.matmul (and a @ b) of 1-d and 2-d arrays, "
                    "NumPy's elementwise functions (np.exp, np.maximum, np.where, ...) and "
-                   "the reductions np.sum, np.mean, np.max, np.min (np.amax, np.amin, and "
-                   "the methods x.sum() ...); other whole-array operations (np.prod, "
-                   "np.cumsum, ...) come later: loop over the elements instead")
+                   "the reductions np.sum, np.mean, np.max, np.min, np.prod, np.any, "
+                   "np.all, np.argmax, np.argmin, np.cumsum, np.cumprod, np.var, np.std, "
+                   "np.ptp, np.count_nonzero, np.nansum and the other nan* (and the methods "
+                   "x.sum() ...); other whole-array operations come later: loop over the "
+                   "elements instead")
 
 
 def is_compilable(obj: object) -> bool:
