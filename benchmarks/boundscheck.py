@@ -1,93 +1,173 @@
-"""What `jit(boundscheck=False)` buys: element loops compiled with and without checks.
+"""Bounds checks in element loops: astjit checked, astjit `boundscheck=False`, Numba and C.
 
-    python benchmarks/boundscheck.py            # about 10 s
-    python benchmarks/boundscheck.py --quick    # 5 rounds, about 3 s
+    python benchmarks/boundscheck.py            # about 30 s
+    python benchmarks/boundscheck.py --quick    # 5 rounds, about 10 s
 
-Each kernel is compiled twice, `jit(fn)` and `jit(fn, boundscheck=False)`,
-their results checked equal, then timed in interleaved rounds (checked,
-unchecked, checked, ...); the table gives the median time per call of each and
-checked / unchecked (above 1: the checks cost that much). LLVM removes or
-hoists the checks it can reason about (indices that follow the loop's counter),
-so what remains to save is mostly the checks of indices read from memory.
+Each loop runs as `jit(fn)` (every index checked: the affine ones once, before the loop,
+ir/passes/versioning.py), `jit(fn, boundscheck=False)`, `numba.njit(fn)` (no checks) and
+the same loop in C (`c/loop_kernels.c`, gcc -O3 -march=native, no checks), results
+checked equal first, then timed in interleaved rounds; the table gives the median time
+per call and the ratios. An engine that is not there (Numba, gcc) shows n/a.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
+import shutil
 import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from astjit import jit
 
-N = 100_000
+HERE = Path(__file__).resolve().parent
+N = 1_000_000
+MATRIX = 1000
+BINS = 64
 
 
-def dot(x, y):
-    """y[i]'s check stays (the loop runs to len(x)), beside the sum's chain of adds."""
-    s = 0.0
+def prefix_sum(x, out):
+    """`out` is not known to be as long as `x`: its check needs the hoisted range check."""
+    acc = 0.0
     for i in range(len(x)):
-        s += x[i] * y[i]
-    return s
+        acc += x[i]
+        out[i] = acc
+    return acc
 
 
-def axpy(a, x, y, out):
-    """x[i]'s and y[i]'s lengths are not the loop's (len(out)), yet LLVM vectorizes the
-    checked loop too."""
-    for i in range(len(out)):
-        out[i] = a * x[i] + y[i]
-    return out
+def matvec(a, x, y):
+    """Two loops, a[i, j] and x[j]: the nest is checked once, before the outer loop."""
+    for i in range(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j] * x[j]
+        y[i] = s
+    return y
 
 
-def stencil(x, out):
-    """Shifted indices: x[i - 1] and x[i + 1], and a write into another array."""
+def histogram(x, counts, nbins):
+    """An index computed from data (and a float -> int conversion): no check can be hoisted."""
+    for i in range(len(x)):
+        counts[int(x[i] * nbins)] += 1
+    return counts
+
+
+def stencil(x, y):
+    """Shifted indices, x[i - 1] and x[i + 1]."""
     for i in range(1, len(x) - 1):
-        out[i] = (x[i - 1] + x[i] + x[i + 1]) / 3.0
-    return out
+        y[i] = x[i - 1] - 2.0 * x[i] + x[i + 1]
+    return y
 
 
-def gather(x, index, out):
-    """Indices read from memory: no check can be proved."""
-    for k in range(len(index)):
-        out[k] = x[index[k]]
-    return out
-
-
-def arguments() -> dict:
+def cases() -> dict:
+    """name -> (function, arguments, C call)."""
     rng = np.random.default_rng(0)
-    x, y = rng.standard_normal(N), rng.standard_normal(N)
-    return {"dot": (dot, (x, y)), "axpy": (axpy, (2.0, x, y, np.zeros(N))),
-            "stencil": (stencil, (x, np.zeros(N))),
-            "gather": (gather, (x, rng.integers(-N, N, N), np.zeros(N)))}
+    x, out = rng.random(N), np.zeros(N)
+    a, v, y = rng.random((MATRIX, MATRIX)), rng.random(MATRIX), np.zeros(MATRIX)
+    counts = np.zeros(BINS, np.int64)
+
+    def c(name, *args):
+        return name, [arg.ctypes.data if isinstance(arg, np.ndarray) else arg for arg in args]
+    return {"prefix_sum": (prefix_sum, (x, out), c("prefix_sum", x, N, out)),
+            "matvec": (matvec, (a, v, y), c("matvec", a, MATRIX, MATRIX, v, y)),
+            "histogram": (histogram, (x, counts, BINS), c("histogram", x, N, counts, BINS)),
+            "stencil": (stencil, (x, np.zeros(N)), c("stencil", x, N, np.zeros(N)))}
 
 
-def median_times(calls: list, rounds: int, number: int) -> list[float]:
-    """Median seconds per call of each of `calls`, timed in interleaved rounds."""
-    samples: list[list[float]] = [[] for _ in calls]
+def c_library():
+    """c/loop_kernels.c built into _build/ and loaded; None without gcc."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None
+    (HERE / "_build").mkdir(exist_ok=True)
+    library = HERE / "_build" / "loop_kernels.so"
+    subprocess.run([gcc, "-O3", "-march=native", "-shared", "-fPIC", "-ffp-contract=off",
+                    str(HERE / "c" / "loop_kernels.c"), "-o", str(library)], check=True)
+    return ctypes.CDLL(str(library))
+
+
+def c_call(library, name: str, args: list):
+    entry = getattr(library, name)
+    entry.argtypes = [ctypes.c_void_p if isinstance(a, int) and a > 1 << 20 else ctypes.c_int64
+                      for a in args]
+    entry.restype = ctypes.c_double if name == "prefix_sum" else None
+    return lambda: entry(*args)
+
+
+def engines(fn, args, c_entry, library) -> dict:
+    """Engine name -> a call with no arguments (None: not available)."""
+    def calling(compiled):
+        return lambda: compiled(*args)
+    calls = {"astjit": calling(jit(fn)), "unchecked": calling(jit(fn, boundscheck=False))}
+    try:
+        import numba
+
+        calls["Numba"] = calling(numba.njit(fn))
+    except ImportError:
+        calls["Numba"] = None
+    calls["C"] = c_call(library, *c_entry) if library is not None else None
+    return calls
+
+
+def median_times(calls: dict, rounds: int, number: int) -> dict:
+    """Median seconds per call of each available call, timed in interleaved rounds."""
+    live = {name: call for name, call in calls.items() if call is not None}
+    for call in live.values():
+        call()  # compile and warm up
+    samples: dict = {name: [] for name in live}
     for _ in range(rounds):
-        for call, out in zip(calls, samples):
+        for name, call in live.items():
             start = time.perf_counter()
             for _ in range(number):
                 call()
-            out.append((time.perf_counter() - start) / number)
-    return [statistics.median(s) for s in samples]
+            samples[name].append((time.perf_counter() - start) / number)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def same_results(fn, args, calls) -> bool:
+    """astjit, unchecked and Numba give what CPython gives (on copies: they write)."""
+    def run(call_fn):
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        return call_fn(*copies), copies
+    expected = run(fn)
+    others = [jit(fn), jit(fn, boundscheck=False)]
+    if calls["Numba"] is not None:
+        import numba
+
+        others.append(numba.njit(fn))
+    for other in others:
+        got = run(other)
+        if not all(np.allclose(a, b) for a, b in zip(expected[1], got[1])):
+            return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     options = parser.parse_args(argv)
-    rounds, number = (5, 20) if options.quick else (21, 50)
-    print(f"n = {N}\n")
-    print(f"{'kernel':8}  {'checked':>10}  {'unchecked':>10}  {'checked/unchecked':>17}")
-    for name, (fn, args) in arguments().items():
-        checked, unchecked = jit(fn), jit(fn, boundscheck=False)
-        if not np.array_equal(checked(*args), unchecked(*args)):
+    rounds, number = (5, 3) if options.quick else (15, 5)
+    library = c_library()
+    print(f"n = {N} (matvec {MATRIX}x{MATRIX}, histogram {BINS} bins); median ms per call\n")
+    header = ["astjit", "unchecked", "Numba", "C", "astjit/Numba", "unchecked/Numba",
+              "astjit/C", "Numba/C"]
+    print(f"{'loop':11}" + "".join(f"{h:>16}" for h in header))
+    for name, (fn, args, c_entry) in cases().items():
+        calls = engines(fn, args, c_entry, library)
+        if not same_results(fn, args, calls):
             sys.exit(f"{name}: the results differ")
-        times = median_times([lambda: checked(*args), lambda: unchecked(*args)], rounds, number)
-        print(f"{name:8}  {times[0] * 1e6:8.1f} µs  {times[1] * 1e6:8.1f} µs  "
-              f"{times[0] / times[1]:16.2f}×")
+        t = median_times(calls, rounds, number)
+
+        def ratio(a, b, t=t):
+            return f"{t[a] / t[b]:.2f}x" if a in t and b in t else "n/a"
+        cells = [f"{t[e] * 1e3:.3f}" if e in t else "n/a" for e in header[:4]]
+        cells += [ratio("astjit", "Numba"), ratio("unchecked", "Numba"), ratio("astjit", "C"),
+                  ratio("Numba", "C")]
+        print(f"{name:11}" + "".join(f"{c:>16}" for c in cells))
 
 
 if __name__ == "__main__":
