@@ -1,7 +1,7 @@
 """Gradients of array programs (reverse mode): every rule against central finite differences,
 compiled and interpreted; broadcasting in every direction; f32 and f64; element reads, views,
 reductions and matrix products; loops over elements (adjoints accumulated in place), loops
-carrying arrays (tapes of arrays), no leaks; forward mode refuses arrays clearly."""
+carrying arrays (tapes of arrays), no leaks (forward mode: test_forward_arrays.py)."""
 import gc
 import sys
 import time
@@ -12,7 +12,7 @@ import pytest
 from array_checks import assert_no_leaks
 from array_checks import central_difference as numeric_grad
 
-from astjit import DifferentiationError, grad, jit, jvp, value_and_grad
+from astjit import DifferentiationError, grad, jit, value_and_grad
 from astjit.api import interpret_call
 
 # ---- the corpus -------------------------------------------------------------------------------
@@ -297,26 +297,6 @@ def test_grad_inside_jit_trains():
     w, b = jit(sgd)(np.zeros((3, 1)), np.zeros(1), x, t, 0.1, 300)
     np.testing.assert_allclose(w, true_w, atol=1e-6)
     np.testing.assert_allclose(b, [0.25], atol=1e-6)
-
-
-def array_result(x, s):
-    return s * x
-
-
-def test_forward_mode_refuses_arrays_clearly():
-    x = rng.standard_normal(3)
-    with pytest.raises(DifferentiationError, match="array"):
-        jvp(array_result, (x, 1.0), (x, 1.0))
-    # a float function of arrays: the gradient (reverse mode) dotted with the tangents
-    value, tangent = jvp(bcast_scalar, (x, 2.0), (x, 1.0))
-    h = 1e-6
-    fd = (bcast_scalar(x + h * x, 2.0 + h) - bcast_scalar(x - h * x, 2.0 - h)) / (2 * h)
-    assert np.isclose(value, bcast_scalar(x, 2.0)) and np.isclose(tangent, fd, rtol=1e-6)
-
-    def through_arrays(s):
-        return np.sum(np.ones(3) * s)
-    with pytest.raises(DifferentiationError, match="array"):
-        jvp(through_arrays, (1.0,), (1.0,))
 
 
 def test_integer_arrays_have_no_gradient():

@@ -199,63 +199,39 @@ def _forward(module: Module, name: str, tangent_params: list[int]) -> str:
 
 
 def _jvp(module: Module, n_primals: int) -> str:
-    """(value, tangent) for primals and one tangent per primal; the tangents of int and
-    bool primals are taken and ignored (their derivative is zero), as JAX does."""
+    """(value, tangent) for primals and one tangent per primal, in forward mode; the
+    tangents of int and bool primals are taken and ignored (their derivative is zero), as
+    JAX does. The tangents given are copied where the function writes into arrays (their
+    tangents see the same writes), so the caller's are left as they were."""
+    from .forward import writes_into_arrays
+    from .forward_activity import differentiable
+    from .forward_rules import copy_array
+
     inner = module.entry_graph
-    if inner.outputs[0].type in (F64, F32) and any(
-            isinstance(p.type, TupleType) or _is_float(p.type) and isinstance(p.type, ArrayType)
-            for p in inner.params):
-        return _jvp_by_reverse_mode(module)
-    for p in inner.params:
-        if isinstance(p.type, ArrayType) and p.type.dtype in (F64, F32):
-            raise DifferentiationError(f"jvp with respect to the array argument '{p.name}' is "
-                                       "not supported yet: forward mode differentiates floats",
-                                       inner.loc, hint="use grad (reverse mode) for arrays")
-    floats = [i for i, p in enumerate(inner.params) if p.type in (F64, F32)]
-    core = module.graphs[_forward(module, inner.name, floats)]
+    wrt = [i for i, p in enumerate(inner.params) if differentiable(p.type)]
+    core = module.graphs[_forward(module, inner.name, wrt)]
     tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
     outer = Graph(f"{inner.name}.jvp", [Value(p.name, p.type) for p in inner.params] + tangents,
                   loc=inner.loc)
-    result = _call(outer, core, [*outer.params[:n_primals], *(tangents[i] for i in floats)])
-    outer.outputs = [result]
+    given = [tangents[i] for i in wrt]
+    if any(writes_into_arrays(graph) for graph in module.graphs.values()):
+        from .builder import GraphBuilder
+
+        e = GraphBuilder(outer, inner.loc)
+        given = [_mapped_leaves(outer, t, lambda leaf: copy_array(e, leaf)
+                                if isinstance(leaf.type, ArrayType) else leaf) for t in given]
+    outer.outputs = [_call(outer, core, [*outer.params[:n_primals], *given])]
     module.graphs[outer.name] = outer
     return outer.name
 
 
-def _jvp_by_reverse_mode(module: Module) -> str:
-    """(value, tangent) of a float-valued graph with array or container arguments: the
-    gradient (reverse mode) dotted with the tangents, leaf by leaf (forward mode
-    differentiates float scalars only)."""
-    from .builder import GraphBuilder
-
-    inner = module.entry_graph
-    wrt = [i for i, p in enumerate(inner.params)
-           if _is_float(p.type) or isinstance(p.type, TupleType) and _has_float_leaf(p.type)]
-    core = module.graphs[_gradient(module, wrt)]
-    primals = [Value(p.name, p.type) for p in inner.params]
-    tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
-    outer = Graph(f"{inner.name}.jvp", primals + tangents, loc=inner.loc)
-    e = GraphBuilder(outer, inner.loc)
-    result = _call(outer, core, primals)
-    value = _item(outer, result, 0)
-    total = e.const(0.0, value.type)
-    for k, i in enumerate(wrt):
-        for g, t in zip(_leaf_reads(outer, _item(outer, result, k + 1)),
-                        _leaf_reads(outer, tangents[i])):
-            if _is_float(g.type) and _is_float(t.type):
-                term = e.op("mul", g, t)
-                if isinstance(term.type, ArrayType):
-                    term = e.op("reduce", term, kind="sum", axis=None, keepdims=False)
-                total = e.op("add", total, e.op("cast", term, to=value.type))
-    outer.outputs = [_tuple(outer, [value, total])]
-    module.graphs[outer.name] = outer
-    return outer.name
-
-
-def _has_float_leaf(t: Type) -> bool:
-    if isinstance(t, TupleType):
-        return any(_has_float_leaf(e) for e in t.elements)
-    return _is_float(t)
+def _mapped_leaves(graph: Graph, value: Value, fn) -> Value:
+    """`value` with `fn` applied to each of its leaves (itself, when not a container)."""
+    if not isinstance(value.type, TupleType):
+        return fn(value)
+    parts = [_mapped_leaves(graph, _item(graph, value, k), fn)
+             for k in range(len(value.type.elements))]
+    return _tuple(graph, parts, value.type)
 
 
 def _check_float_params(graph: Graph, wrt: list[int]) -> None:

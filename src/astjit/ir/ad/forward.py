@@ -26,12 +26,13 @@ gradient graphs too: forward-over-reverse gives second derivatives.
 from __future__ import annotations
 
 from ..core import Graph, Module, Node, Value
+from ..ops import OPS
 from ..passes.inline import clone_node
-from ..types import TupleType
+from ..types import ArrayType, TapeType, TupleType
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
-from .forward_activity import active_values, differentiable
-from .forward_rules import leaf_tangent, zeros
+from .forward_activity import SHARING_OPS, active_values, differentiable
+from .forward_rules import copy_array, leaf_tangent, zeros_like
 
 __all__ = ["NotDifferentiableError", "forward_graph", "jvp_graph_name"]
 
@@ -40,18 +41,19 @@ def forward_graph(module: Module, name: str, tangent_params: list[int]) -> str:
     """Add the JVP graph of typed graph `name` for tangents of `tangent_params`; return its name.
 
     The new graph's parameters are `name`'s, then one tangent per index of
-    `tangent_params` (each a distinct float parameter); its output is
-    ``tuple(value, tangent)``.
+    `tangent_params` (each a distinct parameter with a float in it: a float, a float
+    array, a container of them); its output is ``tuple(value, tangent)``.
     """
     graph = module.graphs[name]
     if len(set(tangent_params)) != len(tangent_params):
         raise ValueError(f"tangent_params {tangent_params} names a parameter twice")
     for i in tangent_params:
         param = graph.params[i]
-        if not getattr(param.type, "is_float", False):
+        if not differentiable(param.type) or isinstance(param.type, TapeType):
             raise NotDifferentiableError(
                 f"cannot differentiate @{name} with respect to parameter '{param.name}' "
-                f"of type {param.type}: only float parameters have a tangent", loc=graph.loc)
+                f"of type {param.type}: only floats, float arrays and containers of them "
+                "have a tangent", loc=graph.loc)
     jvp_name = jvp_graph_name(name, tangent_params)
     _build_jvp(module, graph, jvp_name, [graph.params[i] for i in tangent_params])
     return jvp_name
@@ -78,10 +80,11 @@ def _build_jvp(module: Module, graph: Graph, jvp_name: str, tangent_params: list
 
     The graph is registered before its body is built, so recursive calls can name it.
     """
-    transform = _Transform(module, active_values(graph, tangent_params))
+    transform = _Transform(module, active_values(graph, tangent_params),
+                           writes_into_arrays(graph))
     jvp = Graph(jvp_name, loc=graph.loc)
     jvp.params = transform.params(graph.params, tangent_params)
-    _check_params_have_tangents(graph, transform)
+    _zero_tangents_of_other_params(graph, jvp, transform)
     module.graphs[jvp_name] = jvp
     try:
         transform.body(graph, jvp)
@@ -93,13 +96,24 @@ def _build_jvp(module: Module, graph: Graph, jvp_name: str, tangent_params: list
     jvp.outputs = [pair]
 
 
-def _check_params_have_tangents(graph: Graph, transform: _Transform) -> None:
-    """A parameter the analysis made active (a tape pushed onto) must have been given a tangent."""
+def _zero_tangents_of_other_params(graph: Graph, jvp: Graph, transform: _Transform) -> None:
+    """A parameter the analysis made active without giving it a tangent (an array an active
+    value is written into) starts with a zero tangent; a tape cannot."""
+    e = GraphBuilder(jvp, graph.loc)
     for param in graph.params:
         if param in transform.active and param not in transform.tangents:
-            raise NotDifferentiableError(
-                f"parameter '{param.name}' of @{graph.name} ({param.type}) would need a tangent: "
-                "a tape passed in as a parameter cannot be differentiated", loc=graph.loc)
+            if isinstance(param.type, TapeType):
+                raise NotDifferentiableError(
+                    f"parameter '{param.name}' of @{graph.name} ({param.type}) would need a "
+                    "tangent: a tape passed in as a parameter cannot be differentiated",
+                    loc=graph.loc)
+            transform.tangents[param] = zeros_like(e, transform.mapping[param])
+
+
+def writes_into_arrays(graph: Graph) -> bool:
+    """Whether `graph` may write into an array: a write, or a call (its callee may)."""
+    return any(node.op == "call" or node.op in OPS and "writes" in OPS[node.op].traits
+               for node in graph.walk())
 
 
 def _tangent_value(original: Value) -> Value:
@@ -112,12 +126,15 @@ class _Transform:
 
     `mapping` takes each original value to its copy, `tangents` each active
     original value to its tangent in the new graph; Values are unique, so one
-    map of each serves the function and all its regions.
+    map of each serves the function and all its regions. `writes`: whether the
+    graph writes into arrays, so that a new array must not share its tangent
+    with another array (forward_rules.py).
     """
 
-    def __init__(self, module: Module, active: set[Value]):
+    def __init__(self, module: Module, active: set[Value], writes: bool):
         self.module = module
         self.active = active
+        self.writes = writes
         self.mapping: dict[Value, Value] = {}
         self.tangents: dict[Value, Value] = {}
 
@@ -133,7 +150,7 @@ class _Transform:
         """The tangent of original `value`: its tangent if active, else zeros added to `graph`."""
         if value in self.tangents:
             return self.tangents[value]
-        return zeros(GraphBuilder(graph, graph.loc), value.type)
+        return zeros_like(GraphBuilder(graph, graph.loc), self.mapping[value])
 
     def body(self, source: Graph, target: Graph) -> None:
         """Append to `target` the copy of `source`'s nodes with their tangents."""
@@ -155,7 +172,8 @@ class _Transform:
     # ---- leaf ops --------------------------------------------------------------------
 
     def leaf_node(self, node: Node, target: Graph) -> None:
-        """The copy of a leaf op, then its result's tangent (a freed tape frees its tangent)."""
+        """The copy of a leaf op, then its result's tangent (a freed tape frees its tangent,
+        a write into an active array writes into its tangent)."""
         copy = clone_node(node, self.mapping)
         target.nodes.append(copy)
         e = GraphBuilder(target, node.loc)
@@ -163,9 +181,17 @@ class _Transform:
             e.op("tape_free", self.tangents[node.inputs[0]])
             return
         out = node.outputs[0]
-        if out in self.active:
-            tangents = [self.tangents.get(v) for v in node.inputs]
-            self.tangents[out] = leaf_tangent(e, node, copy.inputs, copy.outputs[0], tangents)
+        writes = "writes" in OPS[node.op].traits and node.inputs[0] in self.active
+        if out not in self.active and not writes:
+            return
+        tangents = [self.tangents.get(v) for v in node.inputs]
+        tangent = leaf_tangent(e, node, copy.inputs, copy.outputs[0], tangents)
+        if out not in self.active:
+            return
+        if self.writes and isinstance(out.type, ArrayType) and node.op not in SHARING_OPS \
+                and tangent in tangents:
+            tangent = copy_array(e, tangent)  # a new array gets a tangent of its own
+        self.tangents[out] = tangent
 
     # ---- structural ops ------------------------------------------------------------------
 

@@ -5,25 +5,30 @@ carry a derivative (`differentiable`). Inactive values get no tangent nodes.
 The rules, one per kind of node:
 
 - leaf op: active when some input is active, unless the op has a zero
-  derivative (`ZERO_DERIVATIVE`, `stop_gradient`);
+  derivative (`ZERO_DERIVATIVE`, `stop_gradient`); a write (an op with the
+  'writes' trait) of an active value makes the array it writes into active;
 - ``if``: a region parameter is active when its captured value is; an output
   is active when either region's output is;
 - ``while``: an invariant's parameters are active when the invariant is; a
   carried slot is active when its initial value or its body update is (a
   fixed point, as the body's update may depend on another carried slot);
-- ``call``: the result is active when some argument is.
+- ``call``: the result is active when some argument is, and so is every array
+  argument (the callee may write into it).
 
-Tapes need one more rule. A tape is created empty (`tape_new`, a constant) and
-then pushed onto; its tangent is a tape of tangents that must hold one entry
-per entry of the tape. So every tape value in a *family* (the values one tape
-takes as it is threaded through pushes, loops and branches) is active as soon
-as one is: the tangent tape is created where the tape is. The analysis repeats
-until the families and the rules agree.
+Memory needs one more rule. A tape is created empty (`tape_new`, a constant)
+and then pushed onto; its tangent is a tape of tangents that must hold one
+entry per entry of the tape. An array is written into (`y[i] = x`); its
+tangent is an array that must see the same writes, and a view of it must
+write into its base's tangent. So every value of a *family* (the values one
+tape or one array's memory takes as it is threaded through pushes, views,
+tuples, loops and branches) is active as soon as one is: the tangent tape or
+array is created where the tape or array is, and views of it are views of its
+tangent. The analysis repeats until the families and the rules agree.
 """
 from __future__ import annotations
 
 from ..core import Graph, Node, Value
-from ..ops import ZERO_DERIVATIVE
+from ..ops import OPS, ZERO_DERIVATIVE
 from ..types import ArrayType, ScalarType, TapeType, TupleType, Type
 
 CONSTANT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
@@ -31,11 +36,7 @@ CONSTANT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
 
 
 def differentiable(t: Type | None) -> bool:
-    """Whether a value of type `t` can carry a derivative (a float somewhere inside).
-
-    A float array can; forward mode has no tangent rules for arrays yet, so an
-    active array is reported (`forward_rules.linear_tangent`), not silently dropped.
-    """
+    """Whether a value of type `t` can carry a derivative (a float somewhere inside)."""
     if isinstance(t, ScalarType):
         return t.is_float
     if isinstance(t, ArrayType):
@@ -50,14 +51,14 @@ def differentiable(t: Type | None) -> bool:
 def active_values(graph: Graph, params: list[Value]) -> set[Value]:
     """The values of function graph `graph` (its regions included) that carry a tangent,
     when `params` are the parameters given one."""
-    families = tape_families(graph)
+    families = memory_families(graph)
     active = set(params)
     while True:
         before = len(active)
         _propagate(graph, active)
         for family in families:
             if not active.isdisjoint(family):
-                active.update(family)
+                _mark(family, active)
         if len(active) == before:
             return active
 
@@ -73,6 +74,10 @@ def _propagate(graph: Graph, active: set[Value]) -> None:
             continue
         elif any(v in active for v in node.inputs):  # a leaf op or a call
             _mark(node.outputs, active)
+            if node.op == "call":  # the callee may write into any array it is given
+                _mark([v for v in node.inputs if isinstance(v.type, ArrayType)], active)
+            elif node.op in OPS and "writes" in OPS[node.op].traits:
+                _mark(node.inputs[:1], active)
 
 
 def _mark(values: list[Value], active: set[Value]) -> None:
@@ -105,9 +110,10 @@ def _propagate_while(node: Node, active: set[Value]) -> None:
             return
 
 
-def tape_families(graph: Graph) -> list[set[Value]]:
-    """The tape values of `graph` grouped by the tape they are: linked by `tape_push`
-    and across loop and branch boundaries."""
+def memory_families(graph: Graph) -> list[set[Value]]:
+    """The tape and float array values of `graph` grouped by the memory they are or share:
+    linked by `tape_push`, views, accumulating writes, tuples, and across loop and branch
+    boundaries (conservatively: a value a branch may return is linked to both)."""
     parent: dict[Value, Value] = {}
 
     def root(v: Value) -> Value:
@@ -116,13 +122,15 @@ def tape_families(graph: Graph) -> list[set[Value]]:
         return v
 
     def link(*values: Value) -> None:
-        tapes = [v for v in values if isinstance(v.type, TapeType)]
-        for v in tapes[1:]:
-            parent[root(v)] = root(tapes[0])
+        memory = [v for v in values if _is_memory(v.type)]
+        for v in memory[1:]:
+            parent[root(v)] = root(memory[0])
 
     for node in graph.walk():
-        if node.op in ("tape_push", "tape_clear"):
+        if node.op in ("tape_push", "tape_clear", "getitem") or node.op in SHARING_OPS:
             link(node.inputs[0], node.outputs[0])
+        elif node.op == "tuple":
+            link(node.outputs[0], *node.inputs)
         elif node.op == "if":
             for k, v in enumerate(node.inputs[1:]):
                 link(v, *(region.params[k] for region in node.regions))
@@ -139,3 +147,16 @@ def tape_families(graph: Graph) -> list[set[Value]]:
     for v in parent:
         families.setdefault(root(v), set()).add(v)
     return list(families.values())
+
+
+SHARING_OPS = frozenset({"array_view", "array_transpose", "array_reshape", "diag",
+                         "add_at", "add_into", "set_at", "zero_into"})
+"""Leaf ops whose result may be (a view of) their first input's memory."""
+
+
+def _is_memory(t: Type | None) -> bool:
+    if isinstance(t, TapeType):
+        return True
+    if isinstance(t, TupleType):
+        return any(_is_memory(e) for e in t.elements)
+    return isinstance(t, ArrayType) and t.dtype.is_float

@@ -1,18 +1,33 @@
-"""Tangent rules of the leaf ops, derived from the reverse-mode rules of `ops/`.
+"""Tangent rules of the leaf ops, read from the op table (`ops/`).
 
-Every VJP rule is linear in its cotangent `g`: component i is g * d(out)/d(x_i).
-Called with the tangent `dx_i` in place of `g`, component i is that input's
-contribution to the output's tangent, so the tangent of a leaf op is
+Which rule gives an op's tangent, first match:
 
-    d(out) = sum over active inputs i of vjp(e, dx_i, inputs, out, needs=[j == i])[i]
+- the structural ops here: `tuple` and `getitem` build and take apart tangents
+  as they do values, and the tape ops keep a tape of tangents beside each
+  active tape (`tape_new` makes one, `tape_push` pushes the value's tangent,
+  `tape_get` reads it back; `tape_free` is mirrored by the transform itself);
+- the op's own forward rule, `OpDef.jvp` (matmul is bilinear, a reduction's
+  row says its own, a creation gives zeros or an array of its fill value's
+  tangent);
+- the 'linear' trait: the op itself applied to the tangents of its float
+  operands, its other operands as they are (`x[i]` of the tangent, a view or a
+  reshape of it; a write into an array writes its value's tangent into the
+  array's tangent);
+- the VJP rule. Every VJP rule is linear in its cotangent `g`: component i is
+  g * d(out)/d(x_i). Called with the tangent `dx_i` in place of `g`, component
+  i is that input's contribution to the output's tangent, so
 
-and there is no second table of rules. The ops that only move values around
-have structural rules here: `tuple` and `getitem` build and take apart
-tangents as they do values, and the tape ops keep a tape of tangents beside
-each active tape (`tape_new` makes one, `tape_push` pushes the value's tangent,
-`tape_get` reads it back; `tape_free` is mirrored by the transform itself).
-The VJP rules are written for float scalars, so an op they would see on a
-tuple or a tape (`select` of two tuples) is reported, not differentiated.
+      d(out) = sum over active inputs i of vjp(e, dx_i, inputs, out, needs=[j == i])[i]
+
+  and there is no second table of rules. An elementwise op's rule is called
+  without its un-broadcasting (`OpDef.vjp.pointwise`): a contribution of an
+  operand smaller than the result is spread to the result's shape and dtype
+  instead, by adding it to zeros of the result (NumPy's broadcasting).
+
+An array's tangent is an array too, and a write into the array is mirrored
+into it (forward.py), so a tangent an op would merely pass on (`x + 0`) is
+copied where the graph writes into arrays at all: two arrays never share one
+tangent's memory unless they share memory.
 """
 from __future__ import annotations
 
@@ -20,20 +35,33 @@ from collections.abc import Callable
 
 from ..core import Node, Value
 from ..ops import OPS, zero_of
-from ..types import ScalarType, TapeType, TupleType, Type
+from ..types import ArrayType, ScalarType, TapeType, TupleType
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 
 
-def zeros(e: GraphBuilder, t: Type) -> Value:
-    """The zero tangent of type `t`: 0.0 for floats, 0 / False for ints and bools, elementwise
-    for tuples."""
+def zeros_like(e: GraphBuilder, value: Value) -> Value:
+    """The zero tangent of `value` (a value of the new graph): 0.0 for floats, 0 / False for
+    ints and bools, a new array of zeros for an array, elementwise for tuples."""
+    t = value.type
     if isinstance(t, TupleType):
-        return e.op("tuple", *(zeros(e, element) for element in t.elements))
+        return e.op("tuple", *(zeros_like(e, e.op("getitem", value, index=k))
+                               for k in range(len(t.elements))), **_node_attrs(t))
+    if isinstance(t, ArrayType):
+        return e.op("array_new_like", value, fill=0, dtype=t.dtype)
     if isinstance(t, TapeType):
         raise NotDifferentiableError(f"a {t} has no zero tangent: its tangent tape is made "
                                      "where the tape is")
     return e.const(zero_of(t), t)
+
+
+def _node_attrs(t: TupleType) -> dict:
+    return {"node": t.node} if t.node is not None else {}
+
+
+def copy_array(e: GraphBuilder, value: Value) -> Value:
+    """A new array holding `value`'s elements."""
+    return e.op("add", e.op("array_new_like", value, fill=0, dtype=value.type.dtype), value)
 
 
 TangentRule = Callable[[GraphBuilder, Node, list[Value], Value, list[Value | None]], Value]
@@ -42,11 +70,12 @@ node's values in the new graph, `tangents[i]` is input i's tangent or None when 
 
 
 def _or_zeros(e: GraphBuilder, value: Value, tangent: Value | None) -> Value:
-    return tangent if tangent is not None else zeros(e, value.type)
+    return tangent if tangent is not None else zeros_like(e, value)
 
 
 def _tuple_tangent(e, node, inputs, out, tangents):
-    return e.op("tuple", *(_or_zeros(e, v, d) for v, d in zip(inputs, tangents)))
+    return e.op("tuple", *(_or_zeros(e, v, d) for v, d in zip(inputs, tangents)),
+                **_node_attrs(out.type))
 
 
 def _getitem_tangent(e, node, inputs, out, tangents):
@@ -80,15 +109,34 @@ STRUCTURAL_RULES: dict[str, TangentRule] = {
 """Ops whose tangent is built the way their value is (the tape's tangent is a tape)."""
 
 
-def linear_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
-                   tangents: list[Value | None]) -> Value:
+def _linear_tangent(e, node, inputs, out, tangents):
+    """The op applied to its float operands' tangents (zeros where inactive)."""
+    operands = [_or_zeros(e, v, d) if _is_float(v) else v for v, d in zip(inputs, tangents)]
+    return e.op(node.op, *operands, **node.attrs)
+
+
+def _is_float(value: Value) -> bool:
+    t = value.type
+    if isinstance(t, ArrayType):
+        return t.dtype.is_float
+    return isinstance(t, ScalarType) and t.is_float
+
+
+def _own_tangent(e, node, inputs, out, tangents):
+    return OPS[node.op].jvp(e, tangents, inputs, out, node.attrs)
+
+
+def _vjp_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
+                 tangents: list[Value | None]) -> Value:
     """The tangent of a leaf op from its VJP rule: one call per active input, summed."""
-    rule = OPS[node.op].vjp
-    if not (isinstance(out.type, ScalarType) and out.type.is_float):
-        raise NotDifferentiableError(f"forward mode differentiates '{node.op}' on float scalars "
-                                     f"only, not on {out.type}", node.op, node.loc)
+    op = OPS[node.op]
+    rule = op.vjp
     if rule is None:
         raise NotDifferentiableError(f"'{node.op}' has no derivative rule", node.op, node.loc)
+    rule = getattr(rule, "pointwise", rule)
+    if getattr(rule, "takes_attrs", False):
+        call = rule
+        rule = lambda e, g, ins, out, needs: call(e, g, ins, out, needs, node.attrs)  # noqa: E731
     total = None
     for i, tangent in enumerate(tangents):
         if tangent is None:
@@ -96,14 +144,33 @@ def linear_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
         part = rule(e, tangent, inputs, out, [j == i for j in range(len(inputs))])[i]
         if part is None:
             continue
-        if part.type != out.type:
-            part = e.op("cast", part, to=out.type)
+        if not isinstance(part, Value):
+            raise NotDifferentiableError(f"forward mode has no tangent rule for '{node.op}'",
+                                         node.op, node.loc)
         total = part if total is None else e.op("add", total, part)
-    return total if total is not None else zeros(e, out.type)
+    if total is None:
+        return zeros_like(e, out)
+    if isinstance(out.type, ArrayType):
+        arrays = sum(isinstance(v.type, ArrayType) for v in inputs)
+        if arrays > 1 or total.type != out.type:  # a smaller operand's share: broadcast it
+            total = e.op("add", e.op("array_new_like", out, fill=0, dtype=out.type.dtype), total)
+        return total
+    return total if total.type == out.type else e.op("cast", total, to=out.type)
 
 
 def leaf_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
                  tangents: list[Value | None]) -> Value:
-    """The tangent of an active leaf op's result, emitted with `e`."""
-    rule = STRUCTURAL_RULES.get(node.op, linear_tangent)
+    """The tangent of an active leaf op's result (or of the array a write writes into),
+    emitted with `e`."""
+    op = OPS[node.op]
+    if node.op in STRUCTURAL_RULES:
+        rule = STRUCTURAL_RULES[node.op]
+    elif op.jvp is not None:
+        rule = _own_tangent
+    elif "linear" in op.traits:
+        rule = _linear_tangent
+    elif op.zero_derivative is not None or node.op == "stop_gradient":
+        return zeros_like(e, out)
+    else:
+        rule = _vjp_tangent
     return rule(e, node, inputs, out, tangents)

@@ -138,18 +138,20 @@ _ADJOINT_OP = "an adjoint op: reverse mode makes it, never differentiates it"
 
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
      ("pure", "reads"), no_vjp=_ADJOINT_OP, shape=like(1),
+     jvp=lambda e, tangents, ins, out, attrs: e.op("sum_to_like", tangents[0], ins[1]),
      doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
-_def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes",), no_vjp=_ADJOINT_OP,
+_def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes", "linear"), no_vjp=_ADJOINT_OP,
      shape=like(0),
      doc="acc[indices] += g; consumes and returns the accumulator acc")
-_def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes",), no_vjp=_ADJOINT_OP,
+_def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes", "linear"),
+     no_vjp=_ADJOINT_OP,
      shape=like(0),
      doc="view += g, view a view of acc; consumes and returns the accumulator acc")
 
-_def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes",), no_vjp=_ADJOINT_OP,
+_def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes", "linear"), no_vjp=_ADJOINT_OP,
      shape=like(0),
      doc="acc[indices] = v; consumes and returns the accumulator acc")
-_def("zero_into", 2, zero_into_rule, py_zero_into, {"*": Routine("zero_into")}, ("writes",),
+_def("zero_into", 2, zero_into_rule, py_zero_into, {"*": Routine("zero_into")}, ("writes", "linear"),
      no_vjp=_ADJOINT_OP, shape=like(0),
      doc="view[...] = 0, view a view of acc; consumes and returns the accumulator acc")
 

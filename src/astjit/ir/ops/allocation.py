@@ -163,11 +163,24 @@ def _fill_vjp(e, g, ins, out, needs, attrs):
     return adjoints
 
 
+def _fill_jvp(op: str):
+    """np.full(shape, v) / np.full_like(x, v): an array of v's tangent; the tangent of any
+    other creation is zeros (a new array: it may be written into)."""
+    def jvp(e, tangents, ins, out, attrs):
+        if attrs.get("fill") == "value":
+            if tangents[-1] is not None:
+                return e.op(op, *ins[:-1], tangents[-1], **attrs)
+            ins = ins[:-1]
+        return e.op(op, *ins, **{**attrs, "fill": 0})
+    return jvp
+
+
 _def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises", "allocates"),
-     vjp=_fill_vjp, operands=_creation_operands, shape=_new_shape,
+     vjp=_fill_vjp, jvp=_fill_jvp("array_new"), operands=_creation_operands, shape=_new_shape,
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
-     ("raises", "allocates", "reads"), vjp=_fill_vjp, operands=_creation_operands,
+     ("raises", "allocates", "reads"), vjp=_fill_vjp, jvp=_fill_jvp("array_new_like"),
+     operands=_creation_operands,
      shape=like(0), doc="np.empty_like/zeros_like/ones_like/full_like(x)")
 _def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises", "allocates"),
      zero_derivative="ints or evenly spaced values from its bounds",

@@ -133,10 +133,11 @@ def _axis_length(node, table):
 
 
 _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
-     ("raises", "reads", "numpy_result"), expand=_row_read,
+     ("raises", "reads", "numpy_result", "linear"), expand=_row_read,
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
      doc="x[i, j]: one element; inputs [array, *indices]; attrs boundscheck, inbounds")
-_def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")}, ("raises", "writes"),
+_def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")},
+     ("raises", "writes", "linear"),
      expand=_row_write,
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none; attrs boundscheck, "

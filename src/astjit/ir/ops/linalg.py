@@ -142,6 +142,18 @@ def _matmul_vjp(e, g, ins, out, needs):
     return [_like(e, da, a), _like(e, db, b)]
 
 
+def _matmul_jvp(e, tangents, ins, out, attrs):
+    """d(a @ b) = da @ b + a @ db (the product is bilinear)."""
+    (a, b), (da, db) = ins, tangents
+    parts = [e.op("matmul", da, b, **attrs) if da is not None else None,
+             e.op("matmul", a, db, **attrs) if db is not None else None]
+    total = None
+    for part in parts:
+        if part is not None:
+            total = part if total is None else e.op("add", total, part)
+    return total
+
+
 def _like(e, adjoint, x):
     """`adjoint` in `x`'s dtype (an f32 operand of an f64 product gets an f32 adjoint)."""
     if adjoint is None or adjoint.type == x.type:
@@ -158,10 +170,11 @@ def _matmul_shape(node, table):
 
 
 _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
-     ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp, shape=_matmul_shape,
+     ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp, jvp=_matmul_jvp,
+     shape=_matmul_shape,
      doc="a @ b, np.matmul, np.dot of 1-d/2-d arrays through BLAS; attrs['kind'] picks "
          "the error message")
-_def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view"),
+_def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view", "linear"),
      no_vjp="not differentiable in reverse mode yet",
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
 _def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises", "allocates"),

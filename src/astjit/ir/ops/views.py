@@ -259,21 +259,24 @@ def _reshape_vjp(e, g, ins, out, needs):
     return [e.op("array_reshape", g, *dims)] + [None] * len(ins[1:])
 
 
-_def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")}, ("raises", "view"),
+_def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")},
+     ("raises", "view", "linear"),
      shape=_view_shape,
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
      doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says; attrs boundscheck, "
          "inbounds (its integer parts, as array_get's)")
-_def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")}, ("pure", "view"),
+_def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")},
+     ("pure", "view", "linear"),
      vjp=lambda e, g, ins, out, needs: [e.op("array_transpose", g)],
      shape=lambda node, table: table.shape(node.inputs[0])[::-1],
      doc="x.T: a view with the axes reversed")
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
-     ("raises", "view"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
+     ("raises", "view", "linear"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
      doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
-     ("raises", "writes"), no_vjp="reverse mode handles array writes itself (ad/writes.py)",
+     ("raises", "writes", "linear"),
+     no_vjp="reverse mode handles array writes itself (ad/writes.py)",
      doc="y[...] = v: copy v (broadcast) into the array y")
 _def("augassign", 3, augassign_rule, py_augassign,
      {"*": Refused("`x op= v` is replaced in type inference")}, ("raises", "writes"),

@@ -135,4 +135,5 @@ def unbroadcasting(rule: Callable) -> Callable:
         return [reduce_to(e, a, x, inputs, out) if need else None
                 for a, x, need in zip(adjoints, inputs, needs)]
     unbroadcast.__doc__ = rule.__doc__
+    unbroadcast.pointwise = rule  # forward mode's: a tangent is not reduced (ad/forward_rules.py)
     return unbroadcast
