@@ -121,6 +121,7 @@ TESTED_ELSEWHERE = {
     "array_squeeze": "np.squeeze", "array_expand_dims": "np.expand_dims, np.stack",
     "array_permute": "np.swapaxes, np.moveaxis", "array_broadcast_to": "np.broadcast_to",
     "array_concatenate": "np.concatenate, np.stack, np.roll", "array_copy": "np.copy",
+    "array_contiguous": "np.ascontiguousarray",
     "array_astype": "x.astype", "array_pack": "np.array((a, b))",
     "array_linspace": "np.linspace",
     "callback": "print(...) and astjit.callback (test_python_calls.py)",

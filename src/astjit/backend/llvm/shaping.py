@@ -154,6 +154,33 @@ def array_copy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     return copies.contiguous_copy(em, node, args[0], node.inputs[0].type)
 
 
+def array_contiguous(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """x itself (a new reference) when C-contiguous (length-1 axes and empty arrays count
+    as NumPy counts them), else a C-contiguous copy."""
+    b, (source,), t = em.builder, args, node.inputs[0].type
+    dims, strides = _layout(b, source, t.ndim)
+    contiguous, expected, size = ir.Constant(I1, 1), _i64(1), _i64(1)
+    for k in reversed(range(t.ndim)):
+        fits = b.or_(b.icmp_signed("==", dims[k], _i64(1)),
+                     b.icmp_signed("==", strides[k], expected))
+        contiguous = b.and_(contiguous, fits)
+        expected = b.mul(expected, dims[k])
+        size = b.mul(size, dims[k])
+    contiguous = b.or_(contiguous, b.icmp_signed("==", size, _i64(0)))
+    with b.if_else(contiguous, likely=True) as (as_view, as_copy):
+        with as_view:
+            view = owned.new_reference(em, source)
+            view = b.insert_value(source, view, ARRAY_OWNER)
+            view_block = b.block
+        with as_copy:
+            fresh = copies.contiguous_copy(em, node, source, t)
+            copy_block = b.block
+    result = b.phi(source.type)
+    result.add_incoming(view, view_block)
+    result.add_incoming(fresh, copy_block)
+    return result
+
+
 def array_astype(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     b, (source,) = em.builder, args
     src_t, out_t = node.inputs[0].type, node.outputs[0].type
@@ -265,5 +292,6 @@ def array_linspace(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.
 ROUTINES = {"array_squeeze": array_squeeze, "array_expand_dims": array_expand_dims,
             "array_permute": array_permute, "array_broadcast_to": array_broadcast_to,
             "array_concatenate": array_concatenate, "array_copy": array_copy,
+            "array_contiguous": array_contiguous,
             "array_astype": array_astype, "array_pack": array_pack,
             "array_linspace": array_linspace}

@@ -10,7 +10,8 @@ axis, `np.stack`'s new axis, `np.tile`'s reps), so a call lowers to one
 | `np.flip(m, axis)` | `array_view` with step -1 along the axes (a view) |
 | `np.swapaxes`, `np.moveaxis` | `array_permute` (a view) |
 | `np.squeeze`, `np.expand_dims` | `array_squeeze`, `array_expand_dims` (views) |
-| `np.ravel`, `np.ascontiguousarray` | `array_reshape` (a view of C-contiguous data, else a copy) |
+| `np.ravel` | `array_reshape` (a view of C-contiguous data, else a copy) |
+| `np.ascontiguousarray` | `array_contiguous` (the same rule, no reshape) |
 | `x.flatten()` | `array_reshape` of an `array_copy` |
 | `np.concatenate`, `np.stack`, `np.hstack`, `np.vstack` | `array_concatenate` (of expand_dims views) |
 | `np.split(a, n or indices, axis)` | a tuple of `array_view`s (NumPy's list) |
@@ -294,6 +295,8 @@ def expand_dims(em: _Emitter, x: Value, axis) -> Value:
 def flip(em: _Emitter, x: Value, axis) -> Value:
     x = em.as_array(x)
     ndim = x.type.ndim
+    if ndim == 0:  # NumPy indexes a 0-d array with (): its element
+        return em.op("array_get", x)
     axes = tuple(range(ndim)) if axis is None else em.axes(axis, ndim)
     spec = tuple("s001" if k in axes else "s000" for k in range(max(axes, default=-1) + 1))
     return em.op("array_view", x, *(em.const(-1) for _ in axes), spec=spec)
@@ -402,7 +405,9 @@ def broadcast_to(em: _Emitter, x: Value, shape: Value) -> Value:
 
 def ascontiguousarray(em: _Emitter, x: Value) -> Value:
     x = em.as_array(x)
-    return em.reshape(x, em.dims(x) if x.type.ndim else [em.const(1)])
+    if x.type.ndim == 0:
+        return em.reshape(x, [em.const(1)])
+    return em.op("array_contiguous", x)
 
 
 def astype(em: _Emitter, x: Value, dtype: ScalarType, copy: bool) -> Value:
@@ -419,7 +424,7 @@ def array(em: _Emitter, values: list[Value], shape: tuple[int, ...] | None,
     """np.array(...) of a display of numbers (`shape` its nesting), of a display of arrays
     (np.stack), or of one value (`shape` None): an array is copied, a tuple unpacked."""
     if shape is None:
-        (value,) = values
+        value = values
         if isinstance(value.type, TupleType):
             values = _unpack(em, value, "object")
             shape = (len(values),)

@@ -23,6 +23,8 @@ New C-contiguous arrays:
   converts them), joined along `axis` (non-negative); ValueError, NumPy's message, when
   another axis differs.
 - `array_copy(x)`: a copy (`np.copy`, `x.copy()`).
+- `array_contiguous(x)`: `np.ascontiguousarray(x)`: x itself (a view) when C-contiguous, else
+  a copy.
 - `array_astype(x) {dtype}`: a copy converted to `dtype` as NumPy's `astype` does (C's
   conversions: a float truncates toward zero into an int; NaN and out-of-range floats
   give what the CPU's conversion gives, as in NumPy).
@@ -163,7 +165,7 @@ def py_broadcast_to(x, *dims):
     return _numpy().broadcast_to(x, tuple(dims))
 
 
-def py_concatenate(*arrays, axis):
+def py_concatenate(*arrays, axis, stacking=False):
     return _numpy().concatenate(arrays, axis=axis)
 
 
@@ -178,8 +180,8 @@ def py_pack(*numbers, dtype, shape):
 def py_linspace(start, stop, num, endpoint, dtype, compute):
     numpy = _numpy()
     kind = numpy.dtype(NUMPY_NAMES[compute.name]).type
-    out = numpy.linspace(kind(start), kind(stop), num, endpoint=endpoint)
-    return out.astype(NUMPY_NAMES[dtype.name]) if dtype is not None else out
+    return numpy.linspace(kind(start), kind(stop), num, endpoint=endpoint,
+                          dtype=NUMPY_NAMES[dtype.name] if dtype is not None else None)
 
 
 # ---- symbolic shapes ----------------------------------------------------------------------
@@ -290,6 +292,9 @@ _def("array_concatenate", -1, concatenate_rule, py_concatenate,
 _def("array_copy", 1, copy_rule, lambda x: x.copy(), {"*": Routine("array_copy")},
      ("raises", "allocates", "reads", "linear"), vjp=_copy_vjp, shape=like(0),
      doc="np.copy(x), x.copy(): a new C-contiguous array")
+_def("array_contiguous", 1, copy_rule, lambda x: _numpy().ascontiguousarray(x),
+     {"*": Routine("array_contiguous")}, ("pure", "view", "linear"), vjp=_copy_vjp,
+     shape=like(0), doc="np.ascontiguousarray(x): x when C-contiguous, else a copy")
 _def("array_astype", 1, astype_rule, py_astype, {"*": Routine("array_astype")},
      ("raises", "allocates", "reads", "linear"), vjp=_astype_vjp, shape=like(0),
      doc="x.astype(dtype): a new array, NumPy's conversions (linear from float to float)")
