@@ -134,6 +134,17 @@ def weighted(t):
     return total
 
 
+def weighted_from(t, first):
+    total = 0.0
+    for i, v in enumerate(t, first):
+        total += i * v
+    return total
+
+
+def positions_from(x):
+    return [i * v for i, v in enumerate(x, start=-2)]
+
+
 def dot_zip(a, b):
     total = 0.0
     for u, v in zip(a, b):
@@ -195,6 +206,9 @@ def elements(x):
 ITERATION = [
     (tuple_sum, ((1.0, 2, 3.5),)),
     (weighted, ((1.0, -2.0, 0.5),)),
+    (weighted_from, ((1.0, -2.0, 0.5), 3)),
+    (weighted_from, (np.arange(4.0), -1)),
+    (positions_from, ((1.5, 2.5, 4.0),)),
     (dot_zip, ((1.0, 2.0, 3.0), (4.0, 5.0))),
     (horner, ((1.0, -2.0, 0.5), 1.5)),
     (first_negative, ((1.0, 2.0, -0.5, -3.0),)),
@@ -225,6 +239,13 @@ def test_enumerate_zip_reversed_over_random_tuples(a, b, x):
     assert jit(weighted)(a) == pytest.approx(weighted(a), rel=1e-12, abs=1e-9)
     assert jit(dot_zip)(a, b) == pytest.approx(dot_zip(a, b), rel=1e-12, abs=1e-9)
     assert jit(horner)(a, x / 1e3) == pytest.approx(horner(a, x / 1e3), rel=1e-9, abs=1e-9)
+
+
+def test_enumerate_start_must_be_an_int():
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        weighted_from((1.0,), 1.5)
+    with pytest.raises(astjit.errors.TypingError, match="cannot be interpreted as an integer"):
+        jit(weighted_from)((1.0,), 1.5)
 
 
 def test_a_tuple_loop_is_unrolled_and_an_array_loop_is_a_loop():

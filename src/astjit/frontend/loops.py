@@ -211,11 +211,19 @@ _WRAPPERS = {builtins.enumerate: "enumerate", builtins.zip: "zip", builtins.reve
 
 
 def _wrapper(state: Lowering, scope: Scope, iterable: ast.expr) -> str | None:
-    """"enumerate", "zip" or "reversed" for a call of that builtin with plain arguments."""
-    if not isinstance(iterable, ast.Call) or iterable.keywords \
-            or any(isinstance(a, ast.Starred) for a in iterable.args):
+    """"enumerate", "zip" or "reversed" for a call of that builtin with plain arguments
+    (enumerate's `start=` too)."""
+    if not isinstance(iterable, ast.Call) or any(isinstance(a, ast.Starred) for a in iterable.args):
         return None
-    return _WRAPPERS.get(static_object(state, scope, iterable.func))
+    kind = _WRAPPERS.get(static_object(state, scope, iterable.func))
+    if iterable.keywords and not (kind == "enumerate" and [k.arg for k in iterable.keywords] == ["start"]):
+        return None
+    return kind
+
+
+def _enumerate_start(call: ast.Call) -> ast.expr:
+    """The `start` of `enumerate(seq, start)` / `enumerate(seq, start=k)`."""
+    return call.args[1] if len(call.args) == 2 else call.keywords[0].value
 
 
 def _known_size(state: Lowering, scope: Scope, iterable: ast.expr) -> bool:
@@ -237,9 +245,14 @@ def sequence_loop(state: Lowering, scope: Scope, stmt: ast.For,
     loc = state.loc(stmt)
     kind = _wrapper(state, scope, stmt.iter)
     nodes = stmt.iter.args if kind else [stmt.iter]
+    offset = None
+    if kind == "enumerate" and len(nodes) + len(stmt.iter.keywords) == 2:
+        offset = scope.emit("index", [state.lower_expr(scope, _enumerate_start(stmt.iter))], loc)
+        nodes = nodes[:1]
     if kind in ("enumerate", "reversed") and len(nodes) != 1:
         unsupported_stmt(state, scope, stmt, f"{kind}() takes one sequence here",
-                         f"write: for ... in {kind}(seq):")
+                         f"write: for ... in {kind}(seq):" if kind == "reversed"
+                         else "write: for ... in enumerate(seq) or enumerate(seq, start):")
         return
     sequences = [state.lower_expr(scope, n) for n in nodes]
     if not sequences:
@@ -262,8 +275,9 @@ def sequence_loop(state: Lowering, scope: Scope, stmt: ast.For,
         i = s.value_of(counter, loc)
         items = [s.emit("array_get", [seq, i], loc) for seq in sequences]
         s.assign(counter, s.emit("sub" if kind == "reversed" else "add", [i, one], loc))
+        position = i if offset is None else s.emit("add", [i, offset], loc)
         element = items[0] if kind in (None, "reversed") else \
-            s.emit("tuple", [i, items[0]] if kind == "enumerate" else items, loc)
+            s.emit("tuple", [position, items[0]] if kind == "enumerate" else items, loc)
         if kind in ("enumerate", "zip"):
             s.sizes[element] = 2 if kind == "enumerate" else len(items)
         assign_target(state, s, stmt.target, element)
