@@ -6,8 +6,8 @@ every element, in C order, for `axis=None` over a C-contiguous array; otherwise 
 order walk with a counter). A unit-stride row of floats or ints runs in blocks of
 `BLOCK` elements: each block's extremum by the vectorized accumulator of reductions
 (reduction_nests.Register, with its NaN flag), remembering the first block that holds
-the best one (or the first NaN), then the first position in that block holding it:
-about one vectorized pass. Other rows compare element by element: an element
+the best one (or the first NaN), then the least position in that block holding it (a
+vectorized min reduction): about one vectorized pass. Other rows compare element by element: an element
 replaces the best one where it is greater (less), or NaN while the best is not.
 
 scan writes a new C-contiguous array in one walk of the input in C order (each axis
@@ -148,22 +148,21 @@ def _blocked_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value,
         b.store(b.or_(b.load(nan_seen), nan), nan_seen)
     nests.count_up(b, _i64(0), blocks, block, ("arg.blocks.head", "arg.blocks.body",
                                                  "arg.blocks.done"))
-    # the first position of the found block holding the best element (or a NaN)
+    # the first position of the found block holding the best element (or a NaN): the
+    # least i where it is, a min reduction the vectorizer takes like the blocks'
     start = b.load(found)
     stop = b.add(start, _i64(BLOCK), flags=["nsw"])
     stop = b.select(b.icmp_signed("<", stop, n), stop, n)
     index = em.alloca(I64_T)
-    b.store(_i64(-1), index)
+    b.store(n, index)
     target, nan = b.load(best), b.load(nan_seen)
 
     def search(i):
         x = _load(b, b.gep(base, [i]), t)
         hit = b.icmp_signed("==", x, target) if not t.is_float else b.select(
             nan, b.fcmp_unordered("uno", x, x), b.fcmp_ordered("oeq", x, target))
-        first = b.and_(hit, b.icmp_signed("<", b.load(index), _i64(0)))
-        b.store(b.select(first, i, b.load(index)), index)
-    loop_metadata.scalar_loops(b, lambda: nests.count_up(
-        b, start, stop, search, ("arg.find.head", "arg.find.body", "arg.find.done")))
+        b.store(em.call_intrinsic("llvm.smin", [b.load(index), b.select(hit, i, n)]), index)
+    nests.count_up(b, start, stop, search, ("arg.find.head", "arg.find.body", "arg.find.done"))
     return b.load(index)
 
 

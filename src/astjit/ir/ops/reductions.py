@@ -1,18 +1,18 @@
 """Reductions over array axes that fold one accumulator: `np.sum`, `np.mean`, `np.max`,
-`np.min`, `np.prod`, `np.any`, `np.all`, `np.nanmax`, `np.nanmin` (and the methods).
+`np.min`, `np.prod`, `np.any`, `np.nanmax`, `np.nanmin` (and the methods).
 
 Each kind is one row of `REDUCTIONS` (a `ReductionKind`): its spellings, result
 dtype, identity, NumPy reference, LLVM combine / finish descriptors and VJP, so
 that a new kind is one new row; every layer (frontend, type rule, fusion,
 verifier, interpreter, backend) reads the row. Reductions that are not one fold
-are elsewhere: var, std, ptp, count_nonzero and the other nan* are built from
-these (ops/statistics.py); argmax, argmin, cumsum and cumprod are ops of their own
-(ops/scans.py).
+are elsewhere: var, std, ptp, count_nonzero, the other nan* and all (`not any(x ==
+0)`) are built from these (ops/statistics.py); argmax, argmin, cumsum and cumprod are
+ops of their own (ops/scans.py).
 
 One primitive, `reduce`, with one input (an array) and these attrs:
 
-- `kind`: a key of `REDUCTIONS`: "sum", "mean", "max", "min", "prod", "any", "all",
-  "nanmax" or "nanmin";
+- `kind`: a key of `REDUCTIONS`: "sum", "mean", "max", "min", "prod", "any", "nanmax"
+  or "nanmin";
 - `axis`: None (every axis) or a tuple of ints *as the user wrote them*: possibly
   negative, in any order. The type rule checks them against the input's ndim
   (NumPy's "axis 2 is out of bounds for array of dimension 2", "duplicate value
@@ -25,21 +25,21 @@ One primitive, `reduce`, with one input (an array) and these attrs:
 
 The result (`result_type`): NumPy's dtype (`result_dtype`: sum and prod of bool or
 int64 is int64, of f32 f32, of f64 f64; mean of bool or int64 is f64, of f32 f32;
-max, min, nanmax and nanmin keep the dtype, bool too; any and all are bool) and ndim
+max, min, nanmax and nanmin keep the dtype, bool too; any is bool) and ndim
 (the input's, less the reduced axes unless `keepdims`). Reducing every axis without
-`keepdims` (or a 0-d array, keepdims or not) gives a scalar of that dtype, not a 0-d array, as NumPy does.
+`keepdims` (or a 0-d array, keepdims or not) gives a scalar of that dtype, not a 0-d
+array, as NumPy does.
 
 Semantics are NumPy's: max and min (nanmax, nanmin) of an empty reduction (any
 reduced axis of length 0) raise ValueError "zero-size array to reduction operation
 maximum (fmax) which has no identity"; NaN propagates through max and min, and
 nanmax and nanmin skip it (`llvm.maxnum`, C's `fmax`: NaN only where every element
-is); sum of nothing is 0, prod 1, any False, all True, and mean of nothing NaN
-(NumPy also warns). any and all take an element as true where it is not 0 (NaN is
-true). The gradient of prod is the product of the other elements (exact where
-some are 0); any and all have none. Integer sums wrap. Compiled code
-adds floats in an unspecified order (the vectorizer keeps several partial sums;
-NumPy's own order is pairwise), so float sums agree with NumPy's to rounding,
-not bit for bit.
+is); sum of nothing is 0, prod 1, any False, and mean of nothing NaN (NumPy also
+warns). any takes an element as true where it is not 0 (NaN is true). The gradient
+of prod is the product of the other elements (exact where some are 0); any has none.
+Integer sums wrap. Compiled code adds floats in an unspecified order (the vectorizer
+keeps several partial sums; NumPy's own order is pairwise), so float sums agree with
+NumPy's to rounding, not bit for bit.
 
 Before fusion `reduce` is a leaf op with the interpreter's `evaluate` (NumPy
 itself) and a Routine lowering; the fusion pass (passes/fuse.py) turns every
@@ -249,7 +249,7 @@ def _prod_jvp(e, dx, x, out, axes, keepdims):
 
 
 def _no_derivative(e, g, x, out, axes, keepdims):
-    """A bool result (`any`, `all`): no derivative; AD cuts the path (None)."""
+    """A bool result (`any`): no derivative; AD cuts the path (None)."""
     return None
 
 
@@ -288,9 +288,6 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
     ReductionKind("any", ("any",), "logical_or", lambda t: BOOL, {"b": 0}, False, "any",
                   {"b": Builder("or_")}, None, None, False, _no_derivative,
                   cuda_combine={"b": CExpr("({0} | {1})")}, jvp=_no_derivative),
-    ReductionKind("all", ("all",), "logical_and", lambda t: BOOL, {"b": 1}, False, "all",
-                  {"b": Builder("and_")}, None, None, False, _no_derivative,
-                  cuda_combine={"b": CExpr("({0} & {1})")}, jvp=_no_derivative),
     ReductionKind("nanmax", ("nanmax",), "fmax", lambda t: t,
                   {"f": math.nan, "i": -2 ** 63, "b": 0}, True, "nanmax",
                   {"f": Intrinsic("llvm.maxnum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},

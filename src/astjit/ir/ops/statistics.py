@@ -1,5 +1,5 @@
 """Reductions NumPy defines from other reductions: `np.var`, `np.std`, `np.ptp`,
-`np.count_nonzero` and the NaN-ignoring `np.nansum`, `np.nanprod`, `np.nanmean`,
+`np.count_nonzero`, `np.all` and the NaN-ignoring `np.nansum`, `np.nanprod`, `np.nanmean`,
 `np.nanvar`, `np.nanstd` (`np.nanmax` and `np.nanmin` are rows of `REDUCTIONS`).
 
 One primitive, `statistic`, inputs `[x, ddof]`, attrs `kind` (a key of `STATISTICS`),
@@ -11,7 +11,7 @@ implementation computes it (numpy/_core/_methods.py, numpy/lib/_nanfunctions_imp
 - var: `mean(x, keepdims)`, then `sum((x - mean) ** 2) / max(n - ddof, 0)` (0 / 0 is
   NaN, s / 0 inf); std: its square root. Two passes over `x`, each one fused loop;
 - ptp: `max(x) - min(x)` (NumPy's errors for an empty reduction);
-- count_nonzero: `sum(x != 0)`, int64;
+- count_nonzero: `sum(x != 0)`, int64; all: `not any(x == 0)` (`_all` says why);
 - nansum / nanprod: the sum / product with each NaN replaced by 0 / 1;
 - nanmean: that sum over the count of non-NaN elements (NaN where there are none);
 - nanvar / nanstd: var over the non-NaN elements, NaN where `count - ddof <= 0`.
@@ -23,7 +23,7 @@ ops it knows: the gradients are those of the parts (a NaN's adjoint is 0).
 from __future__ import annotations
 
 from ..core import Node, Value
-from ..types import F32, F64, I64, ArrayType, ScalarType
+from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType
 from .declare import _def
 from .reductions import normalize_axes
 from .table import OpTypeError, Refused
@@ -142,10 +142,21 @@ def _ptp(e, x, ddof, axes, keepdims, dtype):
     return e.op("sub", high, e.op("reduce", x, kind="min", axis=axes, keepdims=keepdims))
 
 
+def _zero(e, x) -> Value:
+    """0 of x's dtype (False for bools)."""
+    return e.const(False if x.type.dtype == BOOL else 0, x.type.dtype)
+
+
+def _all(e, x, ddof, axes, keepdims, dtype):
+    """not any(x == 0): an `or` of the complements, negated (an `and` of AVX-512 mask
+    registers compiles to one chain of masked compares, four times slower)."""
+    found = e.op("reduce", e.op("eq", x, _zero(e, x)), kind="any", axis=axes, keepdims=keepdims)
+    return e.op("eq", found, e.const(False, BOOL))
+
+
 def _count_nonzero(e, x, ddof, axes, keepdims, dtype):
     """The number of x != 0 (NaN counts), int64."""
-    zero = e.const(False if x.type.dtype.name == "bool" else 0, x.type.dtype)
-    return e.op("reduce", e.op("ne", x, zero), kind="sum", axis=axes, keepdims=keepdims)
+    return e.op("reduce", e.op("ne", x, _zero(e, x)), kind="sum", axis=axes, keepdims=keepdims)
 
 
 STATISTICS = {
@@ -158,12 +169,13 @@ STATISTICS = {
     "nanprod": _nan_replaced("prod", 1.0),
     "ptp": _ptp,
     "count_nonzero": _count_nonzero,
+    "all": _all,
 }
 """Kind -> `rule(e, x, ddof, axes, keepdims, dtype)` building its result from `x`."""
 
 TAKES = {"var": ("dtype", "ddof"), "std": ("dtype", "ddof"), "nanvar": ("dtype", "ddof"),
          "nanstd": ("dtype", "ddof"), "nanmean": ("dtype",), "nansum": ("dtype",),
-         "nanprod": ("dtype",), "ptp": (), "count_nonzero": ()}
+         "nanprod": ("dtype",), "ptp": (), "count_nonzero": (), "all": ()}
 """The NumPy parameters each kind has besides `axis` and `keepdims`."""
 
 
