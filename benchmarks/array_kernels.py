@@ -173,6 +173,111 @@ def mlp_batch(batch: int) -> tuple:
 # ---- the table -----------------------------------------------------------------------------
 
 
+# ---- NumPy's other reductions (issue 14), alone and fused into an expression ----------------
+
+def prod(x):
+    return np.prod(1.0 + x * 1e-3)
+
+
+def any_above(x):
+    return np.any(x > 3.0)
+
+
+def all_above(x):
+    return np.all(x > -9.0)
+
+
+def argmax(x):
+    return np.argmax(x)
+
+
+def argmin(x):
+    return np.argmin(x)
+
+
+def std(x):
+    return np.std(x)
+
+
+def var(x):
+    return np.var(x)
+
+
+def cumsum(x):
+    return np.cumsum(x)
+
+
+def cumprod(x):
+    return np.cumprod(1.0 + x * 1e-6)
+
+
+def nansum(x):
+    return np.nansum(x)
+
+
+def nanmean(x):
+    return np.nanmean(x)
+
+
+def nanmax(x):
+    return np.nanmax(x)
+
+
+def nanmin(x):
+    return np.nanmin(x)
+
+
+def nanprod(x):
+    return np.nanprod(1.0 + x * 1e-3)
+
+
+def nanstd(x):
+    return np.nanstd(x)
+
+
+def nanvar(x):
+    return np.nanvar(x)
+
+
+def ptp(x):
+    return np.ptp(x)
+
+
+def count_nonzero(x):
+    return np.count_nonzero(x)
+
+
+def argmax_rows(x):
+    return np.argmax(x[:x.size // 1000 * 1000].reshape((1000, -1)), axis=1)
+
+
+def var_rows(x):
+    return np.var(x[:x.size // 1000 * 1000].reshape((1000, -1)), axis=1, ddof=1)
+
+
+def standardized(x):
+    """Fused: (x - mean) / std, both reductions of one expression."""
+    return (x - np.mean(x)) / np.std(x)
+
+
+def argmax_distance(x):
+    """Fused: the index of the element farthest from 0.5."""
+    return np.argmax(np.abs(x - 0.5))
+
+
+def nanmean_sqrt(x):
+    """Fused: the mean of the square roots of the non-negative elements (NaN elsewhere)."""
+    return np.nanmean(np.sqrt(x))
+
+
+REDUCTIONS_ALONE = (prod, any_above, all_above, argmax, argmin, std, var, cumsum, cumprod,
+                    nansum, nanmean, nanmax, nanmin, nanprod, nanstd, nanvar, ptp,
+                    count_nonzero, argmax_rows, var_rows)
+REDUCTIONS_FUSED = (standardized, argmax_distance, nanmean_sqrt)
+NUMPY_ONLY = {engine: "compared with NumPy's own function only"
+              for engine in ("Numba", "JAX", "C strict", "C fast-math")}
+
+
 def power_of_ten(n: int) -> str:
     return f"n = 10^{round(math.log10(n))}"
 
@@ -252,5 +357,9 @@ CASES = [
               missing={"Numba": "no automatic differentiation", "C strict": NO_C,
                        "C fast-math": NO_C},
               targets=(("JAX", 1.0),), rtol=1e-4, atol=1e-6),
+    *(ArrayCase(fn.__name__, fn, None, normal_vector, (10 ** 6,), missing=NUMPY_ONLY,
+                targets=(("NumPy", 1.2),), rtol=1e-9, atol=1e-9) for fn in REDUCTIONS_ALONE),
+    *(ArrayCase(fn.__name__, fn, None, normal_vector, (10 ** 6,), missing=NUMPY_ONLY,
+                targets=(("NumPy", 1.0),), rtol=1e-9, atol=1e-9) for fn in REDUCTIONS_FUSED),
 ]
 """What array_run.py measures, in this order."""
