@@ -66,16 +66,16 @@ def stencil(x, y):
 def cases() -> dict:
     """name -> (function, arguments, C call)."""
     rng = np.random.default_rng(0)
-    x, out = rng.random(N), np.zeros(N)
+    x, out, y_stencil = rng.random(N), np.zeros(N), np.zeros(N)
     a, v, y = rng.random((MATRIX, MATRIX)), rng.random(MATRIX), np.zeros(MATRIX)
     counts = np.zeros(BINS, np.int64)
 
-    def c(name, *args):
+    def c(name, *args):  # the arrays' addresses: each array is kept alive by the case
         return name, [arg.ctypes.data if isinstance(arg, np.ndarray) else arg for arg in args]
     return {"prefix_sum": (prefix_sum, (x, out), c("prefix_sum", x, N, out)),
             "matvec": (matvec, (a, v, y), c("matvec", a, MATRIX, MATRIX, v, y)),
             "histogram": (histogram, (x, counts, BINS), c("histogram", x, N, counts, BINS)),
-            "stencil": (stencil, (x, np.zeros(N)), c("stencil", x, N, np.zeros(N)))}
+            "stencil": (stencil, (x, y_stencil), c("stencil", x, N, y_stencil))}
 
 
 def c_library():
