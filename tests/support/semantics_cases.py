@@ -30,6 +30,7 @@ from astjit.frontend import builtins as builtin_calls
 from astjit.frontend import operators, reductions, ufuncs
 from astjit.frontend.builtins import CallError
 from astjit.ir.ops.elementwise import UFUNCS
+from astjit.ir.ops.reductions import REDUCTIONS
 
 # ---- spellings ---------------------------------------------------------------------------------
 
@@ -114,18 +115,27 @@ UNCALLED = sorted(fn.__name__ for fn, handler in builtin_calls._BUILTIN_HANDLERS
 
 AXIS_VARIANTS = ("", "axis=0", "axis=-1, keepdims=True")
 """The reductions' keyword forms: every one for np.<kind>, no axis for an alias (np.amax),
-the first and last for the methods."""
+the first and last for the methods; a scan (np.cumsum) takes no keepdims."""
+ALIASES = {name for row in REDUCTIONS.values() for name in row.spellings[1:]}
+"""Another name of a reduction kind (np.amax)."""
+
+
+def _variants(name: str) -> tuple[str, ...]:
+    if name in ALIASES:
+        return AXIS_VARIANTS[:1]
+    if reductions.FUNCTIONS[name].op == "scan":
+        return ("", "axis=0", "axis=-1")
+    return AXIS_VARIANTS
 
 
 def _reductions() -> list[Spelling]:
     out = []
-    for name, kind in reductions.FUNCTIONS.items():
-        variants = AXIS_VARIANTS if name == kind else AXIS_VARIANTS[:1]
-        out += [Spelling(f"np.{name}(a{', ' * bool(v)}{v})", frozenset({"reduce"}), 1, "reduction")
-                for v in variants]
+    for name, reducer in reductions.FUNCTIONS.items():
+        out += [Spelling(f"np.{name}(a{', ' * bool(v)}{v})", frozenset({reducer.op}), 1,
+                         "reduction") for v in _variants(name)]
     for name in reductions.METHODS:  # the same lowering as np.<name>: two forms suffice
-        out += [Spelling(f"a.{name}({v})", frozenset({"reduce"}), 1, "reduction")
-                for v in AXIS_VARIANTS[::2]]
+        out += [Spelling(f"a.{name}({v})", frozenset({reductions.FUNCTIONS[name].op}), 1,
+                         "reduction") for v in _variants(name)[::2]]
     return out
 
 
@@ -221,8 +231,8 @@ def signatures(s: Spelling) -> list[tuple[str, ...]]:
     comes from: the np.* functions and the operators that only Python spells (`~`) get
     the full array set, a Python function given an array must give Python's answer."""
     if s.family == "reduction":
-        kinds = set(reductions.FUNCTIONS.values())
-        alias = not any(s.text.startswith(f"np.{kind}(") for kind in kinds)
+        alias = not any(s.text.startswith(f"np.{name}(") for name in reductions.FUNCTIONS
+                        if name not in ALIASES)
         return REDUCTION_SIGNATURES["alias" if alias else "axis" if "axis" in s.text else ""]
     scalars = SCALAR_SIGNATURES.get(s.family, SCALAR_SIGNATURES["python"]).get(s.arity, [])
     arrays = ARRAY_SIGNATURES["numpy" if _full_array_set(s) else s.family].get(s.arity, [])

@@ -77,7 +77,8 @@ def _arg_shape(node, table):
 
 
 _def("arg_reduce", 1, arg_rule, py_arg_reduce, {"*": Routine("arg_reduce")},
-     ("pure", "raises", "reads", "allocates"), zero_derivative="an index", shape=_arg_shape,
+     ("pure", "raises", "reads", "allocates", "numpy_result"), zero_derivative="an index",
+     shape=_arg_shape,
      doc="np.argmax/argmin(x, axis, keepdims): attrs kind ('max', 'min'), axis (None or a "
          "1-tuple), keepdims")
 

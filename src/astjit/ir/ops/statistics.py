@@ -23,7 +23,7 @@ ops it knows: the gradients are those of the parts (a NaN's adjoint is 0).
 from __future__ import annotations
 
 from ..core import Node, Value
-from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType
+from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, strong
 from .declare import _def
 from .reductions import normalize_axes
 from .table import OpTypeError, Refused
@@ -204,9 +204,14 @@ def _expand(inference, node, inputs, out):
     except OpTypeError:
         return None
     e = _Expansion(inference, out, node.loc, node.outputs[0].name)
-    return [STATISTICS[node.attrs["kind"]](e, inputs[0], inputs[1], axes,
-                                           bool(node.attrs.get("keepdims")),
-                                           node.attrs.get("dtype"))]
+    x, keepdims = inputs[0], bool(node.attrs.get("keepdims"))
+    if x.type.ndim == 0:  # as one element of a 1-d array: NumPy's result is a scalar too
+        x, axes, keepdims = e.op("array_reshape", x, e.const(1, I64)), (0,), False
+    result = STATISTICS[node.attrs["kind"]](e, x, inputs[1], axes, keepdims,
+                                            node.attrs.get("dtype"))
+    if isinstance(result.type, ScalarType) and not result.type.strong:
+        result = e.op("cast", result, to=strong(result.type))  # NumPy's is a NumPy scalar
+    return [result]
 
 
 def py_statistic(x, ddof, *, kind: str, axis=None, keepdims: bool = False, dtype=None):
