@@ -188,3 +188,14 @@ def test_a_nest_is_checked_once_before_the_outer_loop():
     fast = next(n for n in module.entry_graph.nodes if n.op == "if").regions[0]
     accesses = [n for n in fast.walk() if n.op in ("array_get", "array_set")]
     assert accesses and all(n.attrs.get("inbounds") for n in accesses)
+
+
+def test_unchecked_loops_are_versioned_too():
+    """boundscheck=False keeps the negative-index wrap; the fast loop drops it as well."""
+    x, args = float_arrays(6), (1, 5)
+    assert "inbounds=True" in jit(stencil, boundscheck=False).ir(x, np.zeros(6), *args,
+                                                                   stage="optimized")
+    expected, got = np.zeros(6), np.zeros(6)
+    stencil(x, expected, *args)
+    jit(stencil, boundscheck=False)(x, got, *args)
+    assert np.array_equal(expected, got)

@@ -79,20 +79,47 @@ def element_pointer(em: FunctionEmitter, node: Node, array: ir.Value,
     check = node.attrs.get("boundscheck", True) and not inbounds
     offset = None
     for axis, index in enumerate(indices):
-        size = dim(b, array, axis)
-        zero_index = ir.Constant(I64_T, 0)
-        wrapped = index if inbounds else b.select(b.icmp_signed("<", index, zero_index),
-                                                  b.add(index, size, flags=["nsw"]), index)
-        if check:
-            # Unsigned: a still-negative index (below -size) is out of bounds too.
-            em.fail_with_values(node, b.icmp_unsigned(">=", wrapped, size), "IndexError",
-                                msg.INDEX_OUT_OF_BOUNDS.format(axis=axis),
-                                msg.INDEX_OUT_OF_BOUNDS_DETAIL.format(axis=axis), [index, size])
+        known = em.indices.get((array, axis, index))
+        if inbounds:
+            wrapped = index
+        elif known is not None and (known[1] or not check):
+            wrapped = known[0]  # a[k] += 1: the read found k's place; the write takes it
+        else:
+            wrapped = _wrapped(em, node, array, axis, index, check)
+            em.indices[(array, axis, index)] = (wrapped, check)
         term = b.mul(wrapped, b.extract_value(array, [ARRAY_STRIDES, axis]), flags=["nsw"])
         offset = term if offset is None else b.add(offset, term, flags=["nsw"])
     data = b.extract_value(array, ARRAY_DATA)
     return data if offset is None else b.gep(data, [offset], inbounds=True)
 
+
+def _wrapped(em: FunctionEmitter, node: Node, array: ir.Value, axis: int, index: ir.Value,
+             check: bool) -> ir.Value:
+    """`index` within [0, size): as it is, or counted from the end when negative; outside
+    the axis an IndexError where `check`, else undefined (boundscheck=False).
+
+    The hot path is one branch, `index <u size` (unsigned: a negative index fails it
+    too), that takes the index as it is; the negative-index rule and the error are on
+    the cold path. An element's address then waits for the index only, not for a
+    select computing the wrap, and a check LLVM proves true takes the branch with it.
+    """
+    b = em.builder
+    size = dim(b, array, axis)
+    entry = b.block
+    with b.if_then(b.icmp_unsigned(">=", index, size), likely=False):
+        negative = b.icmp_signed("<", index, ir.Constant(I64_T, 0))
+        from_end = b.select(negative, b.add(index, size), index)
+        if check:
+            # Still outside [0, size): below -size, or at or past size.
+            em.fail_with_values(node, b.icmp_unsigned(">=", from_end, size), "IndexError",
+                                msg.INDEX_OUT_OF_BOUNDS.format(axis=axis),
+                                msg.INDEX_OUT_OF_BOUNDS_DETAIL.format(axis=axis),
+                                [index, size])
+        cold = b.block
+    result = b.phi(I64_T)
+    result.add_incoming(index, entry)
+    result.add_incoming(from_end, cold)
+    return result
 
 
 @dataclass(frozen=True)

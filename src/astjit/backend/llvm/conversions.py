@@ -4,8 +4,10 @@ routine of scalars.py's table and what fused.py's NumPy cast falls back to.
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...ir.types import BOOL, Type
@@ -39,17 +41,63 @@ def cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 
 def float_to_int(em: FunctionEmitter, node: Node, x: ir.Value, target: Type) -> ir.Value:
-    """Truncate toward zero; NaN is a ValueError, infinities and out-of-range OverflowError."""
+    """Truncate toward zero; NaN is a ValueError, infinities and out-of-range OverflowError.
+
+    The hot path is the conversion and one test that is false for every value in range:
+    on x86-64, whose conversion instruction answers the lowest int for NaN, the
+    infinities and out-of-range values, `result == -2**63` (`cvttsd2si`); elsewhere, and
+    for narrower ints, `|x| < 2**(bits-1)` before it. In a loop that is one compare and
+    a branch never taken, and nothing for LLVM to classify per element. What fails the
+    test is sorted out on the cold path, one exit per error: NaN, an infinity, out of
+    range, or else a value in range after all (the lowest int itself, and for narrower
+    ints the values down to just above it minus one, which truncate to it).
+    """
     builder, ty = em.builder, lltype(target)
     if x.type != DOUBLE:
         x = builder.fpext(x, DOUBLE)
-    low, high = -(2.0 ** (ty.width - 1)), 2.0 ** (ty.width - 1)
+    if ty.width == 64 and _indefinite_conversion():
+        vector = builder.insert_element(ir.Constant(_TWO_DOUBLES, None), x, _I32_ZERO)
+        convert = builder.module.declare_intrinsic(
+            "llvm.x86.sse2.cvttsd2si64", fnty=ir.FunctionType(ty, [_TWO_DOUBLES]))
+        result = builder.call(convert, [vector])
+        suspect = compare_const(builder, "==", result, -(2 ** 63))
+    else:
+        result = None
+        magnitude = builder.call(builder.module.declare_intrinsic("llvm.fabs", [DOUBLE]), [x])
+        suspect = builder.not_(compare_const(builder, "<", magnitude, 2.0 ** (ty.width - 1)))
+    hot = builder.block
+    with builder.if_then(suspect, likely=False):
+        _fail_unless_in_range(em, node, x, ty.width)
+        cold = builder.block
+    if result is None:
+        return builder.fptosi(x, ty)
+    # The cold path's result is the lowest int, said as a constant: a second use, for
+    # which the code generator keeps the constant in a register and the hot path's test
+    # is one compare (else x86 makes it a negation and an overflow test).
+    merged = builder.phi(ty)
+    merged.add_incoming(result, hot)
+    merged.add_incoming(ir.Constant(ty, -(2 ** 63)), cold)
+    return merged
+
+
+def _fail_unless_in_range(em: FunctionEmitter, node: Node, x: ir.Value, bits: int) -> None:
+    """Python's error for `int(x)` into `bits` bits, if `x` has one."""
+    builder = em.builder
+    low, high = -(2.0 ** (bits - 1)), 2.0 ** (bits - 1)
+    em.fail_if(node, is_nan(builder, x), "ValueError", msg.NAN_TO_INT)
+    em.fail_if(node, is_inf(builder, x), "OverflowError", msg.INF_TO_INT)
     # trunc(x) >= low: for int64 no double lies strictly between low - 1 and low.
     above = (compare_const(builder, ">=", x, low) if low - 1.0 == low
              else compare_const(builder, ">", x, low - 1.0))
     in_range = builder.and_(above, compare_const(builder, "<", x, high))
-    em.fail_if_any(node, [(is_nan(builder, x), "ValueError", msg.NAN_TO_INT),
-                          (is_inf(builder, x), "OverflowError", msg.INF_TO_INT),
-                          (builder.not_(in_range), "OverflowError",
-                           msg.INT_RANGE.format(bits=ty.width))])
-    return builder.fptosi(x, ty)
+    em.fail_if(node, builder.not_(in_range), "OverflowError", msg.INT_RANGE.format(bits=bits))
+
+
+_TWO_DOUBLES = ir.VectorType(DOUBLE, 2)
+_I32_ZERO = ir.Constant(ir.IntType(32), 0)
+
+
+@functools.cache
+def _indefinite_conversion() -> bool:
+    """Whether code runs on x86-64, where `cvttsd2si` answers -2**63 for what has no int64."""
+    return llvm.get_process_triple().startswith("x86_64")

@@ -136,6 +136,10 @@ class FunctionEmitter:
         self.numpy_semantics = False
         """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`OpDef.llvm_numpy`),
         without the table's error checks."""
+        self.indices: dict[tuple, tuple[ir.Value, bool]] = {}
+        """(array, axis, index) LLVM values -> the index within the axis, and whether it was
+        checked, for the element accesses emitted so far in the current region and those
+        enclosing it (`array_layout.element_pointer`): `a[k] += 1` checks `k` once."""
 
     @property
     def module(self) -> ir.Module:
@@ -156,10 +160,13 @@ class FunctionEmitter:
         self.builder.ret(OK)
 
     def emit_graph(self, graph: Graph, args: list[ir.Value]) -> list[ir.Value]:
-        """Emit a graph's nodes with its parameters bound to `args`; return its outputs."""
+        """Emit a graph's nodes with its parameters bound to `args`; return its outputs.
+        What the region learns of its indices stays in it: its code dominates none after."""
         self.values.update(zip(graph.params, args))
+        enclosing, self.indices = self.indices, dict(self.indices)
         for node in graph.nodes:
             self.values.update(zip(node.outputs, self.emit_node(self, node)))
+        self.indices = enclosing
         return [self.value(v) for v in graph.outputs]
 
     def adopt(self, t: Type, result: ir.Value) -> None:

@@ -23,6 +23,9 @@ function modulo 2**64. The check also asks every counter bound to be within +-2*
 within +-2**61, and the pass takes only sum(|c|) <= 2**20, so the corners are computed
 without overflow and an index found in [0, size) is the function's true value.
 
+Accesses marked `boundscheck=False` are versioned too: the check costs nothing per element,
+and `inbounds` also drops the negative-index wrap, which keeps a loop from vectorizing.
+
 The accesses of the fast loop are not versioned again; an inner loop whose accesses were
 left (a triangular nest, `range(i)`) is versioned inside the fast loop, where its check
 runs once per outer iteration. The `if` lists what it hoisted in `attrs['hoisted']`, which
@@ -284,8 +287,7 @@ def index_positions(node: Node) -> list[tuple[int, int]]:
 def _access(node: Node, env: dict[Value, Info]) -> Access | None:
     positions = index_positions(node)
     array = env.get(node.inputs[0]) if positions else None
-    if array is None or not array.recipe or node.attrs.get("inbounds") \
-            or not node.attrs.get("boundscheck", True):
+    if array is None or not array.recipe or node.attrs.get("inbounds"):
         return None
     indices = []
     for axis, at in positions:
