@@ -42,6 +42,11 @@ memory, an accumulator; a write's backward moves the adjoint at the written
 place into `v`'s and zeroes it there (`set_at`, `zero_into`), and puts back
 the value the forward copy saw overwritten, so that every array holds, at
 each point of the backward sweep, what it held at that point of the forward.
+
+Bounds checks: the forward copy keeps its own. What the backward sweep indexes, the
+forward indexed already with the same index into an array of the same shape: `add_at`,
+`set_at`, the reads of overwritten values in a recomputed body and everything that body
+recomputes carry `boundscheck=False` (a negative index still counts from the end).
 """
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ from ..core import Graph, Node, Value
 from ..ops.adjoints import AddAt, AddIntoView
 from ..ops.elementwise import is_array_elementwise
 from ..ops.vjp import call_vjp
+from ..passes.boundscheck import drop_bounds_checks_in
 from ..passes.inline import clone_node
 from ..types import I64, ArrayType, TupleType
 from .builder import GraphBuilder
@@ -155,6 +161,8 @@ class RegionSweep:
                 self.olds[node] = None if node in unread else self.emit_write(node)
             else:
                 self.copies[node] = clone_node(node, self.primal)
+                if self.recomputing:
+                    drop_bounds_checks_in(self.copies[node])
                 if node.op == "if" and written_captures(node):
                     self.if_logs[node] = self.log_if(node, self.copies[node])
                 self.dst.nodes.append(self.copies[node])
@@ -225,7 +233,9 @@ class RegionSweep:
         """Add an element's or a view's adjoint into `value`'s accumulator, in place."""
         accumulator = self.accumulator(e, value)
         if isinstance(part, AddAt):
-            self.adjoints[value] = e.op("add_at", accumulator, part.g, *part.indices)
+            # The forward read of those indices checked them; negative ones still wrap.
+            self.adjoints[value] = e.op("add_at", accumulator, part.g, *part.indices,
+                                        boundscheck=False)
         else:
             view = e.op(part.op, accumulator, *part.parts, **part.attrs)
             self.adjoints[value] = e.op("add_into", accumulator, view, part.g)
@@ -236,12 +246,15 @@ class RegionSweep:
         """The forward copy of a write, after reading what it overwrites; return that."""
         e = GraphBuilder(self.dst, node.loc)
         dest = self.primal[node.inputs[0]]
+        ran = {"boundscheck": False} if self.recomputing else {}  # else the write's own check
         if node.op == "array_set":
-            old = e.op("array_get", dest, *[self.primal[v] for v in node.inputs[2:]])
+            old = e.op("array_get", dest, *[self.primal[v] for v in node.inputs[2:]], **ran)
         else:
             old = e.op("array_new_like", dest, dtype=None, fill=None)
             e.op("array_assign", old, dest)
         self.copies[node] = clone_node(node, self.primal)
+        if self.recomputing:
+            drop_bounds_checks_in(self.copies[node])
         self.dst.nodes.append(self.copies[node])
         return old
 
@@ -262,7 +275,8 @@ class RegionSweep:
                 if self.ad.wants_adjoint(value):
                     self.accumulate(e, value, e.op("array_get", target, *indices,
                                                    boundscheck=False))
-                zeroed = e.op("set_at", target, e.const(0.0, target.type.dtype), *indices)
+                zeroed = e.op("set_at", target, e.const(0.0, target.type.dtype), *indices,
+                              boundscheck=False)
                 self.adjoints[root] = zeroed if not chain else accumulator
             else:
                 if self.ad.wants_adjoint(value):

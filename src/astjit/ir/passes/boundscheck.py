@@ -10,7 +10,7 @@ is covered.
 """
 from __future__ import annotations
 
-from ..core import Module
+from ..core import Module, Node
 
 INDEXING = frozenset({"array_get", "array_set", "array_view", "add_at", "set_at"})
 """The ops whose indices a bounds check guards."""
@@ -23,3 +23,14 @@ def drop_bounds_checks(module: Module) -> Module:
             if node.op in INDEXING:
                 node.attrs["boundscheck"] = False
     return module
+
+
+def drop_bounds_checks_in(node: Node) -> None:
+    """Mark `node`, and the indexing nodes of its regions, unchecked: code that ran
+    already with the same indices (a loop body the reverse sweep recomputes)."""
+    if node.op in INDEXING:
+        node.attrs["boundscheck"] = False
+    for region in node.regions:
+        for inner in region.walk():
+            if inner.op in INDEXING:
+                inner.attrs["boundscheck"] = False
