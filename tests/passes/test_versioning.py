@@ -190,8 +190,17 @@ def test_a_nest_is_checked_once_before_the_outer_loop():
     assert accesses and all(n.attrs.get("inbounds") for n in accesses)
 
 
+def shifted(x, y, k):
+    for i in range(k, len(y)):
+        y[i] = 2.0 * x[i - k]
+    return 0
+
+
 def test_unchecked_loops_are_versioned_too():
-    """boundscheck=False keeps the negative-index wrap; the fast loop drops it as well."""
+    """boundscheck=False keeps the negative-index wrap; the fast loop drops it as well, and
+    vectorizes where LLVM could not prove i - k non-negative."""
+    text = jit(shifted, boundscheck=False).ir(np.ones(8), np.ones(8), 2, stage="llvm-opt")
+    assert "x double>" in text
     x, args = float_arrays(6), (1, 5)
     assert "inbounds=True" in jit(stencil, boundscheck=False).ir(x, np.zeros(6), *args,
                                                                    stage="optimized")

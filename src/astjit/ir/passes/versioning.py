@@ -24,7 +24,8 @@ within +-2**61, and the pass takes only sum(|c|) <= 2**20, so the corners are co
 without overflow and an index found in [0, size) is the function's true value.
 
 Accesses marked `boundscheck=False` are versioned too: the check costs nothing per element,
-and `inbounds` also drops the negative-index wrap, which keeps a loop from vectorizing.
+and `inbounds` also drops the negative-index wrap, a select LLVM keeps where it cannot
+prove the index non-negative (`x[i - k]`), which keeps the loop from vectorizing.
 
 The accesses of the fast loop are not versioned again; an inner loop whose accesses were
 left (a triangular nest, `range(i)`) is versioned inside the fast loop, where its check
