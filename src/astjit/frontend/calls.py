@@ -47,11 +47,13 @@ SUPPORTED_NUMPY = ("np.empty, np.zeros, np.ones, np.full, their *_like forms, np
                    "NumPy's elementwise functions (np.exp, np.maximum, np.where, ...) and "
                    "the reductions np.sum, np.mean, np.max, np.min, np.prod, np.any, "
                    "np.all, np.argmax, np.argmin, np.cumsum, np.cumprod, np.var, np.std, "
-                   "np.ptp, np.count_nonzero, np.nansum and the other nan* (and the methods "
+                   "np.ptp, np.count_nonzero, np.nansum, np.nanmean ... (and the methods "
                    "x.sum() ...), the shape and joining functions np.concatenate, np.stack, "
                    "np.hstack, np.vstack, np.split, np.squeeze, np.expand_dims, np.ravel, "
                    "np.flip, np.roll, np.tile, np.repeat, np.broadcast_to, np.swapaxes, "
-                   "np.moveaxis, and np.copy, np.ascontiguousarray, np.array, np.linspace; "
+                   "np.moveaxis, and np.copy, np.ascontiguousarray, np.array, np.linspace, "
+                   "the sorting functions np.sort, np.argsort, np.searchsorted, np.unique, "
+                   "np.nonzero (np.where(cond)), np.median, np.percentile, np.quantile; "
                    "other whole-array operations come later: loop over the elements instead")
 
 

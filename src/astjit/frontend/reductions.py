@@ -79,15 +79,13 @@ METHODS = ("sum", "mean", "max", "min", "prod", "any", "all", "var", "std", "arg
 """The array methods that are reductions (NumPy's, with its functions' parameters)."""
 FLOAT_DTYPE = ("mean", "var", "std", "nanvar", "nanstd", "nanmean")
 """The kinds whose `dtype=` must be a float type (the others also take int64)."""
-SORTING = ("median", "percentile", "quantile", "nanmedian", "nanpercentile", "nanquantile")
-"""Reductions that need a sort or a selection: refused, saying so."""
 
 
 @functools.cache
 def _function_table() -> dict[object, str]:
     import numpy
 
-    return {getattr(numpy, name): name for name in (*FUNCTIONS, *SORTING) if hasattr(numpy, name)}
+    return {getattr(numpy, name): name for name in FUNCTIONS if hasattr(numpy, name)}
 
 
 def numpy_reduction(obj: object) -> str | None:
@@ -98,12 +96,6 @@ def numpy_reduction(obj: object) -> str | None:
 def lower_numpy_reduction(lowerer, scope: Scope, node: ast.Call, function: str,
                           name: str) -> Value:
     """`np.sum(x, axis, keepdims=...)`: the array is the first argument."""
-    if function in SORTING:
-        return lowerer.fail(scope, node, UnsupportedCallError,
-                            f"{name}() is not supported yet: it needs a sort or a selection, "
-                            "which compiled code does not have yet",
-                            f"compute it outside the compiled function (np.{function} on the "
-                            "array it returns), or pass its result in")
     if not node.args and not any(k.arg == "a" for k in node.keywords):
         return lowerer.fail(scope, node, UnsupportedCallError, f"{name}() needs an array")
     args = list(node.args)

@@ -21,6 +21,7 @@ from . import (
     raises,
     reductions,
     shape_calls,
+    sorting,
     statements,
     views,
 )
@@ -56,6 +57,8 @@ CALLEES = (  # tried in this order on the callee of a call
     Callee(shape_calls.numpy_shape_function,  # np.concatenate, np.split, np.linspace ...
            shape_calls.lower_numpy_shape_function),
     Callee(linalg.numpy_linalg, linalg.lower_numpy_linalg),  # np.dot, np.matmul, np.eye ...
+    Callee(sorting.numpy_sorting_function,  # np.sort, np.unique, np.median, np.where(c) ...
+           sorting.lower_numpy_sorting_function),
     Callee(ufunc_handler, calls.lower_builtin_call),  # np.exp, np.maximum, np.where ...
 )
 METHODS = {
@@ -63,6 +66,7 @@ METHODS = {
     **{name: comprehensions.lower_dict_view for name in ("items", "keys", "values")},  # d.items()
     **{name: reductions.lower_reduction_method for name in reductions.METHODS},  # x.sum() ...
     **{name: shape_calls.lower_shape_method for name in shape_calls.METHOD_SIGNATURES},
+    **{name: sorting.lower_sorting_method for name in sorting.METHODS},  # x.sort() ...
 }
 
 RULES = Rules(

@@ -51,6 +51,7 @@ from . import (
     scalars,
     scans,
     shaping,
+    sorting,
     tapes,
     views,
 )
@@ -74,6 +75,7 @@ ROUTINES = {
     **callbacks.ROUTINES,
     **scans.ROUTINES,
     **shaping.ROUTINES,
+    **sorting.ROUTINES,
     "reduce": fused.reduce_routine,
     **fused.NUMPY_ROUTINES,
 }

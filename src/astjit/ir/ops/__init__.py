@@ -72,6 +72,8 @@ from . import (  # noqa: F401
     sequences,
     shape_functions,
     shaping,
+    sorting,
+    sorting_functions,
     statistics,
     tapes,
     views,
