@@ -6,7 +6,20 @@ to native code with LLVM. `grad` and friends differentiate that IR.
 """
 from . import tree
 from .api import jit, static_params
-from .autodiff import check_grad, custom_vjp, grad, jvp, stop_gradient, value_and_grad
+from .autodiff import (
+    check_grad,
+    custom_vjp,
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 from .callbacks import ArraySpec, callback
 from .errors import (
     CompileError,
@@ -19,7 +32,8 @@ from .errors import (
 )
 from .vectorize import vectorize
 
-__all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "stop_gradient", "check_grad",
+__all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev",
+           "jacobian", "hessian", "vmap", "stop_gradient", "check_grad",
            "custom_vjp", "vectorize", "tree",
            "callback", "ArraySpec",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",

@@ -1,4 +1,5 @@
-"""Public differentiation API: grad, value_and_grad, jvp, stop_gradient, check_grad.
+"""Public differentiation API: grad, value_and_grad, jvp, vjp, jacfwd, jacrev, jacobian,
+hessian, stop_gradient, check_grad; and vmap, the other transform of functions.
 
 `grad(f)` returns a *derived function*: a small object that names its base
 function and what to derive. Compiling it (on its first call, or when jitted
@@ -32,7 +33,9 @@ class DerivedSpec:
     """The function differentiated: a Python function or another derived function."""
     params: tuple[str, ...]
     derive: tuple
-    """("grad", argnums, with_value, single) or ("jvp", n_primals): read by ir.ad.derive."""
+    """(kind, argnums, single) for "grad", "value_and_grad", "jacfwd" and "jacrev";
+    ("jvp", n_primals) or ("vjp", n_primals); ("vmap", in_axes, out_axes): read by
+    ir.ad.derive."""
     loc: Loc | None = None
 
 
@@ -135,6 +138,8 @@ def _derive(fn: Any, kind: str, argnums: int | tuple[int, ...]) -> Derived:
     if kind == "jvp":
         tangents = tuple(f"d{p}" for p in params)
         return Derived(fn, f"jvp({name})", params + tangents, ("jvp", len(params)))
+    if kind == "vjp":
+        return Derived(fn, f"vjp({name})", params + ("cotangent",), ("vjp", len(params)))
     wrt = _argnum_tuple(argnums, len(params), name)
     single = isinstance(argnums, int)
     return Derived(fn, f"{kind}({name})", params, (kind, wrt, single))
@@ -170,13 +175,69 @@ def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:
     return _derive(_unwrap(fn), "jvp", 0)(*primals, *tangents)
 
 
+def vjp(fn: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """Reverse mode: `(fn(*primals), pullback)`, where `pullback(cotangent)` gives one
+    cotangent per primal (a tuple, also of one): the vector-Jacobian product. The result
+    may be a float, an array or a container of them; `cotangent` has its structure."""
+    fn = _unwrap(fn)
+    from .api import jit
+
+    out = jit(fn)(*primals)
+    return out, functools.partial(_derive(fn, "vjp", 0), *primals)
+
+
+def jacfwd(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+    """The Jacobian of `fn` (a float or float array result) with respect to its arguments
+    `argnums`, by forward mode: one pass per element of the argument. Its shape is the
+    result's followed by the argument's; a tuple `argnums` gives a tuple of Jacobians."""
+    return _derive(_unwrap(fn), "jacfwd", argnums)
+
+
+def jacrev(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+    """Like `jacfwd`, by reverse mode: one pass per element of the result."""
+    return _derive(_unwrap(fn), "jacrev", argnums)
+
+
+jacobian = jacrev
+"""JAX's name: the Jacobian by reverse mode."""
+
+
+def hessian(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+    """The Hessian of scalar-valued `fn`: `jacfwd(jacrev(fn))` (forward over reverse), of
+    shape `x.shape + x.shape` for an argument `x`."""
+    return jacfwd(jacrev(fn, argnums), argnums)
+
+
+def vmap(fn: Callable, in_axes: int | None | tuple = 0, out_axes: int = 0) -> Derived:
+    """`fn` applied to each example of a batch: argument i is batched along its axis
+    `in_axes[i]` (None: the same for every example; an int: that axis of every
+    argument), and each result leaf gets the batch axis at `out_axes`. Compiled as one
+    loop over the batch (ir/ad/batching.py), so it composes with jit, grad and vmap."""
+    fn = _unwrap(fn)
+    params = _params_of(fn)
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(params)
+    if len(axes) != len(params):
+        raise ValueError(f"vmap: in_axes {in_axes!r} has {len(axes)} entries for "
+                         f"{fn.__name__}() of {len(params)} parameters")
+    if not all(a is None or isinstance(a, int) for a in axes) or not isinstance(out_axes, int):
+        raise ValueError(f"vmap: in_axes {in_axes!r} and out_axes {out_axes!r} must be ints "
+                         "or None (in_axes)")
+    return _vmapped(fn, axes, out_axes)
+
+
+@functools.cache
+def _vmapped(fn: Any, in_axes: tuple, out_axes: int) -> Derived:
+    name = getattr(fn, "__name__", "f")
+    return Derived(fn, f"vmap({name})", _params_of(fn), ("vmap", in_axes, out_axes))
+
+
 def stop_gradient(x: Any) -> Any:
     """The identity; inside a differentiated function its derivative is zero."""
     return x
 
 
 stop_gradient.__astjit_op__ = "stop_gradient"
-for _transform in (grad, value_and_grad):
+for _transform in (grad, value_and_grad, jacfwd, jacrev, hessian, vmap):
     _transform.__astjit_transform__ = True
 jvp.__astjit_jvp__ = functools.partial(_derive, kind="jvp", argnums=0)
 

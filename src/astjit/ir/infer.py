@@ -256,17 +256,25 @@ class _Inferencer:
         from .ad.derive import derive
 
         spec = node.attrs["derive"]
-        primals = inputs[:spec[1]] if spec[0] == "jvp" else inputs
+        primals = inputs[:spec[1]] if spec[0] in ("jvp", "vjp") else inputs
         if any(contains_bottom(v.type) for v in inputs):
             return [self.undef(out, BOTTOM, node.loc)]
-        callee = self.specialize(node.attrs["callee"], [v.type for v in primals], node.loc)
+        types = [v.type for v in primals]
+        if spec[0] == "vmap":  # f is applied to examples; the derived graph takes batches
+            from .ad.batching import example_types
+
+            spec = (*spec, tuple(types))
+            types = example_types(types, spec[1], node.loc)
+        callee = self.specialize(node.attrs["callee"], types, node.loc)
         if callee not in self.out.graphs:
             raise TypingError("a function cannot be differentiated inside its own recursion",
                               node.loc)
-        tangents = [coerce(out, t, p.type, node.loc) for t, p in zip(inputs[len(primals):], primals)]
+        like = [Value("", self.out.graphs[callee].outputs[0].type)] if spec[0] == "vjp" else primals
+        tangents = [coerce(out, t, p.type, node.loc) for t, p in zip(inputs[len(primals):], like)]
         derived = derive(self.out, callee, spec)
         result = self.out.graphs[derived].outputs[0].type
-        new = out.add("call", [*primals, *tangents], attrs={"callee": derived, "primal": callee},
+        new = out.add("call", [*primals, *tangents], attrs={"callee": derived, "primal": callee,
+                                                             "derived": spec},
                       loc=node.loc,
                       names=[node.outputs[0].name], types=[result])
         return new.outputs

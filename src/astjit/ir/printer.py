@@ -79,9 +79,10 @@ IMPLIED_ATTRS = {
 `{type=f64}`), `tape_new : tape<f64>` (not `{element=f64}`), a fused or rowwise node's
 `plan` (each input's ndim, None for a scalar: what its operands' types say)."""
 
-BOOKKEEPING_ATTRS = ("primal",)
-"""Attributes with no effect on what runs, never printed: `primal` on a derived
-call (the graph it derives, for `ir(stage='grad')`'s side-by-side view)."""
+BOOKKEEPING_ATTRS = ("primal", "derived")
+"""Attributes with no effect on what runs, never printed: `primal` and `derived` on
+a derived call (the graph it derives and how, for `ir(stage='grad')`'s side-by-side
+view and for the reverse-mode rule of a gradient's call, ad/derive.py)."""
 
 ATTR_ORDER = ("kind", "op", "ndim", "rows", "reduce", "axis", "axes", "keepdims", "dtype",
               "fill", "stages", "ones", "reuse")

@@ -28,11 +28,11 @@ from __future__ import annotations
 from ..core import Graph, Module, Node, Value
 from ..ops import OPS
 from ..passes.inline import clone_node
-from ..types import ArrayType, TapeType, TupleType
+from ..types import TapeType, TupleType
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 from .forward_activity import SHARING_OPS, active_values, differentiable
-from .forward_rules import copy_array, leaf_tangent, zeros_like
+from .forward_rules import leaf_tangent, zeros_like
 
 __all__ = ["NotDifferentiableError", "forward_graph", "jvp_graph_name"]
 
@@ -185,13 +185,10 @@ class _Transform:
         if out not in self.active and not writes:
             return
         tangents = [self.tangents.get(v) for v in node.inputs]
-        tangent = leaf_tangent(e, node, copy.inputs, copy.outputs[0], tangents)
-        if out not in self.active:
-            return
-        if self.writes and isinstance(out.type, ArrayType) and node.op not in SHARING_OPS \
-                and tangent in tangents:
-            tangent = copy_array(e, tangent)  # a new array gets a tangent of its own
-        self.tangents[out] = tangent
+        tangent = leaf_tangent(e, node, copy.inputs, copy.outputs[0], tangents,
+                               fresh=self.writes and node.op not in SHARING_OPS)
+        if out in self.active:
+            self.tangents[out] = tangent
 
     # ---- structural ops ------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ def _node_attrs(t: TupleType) -> dict:
 
 def copy_array(e: GraphBuilder, value: Value) -> Value:
     """A new array holding `value`'s elements."""
-    return e.op("add", e.op("array_new_like", value, fill=0, dtype=value.type.dtype), value)
+    return e.op("array_copy", value)
 
 
 TangentRule = Callable[[GraphBuilder, Node, list[Value], Value, list[Value | None]], Value]
@@ -151,17 +151,42 @@ def _vjp_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
     if total is None:
         return zeros_like(e, out)
     if isinstance(out.type, ArrayType):
-        arrays = sum(isinstance(v.type, ArrayType) for v in inputs)
-        if arrays > 1 or total.type != out.type:  # a smaller operand's share: broadcast it
-            total = e.op("add", e.op("array_new_like", out, fill=0, dtype=out.type.dtype), total)
+        if not isinstance(total.type, ArrayType):  # a float operand's share alone
+            return e.op("array_new_like", out, _as(e, total, out.type.dtype), fill="value",
+                        dtype=out.type.dtype)
+        if total.type.dtype != out.type.dtype:
+            total = e.op("array_astype", total, dtype=out.type.dtype)
+        if total.type.ndim != out.type.ndim or sum(isinstance(v.type, ArrayType)
+                                                     for v in inputs) > 1:
+            dims = [e.op("array_dim", out, axis=k) for k in range(out.type.ndim)]
+            total = e.op("array_broadcast_to", total, *dims)  # a smaller operand's share
         return total
-    return total if total.type == out.type else e.op("cast", total, to=out.type)
+    return _as(e, total, out.type)
+
+
+def _as(e: GraphBuilder, value: Value, t: ScalarType) -> Value:
+    return value if value.type == t else e.op("cast", value, to=t)
 
 
 def leaf_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
-                 tangents: list[Value | None]) -> Value:
+                 tangents: list[Value | None], fresh: bool = False) -> Value:
     """The tangent of an active leaf op's result (or of the array a write writes into),
-    emitted with `e`."""
+    emitted with `e`; `fresh`: an array result's tangent must be memory of its own (the
+    graph writes into arrays), not an input's tangent or a view of one."""
+    tangent = _rule_tangent(e, node, inputs, out, tangents)
+    if fresh and isinstance(out.type, ArrayType) and (tangent in tangents or _is_view(e, tangent)):
+        tangent = copy_array(e, tangent)
+    return tangent
+
+
+def _is_view(e: GraphBuilder, value: Value) -> bool:
+    """Whether `value` is the view the last node emitted made."""
+    last = e.graph.nodes[-1] if e.graph.nodes else None
+    return last is not None and value in last.outputs and "view" in OPS[last.op].traits
+
+
+def _rule_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
+                  tangents: list[Value | None]) -> Value:
     op = OPS[node.op]
     if node.op in STRUCTURAL_RULES:
         rule = STRUCTURAL_RULES[node.op]

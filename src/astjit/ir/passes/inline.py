@@ -7,6 +7,9 @@ arguments, and each node keeps its own source location. Calls inside inlined
 bodies are inlined in turn, which ends because no callee off a cycle reaches
 itself. Graphs no longer reachable from the entry are dropped afterwards.
 
+A call marked `noinline` stays a call: a Jacobian's loop calls the pass it repeats,
+compiled once (ad/jacobians.py).
+
 A small self-recursive graph also gets its own body inlined at each self-call,
 up to SELF_INLINE_LEVELS levels (recursion unrolled, as gcc does): fib then
 makes a fraction of the calls, each doing more work (docs/measurements.md).
@@ -67,7 +70,7 @@ def _inline_in(graph: Graph, module: Module, on_cycle: set[str]) -> None:
             _inline_in(region, module, on_cycle)
         callee = module.graphs.get(node.attrs.get("callee")) if node.op == "call" else None
         if callee is None or callee.name in on_cycle or len(callee.params) != len(node.inputs) \
-                or "custom_vjp" in node.attrs:
+                or "custom_vjp" in node.attrs or node.attrs.get("noinline"):
             return None
         mapping = dict(zip(callee.params, node.inputs))
         body = [clone_node(inner, mapping) for inner in callee.nodes]

@@ -1,0 +1,154 @@
+"""Jacobians as loops of directional derivatives, built into a derived graph (derive.py).
+
+- `forward_jacobian`: the Jacobian of a function's result with respect to one argument,
+  one forward-mode pass (`jvp`) per element of the argument: column k is the tangent of
+  the result along the k-th basis vector (JAX's `jacfwd`; cheap for few inputs).
+- `reverse_jacobians`: the Jacobians with respect to several arguments, one reverse-mode
+  pass (a `vjp` graph) per element of the result: row k is the cotangent of the
+  arguments for the k-th basis cotangent (JAX's `jacrev`; cheap for few outputs).
+
+A Jacobian has the result's shape followed by the argument's (a float has none); a
+float result's Jacobian is its gradient, a float argument's its tangent, with no loop.
+The loops are counted `while` nodes in the graph, so a Jacobian compiles as one
+program, fuses like any other and can be differentiated again (`hessian` is
+`jacfwd(jacrev(f))`). The basis vector is one array, its element set to 1 before a
+pass and back to 0 after; where the function writes into arrays, each pass gets copies
+of the arrays it is given (forward mode writes into the tangents too).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...errors import DifferentiationError
+from ..core import Graph, Value
+from ..types import I64, ArrayType, ScalarType, Type
+from .builder import GraphBuilder
+from .forward_rules import copy_array
+
+
+def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[Value],
+                     writes: bool) -> Value:
+    """The Jacobian of `inner`'s result w.r.t. `args[i]`, built in `graph` from `jvp`
+    (`inner`'s params, then a tangent of param i -> (value, tangent))."""
+    e = GraphBuilder(graph, inner.loc)
+    x = args[i]
+    result = _result_type(inner)
+    if isinstance(x.type, ScalarType):
+        return e.op("getitem", _call(graph, jvp, [*args, e.const(1.0, x.type)]), index=1)
+    n, x_dims = _dims(e, x)  # the result's shape from a pass along zeros: no other code
+    out = e.op("getitem", _call(graph, jvp, [*args, e.op("array_new_like", x, fill=0,
+                                                           dtype=x.type.dtype)]), index=1)
+    rows, out_dims = _dims(e, out)
+    jacobian = e.op("array_new", *out_dims, *x_dims, fill=0, dtype=result)
+    columns = e.op("array_reshape", jacobian, rows, n)
+    basis = e.op("array_new", n, fill=0, dtype=x.type.dtype)
+
+    def column(b: GraphBuilder, k: Value, inv: list[Value]) -> None:
+        *given, columns, basis = inv
+        b.op("array_set", basis, b.const(1.0, x.type.dtype), k)
+        tangent = b.op("array_reshape", basis, *_dims(b, given[i])[1])
+        passed = _copies(b, given, writes)
+        if writes:
+            tangent = copy_array(b, tangent)
+        t = b.op("getitem", _call(b.graph, jvp, [*passed, tangent]), index=1)
+        if isinstance(t.type, ArrayType):
+            target = b.op("array_view", columns, k, spec=("s000", "i"))
+            b.op("array_assign", target, b.op("array_reshape", t, _dims(b, t)[0]))
+        else:
+            b.op("array_set", columns, _as(b, t, result), b.const(0, I64), k)
+        b.op("array_set", basis, b.const(0.0, x.type.dtype), k)
+
+    counted_loop(graph, n, [*args, columns, basis], column, inner)
+    return jacobian
+
+
+def reverse_jacobians(graph: Graph, inner: Graph, vjp: Graph, wrt: list[int],
+                      args: list[Value]) -> list[Value]:
+    """The Jacobians of `inner`'s result w.r.t. `args[i]` for each i of `wrt`, built in
+    `graph` from `vjp` (`inner`'s params, then a cotangent -> one cotangent per param)."""
+    e = GraphBuilder(graph, inner.loc)
+    result = _result_type(inner)
+    out = _call(graph, inner, args)
+    if isinstance(out.type, ScalarType):
+        cotangents = _call(graph, vjp, [*args, e.const(1.0, out.type)])
+        return [e.op("getitem", cotangents, index=i) for i in wrt]
+    m, out_dims = _dims(e, out)
+    jacobians, rows = [], []
+    for i in wrt:
+        n, x_dims = _dims(e, args[i])
+        jacobians.append(e.op("array_new", *out_dims, *x_dims, fill=0, dtype=result))
+        rows.append(e.op("array_reshape", jacobians[-1], m, *([n] if x_dims else [])))
+    basis = e.op("array_new", m, fill=0, dtype=out.type.dtype)
+
+    def row(b: GraphBuilder, k: Value, inv: list[Value]) -> None:
+        given, basis = inv[:len(args)], inv[len(args)]
+        targets, dims = inv[len(args) + 1:len(args) + 1 + len(wrt)], inv[len(args) + 1 + len(wrt):]
+        b.op("array_set", basis, b.const(1.0, out.type.dtype), k)
+        cotangents = _call(b.graph, vjp, [*given, b.op("array_reshape", basis, *dims)])
+        for i, target in zip(wrt, targets):
+            c = b.op("getitem", cotangents, index=i)
+            if isinstance(c.type, ArrayType):
+                b.op("array_assign", b.op("array_view", target, k, spec=("i",)),
+                     b.op("array_reshape", c, _dims(b, c)[0]))
+            else:
+                b.op("array_set", target, _as(b, c, result), k)
+        b.op("array_set", basis, b.const(0.0, out.type.dtype), k)
+
+    counted_loop(graph, m, [*args, basis, *rows, *out_dims], row, inner)
+    return jacobians
+
+
+def _result_type(inner: Graph) -> Type:
+    """The dtype of a Jacobian: the float the result is made of."""
+    t = inner.outputs[0].type
+    dtype = t.dtype if isinstance(t, ArrayType) else t
+    if not (isinstance(dtype, ScalarType) and dtype.is_float):
+        raise DifferentiationError(f"a Jacobian needs a function returning a float or a float "
+                                   f"array, not {t}", inner.loc,
+                                   hint="return an array (np.stack the results)")
+    return ScalarType(dtype.name)
+
+
+def _dims(e: GraphBuilder, v: Value) -> tuple[Value, list[Value]]:
+    """(the number of elements, the length of each axis) of an array; (1, []) of a scalar."""
+    if not isinstance(v.type, ArrayType):
+        return e.const(1, I64), []
+    dims = [e.op("array_dim", v, axis=k) for k in range(v.type.ndim)]
+    return e.op("array_size", v), dims
+
+
+def _as(e: GraphBuilder, v: Value, t: Type) -> Value:
+    return v if v.type == t else e.op("cast", v, to=t)
+
+
+def _copies(e: GraphBuilder, args: list[Value], writes: bool) -> list[Value]:
+    """`args`, each array a copy where the function writes into arrays."""
+    return [copy_array(e, a) if writes and isinstance(a.type, ArrayType) else a for a in args]
+
+
+def _call(graph: Graph, callee: Graph, args: list[Value]) -> Value:
+    """A call of `callee` that stays a call: a pass compiled once, however often it is
+    repeated (the inliner leaves it: passes/inline.py)."""
+    return graph.add("call", args, attrs={"callee": callee.name, "noinline": True},
+                     loc=callee.loc, types=[callee.outputs[0].type]).outputs[0]
+
+
+def counted_loop(graph: Graph, n: Value, invariants: list[Value],
+                  body: Callable[[GraphBuilder, Value, list[Value]], None], inner: Graph) -> None:
+    """`for k in range(n): body(builder, k, invariants)` as a `while` node in `graph`; the
+    body sees the invariants as its region's parameters, in order."""
+    every = [*invariants, n]
+
+    def region(name: str) -> Graph:
+        params = [Value(v.name, v.type) for v in every]
+        return Graph(name, [*params, Value("k", I64)], loc=inner.loc)
+
+    cond = region("cond")
+    cond.outputs = [GraphBuilder(cond, inner.loc).op("lt", cond.params[-1], cond.params[-2])]
+    loop = region("body")
+    b = GraphBuilder(loop, inner.loc)
+    body(b, loop.params[-1], loop.params[:len(invariants)])
+    loop.outputs = [b.op("add", loop.params[-1], b.const(1, I64))]
+    zero = GraphBuilder(graph, inner.loc).const(0, I64)
+    graph.add("while", [*every, zero], 1, attrs={"n_invariants": len(every)},
+              regions=[cond, loop], loc=inner.loc, types=[I64])
