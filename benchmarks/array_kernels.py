@@ -274,6 +274,43 @@ REDUCTIONS_ALONE = (prod, any_above, all_above, argmax, argmin, std, var, cumsum
                     nansum, nanmean, nanmax, nanmin, nanprod, nanstd, nanvar, ptp,
                     count_nonzero, argmax_rows, var_rows)
 REDUCTIONS_FUSED = (standardized, argmax_distance, nanmean_sqrt)
+
+
+# ---- sorting and searching (issue 14), each alone -------------------------------------------
+
+def sort(x):
+    return np.sort(x)
+
+
+def argsort(x):
+    return np.argsort(x)
+
+
+def sort_rows(x):
+    return np.sort(x[:x.size // 1000 * 1000].reshape((1000, -1)), axis=0)
+
+
+def searchsorted(x):
+    return np.searchsorted(np.linspace(-3.0, 3.0, 1000), x)
+
+
+def unique(x):
+    return np.unique((x * 1000.0).astype(np.int64))
+
+
+def nonzero(x):
+    return np.nonzero(x > 0.5)
+
+
+def median(x):
+    return np.median(x)
+
+
+def percentile(x):
+    return np.percentile(x, 90.0)
+
+
+SORTING_ALONE = (sort, argsort, sort_rows, searchsorted, unique, nonzero, median, percentile)
 NUMPY_ONLY = {engine: "compared with NumPy's own function only"
               for engine in ("Numba", "JAX", "C strict", "C fast-math")}
 
@@ -361,5 +398,7 @@ CASES = [
                 targets=(("NumPy", 1.2),), rtol=1e-9, atol=1e-9) for fn in REDUCTIONS_ALONE),
     *(ArrayCase(fn.__name__, fn, None, normal_vector, (10 ** 6,), missing=NUMPY_ONLY,
                 targets=(("NumPy", 1.0),), rtol=1e-9, atol=1e-9) for fn in REDUCTIONS_FUSED),
+    *(ArrayCase(fn.__name__, fn, None, normal_vector, (10 ** 6,), missing=NUMPY_ONLY,
+                targets=(("NumPy", 1.2),), rtol=1e-12, atol=0.0) for fn in SORTING_ALONE),
 ]
 """What array_run.py measures, in this order."""

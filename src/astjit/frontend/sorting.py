@@ -19,7 +19,7 @@ from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.ops.sorting_functions import FUNCTIONS
 from .builtins import CallError, numpy_lookup
-from .resolve import compile_time_value
+from .resolve import compile_time_value, static_object
 from .scope import Scope
 from .source import NOT_CONSTANT
 from .state import Lowering
@@ -110,6 +110,17 @@ def _bind(node: ast.Call, params: tuple, args: list[ast.expr], name: str) -> dic
     return bound
 
 
+def _static(state: Lowering, scope: Scope, expr: ast.expr) -> object:
+    """A compile-time argument: compile_time_value's, or a string (`kind=`, `side=`)."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        obj = static_object(state, scope, expr)
+        if isinstance(obj, str):
+            return obj
+    return compile_time_value(state, scope, expr)
+
+
 def _lower(state: Lowering, scope: Scope, node: ast.Call, function: str, name: str,
            params: tuple, args: list[ast.expr]) -> Value:
     try:
@@ -122,8 +133,7 @@ def _lower(state: Lowering, scope: Scope, node: ast.Call, function: str, name: s
         if kind == VALUE:
             inputs.append(state.lower_expr(scope, expr))
             continue
-        value = default[0] if expr is None else expr.value if isinstance(expr, ast.Constant) \
-            else compile_time_value(state, scope, expr)
+        value = default[0] if expr is None else _static(state, scope, expr)
         if value is NOT_CONSTANT:
             return state.fail(scope, node, UnsupportedCallError,
                               f"the argument {pname}= of {name}() must be known at compile "

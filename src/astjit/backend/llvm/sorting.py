@@ -14,7 +14,8 @@
   even for an unsorted `a`; elements compared in the common dtype, NaN greatest.
 - `unique_sorted`: one pass counting the distinct elements (a NaN equal to a NaN), the
   result allocated, a second pass writing them.
-- `nonzero`: one pass counting, then the (ndim, count) result written in C order.
+- `nonzero`: one pass counting, then the (ndim, count) result written in C order without
+  a branch (into a spare column; the result's rows are `count + 1` apart).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from llvmlite import ir
 from ...ir.ops.sorting import search_type
 from ...ir.types import BOOL, I64, ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays, owned
-from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type
+from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I1, I64_T, element_type
 from .runtime import npysort
 from .scans import _c_strides, _convert, _load, _pointer
 
@@ -296,16 +297,19 @@ def nonzero(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     nests.loop_nest(em, dims, lambda ix: b.store(
         b.add(b.load(count), b.zext(_nonzero_at(b, t.dtype, x, ix), I64_T)), count), "nonzero.count")
     total = b.load(count)
-    out = new_arrays.allocate(em, node, ArrayType(I64, 2), [_i64(t.ndim), total], zeroed=False)
+    # one spare column: every element's indices are stored at the next free column, whether
+    # it is nonzero or not (no branch), and the column advances only for a nonzero one
+    spare = b.add(total, _i64(1))
+    out = new_arrays.allocate(em, node, ArrayType(I64, 2), [_i64(t.ndim), spare], zeroed=False)
+    out = b.insert_value(out, total, [ARRAY_SHAPE, 1])
     data = b.extract_value(out, ARRAY_DATA)
     b.store(_i64(0), count)
 
     def write(indices):
-        with b.if_then(_nonzero_at(b, t.dtype, x, indices)):
-            c = b.load(count)
-            for a, i in enumerate(indices):
-                b.store(i, b.gep(data, [b.add(b.mul(_i64(a), total), c)]))
-            b.store(b.add(c, _i64(1)), count)
+        c = b.load(count)
+        for a, i in enumerate(indices):
+            b.store(i, b.gep(data, [b.add(b.mul(_i64(a), spare), c)]))
+        b.store(b.add(c, b.zext(_nonzero_at(b, t.dtype, x, indices), I64_T)), count)
     nests.loop_nest(em, dims, write, "nonzero.write")
     return out
 

@@ -9,8 +9,8 @@ of a sorted copy, with NumPy's arithmetic (numpy/lib/_function_base_impl.py):
   ValueError): the virtual index `v = (n - 1) * q`, its neighbours `floor(v)` and the
   next (both `n - 1` where `v >= n - 1`), `gamma = v - floor(v)` (`v + 1` past the end,
   as NumPy's index -1 gives), and NumPy's `_lerp`: `a + (b - a) * gamma`, or
-  `b - (b - a) * (1 - gamma)` where `gamma >= 0.5`. An int q of np.quantile takes the
-  element at `v` itself, as NumPy's integer path;
+  `b - (b - a) * (1 - gamma)` where `gamma >= 0.5`. An int q of np.quantile (0 or 1)
+  takes the element at `v` itself, of x's dtype, as NumPy's integer path;
 - a lane whose last sorted element is NaN gives that NaN (NumPy's NaN check).
 
 Int and bool arrays give float64, float32 arrays float32 (float64 where q is a NumPy
@@ -71,7 +71,7 @@ def _quantile(em, function: str, s, k: int, n, q, t: ScalarType):
     if function == "quantile" and not q.type.is_float:
         em.raise_if(em.op("bitor", em.op("lt", q, em.const(0)), em.op("gt", q, em.const(1))),
                     "ValueError", RANGES[function])
-        return _to(em, _take(em, s, k, em.op("mul", last, em.op("cast", q, to=I64))), t)
+        return _take(em, s, k, em.op("mul", last, em.op("cast", q, to=I64)))  # x's dtype
     q = em.op("cast", q, to=strong(F64))
     if function == "percentile":
         q = em.op("fdiv", q, em.op("const", value=100.0, type=strong(F64)))

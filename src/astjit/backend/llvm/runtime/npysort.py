@@ -7,7 +7,8 @@ of NumPy 2's `_ARRAY_API`, numpy/__multiarray_api.h) holds its kernels:
     argsort[kind]  int (void *values, npy_intp *indices, npy_intp n, void *arr)
 
 `kind` 0 quicksort (NumPy's introsort, with its SIMD sorts where the CPU has them), 1
-heapsort, 2 stable (timsort, radix sort for small ints); `arr` may be NULL for the
+heapsort (NumPy 2.4's np.sort runs kernel 0 for it: compiled code takes the kernel
+whose results are NumPy's), 2 stable (timsort, radix sort for small ints); `arr` may be NULL for the
 numeric dtypes; they return -1 where they cannot allocate their work memory. argsort
 permutes `indices`, which the caller fills with 0 .. n-1. These are the very functions
 `np.sort` and `np.argsort` run, so compiled code's results are NumPy's bit for bit
@@ -67,12 +68,15 @@ def kernel(what: str, dtype: ScalarType, kind: str) -> str:
     import numpy
 
     name = NUMPY_NAMES[dtype.name]
-    slot = (SORT_SLOT if what == "sort" else ARGSORT_SLOT) + KINDS.index(kind)
-    address = ctypes.c_void_p.from_address(_arrfuncs(name) + 8 * slot).value
     sample = numpy.array([3, 1, 2, 1, 0, 5, 4, 2, 9, 7, 1, 3, 8, 6, 2, 0] * 3, dtype=name)
     if sample.dtype.kind == "f":
         sample[[2, 17, 30]] = numpy.nan
-    if not address or not _agrees(what, address, sample, kind):
+    first = SORT_SLOT if what == "sort" else ARGSORT_SLOT
+    # NumPy 2.4 runs its default kernel for kind='heapsort': the kind's own, else that
+    candidates = [ctypes.c_void_p.from_address(_arrfuncs(name) + 8 * (first + k)).value
+                  for k in dict.fromkeys((KINDS.index(kind), 0))]
+    address = next((a for a in candidates if a and _agrees(what, a, sample, kind)), None)
+    if address is None:
         raise CompileError(f"NumPy {numpy.__version__}'s {kind} {what} kernel for {name} is not "
                            "where compiled code looks for it; sorting cannot be compiled")
     llvm.add_symbol(symbol(what, dtype, kind), address)
