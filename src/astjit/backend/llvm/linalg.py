@@ -117,6 +117,9 @@ def matmul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """a @ b / np.dot(a, b) of 1-d and 2-d arrays (the module docstring)."""
     a, b = args
     out_t = node.outputs[0].type
+    if max(t.type.ndim for t in node.inputs) > 2:
+        from .stacked_products import stacked_product  # it builds on this module
+        return stacked_product(em, node, a, b)
     dtype = out_t.dtype if isinstance(out_t, ArrayType) else out_t
     sizes = check_inner(em, node, a, b)
     if not dtype.is_float:
@@ -176,11 +179,7 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
     m, k, n = sizes
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     out_t = node.outputs[0].type
-    zero_i64, one = i64_constant(0), i64_constant(1)
-    a_strides = [byte_stride(builder, a, 0), byte_stride(builder, a, 1)] if a_t.ndim == 2 \
-        else [zero_i64, byte_stride(builder, a, 0)]
-    b_strides = [byte_stride(builder, b, 0), byte_stride(builder, b, 1)] if b_t.ndim == 2 \
-        else [byte_stride(builder, b, 0), zero_i64]
+    zero_i64 = i64_constant(0)
     if isinstance(out_t, ArrayType):
         dims = [d for d in (m, n) if d is not None]
         new_arrays.check_dims(em, node, out_t.dtype, dims)
@@ -193,6 +192,21 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
         out, data = None, em.alloca(I64_T)
         builder.store(zero_i64, data)
         out_strides = [zero_i64, zero_i64]
+    int_kernel(em, a, a_t.ndim, b, b_t.ndim, data, out_strides, sizes)
+    return out if out is not None else builder.load(data)
+
+
+def int_kernel(em: FunctionEmitter, a: ir.Value, a_ndim: int, b: ir.Value, b_ndim: int,
+               data: ir.Value, out_strides: list[ir.Value], sizes: tuple) -> None:
+    """data[i, j] += a[i, p] * b[p, j] (the (i, j) element at `out_strides`) for 1-d or
+    2-d `a` and `b` (`sizes`: (m, k, n), None for a vector's missing axis)."""
+    builder = em.builder
+    m, k, n = sizes
+    zero_i64, one = i64_constant(0), i64_constant(1)
+    a_strides = [byte_stride(builder, a, 0), byte_stride(builder, a, 1)] if a_ndim == 2 \
+        else [zero_i64, byte_stride(builder, a, 0)]
+    b_strides = [byte_stride(builder, b, 0), byte_stride(builder, b, 1)] if b_ndim == 2 \
+        else [byte_stride(builder, b, 0), zero_i64]
 
     def at(base, strides, i, j):
         offset = builder.add(builder.mul(i, strides[0]), builder.mul(j, strides[1]))
@@ -207,7 +221,6 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
         target = at(data, out_strides, i, j)
         builder.store(builder.add(builder.load(target, align=8), product), target, align=8)
     nests.loop_nest(em, [one if m is None else m, k, one if n is None else n], body, "matmul")
-    return out if out is not None else builder.load(data)
 
 
 # ---- np.diag, np.eye --------------------------------------------------------------------------

@@ -1,20 +1,26 @@
 """Linear algebra primitives: matrix products, np.diag, np.eye (NumPy semantics).
 
-- `matmul`: `a @ b`, `np.matmul(a, b)`, `np.dot(a, b)` of 1-d and 2-d arrays.
+- `matmul`: `a @ b`, `np.matmul(a, b)` of arrays of any ndim >= 1, `np.dot(a, b)` of
+  1-d and 2-d arrays (ops/linalg_functions.py makes N-d np.dot of reshapes and this).
   Inputs `[a, b]`; attrs `kind`: `"matmul"` (the default: `@` makes the node
   without attrs) or `"dot"`. The two kinds compute the same thing for these
   ndims; `kind` only picks NumPy's error message when the inner dimensions
   differ (ValueError "matmul: Input operand 1 has a mismatch in its core
   dimension 0, ... (size 5 is different from 4)" or "shapes (3,4) and (5,) not
   aligned: 4 (dim 1) != 5 (dim 0)"). Shapes: (m,k)@(k,n) -> (m,n),
-  (m,k)@(k,) -> (m,), (k,)@(k,n) -> (n,), (k,)@(k,) -> a scalar. The result
+  (m,k)@(k,) -> (m,), (k,)@(k,n) -> (n,), (k,)@(k,) -> a scalar; with more than 2
+  dimensions, a stack of matrices over the leading (batch) axes, broadcast against
+  each other as NumPy broadcasts ((2,1,3,5)@(4,5,2) -> (2,4,3,2)), a 1-d operand a
+  row (a) or a column (b) removed from the result (NumPy's ValueError when the batch
+  axes do not broadcast). The result
   dtype is NumPy's promotion of the two array dtypes (f32 with f64 -> f64, an
   int with a float -> f64, i64 with i64 -> i64); the operands keep their types
   (a float operand of another dtype is converted inside the computation). A
   result array is new and C-contiguous (owned). Scalars, 0-d and bool arrays
-  are type errors; more than 2 dimensions is "not supported yet".
-  For reverse mode: d(a@b) = (g@b.T, a.T@g) with the 1-d cases as outer
-  products/dots (the op itself has no VJP rule yet).
+  are type errors.
+  Reverse mode: d(a@b) = (g@b.T, a.T@g) with the 1-d cases as outer products/dots;
+  on stacks the same on the last two axes, summed over the batch axes an operand was
+  broadcast along. Forward mode: da @ b + a @ db.
 - `diag`: `np.diag(x, k)`. Inputs `[x, k]` (k an int, the diagonal's offset,
   0 the main one). A 1-d `x` gives a new square matrix of side
   `len(x) + |k|`, zero but `x` on diagonal k; a 2-d `x` gives its diagonal k
@@ -30,13 +36,11 @@ may write), so the passes never merge, move or drop them (passes/effects.py).
 """
 from __future__ import annotations
 
+from ..shape_algebra import broadcast
 from ..types import BOOL, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
 from .declare import _def
 from .elementwise import numpy_promote
 from .table import OpTypeError, Routine
-
-MAX_NDIM = 2
-"""The most dimensions a matrix product operand may have (stacks of matrices come later)."""
 
 
 def _numpy():
@@ -68,15 +72,24 @@ def matmul_rule(types, attrs):
         raise OpTypeError(f"{name} needs two arrays, got {a} and {b}: "
                           "a number times an array is written a * b")
     for t in (a, b):
-        if t.ndim == 0 or t.ndim > MAX_NDIM:
-            what = "0-d arrays" if t.ndim == 0 else f"{t.ndim}-d arrays (stacks of matrices)"
-            raise OpTypeError(f"{name} of {what} is not supported yet: compiled code multiplies "
-                              "1-d and 2-d arrays")
+        if t.ndim == 0:
+            raise OpTypeError(f"{name} of 0-d arrays is not supported yet: a number times an "
+                              "array is written a * b")
+        if t.ndim > 2 and attrs.get("kind") == "dot":
+            raise OpTypeError("np.dot() of 3-d and larger arrays is made of reshapes and a "
+                              "matrix product (ops/linalg_functions.py), not this node")
         if t.dtype == BOOL:
             raise OpTypeError(f"{name} of bool arrays is not supported yet: convert them first")
     dtype = numpy_promote([a.dtype, b.dtype], [])
-    ndim = a.ndim + b.ndim - 2
+    ndim = product_ndim(a.ndim, b.ndim)
     return [a, b], (dtype if ndim == 0 else ArrayType(dtype, ndim))
+
+
+def product_ndim(a_ndim: int, b_ndim: int) -> int:
+    """The dimensions of a @ b: the broadcast batch axes, then a's rows (when a is not a
+    vector), then b's columns (when b is not a vector)."""
+    batch = max(a_ndim - 2, b_ndim - 2, 0)
+    return batch + (a_ndim >= 2) + (b_ndim >= 2)
 
 
 def _int(t, what):
@@ -125,8 +138,13 @@ def _column(e, v):
 
 def _matmul_vjp(e, g, ins, out, needs):
     """d(a @ b) = (g @ b.T, a.T @ g); with a vector operand the products become outer
-    products (a column times a row, by broadcasting) and dots (g times the other vector)."""
+    products (a column times a row, by broadcasting) and dots (g times the other vector).
+    With stacks of matrices: the same on the last two axes, a vector operand a matrix of
+    one row (a) or one column (b), each adjoint summed over the batch axes its operand was
+    broadcast along (`sum_to_like`)."""
     a, b = ins
+    if max(a.type.ndim, b.type.ndim) > 2:
+        return _batched_matmul_vjp(e, g, a, b, needs)
     da = db = None
     ndims = (a.type.ndim, b.type.ndim)
     if needs[0]:
@@ -140,6 +158,31 @@ def _matmul_vjp(e, g, ins, out, needs):
               (1, 2): lambda: e.op("mul", _column(e, a), g),
               (1, 1): lambda: e.op("mul", g, a)}[ndims]()
     return [_like(e, da, a), _like(e, db, b)]
+
+
+def swap_last(e, x):
+    """x with its last two axes swapped (a view)."""
+    n = x.type.ndim
+    return e.op("array_permute", x, axes=(*range(n - 2), n - 1, n - 2))
+
+
+def _batched_matmul_vjp(e, g, a, b, needs):
+    a2 = a if a.type.ndim >= 2 else e.op("array_expand_dims", a, axes=(0,))
+    b2 = b if b.type.ndim >= 2 else e.op("array_expand_dims", b, axes=(1,))
+    g2 = g
+    if a.type.ndim == 1:  # g lacks the row axis of a's one row
+        g2 = e.op("array_expand_dims", g2, axes=(g2.type.ndim - (b.type.ndim >= 2),))
+    if b.type.ndim == 1:  # ... and the column axis of b's one column
+        g2 = e.op("array_expand_dims", g2, axes=(g2.type.ndim,))
+    da = db = None
+    if needs[0]:
+        da = e.op("sum_to_like", e.op("matmul", g2, swap_last(e, b2)), a)
+    if needs[1]:
+        db = e.op("matmul", swap_last(e, a2), g2)
+        if b.type.ndim == 1:  # (..., k, 1) -> (..., k), which sums to b's (k,)
+            db = e.op("array_squeeze", db, axes=(db.type.ndim - 1,))
+        db = e.op("sum_to_like", db, b)
+    return [da, db]
 
 
 def _matmul_jvp(e, tangents, ins, out, attrs):
@@ -162,18 +205,20 @@ def _like(e, adjoint, x):
 
 
 def _matmul_shape(node, table):
-    """m from `a`, n from `b` (ir/shape_algebra.py)."""
+    """The broadcast batch axes, then m from `a`, n from `b` (ir/shape_algebra.py)."""
     a, b = (table.shape(v) for v in node.inputs)
-    rows = a[:-1]  # (m,k)@... gives m; (k,)@... nothing
-    cols = b[1:]  # ...@(k,n) gives n; ...@(k,) nothing
-    return rows + cols
+    batch_a, batch_b = a[:-2], b[:-2]
+    batch = broadcast([batch_a, batch_b], max(len(batch_a), len(batch_b)))
+    rows = a[-2:-1]  # (..., m, k) @ ... gives m; (k,) @ ... nothing
+    cols = b[-1:] if len(b) >= 2 else ()  # ... @ (..., k, n) gives n; ... @ (k,) nothing
+    return (*batch, *rows, *cols)
 
 
 _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
      ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp, jvp=_matmul_jvp,
      shape=_matmul_shape,
-     doc="a @ b, np.matmul, np.dot of 1-d/2-d arrays through BLAS; attrs['kind'] picks "
-         "the error message")
+     doc="a @ b, np.matmul (stacks of matrices too), np.dot of 1-d/2-d arrays through BLAS; "
+         "attrs['kind'] picks the error message")
 _def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view", "linear"),
      no_vjp="not differentiable in reverse mode yet",
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")

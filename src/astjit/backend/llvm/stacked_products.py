@@ -1,0 +1,156 @@
+"""Stacks of matrix products: `a @ b` where an operand has more than 2 dimensions
+(ir/ops/linalg.py's `matmul`).
+
+The leading (batch) axes of the two operands broadcast against each other as NumPy
+broadcasts them (trailing axes aligned; a length-1 axis repeats: its stride taken as 0);
+a 1-d operand has no batch axes (it is a row for `a`, a column for `b`). After NumPy's
+checks (the inner dimensions first, then the batch axes: ValueError), the result is
+allocated once, C-contiguous, and a loop nest over the batch axes multiplies one pair of
+matrices (or matrix and vector) per step, in place in the result:
+
+- floats: the module's shared `astjit.matmul.<d|s>.<core ndims>` (blas_calls.py, the
+  function a 2-d product calls: gemm or gemv on each item as it lies, or on a copy where
+  BLAS cannot read it), given item views built here (data pointer, the last axes' lengths
+  and strides); an operand of another dtype is converted once, whole, first;
+- ints: linalg.py's wrapping loop nest on each item, into a zeroed result.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.types import ArrayType
+from . import array_layout, copies, nests, new_arrays
+from . import messages as msg
+from .blas_calls import (
+    PRODUCT_TOO_LARGE,
+    TOO_LARGE,
+    Call,
+    Operand,
+    byte_stride,
+    converted_copy,
+    i64_constant,
+    product_function,
+    release,
+)
+from .linalg import int_kernel, mismatch_message
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, I32_T
+from .shared import shared_function
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .emitter import FunctionEmitter
+
+BATCH_MISMATCH = ("operands could not be broadcast together: the batch axes of matmul's "
+                  "operands differ")
+BATCH_DETAIL = ("operands could not be broadcast together: matmul's batch axis {0} has "
+                "length {1} in the first operand and {2} in the second")
+
+
+class Stack:
+    """One operand as a stack of items: its batch axes (aligned with the result's last
+    batch axes) and its item's axes (1 or 2)."""
+
+    def __init__(self, builder: ir.IRBuilder, array: ir.Value, ndim: int):
+        self.array, self.ndim = array, ndim
+        self.core = min(ndim, 2)
+        self.batch = ndim - self.core
+        self.dims = [array_layout.dim(builder, array, k) for k in range(ndim)]
+        self.strides = [byte_stride(builder, array, k) for k in range(ndim)]
+
+    def batch_dim(self, axis: int, out_batch: int) -> ir.Value | None:
+        """The length along result batch axis `axis`, None where this operand has none."""
+        own = axis - (out_batch - self.batch)
+        return self.dims[own] if own >= 0 else None
+
+    def item(self, b: ir.IRBuilder, t: ArrayType, indices: list[ir.Value]) -> ir.Value:
+        """The view of the item at the result's batch `indices` (a length-1 axis repeats)."""
+        offset = i64_constant(0)
+        for axis, index in enumerate(indices):
+            own = axis - (len(indices) - self.batch)
+            if own < 0:
+                continue
+            step = b.select(b.icmp_signed("==", self.dims[own], i64_constant(1)),
+                            i64_constant(0), self.strides[own])
+            offset = b.add(offset, b.mul(index, step))
+        data = b.gep(b.extract_value(self.array, ARRAY_DATA), [offset])
+        return copies.build(b, ArrayType(t.dtype, self.core), data,
+                            b.extract_value(self.array, ARRAY_OWNER),
+                            self.dims[self.batch:], self.strides[self.batch:])
+
+
+def check_shapes(em: FunctionEmitter, node: Node, x: Stack, y: Stack, out_batch: int):
+    """NumPy's ValueErrors: the inner dimensions, then the batch axes; (the result's batch
+    lengths, (m, k, n) with None for a vector's missing axis)."""
+    b = em.builder
+    k, k_b = x.dims[-1], y.dims[-2] if y.ndim >= 2 else y.dims[0]
+    m = x.dims[-2] if x.ndim >= 2 else None
+    n = y.dims[-1] if y.ndim >= 2 else None
+    fixed, detail = mismatch_message("matmul", x.core, y.core)
+    em.fail_with_values(node, b.icmp_signed("!=", k, k_b), "ValueError", fixed, detail,
+                        [k, k_b, i64_constant(0) if m is None else m,
+                         i64_constant(0) if n is None else n])
+    one, lengths = i64_constant(1), []
+    for axis in range(out_batch):
+        da = x.batch_dim(axis, out_batch) or one
+        db = y.batch_dim(axis, out_batch) or one
+        clash = b.and_(b.icmp_signed("!=", da, db),
+                       b.and_(b.icmp_signed("!=", da, one), b.icmp_signed("!=", db, one)))
+        em.fail_with_values(node, clash, "ValueError", BATCH_MISMATCH, BATCH_DETAIL,
+                            [i64_constant(axis), da, db])
+        lengths.append(b.select(b.icmp_signed("==", da, one), db, da))
+    return lengths, (m, k, n)
+
+
+def stacked_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> ir.Value:
+    """A new array = a @ b over the broadcast batch axes (the module docstring)."""
+    builder = em.builder
+    a_t, b_t = node.inputs[0].type, node.inputs[1].type
+    out_t = node.outputs[0].type
+    dtype = out_t.dtype
+    x, y = Stack(builder, a, a_t.ndim), Stack(builder, b, b_t.ndim)
+    out_batch = out_t.ndim - (a_t.ndim >= 2) - (b_t.ndim >= 2)
+    lengths, (m, k, n) = check_shapes(em, node, x, y, out_batch)
+    core = [d for d in (m, n) if d is not None]
+    new_arrays.check_dims(em, node, dtype, lengths + core)
+    out = new_arrays.allocate(em, node, out_t, lengths + core, zeroed=not dtype.is_float)
+    result = Stack(builder, out, out_t.ndim)
+    result.core, result.batch = len(core), out_batch
+    if not dtype.is_float:
+        def int_item(indices):
+            item = result.item(builder, out_t, indices)
+            strides = [byte_stride(builder, item, k) for k in range(len(core))]
+            zero = i64_constant(0)
+            strides = strides if len(core) == 2 else [strides[0], zero] if n is None \
+                else [zero, strides[0]]
+            int_kernel(em, x.item(builder, a_t, indices), x.core, y.item(builder, b_t, indices),
+                       y.core, builder.extract_value(item, ARRAY_DATA), strides, (m, k, n))
+        nests.loop_nest(em, lengths, int_item, "matmul.stack")
+        return out
+    converted = []
+    for stack, t in ((x, a_t), (y, b_t)):
+        if t.dtype != dtype:
+            stack.array = converted_copy(em, node, stack.array, t, dtype)
+            stack.dims = [array_layout.dim(builder, stack.array, j) for j in range(t.ndim)]
+            stack.strides = [byte_stride(builder, stack.array, j) for j in range(t.ndim)]
+            converted.append(Operand(stack.array, ir.Constant(I1, 1)))
+    name = f"astjit.matmul.{Call(builder, dtype).prefix}.{x.core}{y.core}"
+    product = shared_function(em.module, name, *product_function(dtype, x.core, y.core))
+    item_t = ArrayType(dtype, 2)
+
+    def float_item(indices):
+        out_data = builder.extract_value(result.item(builder, out_t, indices), ARRAY_DATA)
+        code = builder.call(product, [x.item(builder, item_t, indices),
+                                      y.item(builder, item_t, indices), out_data])
+        with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
+                             likely=False):
+            too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
+            no_memory = em.errors.status(msg.OUT_OF_MEMORY, new_arrays.ALLOCATION_FAILED,
+                                         node.loc)
+            em.return_status(builder.select(
+                builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
+                ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
+    nests.loop_nest(em, lengths, float_item, "matmul.stack")
+    release(em, converted)
+    return out
