@@ -66,6 +66,8 @@ def static_object(state: Lowering, scope: Scope, node: ast.expr) -> object:
             return NOT_FOUND if value is None else value
         if is_numpy_module(base):
             return getattr(base, node.attr, NOT_FOUND)
+        if type(base).__name__ == "ufunc" and node.attr == "at":
+            return base.at  # np.add.at
         if isinstance(base, types.ModuleType) and isinstance(getattr(base, node.attr, None),
                                                              types.ModuleType):
             return getattr(base, node.attr)  # astjit.tree

@@ -18,7 +18,7 @@ from .operators import BINARY_OPS
 from .scope import Scope
 from .state import Lowering, StmtRule
 from .targets import assign_target, bad_target, lower_rhs
-from .views import has_slice, lower_indices, lower_view, unsupported_index
+from .views import has_extended, has_slice, index_spec, lower_indices, unsupported_index
 
 
 def lower_if_stmt(state: Lowering, scope: Scope, stmt: ast.If) -> None:
@@ -91,8 +91,14 @@ def _augment_element(state: Lowering, scope: Scope, stmt: ast.AugAssign) -> None
             bad_target(state, target)
         state.lower_expr(scope, stmt.value)  # for the problems it may have
         return
-    if has_slice(target):  # in place in the view, as NumPy's x[a:b].__iadd__(v)
-        _augmented(state, scope, stmt, lower_view(state, scope, target, array))
+    if has_slice(target) or has_extended(state, target):
+        # in place in the view, as NumPy's x[a:b].__iadd__(v); for an advanced index
+        # (a copy) the new values are written back, as Python's x.__setitem__ does
+        spec, parts = index_spec(state, scope, target)
+        op = "array_index" if "e" in spec else "array_view"
+        view = scope.emit(op, [array, *parts], loc, {"spec": spec})
+        new = _augmented(state, scope, stmt, view)
+        scope.emit("array_index_set", [array, new, *parts], loc, {"spec": spec, "mode": "writeback"})
         return
     indices = lower_indices(state, scope, target)
     current = scope.emit("array_get", [array, *indices], loc)

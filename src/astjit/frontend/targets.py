@@ -1,8 +1,10 @@
 """Assigning to targets: names, elements (`x[i] = v`), views (`y[1:3] = v`), unpacking.
 
 Assignment to an element, `x[i] = v` / `x[i, j] = v`, is an `array_set` node,
-evaluated as Python does: the value, then `x`, then the indices; to a slice,
-an `array_assign` into the view. An element of a value known to be a tuple
+evaluated as Python does: the value, then `x`, then the indices; to a slice (or
+with `...`), an `array_index_set`, which type inference makes an `array_assign`
+into the view, or a scatter for an integer or bool array index (`x[idx] = v` is
+an `array_set` until then: ir/ops/advanced_index.py). An element of a value known to be a tuple
 cannot be assigned. `a, b = t` assigns element by element, left to right; a
 tuple display unpacked into a tuple target of its length needs no tuple at all.
 `a, *rest = t` binds `rest` to the list of the remaining elements (a `tuple_slice`).
@@ -17,7 +19,7 @@ from ..ir.ops.containers import LIST
 from .function_values import FUNCTION_VALUES
 from .scope import Scope
 from .state import Lowering
-from .views import has_slice, lower_indices, lower_view, unsupported_index
+from .views import has_extended, has_slice, index_spec, lower_indices, unsupported_index
 
 
 def lower_rhs(state: Lowering, scope: Scope, expr: ast.expr,
@@ -54,9 +56,10 @@ def _store_element(state: Lowering, scope: Scope, target: ast.Subscript, value: 
     if array in scope.sizes:  # a tuple display or constant
         bad_target(state, target)
         return
-    if has_slice(target):  # y[1:3] = v: copy into the view
-        view = lower_view(state, scope, target, array)
-        scope.emit("array_assign", [view, value], state.loc(target))
+    if has_slice(target) or has_extended(state, target):  # y[1:3] = v: into the view
+        spec, parts = index_spec(state, scope, target)
+        scope.emit("array_index_set", [array, value, *parts], state.loc(target),
+                   {"spec": spec, "mode": "set"})
         return
     indices = lower_indices(state, scope, target)
     scope.emit("array_set", [array, value, *indices], state.loc(target))

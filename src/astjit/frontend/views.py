@@ -11,10 +11,14 @@ The frontend does not know types:
   it was, and no op needs resolving later except that one `getitem` case.
 - `x[a:b]` is an `array_view` whatever `x` is (type inference rejects a
   non-array), and a row `a[i]` of a 2-d array is an `array_get` with too few
-  indices that type inference turns into a view. `...`, `None` and starred
-  indices are reported (not supported yet).
-- Element and slice assignment (`x[i] = v`, `y[1:3] = v`: targets.py; `x[i] += v`:
-  statements.py) are built from `lower_indices` and `lower_view`.
+  indices that type inference turns into a view. An index with `...` is an
+  `array_index`. `None` (`np.newaxis`) and integer and bool arrays among the
+  indices (`x[idx]`, `a[1:, m]`, `x[:, None]`) are found by type inference,
+  which replaces any of these by NumPy's indexing (ir/ops/advanced_index.py).
+  Starred indices are reported (not supported yet).
+- Element and slice assignment (`x[i] = v`, `y[1:3] = v`, `x[..., None] = v`:
+  targets.py; `x[i] += v`: statements.py) are built from `lower_indices` and
+  `index_spec`.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ def lower_subscript(state: Lowering, scope: Scope, node: ast.Subscript) -> Value
     base = state.lower_expr(scope, node.value)
     if unsupported_index(state, node):
         return scope.emit("undef", [], state.loc(node))
-    if has_slice(node):
+    if has_slice(node) or has_extended(state, node):
         if base in scope.sizes:
             return state.fail(scope, node.slice, UnsupportedSyntaxError,
                               "slicing a tuple is not supported")
@@ -59,40 +63,56 @@ def lower_indices(state: Lowering, scope: Scope, node: ast.Subscript) -> list[Va
 
 
 def unsupported_index(state: Lowering, node: ast.Subscript) -> bool:
-    """Report (and return True for) an index with `...`, `None` or `*`."""
-    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    for part in parts:
-        if isinstance(part, ast.Constant) and (part.value is Ellipsis or part.value is None):
-            what = f"indexing with {ast.unparse(part)} ({ast.unparse(node)})"
-        elif isinstance(part, ast.Starred):
-            what = f"a starred index ({ast.unparse(node)})"
-        else:
-            continue
-        state.report(UnsupportedSyntaxError, f"{what} is not supported yet", part,
-                     "index one element at a time with integers, e.g. x[i] or a[i, j], "
-                     "in a for loop over range()")
-        return True
+    """Report (and return True for) a starred index."""
+    for part in _parts(node):
+        if isinstance(part, ast.Starred):
+            state.report(UnsupportedSyntaxError,
+                         f"a starred index ({ast.unparse(node)}) is not supported yet", part,
+                         "write the indices out, e.g. x[i, j], or index with a tuple of arrays")
+            return True
     return False
 
 
+def _parts(node: ast.Subscript) -> list[ast.expr]:
+    return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _is_constant(part: ast.expr, value) -> bool:
+    return isinstance(part, ast.Constant) and part.value is value
+
+
 def has_slice(node: ast.Subscript) -> bool:
-    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    return any(isinstance(part, ast.Slice) for part in parts)
+    return any(isinstance(part, ast.Slice) for part in _parts(node))
 
 
-def lower_view(state: Lowering, scope: Scope, node: ast.Subscript, base: Value) -> Value:
-    """`x[a:b:c, i]`: an array_view of `base` (already lowered)."""
-    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+def has_extended(state: Lowering, node: ast.Subscript) -> bool:
+    """Whether the index has `...` (an array_index settles it)."""
+    return any(_is_constant(p, Ellipsis) for p in _parts(node))
+
+
+def index_spec(state: Lowering, scope: Scope, node: ast.Subscript) -> tuple[tuple, list[Value]]:
+    """The spec (array_view's, plus 'e' for `...`) and input values of the index of
+    `node`, lowered left to right (`None` is a value: type inference finds it)."""
     spec, inputs = [], []
-    for part in parts:
+    for part in _parts(node):
         if isinstance(part, ast.Slice):
             bounds = (part.lower, part.upper, part.step)
             spec.append("s" + "".join("0" if b is None else "1" for b in bounds))
             inputs += [state.lower_expr(scope, b) for b in bounds if b is not None]
+        elif _is_constant(part, Ellipsis):
+            spec.append("e")
         else:
             spec.append("i")
             inputs.append(state.lower_expr(scope, part))
-    return scope.emit("array_view", [base, *inputs], state.loc(node), {"spec": tuple(spec)})
+    return tuple(spec), inputs
+
+
+def lower_view(state: Lowering, scope: Scope, node: ast.Subscript, base: Value) -> Value:
+    """`x[a:b:c, i]`: an array_view of `base` (already lowered); with `...` an array_index
+    (ir/ops/advanced_index.py)."""
+    spec, inputs = index_spec(state, scope, node)
+    op = "array_index" if "e" in spec else "array_view"
+    return scope.emit(op, [base, *inputs], state.loc(node), {"spec": spec})
 
 
 def lower_reshape(state: Lowering, scope: Scope, node: ast.Call, array: Value,
@@ -154,6 +174,33 @@ def numpy_view_function(obj: object) -> str | None:
     if obj is numpy.reshape:
         return "reshape"
     return None
+
+
+def numpy_index_function(obj: object) -> str | None:
+    """'add.at' for np.add.at, else None."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and callable(obj) and obj == numpy.add.at:
+        return "add.at"
+    return None
+
+
+def lower_add_at(state: Lowering, scope: Scope, node: ast.Call, which: str, name: str) -> Value:
+    """`np.add.at(x, index, v)`: x[index] += v, every occurrence of a repeated index adding
+    (an `array_index_set {mode='add'}`); `index` an index or a tuple display of them."""
+    if node.keywords or len(node.args) != 3 or any(isinstance(a, ast.Starred) for a in node.args):
+        return state.fail(scope, node, UnsupportedCallError,
+                          f"{name}() takes the array, the index and the values, by position")
+    loc = state.loc(node)
+    array = state.lower_expr(scope, node.args[0])
+    index = node.args[1]
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    spec = tuple("e" if _is_constant(p, Ellipsis) else "i" for p in parts)
+    inputs = [state.lower_expr(scope, p) for p in parts if not _is_constant(p, Ellipsis)]
+    value = state.lower_expr(scope, node.args[2])
+    scope.emit("array_index_set", [array, value, *inputs], loc, {"spec": spec, "mode": "add"})
+    return scope.const(None, loc)
 
 
 EXPRESSIONS: dict[type[ast.expr], ExprRule] = {ast.Subscript: lower_subscript}

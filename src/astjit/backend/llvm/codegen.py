@@ -45,6 +45,7 @@ from . import (
     arrays,
     callbacks,
     fused,
+    indexing,
     linalg,
     owned,
     rowwise,
@@ -76,6 +77,7 @@ ROUTINES = {
     **scans.ROUTINES,
     **shaping.ROUTINES,
     **sorting.ROUTINES,
+    **indexing.ROUTINES,
     "reduce": fused.reduce_routine,
     **fused.NUMPY_ROUTINES,
 }

@@ -58,11 +58,13 @@ not in this table; see `core.py`.
 # The modules declaring ops, in any order: each declaration is complete (ops/declare.py).
 from . import (  # noqa: F401
     adjoints,
+    advanced_index,
     allocation,
     arrays,
     callbacks,
     containers,
     ieee,
+    indexing,
     linalg,
     mathfuncs,
     methods,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..core import Node, Value
 from ..types import I64, NONE, ArrayType, TupleType
+from . import advanced_index
 from .adjoints import AddAt
 from .declare import _def
 from .sequences import key_read
@@ -109,15 +110,23 @@ def _row_view(inference, node, array, indices, outputs, out):
 
 
 def _row_read(inference, node, inputs, out):
-    """`a[i]` of a 2-d array: a view of the remaining axes (ops/views.py); `d[k]` of a dict
-    by a key a loop over it gave: that element (ops/sequences.py)."""
+    """`a[i]` of a 2-d array: a view of the remaining axes (ops/views.py); `x[idx]`,
+    `x[mask]`: advanced indexing (ops/advanced_index.py); `d[k]` of a dict by a key a loop
+    over it gave: that element (ops/sequences.py)."""
+    if isinstance(inputs[0].type, ArrayType) and advanced_index.is_advanced(inputs[1:]):
+        return advanced_index.read(inference, node, inputs[0], ("i",) * len(inputs[1:]),
+                                   inputs[1:], out)
     if not _is_row(inputs[0], inputs[1:]):
         return key_read(inference, node, inputs, out)
     return _row_view(inference, node, inputs[0], inputs[1:], node.outputs, out)
 
 
 def _row_write(inference, node, inputs, out):
-    """`a[i] = v` of a 2-d array: v copied into the view `a[i]`."""
+    """`a[i] = v` of a 2-d array: v copied into the view `a[i]`; `x[idx] = v`, `x[mask] = v`:
+    advanced indexing (ops/advanced_index.py)."""
+    if isinstance(inputs[0].type, ArrayType) and advanced_index.is_advanced(inputs[2:]):
+        return advanced_index.write(inference, node, inputs[0], inputs[1], ("i",) * len(inputs[2:]),
+                                    inputs[2:], "set", out)
     if not _is_row(inputs[0], inputs[2:]):
         return None
     (row,) = _row_view(inference, node, inputs[0], inputs[2:], [Value("row", None)], out)

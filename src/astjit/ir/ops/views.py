@@ -167,6 +167,17 @@ def _reshape_operands(inference, node, attrs, inputs, out):
     return inputs
 
 
+def _advanced_view(inference, node, inputs, out):
+    """`a[1:, idx]`: an integer or bool array among the parts is advanced indexing
+    (ops/advanced_index.py), a copy, not a view."""
+    from . import advanced_index
+
+    if isinstance(inputs[0].type, ArrayType) and advanced_index.is_advanced(inputs[1:]):
+        return advanced_index.read(inference, node, inputs[0], node.attrs["spec"], inputs[1:],
+                                   out)
+    return None
+
+
 # ---- symbolic shapes (ir/shape_algebra.py) ------------------------------------------------
 
 def _view_shape(node, table):
@@ -261,7 +272,7 @@ def _reshape_vjp(e, g, ins, out, needs):
 
 _def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")},
      ("raises", "view", "linear"),
-     shape=_view_shape,
+     shape=_view_shape, expand=_advanced_view,
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
      doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says; attrs boundscheck, "
