@@ -93,11 +93,20 @@ def test_with_grad_and_jit():
     np.testing.assert_allclose(grad(batch_loss)(w, X, Y), loop.sum(axis=0), rtol=1e-10)
 
 
+def halvings(x):  # a loop on each example's own condition: vmap loops over the examples
+    n = 0
+    while x > 1.0:
+        x = x / 2.0
+        n += 1
+    return n
+
+
 def test_errors():
     with pytest.raises(ValueError, match="different lengths"):
         vmap(scaled)(randn(3, 2), randn(4))
-    with pytest.raises(ValueError, match="at least one example"):
-        vmap(scaled)(np.zeros((0, 2)), np.zeros(0))
+    assert vmap(scaled)(np.zeros((0, 2)), np.zeros(0)).shape == (0, 2)  # batched: no example run
+    with pytest.raises(ValueError, match="at least one example"):  # the loop runs one
+        vmap(halvings)(np.zeros(0))
     with pytest.raises(DifferentiationError, match="names no axis"):
         vmap(scaled, in_axes=(2, None))(randn(3, 2), 1.0)
     with pytest.raises(ValueError, match="entries"):

@@ -1,27 +1,40 @@
-"""`vmap` as a derived graph: the function applied to each example of a batch, in a loop.
+"""`vmap` as a derived graph: the function applied to every example of a batch.
 
-`batched_graph` builds, in the derived graph, a counted loop over the batch: example b
-of each batched argument is its view at index b along its `in_axes` axis (no copy),
-the function is applied to the examples and the unbatched arguments, and each leaf of
-the result is written into slot b of its output along its `out_axes` axis. Example 0
-runs before the loop, which gives the outputs' shapes and dtypes (a function whose
-result's shape depends on the example is refused at run time by the writes: NumPy's
-broadcast error). So `jit(vmap(grad(f)))` is one compiled program, and `vmap(vmap(f))`
-a nest of two loops; the per-example code is the function's own, inlined into the loop
-(not rewritten into batched array operations: each example's arrays are its own).
+`batched_graph` builds, in the derived graph, the function's graph rewritten for whole
+batches (`vectorized`) where it can, else a loop over the examples (`looped`).
 
-A batch must hold at least one example (ValueError otherwise: the result's shape
-comes from running one), and every batched argument must have the same batch length
-(ValueError, as JAX's).
+Rewritten: each value of the function either is the same for every example
+(*unbatched*: computed once, as the function computes it) or carries a leading axis of
+length B, one entry per example (*batched*). The arguments batched along their
+`in_axes` axis get it by a transposing view; each op with a batched operand is
+replaced by what its batching rule (`OpDef.batch`, ops/batching.py) computes; the
+result's batch axis goes to `out_axes` (a view), an unbatched result is repeated.
+So `jit(vmap(grad(f)))` is one program of whole-batch array operations that fuse like
+any other. Where some op has no rule (a write into an array, a `while` or `if` whose
+operands are batched, a call left in the graph, a batched index) or its rule refuses,
+the whole function takes the loop. `vectorized_call` is the same rewriting for other
+transforms (jacfwd: the forward pass over every basis vector at once).
+
+The loop: example b of each batched argument is its view at index b along its
+`in_axes` axis (no copy), the function is applied to the examples and the unbatched
+arguments, and each leaf of the result is written into slot b of its output along
+its `out_axes` axis. Example 0 runs before the loop, which gives the outputs' shapes
+and dtypes (a function whose result's shape depends on the example is refused at run
+time by the writes: NumPy's broadcast error), so it needs at least one example
+(ValueError). The rewritten function takes an empty batch.
+
+Every batched argument must have the same batch length (ValueError, as JAX's).
 """
 from __future__ import annotations
 
 from ...errors import DifferentiationError
 from ..core import Graph, Value
 from ..ops import OPS
+from ..ops.batching import NotBatchable
 from ..types import I64, ArrayType, ScalarType, TupleType, weak
 from .builder import GraphBuilder
 from .jacobians import counted_loop
+from .vectorize import vectorized_call
 
 EMPTY_BATCH = "vmap needs a batch of at least one example: the result's shape comes from one"
 UNEQUAL_BATCH = "vmap got batched arguments of different lengths along their in_axes"
@@ -29,12 +42,77 @@ UNEQUAL_BATCH = "vmap got batched arguments of different lengths along their in_
 
 def batched_graph(graph: Graph, inner: Graph, args: list[Value], in_axes: tuple,
                   out_axes: int) -> Value:
-    """The results of `inner` over the batch, built in `graph` (whose params are `args`)."""
-    e = GraphBuilder(graph, inner.loc)
-    batched = [i for i, axis in enumerate(in_axes) if axis is not None]
-    if not batched:
+    """The results of `inner` over the batch, built in `graph` (whose params are `args`):
+    rewritten for whole batches where every op has a batching rule, else a loop."""
+    if all(axis is None for axis in in_axes):
         raise DifferentiationError("vmap with every in_axes None has no batch", inner.loc,
                                    hint="give the batched arguments' axis in in_axes")
+    try:
+        return vectorized(graph, inner, args, in_axes, out_axes)
+    except NotBatchable:
+        return looped(graph, inner, args, in_axes, out_axes)
+
+
+def vectorized(graph: Graph, inner: Graph, args: list[Value], in_axes: tuple,
+               out_axes: int) -> Value:
+    """`inner` rewritten for whole batches (vectorize.py), built in `graph`; NotBatchable
+    (nothing built) where some op has no batching rule."""
+    scratch = Graph(graph.name, loc=inner.loc)
+    e = GraphBuilder(scratch, inner.loc)
+    fronts = [a if axis is None else _to_front(e, a, axis % a.type.ndim)
+              for a, axis in zip(args, in_axes)]
+    batched = [axis is not None for axis in in_axes]
+    lengths = [e.op("array_dim", a, axis=0) for a, f in zip(fronts, batched) if f]
+    n = lengths[0]
+    for length in lengths[1:]:
+        _raise_if(e, e.op("ne", length, n), UNEQUAL_BATCH)
+    value, flag = vectorized_call(scratch, inner, fronts, batched)
+    result = _placed(e, value, flag, n, out_axes, inner)
+    graph.nodes.extend(scratch.nodes)
+    return result
+
+
+def _to_front(e: GraphBuilder, a: Value, axis: int) -> Value:
+    """`a` with axis `axis` first (a view)."""
+    if axis == 0:
+        return a
+    rest = [k for k in range(a.type.ndim) if k != axis]
+    return e.op("array_permute", a, axes=(axis, *rest))
+
+
+def _placed(e: GraphBuilder, value: Value, flag, n: Value, out_axes: int, inner: Graph) -> Value:
+    """The rewritten result as vmap returns it: each leaf's batch axis at `out_axes`, an
+    unbatched leaf repeated for every example, containers kept."""
+    t = value.type
+    if isinstance(t, TupleType):
+        flags = flag if isinstance(flag, tuple) else (flag,) * len(t.elements)
+        parts = [_placed(e, e.op("getitem", value, index=k), f, n, out_axes, inner)
+                 for k, f in enumerate(flags)]
+        return e.op("tuple", *parts, **({"node": t.node} if t.node is not None else {}))
+    if not isinstance(t, (ArrayType, ScalarType)):
+        raise DifferentiationError(f"vmap of a function returning {t}: only numbers, arrays "
+                                   "and containers of them can be batched", inner.loc)
+    example_ndim = t.ndim - 1 if flag else getattr(t, "ndim", 0)
+    if not -example_ndim - 1 <= out_axes <= example_ndim:
+        raise DifferentiationError(f"vmap: out_axes {out_axes} is out of range for a result "
+                                   f"of {example_ndim} axes", inner.loc)
+    if not flag and isinstance(t, ArrayType):
+        dims = [e.op("array_dim", value, axis=k) for k in range(t.ndim)]
+        value = e.op("array_copy", e.op("array_broadcast_to", value, n, *dims))
+    elif not flag:
+        value = e.op("array_new", n, value, fill="value", dtype=weak(t))
+    axis = out_axes % (example_ndim + 1)
+    if axis == 0:
+        return value
+    axes = (*range(1, axis + 1), 0, *range(axis + 1, example_ndim + 1))
+    return e.op("array_permute", value, axes=axes)
+
+
+def looped(graph: Graph, inner: Graph, args: list[Value], in_axes: tuple,
+           out_axes: int) -> Value:
+    """The results of `inner` over the batch, a loop over the examples built in `graph`."""
+    e = GraphBuilder(graph, inner.loc)
+    batched = [i for i, axis in enumerate(in_axes) if axis is not None]
     axes = {i: in_axes[i] % args[i].type.ndim for i in batched}
     n = e.op("array_dim", args[batched[0]], axis=axes[batched[0]])
     for i in batched[1:]:

@@ -38,8 +38,9 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
     scratch = Module(graphs=_reachable_copy(module, name), entry=name)
     kind = spec[0]
     reverse = kind in REVERSE_KINDS
-    if kind != "vmap":
-        _unfused_derived_calls(scratch)
+    _unfused_derived_calls(scratch)
+    if kind in BATCHING_KINDS:
+        _inlinable_passes(scratch)
     if reverse:
         _rules_of_gradient_calls(scratch)
     optimize(scratch, keep_custom_rules=reverse, fuse=False)
@@ -89,6 +90,19 @@ def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:
             todo.extend(module.callees(graph))
             todo.extend(n.attrs["primal"] for n in graph.walk() if "primal" in n.attrs)
     return copy.deepcopy({n: module.graphs[n] for n in names})
+
+
+BATCHING_KINDS = ("vmap", "jacfwd")
+"""The derived functions that rewrite the function for whole batches (ad/vectorize.py),
+which needs its calls inlined: a Jacobian's passes too."""
+
+
+def _inlinable_passes(module: Module) -> None:
+    """Let the inliner take the calls of a Jacobian's passes (marked noinline)."""
+    for graph in module.graphs.values():
+        for node in graph.walk():
+            if node.op == "call":
+                node.attrs.pop("noinline", None)
 
 
 def _unfused_derived_calls(module: Module) -> None:

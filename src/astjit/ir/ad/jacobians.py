@@ -21,9 +21,11 @@ from collections.abc import Callable
 
 from ...errors import DifferentiationError
 from ..core import Graph, Value
+from ..ops.batching import NotBatchable
 from ..types import I64, ArrayType, ScalarType, Type
 from .builder import GraphBuilder
 from .forward_rules import copy_array
+from .vectorize import vectorized_call
 
 
 def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[Value],
@@ -35,6 +37,10 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
     result = _result_type(inner)
     if isinstance(x.type, ScalarType):
         return e.op("getitem", _call(graph, jvp, [*args, e.const(1.0, x.type)]), index=1)
+    try:
+        return _batched_forward_jacobian(graph, inner, jvp, i, args)
+    except NotBatchable:
+        pass
     n, x_dims = _dims(e, x)  # the result's shape from a pass along zeros: no other code
     out = e.op("getitem", _call(graph, jvp, [*args, e.op("array_new_like", x, fill=0,
                                                            dtype=x.type.dtype)]), index=1)
@@ -59,6 +65,35 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
         b.op("array_set", basis, b.const(0.0, x.type.dtype), k)
 
     counted_loop(graph, n, [*args, columns, basis], column, inner)
+    return jacobian
+
+
+def _batched_forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int,
+                              args: list[Value]) -> Value:
+    """The Jacobian w.r.t. array `args[i]` as `jvp` over every basis vector at once, the
+    pass rewritten for the batch of them (vectorize.py; JAX's jacfwd, vmap of jvp): the
+    tangents of the result, one per basis vector along axis 0, moved to the last axis and
+    reshaped to the result's shape followed by the argument's. NotBatchable (nothing
+    built) where the pass has an op without a batching rule."""
+    scratch = Graph(graph.name, loc=inner.loc)
+    e = GraphBuilder(scratch, inner.loc)
+    x = args[i]
+    n, x_dims = _dims(e, x)
+    zero = e.const(0, I64)
+    basis = e.op("eye", n, n, zero, dtype=x.type.dtype)
+    tangents = e.op("array_reshape", basis, n, *x_dims)
+    pair, flags = vectorized_call(scratch, jvp, [*args, tangents],
+                                  [False] * len(args) + [True])
+    if not isinstance(flags, tuple) or not flags[1]:
+        raise NotBatchable("a result that does not depend on the argument")
+    t = e.op("getitem", pair, index=1)
+    out_dims = [e.op("array_dim", t, axis=k) for k in range(1, t.type.ndim)]
+    if out_dims:
+        t = e.op("array_permute", t, axes=(*range(1, t.type.ndim), 0))
+    jacobian = e.op("array_contiguous", e.op("array_reshape", t, *out_dims, *x_dims))
+    if jacobian.type.dtype != _result_type(inner):
+        raise NotBatchable("a tangent of another dtype than the result")
+    graph.nodes.extend(scratch.nodes)
     return jacobian
 
 

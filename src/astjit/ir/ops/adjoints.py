@@ -36,7 +36,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..shape_algebra import like
-from ..types import I64, ArrayType, ScalarType
+from ..types import I64, ArrayType, ScalarType, weak
+from .batching import (
+    as_batched,
+    dims,
+    each,
+    materialized,
+    shifted,
+    unbatched_operands,
+    with_rank,
+)
 from .declare import _def
 from .table import OpTypeError, Routine
 
@@ -136,23 +145,72 @@ def py_zero_into(acc, view):
 
 _ADJOINT_OP = "an adjoint op: reverse mode makes it, never differentiates it"
 
+# ---- batching rules (ops/batching.py) ----------------------------------------------------
+
+def _sum_to_like_batch(b, node, ins, batched):
+    """Each example's adjoint summed to the example's shape: the batch axis kept, the
+    axes the examples were broadcast along given unit length, then squeezed out."""
+    g = as_batched(b, ins[0], batched[0])
+    rank, target = g.type.ndim - 1, node.inputs[1].type
+    if isinstance(target, ScalarType):
+        total = b.op("reduce", g, kind="sum", axis=shifted(range(rank)), keepdims=False) \
+            if rank else g
+        return each(total if total.type.dtype == target else
+                    b.op("array_astype", total, dtype=weak(target)))
+    like = with_rank(b, as_batched(b, ins[1], batched[1]), rank)
+    summed = b.op("sum_to_like", g, like)
+    extra = tuple(range(1, 1 + rank - target.ndim))
+    return each(b.op("array_squeeze", summed, axes=extra) if extra else summed)
+
+
+def _accumulator(b, node, ins, batched):
+    """The accumulator (ins[0]) and its view (ins[1]) as batches: copied for every example
+    where only what is added is batched."""
+    if batched[0]:
+        return ins[0], ins[1]
+    acc = materialized(b, ins[0])
+    return acc, b.rebuilt(node.inputs[1], node.inputs[0], acc)
+
+
+def _add_into_batch(b, node, ins, batched):
+    acc, view = _accumulator(b, node, ins, batched)
+    g = ins[2]
+    if not batched[2]:
+        g = b.op("array_broadcast_to", g, *dims(b, view))
+    return each(b.op("add_into", acc, view, g))
+
+
+def _add_at_batch(b, node, ins, batched):
+    """acc[:, indices] += g: a view of each example's element."""
+    unbatched_operands(node, batched, first=2)
+    acc = ins[0] if batched[0] else materialized(b, ins[0])
+    attrs = {k: v for k, v in node.attrs.items() if k == "boundscheck"}
+    view = b.op("array_view", acc, *ins[2:], spec=("s000",) + ("i",) * len(ins[2:]), **attrs)
+    return each(b.op("add_into", acc, view, as_batched(b, ins[1], batched[1])))
+
+
+def _zero_into_batch(b, node, ins, batched):
+    return each(b.op("zero_into", *_accumulator(b, node, ins, batched)))
+
+
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
      ("pure", "reads"), no_vjp=_ADJOINT_OP, shape=like(1),
      jvp=lambda e, tangents, ins, out, attrs: e.op("sum_to_like", tangents[0], ins[1]),
+     batch=_sum_to_like_batch,
      doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
 _def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes", "linear"), no_vjp=_ADJOINT_OP,
-     shape=like(0),
+     shape=like(0), batch=_add_at_batch,
      doc="acc[indices] += g; consumes and returns the accumulator acc")
 _def("add_into", 3, add_into_rule, py_add_into, {"*": Routine("add_into")}, ("writes", "linear"),
      no_vjp=_ADJOINT_OP,
-     shape=like(0),
+     shape=like(0), batch=_add_into_batch,
      doc="view += g, view a view of acc; consumes and returns the accumulator acc")
 
 _def("set_at", -1, set_at_rule, py_set_at, {"*": Routine("set_at")}, ("writes", "linear"), no_vjp=_ADJOINT_OP,
      shape=like(0),
      doc="acc[indices] = v; consumes and returns the accumulator acc")
 _def("zero_into", 2, zero_into_rule, py_zero_into, {"*": Routine("zero_into")}, ("writes", "linear"),
-     no_vjp=_ADJOINT_OP, shape=like(0),
+     no_vjp=_ADJOINT_OP, shape=like(0), batch=_zero_into_batch,
      doc="view[...] = 0, view a view of acc; consumes and returns the accumulator acc")
 
 ACCUMULATING = frozenset({"add_at", "add_into", "set_at", "zero_into"})

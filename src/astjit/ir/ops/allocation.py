@@ -18,6 +18,7 @@ from __future__ import annotations
 from ...errors import TypingError
 from ..shape_algebra import dims_of, like
 from ..types import F64, I64, NONE, NUMPY_NAMES, ArrayType, ScalarType, TupleType, is_numeric
+from .batching import NotBatchable, dims, each, with_rank
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -175,11 +176,28 @@ def _fill_jvp(op: str):
     return jvp
 
 
+def _filled_batch(b, node, ins, batched):
+    """A new array per example: of the batch's shape (`*_like` of a batch), or filled with a
+    number per example (each one's repeated over its example's shape)."""
+    like, filled = node.op == "array_new_like", node.attrs.get("fill") == "value"
+    if not like and any(batched[:len(ins) - filled]):
+        raise NotBatchable("an array of a length that differs per example")
+    if not (filled and batched[-1]):
+        return each(b.op(node.op, *ins, **node.attrs))
+    shape = dims(b, ins[0])[1 if batched[0] else 0:] if like else ins[:-1]
+    dtype = node.outputs[0].type.dtype
+    value = ins[-1] if ins[-1].type.dtype == dtype else b.op("array_astype", ins[-1], dtype=dtype)
+    repeated = b.op("array_broadcast_to", with_rank(b, value, len(shape)), b.size, *shape)
+    return each(b.op("array_copy", repeated))
+
+
 _def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises", "allocates"),
      vjp=_fill_vjp, jvp=_fill_jvp("array_new"), operands=_creation_operands, shape=_new_shape,
+     batch=_filled_batch,
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
      ("raises", "allocates", "reads"), vjp=_fill_vjp, jvp=_fill_jvp("array_new_like"),
+     batch=_filled_batch,
      operands=_creation_operands,
      shape=like(0), doc="np.empty_like/zeros_like/ones_like/full_like(x)")
 _def("array_arange", -1, arange_rule, py_arange, {"*": Routine("array_arange")}, ("raises", "allocates"),

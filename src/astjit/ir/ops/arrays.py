@@ -18,6 +18,7 @@ from ..core import Node, Value
 from ..types import I64, NONE, ArrayType, TupleType
 from . import advanced_index
 from .adjoints import AddAt
+from .batching import NotBatchable, batch_size_product, each
 from .declare import _def
 from .sequences import key_read
 from .table import OpTypeError, Routine
@@ -141,9 +142,38 @@ def _axis_length(node, table):
     return table.shape(node.inputs[0])[node.attrs["axis"]]
 
 
+# ---- batching rules (ops/batching.py) ----------------------------------------------------
+
+def _get_batch(b, node, ins, batched):
+    """One element of each example: a view of the batch (a vector of them)."""
+    if not batched[0] or any(batched[1:]):
+        raise NotBatchable("an element read at a batched index")
+    attrs = {k: v for k, v in node.attrs.items() if k in ("boundscheck", "inbounds")}
+    return each(b.op("array_view", *ins, spec=("s000",) + ("i",) * len(ins[1:]), **attrs))
+
+
+def _dim_batch(b, node, ins, batched):
+    """An example's length along an axis: the batch's next axis; the same for all."""
+    return [(b.op("array_dim", ins[0], axis=node.attrs["axis"] + 1), False)]
+
+
+def _shape_batch(b, node, ins, batched):
+    dims = [b.op("array_dim", ins[0], axis=k) for k in range(1, ins[0].type.ndim)]
+    return [(b.op("tuple", *dims), False)]
+
+
+def _size_batch(b, node, ins, batched):
+    return [(batch_size_product(b, ins[0]), False)]
+
+
+def _ndim_batch(b, node, ins, batched):
+    return [(b.const(ins[0].type.ndim - 1, I64), False)]
+
+
 _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
      ("raises", "reads", "numpy_result", "linear"), expand=_row_read,
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
+     batch=_get_batch,
      doc="x[i, j]: one element; inputs [array, *indices]; attrs boundscheck, inbounds")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")},
      ("raises", "writes", "linear"),
@@ -152,12 +182,12 @@ _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")},
      doc="x[i, j] = v; inputs [array, value, *indices]; output none; attrs boundscheck, "
          "inbounds")
 _def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),
-     zero_derivative="an int (the shape of an array)", shape=_axis_length,
+     zero_derivative="an int (the shape of an array)", shape=_axis_length, batch=_dim_batch,
      doc="x.shape[axis] for attrs['axis'] (already non-negative)")
 _def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("array_shape")}, ("pure", "reads"),
-     zero_derivative="an int (the shape of an array)",
+     zero_derivative="an int (the shape of an array)", batch=_shape_batch,
      doc="x.shape, a tuple of ints")
 _def("array_size", 1, size_rule, lambda a: a.size, {"*": Routine("array_size")}, ("pure", "reads"),
-     zero_derivative="an int (the shape of an array)", doc="x.size")
+     zero_derivative="an int (the shape of an array)", batch=_size_batch, doc="x.size")
 _def("array_ndim", 1, ndim_rule, lambda a: a.ndim, {"*": Routine("array_ndim")}, ("pure", "reads"),
-     zero_derivative="an int (the shape of an array)", doc="x.ndim")
+     zero_derivative="an int (the shape of an array)", batch=_ndim_batch, doc="x.ndim")

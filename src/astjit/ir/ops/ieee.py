@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from . import vjp as v
+from .batching import elementwise
 from .declare import _def
 from .table import Builder, CExpr, Intrinsic, float_rule
 
@@ -42,13 +43,13 @@ def ieee_log(x):
 
 _def("fdiv", 2, float_rule, ieee_div, {"f": Builder("fdiv")}, ("pure", "elementwise"),
      cuda={"f": CExpr("({0} / {1})")},
-     vjp=v.truediv_vjp,
+     vjp=v.truediv_vjp, batch=elementwise("truediv"),
      doc="IEEE float division, never raises: derivative code divides by values a forward pass made")
 _def("powr", 2, float_rule, ieee_pow, {"f": Intrinsic("llvm.pow")}, ("pure", "elementwise"),
      cuda={"f": CExpr("pow({0}, {1})")},
-     vjp=v.pow_vjp,
+     vjp=v.pow_vjp, batch=elementwise("pow"),
      doc="C's pow, never raises: derivative code of `**`")
 _def("logr", 1, float_rule, ieee_log, {"f": Intrinsic("llvm.log")}, ("pure", "elementwise"),
      cuda={"f": CExpr("log({0})")},
-     vjp=v.log_vjp,
+     vjp=v.log_vjp, batch=elementwise("log"),
      doc="C's log, never raises: derivative code of `**` with respect to the exponent")

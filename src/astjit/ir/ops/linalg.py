@@ -25,8 +25,7 @@
   0 the main one). A 1-d `x` gives a new square matrix of side
   `len(x) + |k|`, zero but `x` on diagonal k; a 2-d `x` gives its diagonal k
   as a 1-d *view* (empty when k is past the edge). NumPy's view is read-only;
-  compiled code's is not (writing into it writes into x). Reverse mode: of a vector,
-  the adjoint's diagonal k; of a matrix, g added into the adjoint's diagonal k.
+  compiled code's is not (writing into it writes into x).
 - `eye`: `np.eye(n, m, k, dtype)`. Inputs `[n, m, k]` (ints; the frontend
   passes n again for a missing m); attrs `dtype` (compile-time). A new n×m
   array of zeros with ones on diagonal k; negative n or m is NumPy's
@@ -39,7 +38,7 @@ from __future__ import annotations
 
 from ..shape_algebra import broadcast
 from ..types import BOOL, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
-from .adjoints import AddIntoView
+from .batching import each, example_ndim, with_rank
 from .declare import _def
 from .elementwise import numpy_promote
 from .table import OpTypeError, Routine
@@ -206,15 +205,6 @@ def _like(e, adjoint, x):
     return e.op("sum_to_like", adjoint, x)
 
 
-def _diag_vjp(e, g, ins, out, needs):
-    """np.diag of a vector: the adjoint is g's diagonal k (a view); of a matrix (a view of
-    its diagonal): g added into the same diagonal of the matrix's accumulator."""
-    x, k = ins
-    if x.type.ndim == 1:
-        return [e.op("diag", g, k), None]
-    return [AddIntoView(g, "diag", (k,), {}), None]
-
-
 def _matmul_shape(node, table):
     """The broadcast batch axes, then m from `a`, n from `b` (ir/shape_algebra.py)."""
     a, b = (table.shape(v) for v in node.inputs)
@@ -225,13 +215,39 @@ def _matmul_shape(node, table):
     return (*batch, *rows, *cols)
 
 
+def _matmul_batch(b, node, ins, batched):
+    """Products of the examples: one product of the batch where NumPy's shapes already say
+    it (a batch of vectors or matrices times one matrix or vector: BLAS), a sum of the
+    products of two batches of vectors; else each vector made a row or column, the batch
+    axis one of a stack of matrices, and the unit axes squeezed out of the product."""
+    x, y = ins
+    (fx, fy), rx, ry = batched, example_ndim(x, batched[0]), example_ndim(y, batched[1])
+    attrs = node.attrs
+    if fx and not fy and ry <= 2 or not fx and rx <= 2 <= ry:
+        return each(b.op("matmul", x, y, **attrs))
+    if not fx and ry == 1 and rx <= 2:
+        return each(b.op("matmul", y, x if rx == 1 else b.op("array_transpose", x), **attrs))
+    if rx == ry == 1:
+        return each(b.op("reduce", b.op("mul", x, y), kind="sum", axis=(1,), keepdims=False))
+    if rx == 1:
+        x = b.op("array_expand_dims", x, axes=(1,) if fx else (0,))
+    if ry == 1:
+        y = b.op("array_expand_dims", y, axes=(y.type.ndim,))
+    stacks = max(example_ndim(x, fx), example_ndim(y, fy))
+    x, y = (with_rank(b, v, stacks) if f else v for v, f in ((x, fx), (y, fy)))
+    product = b.op("matmul", x, y, **attrs)
+    n = product.type.ndim
+    unit = (*([n - 2] if rx == 1 else []), *([n - 1] if ry == 1 else []))
+    return each(b.op("array_squeeze", product, axes=unit) if unit else product)
+
+
 _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
      ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp, jvp=_matmul_jvp,
-     shape=_matmul_shape,
+     shape=_matmul_shape, batch=_matmul_batch,
      doc="a @ b, np.matmul (stacks of matrices too), np.dot of 1-d/2-d arrays through BLAS; "
          "attrs['kind'] picks the error message")
 _def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view", "linear"),
-     vjp=_diag_vjp,
+     no_vjp="not differentiable in reverse mode yet",
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
 _def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises", "allocates"),
      no_vjp="not differentiable in reverse mode yet",

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 from ..shape_algebra import reduced
 from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
+from .batching import NotBatchable, each, shifted
 from .declare import _def
 from .table import Builder, CExpr, Intrinsic, OpTypeError, Routine
 from .vjp import c, div, is_array, select, with_attrs
@@ -331,8 +332,17 @@ def _reduced_shape(node, table):
                    node.attrs.get("keepdims"))
 
 
+def _reduce_batch(b, node, ins, batched):
+    """The example axes reduced, shifted past the batch axis (all of them for axis=None)."""
+    x = ins[0]
+    if x.type.ndim == 1:
+        raise NotBatchable("a reduction of 0-d arrays")
+    axes = normalize_axes(node.attrs.get("axis"), x.type.ndim - 1)
+    return each(b.op("reduce", x, **{**node.attrs, "axis": shifted(axes)}))
+
+
 _def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},
      ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp, jvp=_reduce_jvp,
-     shape=_reduced_shape,
+     shape=_reduced_shape, batch=_reduce_batch,
      doc="np.sum/mean/max/min/prod/any/all/nanmax/nanmin(x, axis, keepdims, dtype): attrs kind, "
          "axis (None or a tuple), keepdims, dtype")

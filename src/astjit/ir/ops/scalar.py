@@ -30,6 +30,7 @@ from ..types import (
     weak,
 )
 from . import vjp as v
+from .batching import NotBatchable, each, elementwise, same_op
 from .declare import _def
 from .elementwise import numpy_promote
 from .semantics import (
@@ -156,6 +157,43 @@ def _constant_length(node, table):
     return None
 
 
+# ---- batching rules (ops/batching.py) ------------------------------------------
+
+def _tuple_batch(b, node, ins, batched):
+    """A tuple of batched and unbatched parts: each part as it is."""
+    return [(b.op("tuple", *ins, **node.attrs), tuple(batched))]
+
+
+def _getitem_batch(b, node, ins, batched):
+    (flag,) = batched
+    index = node.attrs["index"]
+    return [(b.op("getitem", ins[0], index=index), flag[index] if isinstance(flag, tuple) else flag)]
+
+
+def _cast_batch(b, node, ins, batched):
+    """A conversion of a number per example: NumPy's, where it is Python's (not from a
+    float to an int: Python raises for NaN)."""
+    to, dtype = node.attrs["to"], ins[0].type.dtype
+    if to.is_int and dtype.is_float:
+        raise NotBatchable("int() of a float per example")
+    return each(b.op("array_astype", ins[0], dtype=weak(to)))
+
+
+def _raise_if_batch(b, node, ins, batched):
+    """Raised when the condition holds for some example."""
+    some = b.op("ne", b.op("reduce", ins[0], kind="sum", axis=None, keepdims=False),
+                b.const(0, I64))
+    return [(b.op("raise_if", some, **node.attrs), False)]
+
+
+def _choice_batch(compare: str):
+    """min(a, b) / max(a, b) of a number per example: b where `b compare a`, else a."""
+    def rule(b, node, ins, batched):
+        x, y = ins
+        return each(b.op("where", b.op(compare, y, x), y, x))
+    return rule
+
+
 # ---- the table ---------------------------------------------------------------
 
 _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
@@ -171,16 +209,16 @@ _def("is_none", 1, lambda types, attrs: (list(types), BOOL), lambda x: x is None
      no_vjp="type inference replaces it by a constant", decide=_decide_is_none,
      doc="`x is None`: decided by x's type; type inference replaces it by a constant")
 _def("tuple", -1, tuple_rule, lambda *xs, node=None: tuple(xs), {"*": Routine("tuple")},
-     no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
+     batch=_tuple_batch, no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_element_read,
-     no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
+     batch=_getitem_batch, no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
-     decide=_decide_cast,
+     decide=_decide_cast, batch=_cast_batch,
      llvm_numpy={"f": Routine("cast_numpy")}, cuda={"*": CExpr("astjit_to<{T}>::from({0})")},
      vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
 _def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
-     cuda={"*": CExpr("({0} ? {1} : {2})")},
+     cuda={"*": CExpr("({0} ? {1} : {2})")}, batch=elementwise("where"),
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)), v.select(e, ins[0], v.c(e, 0.0, g), g)])
 
@@ -279,10 +317,12 @@ def min_max_rule(types, attrs):
 
 _def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"),
      array_refusal="min() of arrays is ambiguous: use np.minimum(a, b)",
-     python=("min",), vjp=v.min_max_vjp("lt"), cuda={"*": CExpr("({1} < {0} ? {1} : {0})")})
+     python=("min",), vjp=v.min_max_vjp("lt"),
+     batch=_choice_batch("lt"), cuda={"*": CExpr("({1} < {0} ? {1} : {0})")})
 _def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"),
      array_refusal="max() of arrays is ambiguous: use np.maximum(a, b)",
-     python=("max",), vjp=v.min_max_vjp("gt"), cuda={"*": CExpr("({1} > {0} ? {1} : {0})")})
+     python=("max",), vjp=v.min_max_vjp("gt"),
+     batch=_choice_batch("gt"), cuda={"*": CExpr("({1} > {0} ? {1} : {0})")})
 
 # float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range
 _def("floor", 1, to_int_rule, int_result(math.floor), {"f": Routine("floor"), "i": Routine("identity")},
@@ -356,6 +396,7 @@ _def("index", 1, index_rule, lambda x: int(operator.index(x)), {"*": Routine("id
      doc="operator.index(x): an int where Python takes only ints (range's bounds); a float "
          "is the TypeError Python's is")
 _def("raise_if", 1, raise_if_rule, py_raise_if, {"b": Routine("raise_if")}, ("raises",),
+     batch=_raise_if_batch,
      zero_derivative="no result (none)",
      doc="raise attrs['exc'](attrs['message']) when the operand is true; output is none")
 
@@ -369,5 +410,5 @@ def stop_gradient_rule(types, attrs):
 
 
 _def("stop_gradient", 1, stop_gradient_rule, lambda x: x, {"*": Routine("identity")}, ("pure",),
-     shape=like(0),
+     shape=like(0), batch=same_op,
      vjp=lambda e, g, ins, out, needs: [None], doc="the identity, whose derivative is zero")

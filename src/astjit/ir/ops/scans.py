@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..shape_algebra import reduced
 from ..types import I64, ArrayType
+from .batching import NotBatchable, batch_size_product, each, shifted
 from .declare import _def
 from .reductions import _sum_dtype, normalize_axes
 from .table import OpTypeError, Routine
@@ -76,9 +77,24 @@ def _arg_shape(node, table):
                    node.attrs.get("keepdims"))
 
 
+def _along_axis_batch(op: str):
+    """argmax / cumsum of each example: along its axis shifted past the batch axis, or
+    along each example flattened (axis=None)."""
+    def rule(b, node, ins, batched):
+        x, axis = ins[0], node.attrs.get("axis")
+        if x.type.ndim == 1 or axis is None and node.attrs.get("keepdims"):
+            raise NotBatchable(f"{op} of 0-d arrays, or of all axes kept")
+        if axis is None:
+            x = b.op("array_reshape", x, b.size, batch_size_product(b, x))
+            return each(b.op(op, x, **{**node.attrs, "axis": (1,)}))
+        return each(b.op(op, x, **{**node.attrs,
+                                   "axis": shifted(normalize_axes(axis, x.type.ndim - 1))}))
+    return rule
+
+
 _def("arg_reduce", 1, arg_rule, py_arg_reduce, {"*": Routine("arg_reduce")},
      ("pure", "raises", "reads", "allocates", "numpy_result"), zero_derivative="an index",
-     shape=_arg_shape,
+     shape=_arg_shape, batch=_along_axis_batch("arg_reduce"),
      doc="np.argmax/argmin(x, axis, keepdims): attrs kind ('max', 'min'), axis (None or a "
          "1-tuple), keepdims")
 
@@ -152,5 +168,6 @@ def _scan_jvp(e, tangents, ins, out, attrs):
 
 _def("scan", 1, scan_rule, py_scan, {"*": Routine("scan")},
      ("pure", "reads", "allocates"), vjp=_scan_vjp, jvp=_scan_jvp, shape=_scan_shape,
+     batch=_along_axis_batch("scan"),
      doc="np.cumsum/cumprod(x, axis, dtype): attrs kind ('sum', 'prod'), axis (None or a "
          "1-tuple), dtype, reverse (derivative code: from the end of the axis)")

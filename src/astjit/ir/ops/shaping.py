@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from ..shape_algebra import ONE, dims_of, like
 from ..types import BOOL, F32, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric, weak
+from .batching import as_batched, each, same_op, shifted, unbatched_operands, with_rank
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -271,32 +272,57 @@ def _linspace_vjp(e, g, ins, out, needs, attrs):
         + [None]
 
 
+def _axes_batch(op: str):
+    """The rule of an op taking example axes `axes`: the same axes of the batch, shifted."""
+    def rule(b, node, ins, batched):
+        axes = shifted(node.attrs["axes"])
+        return each(b.op(op, ins[0], axes=(0, *axes) if op == "array_permute" else axes))
+    return rule
+
+
+def _broadcast_to_batch(b, node, ins, batched):
+    unbatched_operands(node, batched)
+    x = with_rank(b, ins[0], len(ins) - 1)
+    return each(b.op("array_broadcast_to", x, b.size, *ins[1:]))
+
+
+def _concatenate_batch(b, node, ins, batched):
+    parts = [as_batched(b, v, f) for v, f in zip(ins, batched)]
+    return each(b.op("array_concatenate", *parts, axis=node.attrs["axis"] + 1))
+
+
 _VIEW = ("pure", "view", "linear")
 _def("array_squeeze", 1, squeeze_rule, py_squeeze, {"*": Routine("array_squeeze")},
      ("raises", "view", "linear"), vjp=_squeeze_vjp, shape=_squeeze_shape,
+     batch=_axes_batch("array_squeeze"),
      doc="np.squeeze(x, axis): a view without the length-1 axes `axes`")
 _def("array_expand_dims", 1, expand_dims_rule, py_expand_dims,
      {"*": Routine("array_expand_dims")}, _VIEW, vjp=_expand_dims_vjp,
-     shape=_expand_dims_shape, doc="np.expand_dims(x, axis): a view with length-1 axes added")
+     shape=_expand_dims_shape, batch=_axes_batch("array_expand_dims"),
+     doc="np.expand_dims(x, axis): a view with length-1 axes added")
 _def("array_permute", 1, permute_rule, lambda x, axes: x.transpose(axes),
      {"*": Routine("array_permute")}, _VIEW, vjp=_permute_vjp,
      shape=lambda node, table: tuple(table.shape(node.inputs[0])[k] for k in node.attrs["axes"]),
-     doc="np.transpose(x, axes): a view with the axes permuted")
+     batch=_axes_batch("array_permute"), doc="np.transpose(x, axes): a view with the axes permuted")
 _def("array_broadcast_to", -1, broadcast_to_rule, py_broadcast_to,
      {"*": Routine("array_broadcast_to")}, ("raises", "view", "linear"), vjp=_broadcast_to_vjp,
      shape=lambda node, table: dims_of(node, node.inputs[1:], table),
+     batch=_broadcast_to_batch,
      doc="np.broadcast_to(x, shape): a view, stride 0 along the stretched axes")
 _def("array_concatenate", -1, concatenate_rule, py_concatenate,
      {"*": Routine("array_concatenate")}, ("raises", "allocates", "reads", "linear"),
-     vjp=_concatenate_vjp, doc="np.concatenate(arrays, axis): a new array")
+     vjp=_concatenate_vjp, batch=_concatenate_batch,
+     doc="np.concatenate(arrays, axis): a new array")
 _def("array_copy", 1, copy_rule, lambda x: x.copy(), {"*": Routine("array_copy")},
      ("raises", "allocates", "reads", "linear"), vjp=_copy_vjp, shape=like(0),
-     doc="np.copy(x), x.copy(): a new C-contiguous array")
+     batch=same_op, doc="np.copy(x), x.copy(): a new C-contiguous array")
 _def("array_contiguous", 1, copy_rule, lambda x: _numpy().ascontiguousarray(x),
      {"*": Routine("array_contiguous")}, ("pure", "view", "linear"), vjp=_copy_vjp,
-     shape=like(0), doc="np.ascontiguousarray(x): x when C-contiguous, else a copy")
+     shape=like(0), batch=same_op,
+     doc="np.ascontiguousarray(x): x when C-contiguous, else a copy")
 _def("array_astype", 1, astype_rule, py_astype, {"*": Routine("array_astype")},
      ("raises", "allocates", "reads", "linear"), vjp=_astype_vjp, shape=like(0),
+     batch=same_op,
      doc="x.astype(dtype): a new array, NumPy's conversions (linear from float to float)")
 _def("array_pack", -1, pack_rule, py_pack, {"*": Routine("array_pack")},
      ("raises", "allocates", "linear"), vjp=_pack_vjp,

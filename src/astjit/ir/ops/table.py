@@ -97,6 +97,11 @@ class OpDef:
     """The forward-mode rule of an op whose tangent neither its VJP rule (elementwise ops)
     nor the 'linear' trait gives: `jvp(e, tangents, inputs, out, attrs)` -> the tangent of
     `out`, where `tangents[i]` is input i's tangent or None (inactive); ad/forward_rules.py."""
+    batch: Callable | None = None
+    """The batching rule (vmap, ops/batching.py): `batch(b, node, inputs, batched)` -> one
+    (value, batched) pair per output of `node` applied to every example at once, where
+    `batched[i]` says whether input i carries a leading batch axis; None: no rule (vmap
+    runs the function in a loop). Elementwise ops have a generic one (ops/declare.py)."""
     zero_derivative: str | None = None
     """Why the result does not change with the float inputs (AD cuts the path here)."""
     no_vjp: str | None = None

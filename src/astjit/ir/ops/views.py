@@ -39,6 +39,7 @@ from ..types import BOOL, I64, NONE, ArrayType, ScalarType, is_numeric
 from . import vjp as v
 from .adjoints import AddIntoView
 from .allocation import shape_dims
+from .batching import each, unbatched_operands
 from .declare import _def
 from .table import OpTypeError, Refused, Routine
 
@@ -263,6 +264,21 @@ def py_augassign(x, v, new, op):
 
 
 
+def _view_batch(b, node, ins, batched):
+    """Each example's view: the batch's, with its batch axis whole."""
+    unbatched_operands(node, batched)
+    return each(b.op("array_view", *ins, **{**node.attrs, "spec": ("s000", *node.attrs["spec"])}))
+
+
+def _transpose_batch(b, node, ins, batched):
+    return each(b.op("array_permute", ins[0], axes=(0, *range(ins[0].type.ndim - 1, 0, -1))))
+
+
+def _reshape_batch(b, node, ins, batched):
+    unbatched_operands(node, batched)
+    return each(b.op("array_reshape", ins[0], b.size, *ins[1:], **node.attrs))
+
+
 def _reshape_vjp(e, g, ins, out, needs):
     """The adjoint reshaped back to the input's shape (a view when contiguous)."""
     x = ins[0]
@@ -275,16 +291,17 @@ _def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")},
      shape=_view_shape, expand=_advanced_view,
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
+     batch=_view_batch,
      doc="x[a:b:c, i]: a view; inputs [array, *parts] as attrs['spec'] says; attrs boundscheck, "
          "inbounds (its integer parts, as array_get's)")
 _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_transpose")},
      ("pure", "view", "linear"),
      vjp=lambda e, g, ins, out, needs: [e.op("array_transpose", g)],
      shape=lambda node, table: table.shape(node.inputs[0])[::-1],
-     doc="x.T: a view with the axes reversed")
+     batch=_transpose_batch, doc="x.T: a view with the axes reversed")
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
      ("raises", "view", "linear"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
-     doc="x.reshape(dims): a view if C-contiguous, else a copy")
+     batch=_reshape_batch, doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes", "linear"),
      no_vjp="reverse mode handles array writes itself (ad/writes.py)",
