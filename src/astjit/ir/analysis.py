@@ -79,7 +79,7 @@ def written_parameters(module: Module) -> dict[int, Loc | None]:
                 flow(node.inputs, callee.params)
                 flow(callee.outputs, node.outputs)
             else:
-                if node.op in ("array_set", "array_assign"):
+                if node.op in ("array_set", "array_assign", "scatter"):
                     writes.append(node)
                 if node.op in ALLOCATING or node.op in ("fused", "rowwise"):
                     continue  # new arrays (a fused kernel reads scalars, a group fused nodes)

@@ -290,4 +290,10 @@ def eye(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return out
 
 
-ROUTINES = {"matmul": matmul, "diag": diag, "eye": eye}
+def _lapack_routines() -> dict:
+    from .factorizations import ROUTINES as lapack_routines  # they build on this module
+
+    return lapack_routines
+
+
+ROUTINES = {"matmul": matmul, "diag": diag, "eye": eye, **_lapack_routines()}

@@ -42,10 +42,9 @@ if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
 
-BATCH_MISMATCH = ("operands could not be broadcast together: the batch axes of matmul's "
-                  "operands differ")
-BATCH_DETAIL = ("operands could not be broadcast together: matmul's batch axis {0} has "
-                "length {1} in the first operand and {2} in the second")
+BATCH_MISMATCH = "operands could not be broadcast together: their batch axes differ"
+BATCH_DETAIL = ("operands could not be broadcast together: batch axis {0} has length {1} "
+                "in one operand and {2} in the other")
 
 
 class Stack:
@@ -91,16 +90,27 @@ def check_shapes(em: FunctionEmitter, node: Node, x: Stack, y: Stack, out_batch:
     em.fail_with_values(node, b.icmp_signed("!=", k, k_b), "ValueError", fixed, detail,
                         [k, k_b, i64_constant(0) if m is None else m,
                          i64_constant(0) if n is None else n])
-    one, lengths = i64_constant(1), []
-    for axis in range(out_batch):
-        da = x.batch_dim(axis, out_batch) or one
-        db = y.batch_dim(axis, out_batch) or one
-        clash = b.and_(b.icmp_signed("!=", da, db),
-                       b.and_(b.icmp_signed("!=", da, one), b.icmp_signed("!=", db, one)))
-        em.fail_with_values(node, clash, "ValueError", BATCH_MISMATCH, BATCH_DETAIL,
-                            [i64_constant(axis), da, db])
-        lengths.append(b.select(b.icmp_signed("==", da, one), db, da))
+    lengths = batch_lengths(em, node, [x, y], out_batch)
     return lengths, (m, k, n)
+
+
+def batch_lengths(em: FunctionEmitter, node: Node, stacks: list[Stack],
+                  out_batch: int) -> list[ir.Value]:
+    """The broadcast lengths of the result's batch axes; NumPy's ValueError where two
+    operands' lengths differ and neither is 1."""
+    b, one, lengths = em.builder, i64_constant(1), []
+    for axis in range(out_batch):
+        found = [s.batch_dim(axis, out_batch) or one for s in stacks]
+        length = found[0]
+        for other in found[1:]:
+            clash = b.and_(b.icmp_signed("!=", length, other),
+                           b.and_(b.icmp_signed("!=", length, one),
+                                  b.icmp_signed("!=", other, one)))
+            em.fail_with_values(node, clash, "ValueError", BATCH_MISMATCH, BATCH_DETAIL,
+                                [i64_constant(axis), length, other])
+            length = b.select(b.icmp_signed("==", length, one), other, length)
+        lengths.append(length)
+    return lengths
 
 
 def stacked_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> ir.Value:

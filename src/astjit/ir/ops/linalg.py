@@ -25,7 +25,8 @@
   0 the main one). A 1-d `x` gives a new square matrix of side
   `len(x) + |k|`, zero but `x` on diagonal k; a 2-d `x` gives its diagonal k
   as a 1-d *view* (empty when k is past the edge). NumPy's view is read-only;
-  compiled code's is not (writing into it writes into x).
+  compiled code's is not (writing into it writes into x). Reverse mode: of a vector,
+  the adjoint's diagonal k; of a matrix, g added into the adjoint's diagonal k.
 - `eye`: `np.eye(n, m, k, dtype)`. Inputs `[n, m, k]` (ints; the frontend
   passes n again for a missing m); attrs `dtype` (compile-time). A new n×m
   array of zeros with ones on diagonal k; negative n or m is NumPy's
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 from ..shape_algebra import broadcast
 from ..types import BOOL, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
+from .adjoints import AddIntoView
 from .batching import each, example_ndim, with_rank
 from .declare import _def
 from .elementwise import numpy_promote
@@ -205,6 +207,15 @@ def _like(e, adjoint, x):
     return e.op("sum_to_like", adjoint, x)
 
 
+def _diag_vjp(e, g, ins, out, needs):
+    """np.diag of a vector: the adjoint is g's diagonal k (a view); of a matrix (a view of
+    its diagonal): g added into the same diagonal of the matrix's accumulator."""
+    x, k = ins
+    if x.type.ndim == 1:
+        return [e.op("diag", g, k), None]
+    return [AddIntoView(g, "diag", (k,), {}), None]
+
+
 def _matmul_shape(node, table):
     """The broadcast batch axes, then m from `a`, n from `b` (ir/shape_algebra.py)."""
     a, b = (table.shape(v) for v in node.inputs)
@@ -247,7 +258,7 @@ _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
      doc="a @ b, np.matmul (stacks of matrices too), np.dot of 1-d/2-d arrays through BLAS; "
          "attrs['kind'] picks the error message")
 _def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view", "linear"),
-     no_vjp="not differentiable in reverse mode yet",
+     vjp=_diag_vjp,
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
 _def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises", "allocates"),
      no_vjp="not differentiable in reverse mode yet",

@@ -136,6 +136,13 @@ def _casting_error_class() -> type:
 
 # ---- exceptions compiled code raises -------------------------------------------------
 
+def _numpy_linalg_error() -> type:
+    """numpy.linalg.LinAlgError (NumPy imported when an error needs it)."""
+    import numpy
+
+    return numpy.linalg.LinAlgError
+
+
 CALLBACK_ERROR = "CallbackError"
 """The exception name of an error site where a Python function called from compiled code
 raised (ops/callbacks.py): the exception it raised, kept until the site reports it."""
@@ -158,6 +165,7 @@ def pending_error(message: str) -> BaseException:
 EXCEPTIONS = {name: cls for name, cls in vars(builtins).items()
               if isinstance(cls, type) and issubclass(cls, Exception)}
 """Exception name -> what makes the exception from a message: every builtin exception class
-(a `raise` in compiled code names one), and the two below."""
+(a `raise` in compiled code names one), and the three below."""
 EXCEPTIONS["UFuncOutputCastingError"] = numpy_casting_error
 EXCEPTIONS[CALLBACK_ERROR] = pending_error
+EXCEPTIONS["LinAlgError"] = lambda message: _numpy_linalg_error()(message)  # np.linalg's

@@ -1,6 +1,7 @@
 """`jit(boundscheck=False)`: every element index of a module is trusted to be in range.
 
-Marks each `array_get`, `array_set`, `array_view` (its integer indices) and
+Marks each `array_get`, `array_set`, `array_view` (its integer indices), `gather`,
+`scatter` (their index arrays) and
 the reverse sweep's `add_at` / `set_at` (an element read's adjoint) with
 `boundscheck=False`, which the backends read: they emit no bounds check for it.
 A negative index still counts from the end of its axis (that is semantics, not
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 from ..core import Module, Node
 
-INDEXING = frozenset({"array_get", "array_set", "array_view", "add_at", "set_at"})
+INDEXING = frozenset({"array_get", "array_set", "array_view", "add_at", "set_at", "gather",
+                      "scatter"})
 """The ops whose indices a bounds check guards."""
 
 

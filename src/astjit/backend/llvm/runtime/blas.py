@@ -67,7 +67,7 @@ def function_type(signature: str) -> ir.FunctionType:
 
 def _spelled_out(name: str) -> str:
     """A capsule name with Cython's typedefs of double and float spelled out."""
-    return re.sub(r"__pyx_t_\w*?cython_blas_([ds])\b",
+    return re.sub(r"__pyx_t_\w*?cython_(?:blas|lapack)_([ds])\b",
                   lambda m: "double" if m.group(1) == "d" else "float", name)
 
 
