@@ -1,10 +1,13 @@
-"""vmap: a function applied to each example of a batch, compiled as one loop; against a
-Python loop over the examples (np.stack); in_axes/out_axes, containers, nesting, grad
-inside and around, jit, errors."""
+"""vmap: a function applied to each example of a batch, compiled as whole-batch array
+operations (the batching rules) or, for a function some op of which has none, as a loop;
+against a Python loop over the examples (np.stack); in_axes/out_axes, containers,
+nesting, grad inside and around, jit, the path taken, errors."""
+import hypothesis
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
-from astjit import DifferentiationError, grad, jit, vmap
+from astjit import DifferentiationError, grad, hessian, jacfwd, jit, vmap
 
 rng = np.random.default_rng(3)
 
@@ -111,3 +114,140 @@ def test_errors():
         vmap(scaled, in_axes=(2, None))(randn(3, 2), 1.0)
     with pytest.raises(ValueError, match="entries"):
         vmap(scaled, in_axes=(0,))
+
+
+# ---- the batched path: every op rewritten for the batch, no loop ---------------------------
+
+def optimized(fn, *args) -> str:
+    return jit(fn).ir(*args, stage="optimized")
+
+
+def assert_matches(got, expected):
+    got = got if isinstance(got, tuple) else (got,)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        assert np.shape(a) == np.shape(b)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def mixed(x, a, s, c):  # x: (m, n) per example; a: (n,) for all; s: a number per example
+    return np.tanh(x * a + s) * c - np.max(x, axis=0), np.sum(x * s) + c, s * 2.0, c + 1.0
+
+
+@hypothesis.settings(max_examples=15, deadline=None, database=None, derandomize=True)
+@hypothesis.given(b=st.integers(1, 5), m=st.integers(1, 4), n=st.integers(1, 4),
+                  axis=st.sampled_from([0, 1, 2, -1, -2]), out_axes=st.sampled_from([0, -1]))
+def test_broadcasting_examples_match_a_loop(b, m, n, axis, out_axes):
+    args = (np.moveaxis(randn(b, m, n), 0, axis), randn(n), randn(b), 0.7)
+    in_axes = (axis, None, 0, None)
+    got = vmap(mixed, in_axes=in_axes, out_axes=out_axes)(*args)
+    assert_matches(got, by_loop(mixed, args, in_axes, out_axes))
+
+
+def outer(x, y):  # a (m, n) result per example
+    return x.reshape((-1, 1)) * y + 1.0
+
+
+@pytest.mark.parametrize("out_axes", [0, 1, 2, -1, -2, -3])
+def test_out_axes_of_a_matrix_per_example(out_axes):
+    args = (randn(4, 3), randn(2))
+    fn = vmap(outer, in_axes=(0, None), out_axes=out_axes)
+    assert_matches(fn(*args), by_loop(outer, args, (0, None), out_axes))
+    assert "while" not in optimized(fn, *args)
+
+
+def product(x, y):
+    return x @ y
+
+
+SHAPES = {"x": {1: (4,), 2: (3, 4), 3: (2, 3, 4)}, "y": {1: (4,), 2: (4, 2), 3: (2, 4, 2)}}
+PRODUCTS = [(rx, ry, fx, fy) for rx in (1, 2) for ry in (1, 2)
+            for fx, fy in ((True, False), (False, True), (True, True))] + [
+    (3, 2, True, False), (2, 3, False, True), (3, 3, True, True), (3, 1, True, True)]
+
+
+@pytest.mark.parametrize("rx,ry,fx,fy", PRODUCTS, ids=[f"{p[0]}{'b' if p[2] else ''}@{p[1]}"
+                                                      f"{'b' if p[3] else ''}" for p in PRODUCTS])
+def test_matrix_products_of_batches(rx, ry, fx, fy):
+    x = randn(5, *SHAPES["x"][rx]) if fx else randn(*SHAPES["x"][rx])
+    y = randn(5, *SHAPES["y"][ry]) if fy else randn(*SHAPES["y"][ry])
+    in_axes = (0 if fx else None, 0 if fy else None)
+    fn = vmap(product, in_axes=in_axes)
+    assert_matches(fn(x, y), by_loop(product, (x, y), in_axes))
+    assert "while" not in optimized(fn, x, y)
+
+
+def shapes(x):  # reductions, scans, views, reshapes of an (m, n) example
+    t = x.T
+    return (np.sum(x, axis=1), np.mean(x), np.argmax(x), np.argmin(x, axis=0),
+            np.cumsum(x, axis=-1), np.cumsum(x), np.max(x, axis=(0, 1), keepdims=True),
+            x[1:, 0], t.reshape((-1,)), np.expand_dims(x, 0), x[0, 1], x.shape[0] * 1.0,
+            np.concatenate((x, t.T), axis=1), np.broadcast_to(x[0], (2, x.shape[1])))
+
+
+def test_reductions_and_views_match_a_loop():
+    x = randn(3, 4, 5)
+    for axis in (0, 2):
+        args = (np.moveaxis(x, 0, axis),)
+        assert_matches(vmap(shapes, in_axes=axis)(*args), by_loop(shapes, args, axis))
+    assert "while" not in optimized(vmap(shapes), x)
+
+
+def named(x, s):
+    return {"scaled": x * s, "total": np.sum(x) + s}
+
+
+def test_containers_and_nesting_stay_batched():
+    x, s = randn(3, 4), randn(3)
+    got = vmap(named)(x, s)
+    assert set(got) == {"scaled", "total"}
+    np.testing.assert_allclose(got["scaled"], x * s[:, None], rtol=1e-14)
+    np.testing.assert_allclose(got["total"], x.sum(axis=1) + s, rtol=1e-14)
+    X, Y = randn(4, 3), randn(6, 3)
+    pairwise = vmap(vmap(cosine, in_axes=(None, 0)), in_axes=(0, None))
+    assert "while" not in optimized(pairwise, X, Y)
+
+
+def test_gradients_inside_and_around_stay_batched():
+    w, X, Y = randn(3), randn(5, 3), randn(5)
+    assert "while" not in optimized(vmap(grad(example_loss), in_axes=(None, 0, 0)), w, X, Y)
+    assert "while" not in optimized(grad(batch_loss), w, X, Y)
+    assert "while" not in optimized(per_example_grads, w, X, Y)
+
+
+def mlp(w, x):
+    h = np.tanh(x @ w[:6].reshape((3, 2)) + w[6:8])
+    return np.mean((h @ w[8:10]) ** 2)
+
+
+def first_three(w, x):
+    return np.tanh(x @ w[:3])
+
+
+def test_jacfwd_and_hessian_batch_the_basis():
+    w, x = randn(10), randn(4, 3)
+    text = optimized(hessian(mlp), w, x)
+    assert "while" not in text
+    h = hessian(mlp)(w, x)
+    np.testing.assert_allclose(h, h.T, rtol=1e-10, atol=1e-12)
+    j = jacfwd(first_three)(w, x)
+    np.testing.assert_allclose(j[:, :3], (1 - np.tanh(x @ w[:3]) ** 2)[:, None] * x, rtol=1e-12)
+    np.testing.assert_allclose(j[:, 3:], 0.0)
+
+
+# ---- the loop: a function some op of which has no batching rule -----------------------
+
+def written(x):  # a write into an array: per example
+    y = np.zeros(2)
+    y[0] = x[0]
+    y[1] = np.sum(x)
+    return y
+
+
+def test_unbatchable_functions_loop_over_the_examples():
+    x = randn(4, 3)
+    assert "while" in optimized(vmap(written), x)
+    assert_matches(vmap(written)(x), by_loop(written, (x,), 0))
+    v = np.array([0.5, 3.0, 17.0, 1.5])
+    np.testing.assert_array_equal(vmap(halvings)(v), [halvings(a) for a in v])
