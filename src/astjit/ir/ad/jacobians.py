@@ -1,8 +1,10 @@
 """Jacobians as loops of directional derivatives, built into a derived graph (derive.py).
 
-- `forward_jacobian`: the Jacobian of a function's result with respect to one argument,
-  one forward-mode pass (`jvp`) per element of the argument: column k is the tangent of
-  the result along the k-th basis vector (JAX's `jacfwd`; cheap for few inputs).
+- `forward_jacobian`: the Jacobian of a function's result with respect to one argument:
+  column k is the tangent of the result along the k-th basis vector (JAX's `jacfwd`;
+  cheap for few inputs). The forward-mode pass (`jvp`) runs on every basis vector at
+  once, rewritten for that batch (vectorize.py: vmap of jvp, as JAX does), or, where
+  some op of the pass has no batching rule, once per element of the argument in a loop.
 - `reverse_jacobians`: the Jacobians with respect to several arguments, one reverse-mode
   pass (a `vjp` graph) per element of the result: row k is the cotangent of the
   arguments for the k-th basis cotangent (JAX's `jacrev`; cheap for few outputs).
