@@ -176,43 +176,6 @@ def _cast_batch(b, node, ins, batched):
     to, dtype = node.attrs["to"], ins[0].type.dtype
     if to.is_int and dtype.is_float:
         raise NotBatchable("int() of a float per example")
-    return each(b.op("array_astype", ins[0], dtype=weak(to)))
-
-
-def _raise_if_batch(b, node, ins, batched):
-    """Raised when the condition holds for some example."""
-    some = b.op("ne", b.op("reduce", ins[0], kind="sum", axis=None, keepdims=False),
-                b.const(0, I64))
-    return [(b.op("raise_if", some, **node.attrs), False)]
-
-
-def _choice_batch(compare: str):
-    """min(a, b) / max(a, b) of a number per example: b where `b compare a`, else a."""
-    def rule(b, node, ins, batched):
-        x, y = ins
-        return each(b.op("where", b.op(compare, y, x), y, x))
-    return rule
-
-
-# ---- batching rules (ops/batching.py) ------------------------------------------
-
-def _tuple_batch(b, node, ins, batched):
-    """A tuple of batched and unbatched parts: each part as it is."""
-    return [(b.op("tuple", *ins, **node.attrs), tuple(batched))]
-
-
-def _getitem_batch(b, node, ins, batched):
-    (flag,) = batched
-    index = node.attrs["index"]
-    return [(b.op("getitem", ins[0], index=index), flag[index] if isinstance(flag, tuple) else flag)]
-
-
-def _cast_batch(b, node, ins, batched):
-    """A conversion of a number per example: NumPy's, where it is Python's (not from a
-    float to an int: Python raises for NaN)."""
-    to, dtype = node.attrs["to"], ins[0].type.dtype
-    if to.is_int and dtype.is_float:
-        raise NotBatchable("int() of a float per example")
     return each(ins[0] if weak(to) == dtype else b.op("array_astype", ins[0], dtype=weak(to)))
 
 
