@@ -149,14 +149,11 @@ def _matrix_norm(em: Emitter, x, ord, axes, keepdims: bool):
         em.fail("Invalid norm order for matrices.")
     absx = em.op("abs", x)
     kind = "max" if ord > 0 else "min"
-    if ord in (1, -1):
-        summed, last = row, col - (col > row)
-    else:
-        summed, last = col, row - (row > col)
-    result = _reduce(em, _reduce(em, absx, "sum", (summed,), False), kind, (last,), False)
-    if keepdims:
-        result = em.op("array_expand_dims", result, axes=tuple(sorted(axes)))
-    return result
+    summed, last = (row, col) if ord in (1, -1) else (col, row)
+    if keepdims:  # the axes stay where they are
+        return _reduce(em, _reduce(em, absx, "sum", (summed,), True), kind, (last,), True)
+    last -= last > summed
+    return _reduce(em, _reduce(em, absx, "sum", (summed,), False), kind, (last,), False)
 
 
 # ---- LAPACK functions ---------------------------------------------------------------------
@@ -180,11 +177,15 @@ def solve(em: Emitter, a, b):
 
 
 def cholesky(em: Emitter, a, upper: bool):
-    factor = em.op("linalg_cholesky", _matrices(em, a, "cholesky"))
+    """The lower factor; upper=True: the upper factor of a's upper triangle, the transpose
+    of the lower factor of a.T (NumPy reads the upper triangle then)."""
+    a = _matrices(em, a, "cholesky")
     if not upper:
-        return factor
-    n = factor.type.ndim
-    return em.op("array_permute", factor, axes=(*range(n - 2), n - 1, n - 2))
+        return em.op("linalg_cholesky", a)
+    n = a.type.ndim
+    swap = (*range(n - 2), n - 1, n - 2)
+    factor = em.op("linalg_cholesky", em.op("array_permute", a, axes=swap))
+    return em.op("array_permute", factor, axes=swap)
 
 
 # ---- einsum -----------------------------------------------------------------------------
@@ -239,6 +240,8 @@ def _contract(em: Emitter, x, xs: str, y, ys: str, keep: set):
     """x, y with letters xs, ys contracted into the letters of `keep` they have."""
     x, xs = _sum_out(em, x, xs, keep | set(ys))
     y, ys = _sum_out(em, y, ys, keep | set(xs))
+    if not xs or not ys:  # one of them summed to a number
+        return em.op("mul", x, y), xs + ys
     batch = "".join(c for c in xs if c in ys and c in keep)
     summed = "".join(c for c in xs if c in ys and c not in keep)
     x_free = "".join(c for c in xs if c not in ys)
