@@ -29,8 +29,11 @@ _NAMES = {name: op for op, opdef in OPS.items() for name in opdef.numpy}
 def ufunc_table() -> dict[object, Handler]:
     import numpy
 
-    return {getattr(numpy, name): _numpy_function(op, f"np.{name}")
-            for name, op in _NAMES.items()}
+    table = {getattr(numpy, name): _numpy_function(op, f"np.{name}")
+             for name, op in _NAMES.items()}
+    table.update({getattr(numpy, name): _composed(arity, f"np.{name}", build)
+                  for name, (arity, build) in _COMPOSED.items()})
+    return table
 
 
 def _numpy_function(op: str, what: str) -> Handler:
@@ -43,6 +46,59 @@ def _numpy_function(op: str, what: str) -> Handler:
                             f"got {len(args)}")
         return emit(op, args, {"numpy": True})
     return handle
+
+
+class _Composer:
+    """What a composed NumPy function is built with: ops with NumPy's semantics, constants."""
+
+    def __init__(self, emit: Emit):
+        self.emit = emit
+
+    def op(self, name: str, *operands: Value) -> Value:
+        return self.emit(name, list(operands), {"numpy": True})
+
+    def const(self, value: object) -> Value:
+        return self.emit("const", [], {"value": value})
+
+
+def _composed(arity: int, what: str, build) -> Handler:
+    """A NumPy function that is a composition of ops: `build(composer, *args)`."""
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        if len(args) != arity:
+            raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)}, "
+                            f"got {len(args)}")
+        return build(_Composer(emit), *args)
+    return handle
+
+
+def _truth(c: _Composer, x: Value) -> Value:
+    """NumPy's truth of each element: nonzero (a NaN is true)."""
+    return c.op("ne", x, c.const(0))
+
+
+def _clip(c: _Composer, x: Value, lo: Value, hi: Value) -> Value:
+    """np.clip: np.minimum(np.maximum(x, lo), hi), as NumPy defines it (a NaN stays)."""
+    return c.op("minimum", c.op("maximum", x, lo), hi)
+
+
+def _sign(c: _Composer, x: Value) -> Value:
+    """np.sign: 1, -1, else x - x (a zero of x's type, +0.0 for -0.0; NaN for NaN), so its
+    derivative is 0 everywhere."""
+    zero = c.op("sub", x, x)
+    return c.op("where", c.op("gt", x, c.const(0)), c.const(1),
+                c.op("where", c.op("lt", x, c.const(0)), c.const(-1), zero))
+
+
+_COMPOSED = {
+    "clip": (3, _clip),
+    "sign": (1, _sign),
+    "logical_not": (1, lambda c, a: c.op("eq", a, c.const(0))),
+    "logical_and": (2, lambda c, a, b: c.op("where", _truth(c, a), _truth(c, b), c.const(False))),
+    "logical_or": (2, lambda c, a, b: c.op("where", _truth(c, a), c.const(True), _truth(c, b))),
+    "logical_xor": (2, lambda c, a, b: c.op("ne", _truth(c, a), _truth(c, b))),
+}
+"""NumPy functions that are compositions of the ops (their semantics, gradients and
+lowerings are the ops')."""
 
 
 def ufunc_handler(obj: object) -> Handler | None:

@@ -28,6 +28,7 @@ from .table import (
     arith_rule,
     float_pred_rule,
     float_rule,
+    unary_arith_rule,
 )
 
 _MATH = ("pure", "raises", "elementwise", "math")
@@ -56,6 +57,9 @@ _math1("sqrt", math.sqrt, Intrinsic("llvm.sqrt"), "sqrt",
        lambda e, g, x, out: v.div(e, e.op("mul", g, v.c(e, 0.5, g)), out))
 _math1("exp", math.exp, Intrinsic("llvm.exp"), "exp",
        lambda e, g, x, out: e.op("mul", g, out), can_overflow=True)
+_math1("exp2", math.exp2, Intrinsic("llvm.exp2"), "exp2",
+       lambda e, g, x, out: e.op("mul", g, e.op("mul", out, v.c(e, math.log(2.0), out))),
+       can_overflow=True)
 _math1("expm1", math.expm1, LibCall("expm1"), "expm1",
        lambda e, g, x, out: e.op("mul", g, e.op("add", out, v.c(e, 1.0, out))), can_overflow=True)
 _math1("log", math.log, Intrinsic("llvm.log"), "log", lambda e, g, x, out: v.div(e, g, x))
@@ -142,6 +146,35 @@ for _name, _fn in [("isnan", math.isnan), ("isinf", math.isinf), ("isfinite", ma
     _def(_name, 1, float_pred_rule, _fn, {"f": Routine(_name)}, ("pure", "elementwise", "math"),
          cuda={"f": CExpr(f"{_name}({{0}})")},
          python=(f"math.{_name}",), numpy=(_name,), zero_derivative="a bool")
+
+
+# ---- NumPy's rounding: np.floor, np.ceil, np.trunc, np.round -----------------------------------
+# Python's math.floor and round give ints (ops/scalar.py); NumPy's give a float of the
+# operand's type (an int operand is its own result), the sign of a zero kept.
+
+def _rounding(fn):
+    """NumPy's rounding `fn` on a Python number: an int as it is, a float rounded with
+    the sign of a zero result kept (np.ceil(-0.5) is -0.0), inf and NaN as they are."""
+    def rounded(x):
+        if isinstance(x, int) or not math.isfinite(x):
+            return x
+        result = float(fn(x))
+        return math.copysign(result, x) if result == 0.0 else result
+    return rounded
+
+
+_STEP = "a step function: flat wherever it is differentiable"
+for _name, _fn, _spellings, _intrinsic, _c in [
+        ("numpy_floor", math.floor, ("floor",), "llvm.floor", "floor"),
+        ("numpy_ceil", math.ceil, ("ceil",), "llvm.ceil", "ceil"),
+        ("numpy_trunc", math.trunc, ("trunc", "fix"), "llvm.trunc", "trunc"),
+        ("numpy_round", round, ("round", "around"), "llvm.roundeven", "rint")]:
+    _def(_name, 1, unary_arith_rule, _rounding(_fn),
+         {"f": Intrinsic(_intrinsic), "i": Routine("identity")}, ("pure", "elementwise"),
+         numpy=_spellings,
+         cuda={"f": CExpr(f"{_c}({{0}})"), "i": CExpr("{0}")}, zero_derivative=_STEP,
+         doc=f"np.{_spellings[0]}: a float of the operand's type, an int itself (round: "
+             "half to even, decimals=0)")
 
 
 # ---- NumPy's own: np.minimum, np.maximum, np.where --------------------------------------------
