@@ -311,6 +311,59 @@ def percentile(x):
 
 
 SORTING_ALONE = (sort, argsort, sort_rows, searchsorted, unique, nonzero, median, percentile)
+
+
+# ---- linear algebra (issue 14), each alone, at matrix sides 4 .. 256 -----------------------
+
+def linalg_inv(a):
+    return np.linalg.inv(a)
+
+
+def linalg_det(a):
+    return np.linalg.det(a)
+
+
+def linalg_solve(a):
+    return np.linalg.solve(a, a[:, 0])
+
+
+def linalg_cholesky(a):
+    return np.linalg.cholesky(a)
+
+
+def linalg_norm(a):
+    return np.linalg.norm(a)
+
+
+def trace(a):
+    return np.trace(a)
+
+
+def outer(a):
+    return np.outer(a[0], a[1])
+
+
+def einsum_product(a):
+    return np.einsum("ij,jk->ik", a, a)
+
+
+def batched_matmul(a, b):
+    return a @ b
+
+
+def spd_matrix(n: int) -> tuple[np.ndarray, ...]:
+    """A well-conditioned symmetric positive definite n x n matrix."""
+    a = np.random.default_rng(4).standard_normal((n, n))
+    return (a @ a.T + n * np.eye(n),)
+
+
+def matrix_stacks(n: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(5)
+    return rng.standard_normal((n, 32, 32)), rng.standard_normal((n, 32, 32))
+
+
+LINALG_ALONE = (linalg_inv, linalg_det, linalg_solve, linalg_cholesky, linalg_norm, trace, outer,
+                einsum_product)
 NUMPY_ONLY = {engine: "compared with NumPy's own function only"
               for engine in ("Numba", "JAX", "C strict", "C fast-math")}
 
@@ -400,5 +453,11 @@ CASES = [
                 targets=(("NumPy", 1.0),), rtol=1e-9, atol=1e-9) for fn in REDUCTIONS_FUSED),
     *(ArrayCase(fn.__name__, fn, None, normal_vector, (10 ** 6,), missing=NUMPY_ONLY,
                 targets=(("NumPy", 1.2),), rtol=1e-12, atol=0.0) for fn in SORTING_ALONE),
+    *(ArrayCase(fn.__name__, fn, None, spd_matrix, (4, 16, 64, 256), label=lambda n: f"{n}×{n}",
+                missing=NUMPY_ONLY, targets=(("NumPy", 1.2),), rtol=1e-8, atol=1e-8)
+      for fn in LINALG_ALONE),
+    ArrayCase("batched_matmul", batched_matmul, None, matrix_stacks, (64,),
+              label=lambda n: f"({n}, 32, 32) @ ({n}, 32, 32)", missing=NUMPY_ONLY,
+              targets=(("NumPy", 1.2),), rtol=1e-10, atol=1e-10),
 ]
 """What array_run.py measures, in this order."""

@@ -28,7 +28,7 @@ from ...ir.ops.lapack import NOT_POSITIVE_DEFINITE, NOT_SQUARE, SINGULAR
 from ...ir.types import I64, ArrayType, ScalarType
 from . import copies, nests, new_arrays, owned
 from .blas_calls import INT32_MAX, TOO_LARGE, Call, byte_stride, i64_constant, max_int
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, I8, I32_T, I64_T, constant, element_type
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, I8, I32_T, I64_T, constant, element_type
 from .runtime import lapack
 from .stacked_products import Stack, batch_lengths
 
@@ -57,8 +57,21 @@ class Scratch:
                                    b.extract_value(self.array, ARRAY_OWNER), [rows],
                                    [i64_constant(1)])
 
+    def fill_from(self, b: ir.IRBuilder, matrix: ir.Value, t: ArrayType) -> None:
+        """The buffer = `matrix` (a 2-d array value), in Fortran order: copied as the
+        transposes of both, so that the writes are contiguous (the reads strided)."""
+        copies.copy_with(b, transposed(b, matrix, t), t, transposed(b, self.view, t), t)
+
     def at(self, b: ir.IRBuilder, i: ir.Value, j: ir.Value) -> ir.Value:
         return b.gep(self.data, [b.add(i, b.mul(j, self.ld))])
+
+
+def transposed(b: ir.IRBuilder, matrix: ir.Value, t: ArrayType) -> ir.Value:
+    """The transpose of a 2-d array value (a view: its lengths and strides swapped)."""
+    dims = [b.extract_value(matrix, [ARRAY_SHAPE, k]) for k in (1, 0)]
+    return copies.build(b, t, b.extract_value(matrix, ARRAY_DATA),
+                        b.extract_value(matrix, ARRAY_OWNER), dims,
+                        [byte_stride(b, matrix, k) for k in (1, 0)])
 
 
 def _pivots(em: FunctionEmitter, node: Node, n: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -107,7 +120,7 @@ def linalg_inv(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     zero, one = constant(t.dtype, 0.0), constant(t.dtype, 1.0)
 
     def item(indices):
-        copies.copy_with(b, x.item(b, t, indices), matrix, fa.view, matrix)
+        fa.fill_from(b, x.item(b, t, indices), matrix)
         new_arrays.fill_with(b, t.dtype, zero, fb.data, b.mul(n, n))
         nests.loop_nest(em, [n], lambda ii: b.store(one, fb.at(b, ii[0], ii[0])), "identity")
         _call(call, "gesv", [call.int(n), call.int(n), fa.data, call.int(fa.ld), ipiv, fb.data,
@@ -147,7 +160,7 @@ def linalg_solve(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
     rhs_view = fb.column if vector else fb.view
 
     def item(indices):
-        copies.copy_with(b, x.item(b, a_t, indices), matrix, fa.view, matrix)
+        fa.fill_from(b, x.item(b, a_t, indices), matrix)
         copies.copy_with(b, y.item(b, b_t, indices), rhs, rhs_view, rhs)
         _call(call, "gesv", [call.int(n), call.int(k), fa.data, call.int(fa.ld), ipiv, fb.data,
                              call.int(fb.ld), info])
@@ -172,7 +185,7 @@ def linalg_det(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     matrix, value = ArrayType(dtype, 2), em.alloca(element_type(dtype))
 
     def item(indices):
-        copies.copy_with(b, x.item(b, t, indices), matrix, fa.view, matrix)
+        fa.fill_from(b, x.item(b, t, indices), matrix)
         _call(call, "getrf", [call.int(n), call.int(n), fa.data, call.int(fa.ld), ipiv, info])
         b.store(_determinant(em, fa, ipiv, n, b.load(info), dtype), value)
         if out is not None:
@@ -225,7 +238,7 @@ def linalg_cholesky(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
     lower = call.slot(ir.Constant(I8, ord("L")))
 
     def item(indices):
-        copies.copy_with(b, x.item(b, t, indices), matrix, fa.view, matrix)
+        fa.fill_from(b, x.item(b, t, indices), matrix)
         _call(call, "potrf", [lower, call.int(n), fa.data, call.int(fa.ld), info])
         _info(em, node, call, info, NOT_POSITIVE_DEFINITE)
         target = result.item(b, t, indices)
