@@ -364,6 +364,35 @@ def matrix_stacks(n: int) -> tuple[np.ndarray, ...]:
 
 LINALG_ALONE = (linalg_inv, linalg_det, linalg_solve, linalg_cholesky, linalg_norm, trace, outer,
                 einsum_product)
+
+
+# ---- narrow integer dtypes (issue 14): computed at their own width ---------------------------
+
+def int8_affine(k):
+    return k * 3 + 1
+
+
+def int32_affine(k):
+    return k * 3 + 1
+
+
+def int8_max(k):
+    return np.max(k)
+
+
+def int32_sum(k):
+    return np.sum(k)
+
+
+def int_vector(dtype):
+    def inputs(n: int) -> tuple[np.ndarray, ...]:
+        info = np.iinfo(dtype)
+        return (np.random.default_rng(1).integers(info.min, info.max, n, dtype=dtype),)
+    return inputs
+
+
+NARROW_INTS = ((int8_affine, np.int8), (int32_affine, np.int32), (int8_max, np.int8),
+               (int32_sum, np.int32))
 NUMPY_ONLY = {engine: "compared with NumPy's own function only"
               for engine in ("Numba", "JAX", "C strict", "C fast-math")}
 
@@ -459,5 +488,7 @@ CASES = [
     ArrayCase("batched_matmul", batched_matmul, None, matrix_stacks, (64,),
               label=lambda n: f"({n}, 32, 32) @ ({n}, 32, 32)", missing=NUMPY_ONLY,
               targets=(("NumPy", 1.2),), rtol=1e-10, atol=1e-10),
+    *(ArrayCase(fn.__name__, fn, None, int_vector(dtype), (10 ** 6,), missing=NUMPY_ONLY,
+                targets=(("NumPy", 1.2),), rtol=0.0, atol=0.0) for fn, dtype in NARROW_INTS),
 ]
 """What array_run.py measures, in this order."""

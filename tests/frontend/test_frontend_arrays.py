@@ -609,9 +609,9 @@ def test_supported_dtypes_give_array_types(dtype, t):
 
 
 @pytest.mark.parametrize("value,words", [
-    (np.zeros(3, np.int32), ["'x'", "dtype int32"]),
-    (np.zeros(3, np.complex128), ["'x'", "dtype complex128"]),
-    (np.zeros(3, np.uint8), ["'x'", "dtype uint8"]),
+    (np.zeros(3, np.float16), ["'x'", "dtype float16"]),
+    (np.zeros(3, np.longdouble), ["'x'", "dtype float128"]),
+    (np.zeros(3, "M8[s]"), ["'x'", "dtype datetime64[s]"]),
     ({1.0, 2.0}, ["'x'", "set"]),
     ((1.0, np.zeros(2, np.float16)), ["'x'", "element 1", "dtype float16"]),
 ])

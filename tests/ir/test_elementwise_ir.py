@@ -104,7 +104,9 @@ def test_refusals():
     with pytest.raises(OpTypeError, match="not supported yet"):
         OPS["floor"].rule([a], {})
     with pytest.raises(OpTypeError, match="not supported yet"):
-        OPS["add"].rule([ArrayType(BOOL, 1), ArrayType(BOOL, 1)], {})  # NumPy: logical or
+        OPS["sub"].rule([ArrayType(BOOL, 1), ArrayType(BOOL, 1)], {})  # NumPy: a TypeError
+    bools = ArrayType(BOOL, 1)
+    assert OPS["add"].rule([bools, bools], {}) == ([bools, bools], bools)  # NumPy: logical or
     assert OPS["add"].rule([F64, I64], {}) == ([F64, F64], F64)  # scalars unchanged
 
 

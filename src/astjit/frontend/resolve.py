@@ -160,7 +160,8 @@ def static_dtype(state: Lowering, scope: Scope, node: ast.expr | None,
     dtype = numpy_dtype(obj)
     if dtype is None:
         raise CallError(f"dtype {ast.unparse(node)} of {name}() is not supported: compiled "
-                        "code has float64, float32, int64 and bool arrays", DTYPE_HINT)
+                        "code has arrays of the NumPy dtypes bool, int8 ... int64, uint8 ... uint64, "
+                        "float32, float64, complex64 and complex128", DTYPE_HINT)
     return dtype
 
 

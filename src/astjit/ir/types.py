@@ -26,9 +26,9 @@ class Type:
 @dataclass(frozen=True)
 class ScalarType(Type):
     name: str
-    """'bool', 'i32', 'i64', 'f32' or 'f64'."""
+    """'bool', 'i8' ... 'i64', 'u8' ... 'u64', 'f32', 'f64', 'c64' or 'c128' (`NUMPY_NAMES`)."""
     strong: bool = field(default=False, compare=False)
-    """A NumPy scalar rather than a Python one (always for f32 and i32, which Python lacks)."""
+    """A NumPy scalar rather than a Python one (always for the dtypes Python lacks: i32, f32 ...)."""
 
     def __post_init__(self):
         if self.name in ALWAYS_STRONG and not self.strong:
@@ -38,12 +38,31 @@ class ScalarType(Type):
         return f"np.{self.name}" if self.strong and self.name not in ALWAYS_STRONG else self.name
 
     @property
+    def kind(self) -> str:
+        """NumPy's kind letter: 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'c' complex."""
+        return "b" if self.name == "bool" else self.name[0]
+
+    @property
+    def bits(self) -> int:
+        """The width of one value (bool: 1; a complex: both parts)."""
+        return 1 if self.name == "bool" else int(self.name[1:])
+
+    @property
     def is_float(self) -> bool:
-        return self.name.startswith("f")
+        return self.name[0] == "f"
 
     @property
     def is_int(self) -> bool:
-        return self.name.startswith("i")
+        """A signed or unsigned integer (not a bool)."""
+        return self.name[0] in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.name[0] == "u"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.name[0] == "c"
 
 
 @dataclass(frozen=True)
@@ -108,12 +127,13 @@ class ArrayType(Type):
         return f"array<{self.dtype}, {self.ndim}>"
 
 
-NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32", "bool": "bool"}
+NUMPY_NAMES = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32",
+               "i16": "int16", "i8": "int8", "u64": "uint64", "u32": "uint32", "u16": "uint16",
+               "u8": "uint8", "c128": "complex128", "c64": "complex64", "bool": "bool"}
 """The NumPy dtype name of each IR scalar type name: the one dtype-name map."""
 
-NUMPY_DTYPES = {numpy: name for name, numpy in NUMPY_NAMES.items() if name != "i32"}
-"""The NumPy dtypes compiled code takes, by name, and their IR scalar type names (int32
-only appears inside NumPy's promotion)."""
+NUMPY_DTYPES = {numpy: name for name, numpy in NUMPY_NAMES.items()}
+"""The NumPy dtypes compiled code takes, by name, and their IR scalar type names."""
 
 NUMPY_SCALARS = NUMPY_DTYPES
 """The NumPy scalar types compiled code takes as arguments (strong scalars), by dtype name."""
@@ -165,34 +185,58 @@ class BottomType(Type):
         return "bottom"
 
 
-ALWAYS_STRONG = ("f32", "i32")
-"""Scalar types only NumPy has: their values are always NumPy scalars."""
+ALWAYS_STRONG = ("f32", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "c64", "c128")
+"""Scalar types only NumPy has: their values are always NumPy scalars (Python's complex
+is not taken: a complex128 is always a NumPy scalar)."""
 
 BOOL = ScalarType("bool")
+I8 = ScalarType("i8")
+I16 = ScalarType("i16")
 I32 = ScalarType("i32")
 I64 = ScalarType("i64")
+U8 = ScalarType("u8")
+U16 = ScalarType("u16")
+U32 = ScalarType("u32")
+U64 = ScalarType("u64")
 F32 = ScalarType("f32")
 F64 = ScalarType("f64")
+C64 = ScalarType("c64")
+C128 = ScalarType("c128")
 NONE = NoneType()
 BOTTOM = BottomType()
 INT_OR_BOOL = IntOrBoolType()
 
-NUMERIC_RANK = {BOOL: 0, I32: 1, I64: 2, F32: 3, F64: 4}
+NUMERIC_RANK = {BOOL: 0, I8: 1, U8: 1, I16: 1, U16: 1, I32: 1, U32: 1, I64: 2, U64: 2,
+                F32: 3, F64: 4, C64: 5, C128: 6}
+"""Every numeric type; Python's promotion orders the ones Python has (bool < i64 < f64)."""
 
 
 def is_numeric(t: Type) -> bool:
     return t in NUMERIC_RANK
 
 
+def int_range(t: ScalarType) -> tuple[int, int]:
+    """The lowest and highest value of an int (or bool) type."""
+    if t.kind in "bu":
+        return 0, (1 << t.bits) - 1
+    return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+
+
 def promote(*types: Type) -> Type:
     """The common type of numeric operands, as Python's arithmetic computes it.
 
-    bool and int meet at i64 (True + True == 2), any float wins over ints.
+    bool and int meet at i64 (True + True == 2), any float wins over ints. Operands
+    of one NumPy-only dtype (a scalar rule applied to NumPy's computation type, ops/
+    elementwise.py) keep it; of several, they meet as NumPy's promotion has them.
     """
+    first = types[0]
+    if all(t == first for t in types) and first != BOOL:
+        return weak(first)
+    if any(t.name in ALWAYS_STRONG for t in types):
+        return numpy_promote([weak(t) for t in types if t.name in ALWAYS_STRONG],
+                             [t for t in types if t.name not in ALWAYS_STRONG])
     best = max(types, key=NUMERIC_RANK.__getitem__)
-    if best == BOOL or best == I32:
-        return I64
-    return weak(best)
+    return I64 if best == BOOL else weak(best)
 
 
 def strong(t: Type) -> Type:
@@ -322,31 +366,41 @@ def _array_types(dtype) -> tuple:
 
 # ---- NumPy's promotion -------------------------------------------------------------------
 
-_KIND = {BOOL: 0, I32: 1, I64: 1, F32: 2, F64: 2}
-_DEFAULT = {0: BOOL, 1: I64, 2: F64}
+_DEFAULT = {"b": BOOL, "i": I64, "f": F64, "c": C128}
+"""The dtype a Python scalar of each kind becomes alone: NumPy's default int, float, complex."""
+_KIND_ORDER = "biufc"
 
 
+@functools.cache
 def _strong(a: ScalarType, b: ScalarType) -> ScalarType:
-    """NumPy's promotion of two array dtypes."""
+    """NumPy's promotion of two array dtypes (`np.promote_types`: u64 with i64 is f64)."""
     if a == b:
         return a
-    if {a, b} <= {BOOL, I32, I64}:
-        return I64 if I64 in (a, b) else I32 if I32 in (a, b) else BOOL
-    if {a, b} == {F32, F64} or F64 in (a, b):
-        return F64
-    other = b if a == F32 else a  # f32 with an int (or bool)
-    return F32 if other == BOOL else F64
+    import numpy
+
+    name = numpy.promote_types(NUMPY_NAMES[a.name], NUMPY_NAMES[b.name]).name
+    return ScalarType(NUMPY_DTYPES[name])
+
+
+def _with_weak(result: ScalarType, scalar: ScalarType) -> ScalarType:
+    """NEP 50: a Python scalar joins the arrays' dtype only where it is of a higher kind
+    (a float with ints gives float64, a float with complex64 stays complex64)."""
+    kind = "i" if scalar.kind == "u" else scalar.kind
+    if _KIND_ORDER.index(kind) <= _KIND_ORDER.index(result.kind) or kind == "u":
+        return result
+    if kind == "c" and result.kind == "f":
+        return C64 if result == F32 else C128
+    return _DEFAULT[kind]
 
 
 def numpy_promote(arrays: list[ScalarType], scalars: list[ScalarType]) -> ScalarType:
     """NEP 50: the dtypes of the arrays promote strongly, then the (weak) scalars join in."""
     if not arrays:
-        best = max(scalars, key=_KIND.__getitem__)
-        return _DEFAULT[_KIND[best]] if _KIND[best] else BOOL
+        best = max(scalars, key=lambda s: _KIND_ORDER.index(s.kind))
+        return _DEFAULT["i" if best.kind == "u" else best.kind]
     result = functools.reduce(_strong, arrays)
     for s in scalars:
-        if _KIND[s] > _KIND[result]:
-            result = _DEFAULT[_KIND[s]]
+        result = _with_weak(result, s)
     return result
 
 

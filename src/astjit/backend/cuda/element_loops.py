@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...ir.core import Graph, Node, Value
-from ...ir.ops import OPS, CExpr, kind
+from ...ir.ops import OPS, CExpr, lowering_for
 from ...ir.types import I64, ArrayType, ScalarType
 from .csource import C_TYPES, Source, c_literal, c_type
 from .scalar_functions import raise_check
@@ -166,8 +166,8 @@ class _Body:
             raise _Refused(f"'{node.op}'{_line(node)} makes a {out.type}")
         lowering = OPS[node.op].lowering("cuda")
         types = [v.type for v in node.inputs]
-        key = kind(types[0]) if types else kind(out.type)
-        template = (lowering.get(key) or lowering.get("*")) if isinstance(lowering, dict) else None
+        template = (lowering_for(lowering, types[0] if types else out.type)
+                    if isinstance(lowering, dict) else None)
         if not isinstance(template, CExpr):
             raise _Refused(f"'{node.op}'{_line(node)} has no GPU kernel lowering")
         if raise_check(node) != "":

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ...ir.core import Node
 from ...ir.kernels import fused_attrs
-from ...ir.ops import CExpr, kind
+from ...ir.ops import CExpr, lowering_for
 from ...ir.ops.reductions import REDUCTIONS
 from ...ir.types import ArrayType, ScalarType
 from .csource import Source, c_literal, c_type
@@ -54,7 +54,7 @@ def emit_reduction(src: Source, node: Node, name: str) -> list[str]:
     code = reduction_code(node)
     row = REDUCTIONS[fused_attrs(node).reduce.kind]
     acc, combine = c_type(code.accumulator), _combine(row.cuda_combine, code.accumulator)
-    identity = c_literal(row.identity[kind(code.accumulator)], code.accumulator)
+    identity = c_literal(row.start(code.accumulator), code.accumulator)
     stored = [v.type.dtype for v in node.outputs[:-1]]
     extra = [f"{acc}* __restrict__ red", "long long n_out", "long long n_red", "long long chunks",
              "long long chunk_len"]
@@ -117,7 +117,7 @@ def _block_reduce(src: Source, acc: str, combine: str, identity: str) -> None:
 
 
 def _combine(row: dict[str, CExpr], accumulator: ScalarType) -> str:
-    return (row.get(kind(accumulator)) or row["*"]).template
+    return lowering_for(row, accumulator).template
 
 
 def _finish(finish: CExpr | None, code: ReductionCode, acc: str, count: str) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ...ir.core import Node, Value
 from ...ir.kernels import fused_attrs, kernel_of, rowwise_attrs
-from ...ir.ops import kind
+from ...ir.ops import lowering_for
 from ...ir.ops.reductions import REDUCTIONS
 from ...ir.types import ArrayType, ScalarType
 from .csource import Source, c_literal, c_type
@@ -174,8 +174,8 @@ class _RowEmitter:
         if spec.reduce is not None:
             acc_type = node.regions[0].outputs[-1].type
             row = REDUCTIONS[spec.reduce.kind]
-            combine = (row.cuda_combine.get(kind(acc_type)) or row.cuda_combine["*"]).template
-            identity = c_literal(row.identity[kind(acc_type)], acc_type)
+            combine = lowering_for(row.cuda_combine, acc_type).template
+            identity = c_literal(row.start(acc_type), acc_type)
             acc = src.fresh("acc")
             src.line(f"{c_type(acc_type)} {acc} = {identity};")
 

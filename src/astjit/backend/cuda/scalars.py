@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...errors import CompileError
 from ...ir.core import Graph, Value
-from ...ir.ops import OPS, CExpr, kind
+from ...ir.ops import OPS, CExpr, lowering_for
 from ...ir.types import ScalarType
 from .csource import Source, c_literal, c_type
 
@@ -40,8 +40,7 @@ def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarTy
     lowering = OPS[op].lowering("cuda")
     template = None
     if isinstance(lowering, dict):
-        key = kind(types[0]) if types else kind(result)
-        template = lowering.get(key) or lowering.get("*")
+        template = lowering_for(lowering, types[0] if types else result)
     if not isinstance(template, CExpr):
         raise CompileError(f"'{op}' cannot run {where}", loc)
     value = c_literal(attrs["value"], result) if op == "const" else ""

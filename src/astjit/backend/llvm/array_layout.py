@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...errors import CompileError
-from ...ir.types import BOOL, F32, F64, I64, NUMPY_DTYPES, ArrayType, ScalarType
+from ...ir.types import NUMERIC_RANK, NUMPY_DTYPES, ArrayType, ScalarType
 from . import messages as msg
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I64_T
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 NPY_ARRAY_WRITEABLE = 0x0400
 """The flag bit of a writeable array."""
-ITEM_SIZES = {F64: 8, F32: 4, I64: 8, BOOL: 1}
+ITEM_SIZES = {t: max(t.bits // 8, 1) for t in NUMERIC_RANK}
 """Bytes per element of each dtype an array may have."""
 
 

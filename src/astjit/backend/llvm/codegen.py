@@ -36,7 +36,7 @@ from llvmlite import ir
 from ...errors import CompileError
 from ...ir.analysis import reachable_graphs
 from ...ir.core import Graph, Module, Node
-from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Refused, Routine, kind
+from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Refused, Routine, lowering_for
 from ...ir.types import ScalarType
 from . import (
     adjoints,
@@ -44,6 +44,7 @@ from . import (
     arith,
     arrays,
     callbacks,
+    complexes,
     fused,
     indexing,
     linalg,
@@ -74,6 +75,7 @@ ROUTINES = {
     **linalg.ROUTINES,
     **scalars.ROUTINES,
     **callbacks.ROUTINES,
+    **complexes.ROUTINES,
     **scans.ROUTINES,
     **shaping.ROUTINES,
     **sorting.ROUTINES,
@@ -280,8 +282,7 @@ def lowering_of(node: Node, table: str = "llvm"):
     the op's `llvm` lowering (or `llvm_numpy`: None where it has none)."""
     lowerings = getattr(OPS[node.op], table)
     first = node.inputs[0].type if node.inputs else None
-    key = kind(first) if isinstance(first, ScalarType) else "*"
-    found = lowerings.get(key) or lowerings.get("*")
+    found = lowering_for(lowerings, first if isinstance(first, ScalarType) else None)
     if found is None and table == "llvm":
         raise CompileError(f"'{node.op}' has no CPU lowering for operands of type {first}",
                            node.loc)

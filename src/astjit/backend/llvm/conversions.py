@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ...ir.types import BOOL, Type
+from ...ir.types import BOOL, C64, F32, F64, I64, U64, ScalarType, Type
 from . import messages as msg
 from .compare import compare_const, is_inf, is_nan, truth
 from .lltypes import DOUBLE, lltype
@@ -29,15 +29,88 @@ def cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         return x
     if target == BOOL:
         return truth(builder, x)
+    if source.is_complex or target.is_complex:
+        return complex_cast(builder, x, source, target)
     if target.is_float:
         if source.is_float:
             return builder.fpext(x, ty) if ty == DOUBLE else builder.fptrunc(x, ty)
-        return builder.uitofp(x, ty) if source == BOOL else builder.sitofp(x, ty)
-    if source == BOOL:
-        return builder.zext(x, ty)
-    if source.is_int:
-        return builder.sext(x, ty) if x.type.width < ty.width else builder.trunc(x, ty)
-    return float_to_int(em, node, x, target)
+        return builder.uitofp(x, ty) if source.kind in "bu" else builder.sitofp(x, ty)
+    return int_cast(builder, x, source, target) if source.kind in "biu" else \
+        float_to_int(em, node, x, target)
+
+
+def int_cast(builder: ir.IRBuilder, x: ir.Value, source: ScalarType,
+             target: ScalarType) -> ir.Value:
+    """An int (or bool) as another int: widened by its own sign (zero for unsigned ones and
+    bools), narrowed by dropping high bits (NumPy's wrap-around)."""
+    ty = lltype(target)
+    if x.type.width == ty.width:
+        return x
+    if x.type.width > ty.width:
+        return builder.trunc(x, ty)
+    return builder.zext(x, ty) if source.kind in "bu" else builder.sext(x, ty)
+
+
+def complex_cast(builder: ir.IRBuilder, x: ir.Value, source: ScalarType,
+                 target: ScalarType) -> ir.Value:
+    """Casts into and out of complex, as NumPy's: a real becomes (x, 0); a complex to a
+    real keeps its real part (NumPy warns, ComplexWarning), to bool tests both parts."""
+    if source.is_complex and target.is_complex:
+        part = F32 if target == C64 else F64
+        parts = [cast_value(builder, p, F32 if source == C64 else F64, part)
+                 for p in complex_parts(builder, x)]
+        return pack_complex(builder, lltype(target), *parts)
+    if source.is_complex:
+        real, imag = complex_parts(builder, x)
+        if target == BOOL:
+            return builder.or_(truth(builder, real), truth(builder, imag))
+        return cast_value(builder, real, F32 if source == C64 else F64, target)
+    part = F32 if target == C64 else F64
+    real = cast_value(builder, x, source, part)
+    return pack_complex(builder, lltype(target), real, ir.Constant(real.type, 0.0))
+
+
+def _float_to_uint64(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """A float as uint64 the way C compilers convert on x86-64 (NumPy's cast): below 2**63
+    as a signed conversion (-1.0 gives 2**64 - 1), else 2**63 less and the top bit set."""
+    top = ir.Constant(x.type, 2.0 ** 63)
+    low = builder.fptosi(x, lltype(I64))
+    high = builder.xor(builder.fptosi(builder.fsub(x, top), lltype(I64)),
+                       ir.Constant(lltype(I64), -(2 ** 63)))
+    return builder.select(builder.fcmp_ordered("<", x, top), low, high)
+
+
+def complex_parts(builder: ir.IRBuilder, z: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The real and imaginary parts of a complex (lltypes.py: a vector of two)."""
+    return (builder.extract_element(z, ir.Constant(ir.IntType(32), 0)),
+            builder.extract_element(z, ir.Constant(ir.IntType(32), 1)))
+
+
+def pack_complex(builder: ir.IRBuilder, ty: ir.Type, real: ir.Value, imag: ir.Value) -> ir.Value:
+    """The complex of type `ty` with these parts."""
+    first = builder.insert_element(ir.Constant(ty, None), real, ir.Constant(ir.IntType(32), 0))
+    return builder.insert_element(first, imag, ir.Constant(ir.IntType(32), 1))
+
+
+def cast_value(builder: ir.IRBuilder, x: ir.Value, source: ScalarType,
+               target: ScalarType) -> ir.Value:
+    """NumPy's cast of a real scalar (no error checks: a float out of an int's range is
+    what the conversion instruction gives, as NumPy's is)."""
+    ty = lltype(target)
+    if source == target:
+        return x
+    if target == BOOL:
+        return truth(builder, x)
+    if target.is_float:
+        if source.is_float:
+            return builder.fpext(x, ty) if target == F64 else builder.fptrunc(x, ty)
+        return builder.uitofp(x, ty) if source.kind in "bu" else builder.sitofp(x, ty)
+    if source.is_float:
+        if target == U64:
+            return _float_to_uint64(builder, x)
+        wide = builder.fptosi(x, lltype(I64))
+        return wide if target.bits == 64 else builder.trunc(wide, ty)
+    return int_cast(builder, x, source, target)
 
 
 def float_to_int(em: FunctionEmitter, node: Node, x: ir.Value, target: Type) -> ir.Value:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
-from ...ir.types import ArrayType
+from ...ir.types import ArrayType, ScalarType
 from . import (
     array_layout,
     conversions,
@@ -55,7 +55,7 @@ from . import (
 from . import messages as msg
 from .compare import compare_const, const_like
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
-from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T, lltype
+from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -268,11 +268,25 @@ def _divmod_int(op: str):
     return routine
 
 
+def _divmod_uint(op: str):
+    """NumPy's unsigned `//` or `%`: LLVM's unsigned division, 0 by zero."""
+    def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+        b = em.builder
+        a, d = args
+        zero = compare_const(b, "==", d, 0)
+        safe = b.select(zero, const_like(d, 1), d)
+        result = b.udiv(a, safe) if op == "floordiv" else b.urem(a, safe)
+        return b.select(zero, const_like(a, 0), result)
+    return routine
+
+
 def _cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """NumPy's float to int: the conversion instruction, no NaN or range check."""
-    to = node.attrs["to"]
-    if to.is_int:
-        return em.builder.fptosi(args[0], lltype(to))
+    source, to = node.inputs[0].type, node.attrs["to"]
+    if isinstance(source, ScalarType) and isinstance(to, ScalarType):
+        return conversions.cast_value(em.builder, args[0], source, to) \
+            if not (source.is_complex or to.is_complex) \
+            else conversions.complex_cast(em.builder, args[0], source, to)
     return conversions.cast(em, node, args)
 
 
@@ -289,6 +303,7 @@ def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
 NUMPY_ROUTINES = {
     "floordiv_float_numpy": _divmod_float("floordiv"), "mod_float_numpy": _divmod_float("mod"),
     "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
+    "floordiv_uint_numpy": _divmod_uint("floordiv"), "mod_uint_numpy": _divmod_uint("mod"),
     "pow_int_numpy": pow_int_numpy, "cast_numpy": _cast,
 }
 """The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""

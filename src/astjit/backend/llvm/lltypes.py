@@ -1,6 +1,9 @@
 """IR types as LLVM types, and IR constants as LLVM constants.
 
-bool is `i1`, ints are `i32`/`i64`, floats `float`/`double`, a tuple is a
+bool is `i1`, ints are `iN` of their width (LLVM's ints have no sign: the ops of
+unsigned ones choose unsigned instructions, ops/table.py's kind 'u'), floats
+`float`/`double`, a complex the vector `<2 x float>` or `<2 x double>` (NumPy's
+layout: real part first; `fadd`, `fsub`, `fneg` act on both parts), a tuple is a
 literal struct of its elements, and `none` is the empty struct `{}` (a value
 that takes no space, so it can flow through phis and tuples like any other).
 `bottom`, the type of a value no path ever produces (a loop's return slot
@@ -30,9 +33,8 @@ from ...ir.types import (
     BOOL,
     F32,
     F64,
-    I32,
-    I64,
     INT_OR_BOOL,
+    NUMERIC_RANK,
     ArrayType,
     BottomType,
     NoneType,
@@ -55,7 +57,18 @@ TAPE_HEADER = ir.LiteralStructType([I64_T, I64_T, BYTES, BYTES, BYTES.as_pointer
 """{len, cap, data, next, link, owner} of a tape, on the C heap (see `tapes.py`)."""
 TAPE = TAPE_HEADER.as_pointer()
 
-_SCALARS = {BOOL: I1, I32: I32_T, I64: I64_T, F32: ir.FloatType(), F64: DOUBLE}
+FLOAT = ir.FloatType()
+
+
+def _scalar_type(t: ScalarType) -> ir.Type:
+    if t.is_float:
+        return FLOAT if t == F32 else DOUBLE
+    if t.is_complex:
+        return ir.VectorType(FLOAT if t.bits == 64 else DOUBLE, 2)
+    return ir.IntType(t.bits)
+
+
+_SCALARS = {t: _scalar_type(t) for t in NUMERIC_RANK}
 ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, ARRAY_OWNER = range(4)
 """The fields of an array's struct."""
 
@@ -112,10 +125,14 @@ def constant(t: Type, value) -> ir.Constant:
     ty = lltype(t)
     if t == BOOL:
         return ir.Constant(ty, int(bool(value)))
-    if t in (I32, I64):
+    if isinstance(t, ScalarType) and t.is_int:
         return ir.Constant(ty, wrap_int(value, ty.width))
     if t in (F32, F64):
         return ir.Constant(ty, float(value))
+    if isinstance(t, ScalarType) and t.is_complex:
+        value = complex(value)
+        return ir.Constant(ty, [ir.Constant(ty.element, value.real),
+                                ir.Constant(ty.element, value.imag)])
     if isinstance(t, TupleType):
         return ir.Constant(ty, [constant(e, v) for e, v in zip(t.elements, value)])
     if t == INT_OR_BOOL:

@@ -23,7 +23,7 @@ from llvmlite import ir
 
 from ...errors import CompileError
 from ...ir.core import Node
-from ...ir.types import BOOL, ArrayType, ScalarType
+from ...ir.types import BOOL, NUMERIC_RANK, ArrayType, ScalarType
 from . import array_layout, nests, owned
 from . import messages as msg
 from .lltypes import (
@@ -124,7 +124,7 @@ def _arange(element: ir.Type):
 
 
 HELPERS = {
-    **{f"fill.{ty}": _fill(ty) for ty in (DOUBLE, ir.FloatType(), I64_T, I8)},
+    **{f"fill.{ty}": _fill(ty) for ty in {element_type(t) for t in NUMERIC_RANK}},
     **{f"arange.{ty}": _arange(ty) for ty in (DOUBLE, I64_T)},
 }
 

@@ -42,11 +42,10 @@ from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
 from ...ir.ops import Builder, Intrinsic
-from ...ir.ops import kind as dtype_key
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import array_layout, loop_metadata, nests, new_arrays, vecmath
-from .lltypes import ARRAY_DATA, I8, I64_T, lltype
+from .lltypes import ARRAY_DATA, I8, I64_T, constant, lltype
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -63,7 +62,7 @@ def _i64(value: int) -> ir.Constant:
 
 def identity(kind: str, t: ScalarType) -> ir.Constant:
     """The value a reduction of nothing starts from."""
-    return ir.Constant(lltype(t), REDUCTIONS[kind].identity[dtype_key(t)])
+    return constant(t, REDUCTIONS[kind].start(t))
 
 
 def _apply(em: FunctionEmitter, descriptor: Builder | Intrinsic, args: list[ir.Value]) -> ir.Value:
@@ -79,7 +78,7 @@ def _apply(em: FunctionEmitter, descriptor: Builder | Intrinsic, args: list[ir.V
 def combine(em: FunctionEmitter, kind: str, t: ScalarType, acc: ir.Value,
             x: ir.Value) -> ir.Value:
     """The accumulator after taking in `x`."""
-    return _apply(em, REDUCTIONS[kind].combine[dtype_key(t)], [acc, x])
+    return _apply(em, REDUCTIONS[kind].combine_for(t), [acc, x])
 
 
 def finish(em: FunctionEmitter, kind: str, acc: ir.Value, count: ir.Value) -> ir.Value:
@@ -87,7 +86,15 @@ def finish(em: FunctionEmitter, kind: str, acc: ir.Value, count: ir.Value) -> ir
     step = REDUCTIONS[kind].finish
     if step is None:
         return acc
+    if isinstance(acc.type, ir.VectorType):  # a complex: both parts divided
+        part = em.builder.sitofp(count, acc.type.element)
+        return _apply(em, step, [acc, em.builder.insert_element(
+            em.builder.insert_element(ir.Constant(acc.type, None), part, _i32(0)), part, _i32(1))])
     return _apply(em, step, [acc, em.builder.sitofp(count, acc.type)])
+
+
+def _i32(value: int) -> ir.Constant:
+    return ir.Constant(ir.IntType(32), value)
 
 
 class Register:

@@ -21,10 +21,10 @@ from ...ir.ops.shaping import (
     SQUEEZE_NOT_ONE,
 )
 from ...ir.types import BOOL, ScalarType
-from . import array_layout, copies, nests, new_arrays, owned
+from . import array_layout, conversions, copies, nests, new_arrays, owned
 from .copies import build
 from .emitter import MAX_ERROR_VALUES
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_STRIDES, DOUBLE, I1, I8, I64_T, element_type, lltype
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_STRIDES, I1, I8, I64_T, element_type, lltype
 from .shared import shared_function
 
 if TYPE_CHECKING:
@@ -194,23 +194,17 @@ def array_astype(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
 
 
 def convert(b: ir.IRBuilder, x: ir.Value, source: ScalarType, target: ScalarType) -> ir.Value:
-    """NumPy's (C's) conversion of an element as stored (a bool as i8) to `target`'s storage."""
-    to = element_type(target)
+    """NumPy's (C's) conversion of an element as stored (a bool as i8) to `target`'s storage
+    (conversions.py: wrap-around between ints, a float truncated, a complex's real part)."""
     if source == target:
         return x
-    if target == BOOL:
-        nonzero = b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0)) if source.is_float \
-            else b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
-        return b.zext(nonzero, I8)
     if source == BOOL:
-        return b.uitofp(x, to) if target.is_float else b.zext(x, to)
-    if target.is_float:
-        if source.is_float:
-            return b.fpext(x, to) if to == DOUBLE else b.fptrunc(x, to)
-        return b.sitofp(x, to)
-    if source.is_float:
-        return b.fptosi(x, to)
-    return b.sext(x, to) if x.type.width < to.width else b.trunc(x, to)
+        x = b.trunc(x, ir.IntType(1))
+    if source.is_complex or target.is_complex:
+        value = conversions.complex_cast(b, x, source, target)
+    else:
+        value = conversions.cast_value(b, x, source, target)
+    return b.zext(value, I8) if target == BOOL else value
 
 
 class _Site:

@@ -62,6 +62,7 @@ from . import (  # noqa: F401
     allocation,
     arrays,
     callbacks,
+    complexes,
     containers,
     ieee,
     indexing,
@@ -107,6 +108,7 @@ from .table import (
     Refused,
     Routine,
     kind,
+    lowering_for,
 )
 
 ZERO_DERIVATIVE = frozenset(name for name, op in OPS.items() if op.zero_derivative)
@@ -114,7 +116,7 @@ ZERO_DERIVATIVE = frozenset(name for name, op in OPS.items() if op.zero_derivati
 
 __all__ = ["OPS", "OpDef", "OpTypeError", "Builder", "Intrinsic", "LibCall", "Routine", "Refused",
            "CExpr", "OnHost",
-           "BACKENDS", "kind",
+           "BACKENDS", "kind", "lowering_for",
            "EXCEPTIONS", "ZERO_DERIVATIVE", "zero_of", "float_pow", "int_pow", "ieee_div",
            "ieee_log", "ieee_pow", "in_int64", "py_max", "py_min", "py_shift_left",
            "py_shift_right"]

@@ -44,6 +44,7 @@ import dataclasses
 import functools
 
 from ..types import (
+    BOOL,
     NUMPY_NAMES,
     ArrayType,
     ScalarType,
@@ -62,6 +63,12 @@ ops that declare a `ufunc` (ops/declare.py fills it as they are declared)."""
 
 BITWISE_UFUNCS: dict[str, str] = {}
 """Scalar ops NumPy also has as ufuncs, which compiled code has on scalars only (ops/strong.py)."""
+
+
+BOOL_LOGIC = {"add": "bitor", "mul": "bitand", "invert": "not"}
+"""The ops NumPy computes on bools as logic, giving a bool (where Python's give ints), and
+the logic op each is: `+` is or, `*` is and, `~` is not (`-` of bools is NumPy's TypeError).
+A fused kernel computes them as that op (passes/fuse.py)."""
 
 
 def _numpy():
@@ -106,10 +113,13 @@ def _array_plan(op: str, types: TypeKey) -> Plan:
     for t in types:
         if not isinstance(t, ArrayType) and not is_numeric(t):
             raise OpTypeError(f"'{op}' needs arrays or numbers, got {t}")
+    c = computation_type(types)
     if opdef.array_rule is not None:
         operands, result = opdef.array_rule(types)
+    elif c == BOOL and op in BOOL_LOGIC:
+        operands, result = [BOOL] * len(types), BOOL
     else:
-        operands, result = opdef.scalar_rule([computation_type(types)] * len(types), {})
+        operands, result = opdef.scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))

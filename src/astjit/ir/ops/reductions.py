@@ -53,10 +53,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..shape_algebra import reduced
-from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, Type
+from ..types import BOOL, F32, F64, I64, U64, ArrayType, ScalarType, Type, int_range
 from .batching import NotBatchable, each, shifted
 from .declare import _def
-from .table import Builder, CExpr, Intrinsic, OpTypeError, Routine
+from .table import Builder, CExpr, Intrinsic, OpTypeError, Routine, lowering_for
 from .vjp import c, div, is_array, select, with_attrs
 
 EMPTY_REDUCTION = "zero-size array to reduction operation {name} which has no identity"
@@ -103,6 +103,19 @@ class ReductionKind:
     """`jvp(e, dx, x, out, axes, keepdims)`: the tangent of the result from the tangent `dx`
     of a float `x` (the transpose of the VJP's linear map); None: not differentiable."""
 
+    def start(self, t: ScalarType):
+        """The identity for an accumulator of dtype `t`: an int's clamped to its range (the
+        max of int8 starts from -128, of uint8 from 0)."""
+        value = lowering_for(self.identity, t)
+        if t.is_int:
+            low, high = int_range(t)
+            return max(low, min(high, value))
+        return value
+
+    def combine_for(self, t: ScalarType):
+        """The LLVM combine step for an accumulator of dtype `t`."""
+        return lowering_for(self.combine, t)
+
 
 def empty_message(kind: str) -> str:
     """NumPy's ValueError for reducing nothing with a kind that has no identity."""
@@ -128,10 +141,21 @@ def result_dtype(kind: str, dtype: ScalarType) -> ScalarType:
     return REDUCTIONS[kind].dtype(dtype)
 
 
+def accumulator(kind: str, attrs: dict, dtype: ScalarType) -> ScalarType:
+    """The dtype a `reduce` node of `kind` and `attrs` accumulates (and returns) elements of
+    `dtype` in: NumPy's `dtype=` for a sum or product (np.sum(k, dtype=np.int8) wraps in
+    int8), else the kind's result dtype of `accumulated`'s."""
+    given = attrs.get("dtype")
+    if given is not None and kind in ("sum", "prod"):
+        return given
+    return result_dtype(kind, accumulated(attrs, dtype))
+
+
 def result_type(kind: str, dtype: ScalarType, ndim: int, axes: tuple[int, ...],
-                keepdims: bool) -> Type:
-    """The type of reducing `axes` (normalized) of an ndim-d array of `dtype`."""
-    out = result_dtype(kind, dtype)
+                keepdims: bool, explicit: bool = False) -> Type:
+    """The type of reducing `axes` (normalized) of an ndim-d array of `dtype`; `explicit`:
+    `dtype` was given (NumPy's `dtype=`), which a sum or product keeps (int8 too)."""
+    out = dtype if explicit and kind in ("sum", "prod") else result_dtype(kind, dtype)
     if ndim == 0 or len(axes) == ndim and not keepdims:
         return out  # NumPy reduces a 0-d array to a scalar, keepdims or not
     return ArrayType(out, ndim if keepdims else ndim - len(axes))
@@ -146,7 +170,7 @@ def reduce_rule(types, attrs):
         raise OpTypeError(f"np.{kind}() needs an array here, got {t}")
     axes = normalize_axes(attrs.get("axis"), t.ndim)
     return [t], result_type(kind, accumulated(attrs, t.dtype), t.ndim, axes,
-                            bool(attrs.get("keepdims")))
+                            bool(attrs.get("keepdims")), attrs.get("dtype") is not None)
 
 
 def accumulated(attrs: dict, dtype: ScalarType) -> ScalarType:
@@ -254,31 +278,42 @@ def _no_derivative(e, g, x, out, axes, keepdims):
     return None
 
 
+def _mean_dtype(dtype: ScalarType) -> ScalarType:
+    """NumPy's mean: of a float32 or complex its own dtype, else float64."""
+    return dtype if dtype == F32 or dtype.is_complex else F64
+
+
 def _sum_dtype(dtype: ScalarType) -> ScalarType:
-    return I64 if dtype == BOOL or dtype.is_int else dtype
+    """NumPy's sum and prod of small ints are of the platform's int (uint64 for unsigned)."""
+    if dtype == BOOL or dtype.kind == "i":
+        return I64
+    return U64 if dtype.is_unsigned else dtype
 
 
-ADD = {"f": Builder("fadd", flags=("reassoc",)), "i": Builder("add")}
+ADD = {"f": Builder("fadd", flags=("reassoc",)), "i": Builder("add"),
+       "c": Builder("fadd", flags=("reassoc",))}
 """Integers wrap; float sums may be reassociated (vectorized with partial sums)."""
 C_ADD = {"*": CExpr("({0} + {1})")}
 
 REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
-    ReductionKind("sum", ("sum",), "add", _sum_dtype, {"f": 0.0, "i": 0}, False,
+    ReductionKind("sum", ("sum",), "add", _sum_dtype, {"f": 0.0, "i": 0, "c": 0j}, False,
                   "sum", ADD, None, None, True, _sum_vjp, cuda_combine=C_ADD,
                   jvp=_same_reduction("sum")),
-    ReductionKind("mean", ("mean",), "add", lambda t: F32 if t == F32 else F64,
-                  {"f": 0.0, "i": 0}, False, "mean", ADD, Builder("fdiv"), None, True, _mean_vjp,
+    ReductionKind("mean", ("mean",), "add", _mean_dtype,
+                  {"f": 0.0, "i": 0, "c": 0j}, False, "mean", ADD, Builder("fdiv"), None, True, _mean_vjp,
                   cuda_combine=C_ADD, cuda_finish=CExpr("({0} / {1})"), jvp=_same_reduction("mean")),
     ReductionKind("max", ("max", "amax"), "maximum", lambda t: t,
-                  {"f": -math.inf, "i": -2 ** 63, "b": 0}, True, "max",
-                  {"f": Intrinsic("llvm.maximum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
+                  {"f": -math.inf, "i": -math.inf, "b": 0}, True, "max",
+                  {"f": Intrinsic("llvm.maximum"), "i": Intrinsic("llvm.smax"),
+                   "u": Intrinsic("llvm.umax"), "b": Builder("or_")},
                   None, ">", False, _extremum_vjp,
                   cuda_combine={"*": CExpr("astjit_reduce_max({0}, {1})"),
                                 "b": CExpr("({0} | {1})")},
                   jvp=_extremum_jvp),
     ReductionKind("min", ("min", "amin"), "minimum", lambda t: t,
-                  {"f": math.inf, "i": 2 ** 63 - 1, "b": 1}, True, "min",
-                  {"f": Intrinsic("llvm.minimum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
+                  {"f": math.inf, "i": math.inf, "b": 1}, True, "min",
+                  {"f": Intrinsic("llvm.minimum"), "i": Intrinsic("llvm.smin"),
+                   "u": Intrinsic("llvm.umin"), "b": Builder("and_")},
                   None, "<", False, _extremum_vjp,
                   cuda_combine={"*": CExpr("astjit_reduce_min({0}, {1})"),
                                 "b": CExpr("({0} & {1})")},
@@ -290,15 +325,17 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
                   {"b": Builder("or_")}, None, None, False, _no_derivative,
                   cuda_combine={"b": CExpr("({0} | {1})")}, jvp=_no_derivative),
     ReductionKind("nanmax", ("nanmax",), "fmax", lambda t: t,
-                  {"f": math.nan, "i": -2 ** 63, "b": 0}, True, "nanmax",
-                  {"f": Intrinsic("llvm.maxnum"), "i": Intrinsic("llvm.smax"), "b": Builder("or_")},
+                  {"f": math.nan, "i": -math.inf, "b": 0}, True, "nanmax",
+                  {"f": Intrinsic("llvm.maxnum"), "i": Intrinsic("llvm.smax"),
+                   "u": Intrinsic("llvm.umax"), "b": Builder("or_")},
                   None, None, False, _extremum_vjp,
                   cuda_combine={"f": CExpr("fmax({0}, {1})"),
                                 "i": CExpr("astjit_reduce_max({0}, {1})"), "b": CExpr("({0} | {1})")},
                   jvp=_extremum_jvp),
     ReductionKind("nanmin", ("nanmin",), "fmin", lambda t: t,
-                  {"f": math.nan, "i": 2 ** 63 - 1, "b": 1}, True, "nanmin",
-                  {"f": Intrinsic("llvm.minnum"), "i": Intrinsic("llvm.smin"), "b": Builder("and_")},
+                  {"f": math.nan, "i": math.inf, "b": 1}, True, "nanmin",
+                  {"f": Intrinsic("llvm.minnum"), "i": Intrinsic("llvm.smin"),
+                   "u": Intrinsic("llvm.umin"), "b": Builder("and_")},
                   None, None, False, _extremum_vjp,
                   cuda_combine={"f": CExpr("fmin({0}, {1})"),
                                 "i": CExpr("astjit_reduce_min({0}, {1})"), "b": CExpr("({0} & {1})")},

@@ -31,6 +31,7 @@ from ..types import (
 )
 from . import vjp as v
 from .batching import NotBatchable, each, elementwise, same_op
+from .complexes import part_type
 from .declare import _def
 from .elementwise import numpy_promote
 from .semantics import (
@@ -222,24 +223,29 @@ _def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("sel
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)), v.select(e, ins[0], v.c(e, 0.0, g), g)])
 
-_def("add", 2, arith_rule, operator.add, {"f": Builder("fadd"), "i": Builder("add")},
+_def("add", 2, arith_rule, operator.add, {"f": Builder("fadd"), "i": Builder("add"),
+                                         "b": Builder("or_"), "c": Builder("fadd")},
      ("pure", "commutative", "elementwise", "operator"), numpy=("add",), cuda=_infix("+"),
      vjp=lambda e, g, ins, out, needs: [g, g])
-_def("sub", 2, arith_rule, operator.sub, {"f": Builder("fsub"), "i": Builder("sub")}, _OPERATOR,
+_def("sub", 2, arith_rule, operator.sub,
+     {"f": Builder("fsub"), "i": Builder("sub"), "c": Builder("fsub")}, _OPERATOR,
      numpy=("subtract",), cuda=_infix("-"), vjp=lambda e, g, ins, out, needs: [g, e.op("neg", g)])
 _def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, a + b)),
      {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"), zero_derivative="ints only",
      doc="int64 addition clamped to the int64 range: a range() counter's step, which must not wrap")
-_def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mul")},
+_def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mul"),
+                                         "b": Builder("and_"), "c": Routine("complex_mul")},
      ("pure", "commutative", "elementwise", "operator"), numpy=("multiply",), cuda=_infix("*"),
      vjp=lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
                                         e.op("mul", g, ins[0]) if needs[1] else None])
 _def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")}, _ARITH_RAISES,
-     llvm_numpy={"f": Builder("fdiv")}, numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
+     llvm_numpy={"f": Builder("fdiv"), "c": Routine("complex_div")},
+     numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
      cuda={"f": CExpr("({0} / {1})")})
 _def("floordiv", 2, arith_rule, operator.floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
-     llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy")},
+     llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy"),
+                 "u": Routine("floordiv_uint_numpy")},
      numpy=("floor_divide",), zero_derivative=_ZERO_INT,
      cuda={"f": CExpr("astjit_floordiv_float({0}, {1})"), "i": CExpr("astjit_floordiv_int({0}, {1})")})
 
@@ -253,7 +259,8 @@ def _mod_vjp(e, g, ins, out, needs):
 
 
 _def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
-     _ARITH_RAISES, llvm_numpy={"f": Routine("mod_float_numpy"), "i": Routine("mod_int_numpy")},
+     _ARITH_RAISES, llvm_numpy={"f": Routine("mod_float_numpy"), "i": Routine("mod_int_numpy"),
+                                "u": Routine("mod_uint_numpy")},
      numpy=("remainder", "mod"), vjp=_mod_vjp,
      cuda={"f": CExpr("astjit_mod_float({0}, {1})"), "i": CExpr("astjit_mod_int({0}, {1})")})
 _def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int")},
@@ -264,19 +271,21 @@ _def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")},
      ("pure", "raises", "operator"), ufunc="left_shift", zero_derivative="ints only")
 _def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")},
      ("pure", "raises", "operator"), ufunc="right_shift", zero_derivative="ints only")
-for _name, _fn, _instruction in [("bitand", operator.and_, "and_"), ("bitor", operator.or_, "or_"),
-                                 ("bitxor", operator.xor, "xor")]:
+for _name, _fn, _instruction, _c in [("bitand", operator.and_, "and_", "&"),
+                                     ("bitor", operator.or_, "or_", "|"),
+                                     ("bitxor", operator.xor, "xor", "^")]:
     _def(_name, 2, bitwise_rule, _fn, {"i": Builder(_instruction), "b": Builder(_instruction),
                                        "*": Routine("bitwise_int_or_bool")},
-         ("pure", "commutative", "operator"), ufunc="bitwise_" + _name[3:],
-         zero_derivative="ints and bools only")
-_def("neg", 1, unary_arith_rule, operator.neg, {"f": Builder("fneg"), "i": Builder("neg")},
+         ("pure", "commutative", "elementwise", "operator"), numpy=("bitwise_" + _name[3:],),
+         zero_derivative="ints and bools only", cuda=_infix(_c))
+_def("neg", 1, unary_arith_rule, operator.neg,
+     {"f": Builder("fneg"), "i": Builder("neg"), "c": Builder("fneg")},
      _OPERATOR, numpy=("negative",), cuda={"*": CExpr("(-{0})")},
      vjp=v.unary(lambda e, g, x, out: e.op("neg", g)))
 _def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, _OPERATOR,
      numpy=("positive",), cuda={"*": CExpr("{0}")}, vjp=v.unary(lambda e, g, x, out: g))
 _def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_"), "b": Builder("not_")},
-     _OPERATOR, ufunc="invert", zero_derivative="ints and bools only",
+     _OPERATOR, numpy=("invert", "bitwise_not"), zero_derivative="ints and bools only",
      cuda={"i": CExpr("(~{0})"), "b": CExpr("(!{0})")},
      doc="~x of an int; of a bool only as NumPy's (~np.True_ is np.False_), ops/strong.py")
 _def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"),
@@ -287,13 +296,23 @@ for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),
                              ("gt", ">", "greater"), ("ge", ">=", "greater_equal"),
                              ("eq", "==", "equal"), ("ne", "!=", "not_equal")]:
     _fcmp = "fcmp_unordered" if _name == "ne" else "fcmp_ordered"
+    _complex = {"c": Routine(f"complex_{_name}")} if _name in ("eq", "ne") else {}
     _def(_name, 2, compare_rule, getattr(operator, _name),
          {"f": Builder(_fcmp, (_pred,)), "i": Builder("icmp_signed", (_pred,)),
-          "b": Builder("icmp_unsigned", (_pred,))},
+          "u": Builder("icmp_unsigned", (_pred,)), "b": Builder("icmp_unsigned", (_pred,)),
+          **_complex},
          ("pure", "commutative", "elementwise", "operator") if _name in ("eq", "ne") else _OPERATOR,
          numpy=(_ufunc,), zero_derivative=_COMPARISON, cuda=_infix(_pred))
 
-_def("abs", 1, unary_arith_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int")},
+def abs_rule(types, attrs):
+    """abs(x): of x's type, but a complex's magnitude is a float (np.abs of complex64 is
+    float32)."""
+    operands, result = unary_arith_rule(types, attrs)
+    return operands, part_type(result) if result.is_complex else result
+
+
+_def("abs", 1, abs_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int"),
+                                      "u": Routine("identity"), "c": Routine("complex_abs")},
      _OPERATOR, python=("abs",), numpy=("absolute", "abs"),
      cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})")},
      vjp=v.unary(lambda e, g, x, out: v.sign_times(e, g, x)))

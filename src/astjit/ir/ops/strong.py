@@ -48,7 +48,7 @@ from ..types import (
     strong,
     weak,
 )
-from .elementwise import has_array, numpy_result_dtype
+from .elementwise import BOOL_LOGIC, has_array, numpy_result_dtype
 from .table import OPS, OpTypeError
 
 NUMPY_ONLY = ("where",)
@@ -84,8 +84,8 @@ def _numpy_function(opdef) -> bool:
 def scalar_plan(op: str, types: TypeKey) -> tuple[list[Type], Type]:
     """The operand and result types of `op` on NumPy scalars (strong) and Python ones."""
     c = numpy_promote([weak(t) for t in types if t.strong], [weak(t) for t in types if not t.strong])
-    if op == "invert" and c == BOOL:
-        operands, result = [BOOL], BOOL  # ~np.True_ is np.False_
+    if op in BOOL_LOGIC and c == BOOL:
+        operands, result = [BOOL] * len(types), BOOL  # ~np.True_ is np.False_
     else:
         operands, result = OPS[op].scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)

@@ -169,10 +169,24 @@ class Inference(Protocol):
 
 
 def kind(t: Type) -> str:
-    """The lowering key of a scalar type: 'f', 'i' or 'b'."""
-    if t == BOOL:
-        return "b"
-    return "f" if t.is_float else "i"
+    """The lowering key of a scalar type: its NumPy kind, 'b', 'i', 'u', 'f' or 'c'."""
+    return t.kind
+
+
+FALLBACK_KINDS = {"u": ("u", "i", "*"), "i": ("i", "*"), "f": ("f", "*"), "b": ("b", "*"),
+                  "c": ("c", "*")}
+"""The lowering keys a descriptor table is searched by, in order, for each kind: an unsigned
+int takes an op's 'i' lowering where it declares no 'u' one (add, mul, the bit operations
+are the same instructions)."""
+
+
+def lowering_for(lowerings: dict, t: Type | None):
+    """The descriptor of `lowerings` (an op's `llvm`, `llvm_numpy`, `cuda` ...) for operands
+    of scalar type `t` (any other type: the '*' one), or None."""
+    for key in FALLBACK_KINDS[t.kind] if hasattr(t, "kind") else ("*",):
+        if key in lowerings:
+            return lowerings[key]
+    return None
 
 
 # ---- type rules ---------------------------------------------------------------
@@ -192,15 +206,16 @@ def arith_rule(types, attrs):
 def truediv_rule(types, attrs):
     _numeric(types, "'/'")
     t = promote(*types)
-    t = t if t.is_float else F64
+    t = t if t.is_float or t.is_complex else F64
     return [t, t], t
 
 
 def int_only_rule(types, attrs):
     _numeric(types, "this operator")
-    if any(t.is_float for t in types):
+    if any(t.is_float or t.is_complex for t in types):
         raise OpTypeError(f"this operator needs integers, got {', '.join(map(str, types))}")
-    return [I64] * len(types), I64
+    t = promote(*types)  # Python's ints are int64; NumPy's keep their dtype
+    return [t] * len(types), t
 
 
 def bitwise_rule(types, attrs):

@@ -62,11 +62,12 @@ import dataclasses
 
 from ..core import Graph, Module, Node, Value
 from ..kernels import Kernel, Reduction, kernel_of
-from ..ops.elementwise import array_plan, is_array_elementwise
-from ..ops.reductions import accumulated, normalize_axes, result_dtype
+from ..ops.elementwise import BOOL_LOGIC, array_plan, is_array_elementwise
+from ..ops.reductions import accumulator as reduction_dtype
+from ..ops.reductions import normalize_axes
 from ..shape_algebra import ONE
 from ..symbolic_shapes import symbolic_shapes
-from ..types import ArrayType
+from ..types import BOOL, ArrayType
 from .effects import has_effects
 
 
@@ -294,6 +295,8 @@ def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value,
                 x = kernel.add("cast", [x], attrs={"to": want}, loc=m.loc, types=[want]).outputs[0]
             args.append(x)
         op = "select" if m.op == "where" else m.op
+        if plan.result == BOOL and all(t == BOOL for t in plan.operands):
+            op = BOOL_LOGIC.get(op, op)  # NumPy's bool + bool is or
         out = kernel.add(op, args, loc=m.loc, names=[m.outputs[0].name], types=[plan.result])
         env[m.outputs[0]] = out.outputs[0]
     if reduce is not None:
@@ -323,7 +326,7 @@ def _reduction(reduce: Node, kernel: Graph, inputs: list[Value], env: dict[Value
     (source,) = reduce.inputs
     value = env[source] if source in env else operand(source)
     kind, t = reduce.attrs["kind"], source.type
-    accumulator = result_dtype(kind, accumulated(reduce.attrs, t.dtype))
+    accumulator = reduction_dtype(kind, reduce.attrs, t.dtype)
     if value.type != accumulator:
         value = kernel.add("cast", [value], attrs={"to": accumulator}, loc=reduce.loc,
                            types=[accumulator]).outputs[0]

@@ -45,7 +45,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ....errors import CompileError
-from ....ir.types import BOOL, F32, F64, I64, ScalarType
+from ....ir.types import F64, I64, NUMERIC_RANK, ScalarType
 from ....ir.types import NUMPY_NAMES as DTYPE_NAMES
 from ..lltypes import I32_T, I64_T
 from .pyapi import PYOBJ
@@ -69,7 +69,7 @@ NPY_ARRAY_OWNDATA = 0x0004
 NPY_ARRAY_WRITEABLE = 0x0400
 NPY_MAXDIMS = 64
 """The most dimensions a NumPy 2 array may have (32 before)."""
-NUMPY_NAMES = {t: DTYPE_NAMES[t.name] for t in (F64, F32, I64, BOOL)}
+NUMPY_NAMES = {t: DTYPE_NAMES[t.name] for t in NUMERIC_RANK}
 """The dtypes arrays of compiled code have, by IR type (ir/types.py names them)."""
 
 

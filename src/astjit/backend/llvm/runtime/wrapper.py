@@ -69,6 +69,7 @@ from ....ir.types import (
     I32,
     I64,
     INT_OR_BOOL,
+    NUMPY_NAMES,
     ArrayType,
     NoneType,
     ScalarType,
@@ -571,6 +572,4 @@ def numpy_module():
 
 def numpy_scalar_type(t: ScalarType) -> type:
     """The NumPy scalar type of strong scalars of type `t`."""
-    numpy = numpy_module()
-    return {"f64": numpy.float64, "f32": numpy.float32, "i64": numpy.int64,
-            "i32": numpy.int32, "bool": numpy.bool_}[t.name]
+    return numpy_module().dtype(NUMPY_NAMES[t.name]).type

@@ -1,0 +1,68 @@
+"""The table entries of NumPy's complex-number functions: np.real, np.imag, np.conj, np.angle.
+
+Each takes any number (NumPy's do): of a complex its part, conjugate or argument,
+of a real number what NumPy gives (`np.real(x)` is x, `np.imag(x)` a zero of x's
+type, `np.angle(x)` 0 or pi). Complex arithmetic itself (`+ - * /`, `abs`, `==`)
+is the arithmetic ops' 'c' lowerings (ir/ops/scalar.py). A complex value has no
+derivative here: reverse mode treats complex values as it treats ints (no
+adjoint), so these ops are differentiable only through a real operand.
+"""
+from __future__ import annotations
+
+from ..types import C64, F32, F64, ScalarType
+from . import vjp as v
+from .declare import _def
+from .table import CExpr, Routine, _numeric, float_rule
+
+_ELEMENTWISE = ("pure", "elementwise")
+
+
+def part_type(t: ScalarType) -> ScalarType:
+    """The type of a number's real or imaginary part: a complex's float, else its own."""
+    if t.is_complex:
+        return F32 if t == C64 else F64
+    return t
+
+
+def _part_rule(types, attrs):
+    _numeric(types, "np.real/np.imag")
+    return [types[0]], part_type(types[0])
+
+
+def _conj_rule(types, attrs):
+    _numeric(types, "np.conj")
+    return [types[0]], types[0]
+
+
+def _angle_rule(types, attrs):
+    if types[0].is_complex:
+        return [types[0]], part_type(types[0])
+    return float_rule(types, attrs)
+
+
+def _numpy(name: str):
+    def evaluate(x):
+        import numpy
+
+        return getattr(numpy, name)(x).item()
+    return evaluate
+
+
+_def("real", 1, _part_rule, _numpy("real"),
+     {"c": Routine("complex_real"), "*": Routine("identity")}, _ELEMENTWISE, numpy=("real",),
+     cuda={"c": CExpr("astjit_real({0})"), "*": CExpr("{0}")},
+     vjp=v.unary(lambda e, g, x, out: g), doc="np.real(z): the real part (x itself if real)")
+_def("imag", 1, _part_rule, _numpy("imag"),
+     {"c": Routine("complex_imag"), "*": Routine("real_imag")}, _ELEMENTWISE, numpy=("imag",),
+     cuda={"c": CExpr("astjit_imag({0})"), "*": CExpr("(({T})0)")},
+     zero_derivative="of a real operand a constant zero; complex values have no adjoint",
+     doc="np.imag(z): the imaginary part (0 if real)")
+_def("conj", 1, _conj_rule, _numpy("conj"),
+     {"c": Routine("complex_conj"), "*": Routine("identity")}, _ELEMENTWISE,
+     numpy=("conj", "conjugate"), cuda={"c": CExpr("astjit_conj({0})"), "*": CExpr("{0}")},
+     vjp=v.unary(lambda e, g, x, out: g), doc="np.conj(z): the complex conjugate (x if real)")
+_def("angle", 1, _angle_rule, _numpy("angle"),
+     {"c": Routine("complex_angle"), "f": Routine("real_angle")}, _ELEMENTWISE, numpy=("angle",),
+     cuda={"c": CExpr("astjit_angle({0})"), "f": CExpr("atan2(({T})0, {0})")},
+     zero_derivative="of a real operand a step function; complex values have no adjoint",
+     doc="np.angle(z): atan2(imag, real)")
