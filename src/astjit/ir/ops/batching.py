@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..core import Node, Value
-from ..types import I64, ArrayType, ScalarType
+from ..types import I64, ArrayType
+from .table import OPS
 
 
 class NotBatchable(Exception):
@@ -101,8 +102,6 @@ def elementwise(op: str | None = None):
     they are. A number computed with Python's semantics where one of them raises (1/0,
     math.sqrt(-1)) is left to the loop: arrays compute as NumPy does."""
     def rule(b: Batching, node: Node, ins: list[Value], batched: list[bool]):
-        from . import OPS
-
         scalars = not any(isinstance(v.type, ArrayType) for v in node.inputs)
         if scalars and "raises" in OPS[node.op].traits and not node.attrs.get("numpy"):
             raise NotBatchable(f"{node.op} of numbers raises as Python's does")
@@ -132,7 +131,3 @@ def batch_size_product(b: Batching, v: Value) -> Value:
     for k in range(1, ndim(v.type)):
         size = b.op("mul", size, b.op("array_dim", v, axis=k))
     return size
-
-
-def is_number(t) -> bool:
-    return isinstance(t, ScalarType)
