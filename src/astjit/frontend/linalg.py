@@ -30,8 +30,9 @@ from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.types import F64
 from .builtins import CallError, numpy_lookup
-from .resolve import compile_time_value, static_dtype, static_object
+from .resolve import static_dtype
 from .scope import Scope
+from .signatures import bind_arguments, static_argument
 from .source import NOT_CONSTANT
 from .state import Lowering
 
@@ -126,22 +127,11 @@ def lower_numpy_linalg(state: Lowering, scope: Scope, node: ast.Call, which: str
     return scope.emit("eye", [n, m, value("k", 0)], loc, {"dtype": dtype})
 
 
-def _static(state: Lowering, scope: Scope, expr: ast.expr) -> object:
-    """A compile-time argument: a string (`ord='fro'`, subscripts), or compile_time_value's."""
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value
-    if isinstance(expr, (ast.Name, ast.Attribute)):
-        obj = static_object(state, scope, expr)
-        if isinstance(obj, str):
-            return obj
-    return compile_time_value(state, scope, expr)
-
-
 def _lower_function(state: Lowering, scope: Scope, node: ast.Call, which: str,
                     name: str) -> Value:
     params = FUNCTIONS[which]
     try:
-        bound = _bind(node, params, name)
+        bound = bind_arguments(node, params, list(node.args), name)
     except CallError as error:
         return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
     inputs, attrs = [], {"function": which}
@@ -153,7 +143,7 @@ def _lower_function(state: Lowering, scope: Scope, node: ast.Call, which: str,
         if kind == DTYPE:
             attrs[pname] = None if expr is None else static_dtype(state, scope, expr, name)
             continue
-        value = default[0] if expr is None else _static(state, scope, expr)
+        value = default[0] if expr is None else static_argument(state, scope, expr)
         if value is NOT_CONSTANT:
             return state.fail(scope, node, UnsupportedCallError,
                               f"the argument {pname}= of {name}() must be known at compile "
@@ -169,28 +159,6 @@ def _lower_function(state: Lowering, scope: Scope, node: ast.Call, which: str,
     return scope.emit("linalg_function", inputs, state.loc(node), attrs)
 
 
-def _bind(node: ast.Call, params: tuple, name: str) -> dict[str, ast.expr]:
-    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None
-                                                                 for k in node.keywords):
-        raise CallError("*args and **kwargs arguments are not supported",
-                        "pass each argument explicitly")
-    names = [p[0] for p in params]
-    if len(node.args) > len(params):
-        raise CallError(f"{name}() takes at most {len(params)} arguments here "
-                        f"({', '.join(names)}), got {len(node.args)}")
-    bound = dict(zip(names, node.args))
-    for keyword in node.keywords:
-        if keyword.arg not in names:
-            raise CallError(f"{name}() got an unexpected keyword argument '{keyword.arg}'")
-        if keyword.arg in bound:
-            raise CallError(f"{name}() got multiple values for argument '{keyword.arg}'")
-        bound[keyword.arg] = keyword.value
-    for param in params:
-        if param[0] not in bound and len(param) < 3:
-            raise CallError(f"{name}() is missing the argument '{param[0]}'")
-    return bound
-
-
 def _lower_einsum(state: Lowering, scope: Scope, node: ast.Call, name: str) -> Value:
     """np.einsum(subscripts, *operands, optimize=...): the subscripts a string known at
     compile time, the operands values."""
@@ -203,7 +171,7 @@ def _lower_einsum(state: Lowering, scope: Scope, node: ast.Call, name: str) -> V
             return state.fail(scope, node, UnsupportedCallError,
                               f"the argument {keyword.arg}= of {name}() is not supported",
                               "only optimize= is accepted (and ignored)")
-    subscripts = _static(state, scope, node.args[0])
+    subscripts = static_argument(state, scope, node.args[0])
     if not isinstance(subscripts, str):
         return state.fail(scope, node, UnsupportedCallError,
                           f"the subscripts of {name}() must be a string known at compile time",

@@ -27,11 +27,11 @@ from ..ir.ops.shape_functions import FUNCTIONS
 from .builtins import CallError, numpy_lookup
 from .resolve import compile_time_value, constant, static_dtype
 from .scope import Scope
+from .signatures import REQUIRED, bind_arguments
 from .source import NOT_CONSTANT
 from .state import Lowering
 
 VALUE, SEQUENCE, STATIC, DTYPE, OBJECT = "value", "sequence", "static", "dtype", "object"
-REQUIRED = object()
 
 SIGNATURES: dict[str, tuple] = {
     "concatenate": (("arrays", SEQUENCE), ("axis", STATIC, 0)),
@@ -93,32 +93,10 @@ def lower_shape_method(state: Lowering, scope: Scope, node: ast.Call) -> Value:
                   [node.func.value, *node.args])
 
 
-def _bind(node: ast.Call, params: tuple, args: list[ast.expr], name: str) -> dict:
-    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in node.keywords):
-        raise CallError("*args and **kwargs arguments are not supported",
-                        "pass each argument explicitly")
-    names = [p[0] for p in params]
-    if len(args) > len(params):
-        raise CallError(f"{name}() takes at most {len(params)} arguments here "
-                        f"({', '.join(names)}), got {len(args)}")
-    bound = dict(zip(names, args))
-    for keyword in node.keywords:
-        if keyword.arg not in names:
-            raise CallError(f"the keyword argument {keyword.arg}= of {name}() is not supported",
-                            f"compiled code takes {name}({', '.join(names)})")
-        if keyword.arg in bound:
-            raise CallError(f"{name}() got multiple values for argument '{keyword.arg}'")
-        bound[keyword.arg] = keyword.value
-    for param in params:
-        if param[0] not in bound and (len(param) < 3 or param[2] is REQUIRED):
-            raise CallError(f"{name}() is missing the argument '{param[0]}'")
-    return bound
-
-
 def _lower(state: Lowering, scope: Scope, node: ast.Call, function: str, name: str,
            params: tuple, args: list[ast.expr]) -> Value:
     try:
-        bound = _bind(node, params, args, name)
+        bound = bind_arguments(node, params, args, name)
     except CallError as error:
         return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
     inputs, arguments, attrs = [], [], {"function": function}

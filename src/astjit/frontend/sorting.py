@@ -19,8 +19,8 @@ from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.ops.sorting_functions import FUNCTIONS
 from .builtins import CallError, numpy_lookup
-from .resolve import compile_time_value, static_object
 from .scope import Scope
+from .signatures import bind_arguments, static_argument
 from .source import NOT_CONSTANT
 from .state import Lowering
 
@@ -89,42 +89,10 @@ def lower_sorting_method(state: Lowering, scope: Scope, node: ast.Call) -> Value
                   [node.func.value, *node.args])
 
 
-def _bind(node: ast.Call, params: tuple, args: list[ast.expr], name: str) -> dict:
-    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in node.keywords):
-        raise CallError("*args and **kwargs arguments are not supported",
-                        "pass each argument explicitly")
-    names = [p[0] for p in params]
-    if len(args) > len(params):
-        raise CallError(f"{name}() takes at most {len(params)} arguments ({', '.join(names)}), "
-                        f"got {len(args)}")
-    bound = dict(zip(names, args))
-    for keyword in node.keywords:
-        if keyword.arg not in names:
-            raise CallError(f"{name}() got an unexpected keyword argument '{keyword.arg}'")
-        if keyword.arg in bound:
-            raise CallError(f"{name}() got multiple values for argument '{keyword.arg}'")
-        bound[keyword.arg] = keyword.value
-    for param in params:
-        if param[0] not in bound and len(param) < 3:
-            raise CallError(f"{name}() is missing the argument '{param[0]}'")
-    return bound
-
-
-def _static(state: Lowering, scope: Scope, expr: ast.expr) -> object:
-    """A compile-time argument: compile_time_value's, or a string (`kind=`, `side=`)."""
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value
-    if isinstance(expr, (ast.Name, ast.Attribute)):
-        obj = static_object(state, scope, expr)
-        if isinstance(obj, str):
-            return obj
-    return compile_time_value(state, scope, expr)
-
-
 def _lower(state: Lowering, scope: Scope, node: ast.Call, function: str, name: str,
            params: tuple, args: list[ast.expr]) -> Value:
     try:
-        bound = _bind(node, params, args, name)
+        bound = bind_arguments(node, params, args, name)
     except CallError as error:
         return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
     inputs, attrs = [], {"function": function}
@@ -133,7 +101,7 @@ def _lower(state: Lowering, scope: Scope, node: ast.Call, function: str, name: s
         if kind == VALUE:
             inputs.append(state.lower_expr(scope, expr))
             continue
-        value = default[0] if expr is None else _static(state, scope, expr)
+        value = default[0] if expr is None else static_argument(state, scope, expr)
         if value is NOT_CONSTANT:
             return state.fail(scope, node, UnsupportedCallError,
                               f"the argument {pname}= of {name}() must be known at compile "
