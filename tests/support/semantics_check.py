@@ -214,11 +214,16 @@ NOT_ARITHMETIC = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf"
                             "where", "not", "bitand", "bitor", "bitxor", "cast"})
 
 
+BOOL_LOGIC = frozenset({"add", "mul", "invert", "real", "imag"})
+"""Bool ops compiled code computes as NumPy does: or, and, not, the parts (the bool itself, False)."""
+
+
 def numpy_bool_arithmetic(s, fn, args, outcome):
-    """NumPy's arithmetic of bools that stays bool (np.add: or, np.multiply: and, np.absolute,
-    np.minimum, `~` of a bool array: not) is refused. README: "Combinations NumPy computes
-    differently are refused"."""
+    """NumPy's arithmetic of bools that stays bool, other than + (or), * (and) and ~ (not),
+    which compute as NumPy's (np.absolute, np.minimum of bools), is refused. README:
+    "Combinations NumPy computes differently are refused"."""
     if isinstance(outcome, Value) and s.family != "reduction" and not s.ops & NOT_ARITHMETIC \
+            and not s.ops <= BOOL_LOGIC \
             and getattr(outcome.value, "dtype", None) == np.bool_ \
             and all(np.asarray(x).dtype == np.bool_ for x in args):
         return Refused("NumPy's bool arithmetic")
@@ -235,14 +240,14 @@ def negative_shift_raises(s, fn, args, outcome):
     return None
 
 
-BITWISE = frozenset({"lshift", "rshift", "bitand", "bitor", "bitxor"})
+SHIFTS = frozenset({"lshift", "rshift"})
 
 
 def numpy_not_compiled_yet(s, fn, args, outcome):
-    """`<< >> & | ^` on integer arrays and np.fmod of integers are refused. README: "NumPy
+    """`<<` and `>>` on integer arrays and np.fmod of integers are refused. README: "NumPy
     functions not compiled yet are refused"."""
     ints = all(_is_int(x) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu") for x in args)
-    if isinstance(outcome, Value) and ((s.ops & BITWISE and ints and any(
+    if isinstance(outcome, Value) and ((s.ops & SHIFTS and ints and any(
             isinstance(x, np.ndarray) and x.dtype.kind in "iu" for x in args))
             or ("fmod" in s.ops and s.family == "numpy" and ints)):
         return Refused("not supported yet")

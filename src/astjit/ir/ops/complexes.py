@@ -9,7 +9,7 @@ adjoint), so these ops are differentiable only through a real operand.
 """
 from __future__ import annotations
 
-from ..types import C64, F32, F64, ScalarType
+from ..types import BOOL, C64, F32, F64, I64, ScalarType
 from . import vjp as v
 from .declare import _def
 from .table import CExpr, Routine, _numeric, float_rule
@@ -25,8 +25,13 @@ def part_type(t: ScalarType) -> ScalarType:
 
 
 def _part_rule(types, attrs):
+    """Of a complex its float; of a Python scalar what its `.real`/`.imag` is, as np.real
+    returns (a bool's are ints: `True.real` is 1); of any other number its own type."""
     _numeric(types, "np.real/np.imag")
-    return [types[0]], part_type(types[0])
+    t = types[0]
+    if t == BOOL and not t.strong and attrs.get("numpy"):
+        return [I64], I64
+    return [t], part_type(t)
 
 
 def _conj_rule(types, attrs):

@@ -51,8 +51,9 @@ from ..types import (
 from .elementwise import BOOL_LOGIC, has_array, numpy_result_dtype
 from .table import OPS, OpTypeError
 
-NUMPY_ONLY = ("where",)
-"""Ops with a NumPy function that is no ufunc: np.where of scalars is a 0-d array (ir/infer.py)."""
+NUMPY_ONLY = ("where", "real", "imag")
+"""Ops with a NumPy function that is no ufunc: np.where of scalars is a 0-d array (ir/infer.py),
+np.real and np.imag of a Python scalar its own `.real`/`.imag` (a Python scalar)."""
 
 PYTHON_EVALUATED = ("lshift", "rshift")
 """Typed as NumPy's, computed as Python's: the same for counts in [0, 64) and beyond
