@@ -5,6 +5,10 @@ parse (frontend) -> typed (ir.infer) -> optimized (ir.passes) -> llvm / llvm-opt
 `Specialization` so `f.ir(...)` and `ASTJIT_DUMP` can show it. The optimized
 stage ends with the retain/release pass (`ir.passes.retain_release`), so it shows the
 `array_retain` / `array_release` nodes the backend compiles.
+
+The compiler (frontend, inference, passes, printers, backends) is imported on the
+first compile, not with this module: `import astjit` stays cheap
+(tests/api/test_import_cost.py).
 """
 from __future__ import annotations
 
@@ -18,16 +22,8 @@ from typing import Any
 
 from . import dispatch, tree, treeentry
 from .errors import Loc
-from .frontend import lower_function
 from .ir.core import Graph, Module, Value
-from .ir.dot import format_dot
-from .ir.infer import infer_types
-from .ir.passes.boundscheck import drop_bounds_checks
-from .ir.passes.pipeline import optimize
-from .ir.passes.retain_release import check_array_ownership, insert_array_ownership
-from .ir.printer import format_module
 from .ir.types import TupleType, Type, exact
-from .ir.verify import verify_module
 
 IR_STAGES = ("parsed", "typed", "optimized")
 TEXT_STAGES = ("llvm", "llvm-opt", "asm")
@@ -104,7 +100,10 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = 
 
 def interpret_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """Run `fn` through the reference interpreter instead of compiled code (for debugging)."""
+    from .frontend import lower_function
     from .ir.interp import interpret
+    from .ir.passes.pipeline import optimize
+    from .ir.passes.retain_release import insert_array_ownership
 
     signature = dispatch.Signature(fn)
     values = signature.bind(args, kwargs)
@@ -153,6 +152,9 @@ class Specialization:
         if stage == "grad":
             return self.side_by_side()
         if stage in IR_STAGES:
+            from .ir.dot import format_dot
+            from .ir.printer import format_module
+
             module = getattr(self, stage)
             return format_dot(module) if fmt == "dot" else format_module(module)
         if fmt == "dot":
@@ -167,6 +169,7 @@ class Specialization:
 
 
     def side_by_side(self) -> str:
+        from .ir.passes.pipeline import optimize
         from .ir.sidebyside import format_side_by_side
 
         calls = [n for n in self.typed.entry_graph.walk() if "primal" in n.attrs]
@@ -273,6 +276,10 @@ class Dispatcher:
         return length
 
     def compile(self, types: tuple[Type, ...], static: dict | None = None) -> Specialization:
+        from .frontend import lower_function
+        from .ir.passes.boundscheck import drop_bounds_checks
+        from .ir.verify import verify_module
+
         if static:
             parsed = lower_function(self.py_func, static)
         else:
@@ -436,6 +443,9 @@ def dump_stages(spec: Specialization, directory: str, name: str) -> None:
 def optimize_for_backend(module: Module, check: Callable[[Module], None] | None) -> Module:
     """The optimization pipeline, then the retain/release pass, which must come after every other
     pass; `check` (the verifier) runs after each, and the ownership checker at the end."""
+    from .ir.passes.pipeline import optimize
+    from .ir.passes.retain_release import check_array_ownership, insert_array_ownership
+
     result = module.entry_graph.outputs[0].type
     module = insert_array_ownership(optimize(module, verify=check))
     keep_result_type(module, result)
@@ -456,6 +466,8 @@ def keep_result_type(module: Module, result: Type) -> None:
 
 def typed_module(parsed: Module, types: tuple[Type, ...]) -> Module:
     """`parsed` typed for argument `types` (a new Module: `parsed` is left as it is)."""
+    from .ir.infer import infer_types
+
     typed = infer_types(parsed, list(types))
     return with_flat_entry(typed) if dispatch.has_tuples(types) else typed
 
