@@ -136,6 +136,10 @@ TESTED_ELSEWHERE = {
     "searchsorted": "np.searchsorted (test_sorting.py)",
     "unique_sorted": "np.unique (test_sorting.py)",
     "nonzero": "np.nonzero, np.where(cond) (test_sorting.py)",
+    # integer-array and mask indexing, None, ... (test_fancy_indexing.py)
+    "array_index": "x[..., 0] before type inference", "array_index_set": "x[..., 0] = v, np.add.at",
+    "gather": "x[idx]", "gather_adjoint": "the adjoint of x[idx]", "scatter": "x[idx] = v",
+    "compress": "x[mask]", "compress_adjoint": "the adjoint of x[mask]",
     "getfield": "p.w, d['w'] of containers (tests/api/test_trees.py)",
     "tree_leaves": "astjit.tree.leaves (test_trees.py)", "tree_map": "astjit.tree.map (ditto)",
     "tree_flatten": "astjit.tree.flatten (ditto)", "tree_unflatten": "astjit.tree.unflatten (ditto)",

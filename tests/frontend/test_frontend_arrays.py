@@ -474,8 +474,8 @@ def test_the_untyped_graph_verifies_and_interprets():
 
 # ---- errors ----------------------------------------------------------------------------------
 
-def ellipsis_index(a):
-    return a[..., 0]
+def starred_index(a, t):
+    return a[*t]
 
 
 def assign_attribute(a):
@@ -505,7 +505,7 @@ def tuple_variable_index(i):
 
 
 @pytest.mark.parametrize("fn,words", [
-    (ellipsis_index, ["indexing with ..."]),
+    (starred_index, ["a starred index"]),
     (assign_attribute, ["assignment to 'a.shape'"]),
     (tuple_display_store, ["element of a tuple"]),
     (tuple_variable_index, ["a tuple index must be a constant integer"]),

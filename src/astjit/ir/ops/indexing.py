@@ -110,17 +110,18 @@ def compress_adjoint_rule(types, attrs):
 
 def check_indices(x, indices, axis: int, axes) -> list:
     """The indices with negative ones counted from the end; NumPy's IndexError naming the
-    first index outside its axis (index operands in order, elements in C order)."""
+    first index outside its axis (index operands in order, elements in C order). NumPy's
+    functions only, which dispatch to CuPy's on the GPU's arrays (backend/cuda/host.py)."""
     np = _numpy()
     fixed = []
     for j, index in enumerate(indices):
         size = x.shape[axis + j]
-        flat = np.asarray(index).reshape(-1).astype(np.int64)
-        bad = np.flatnonzero((flat < -size) | (flat >= size))
-        if bad.size:
-            raise IndexError(OUT_OF_BOUNDS.format(index=flat[bad[0]], axis=axes[j], size=size))
-        fixed.append(np.where(np.asarray(index) < 0, np.asarray(index) + size, index)
-                     .astype(np.int64))
+        index = index if hasattr(index, "ndim") else np.int64(index)
+        outside = np.flatnonzero((index.reshape(-1) < -size) | (index.reshape(-1) >= size))
+        if outside.size:
+            bad = int(index.reshape(-1)[int(outside[0])])
+            raise IndexError(OUT_OF_BOUNDS.format(index=bad, axis=axes[j], size=size))
+        fixed.append(np.where(index < 0, index + size, index).astype(np.int64))
     return fixed
 
 
@@ -135,7 +136,7 @@ def py_gather(x, *indices, axis, axes, boundscheck=True):
 
 def py_gather_adjoint(g, x, *indices, axis, axes):
     np = _numpy()
-    out = np.zeros(x.shape, x.dtype)
+    out = np.zeros_like(x)
     np.add.at(out, _place(check_indices(x, indices, axis, axes), axis), g)
     return out
 
@@ -163,7 +164,7 @@ def py_compress(x, m, axis):
 
 def py_compress_adjoint(g, m, x, axis):
     np = _numpy()
-    out = np.zeros(x.shape, x.dtype)
+    out = np.zeros_like(x)
     out[(slice(None),) * axis + (m,)] = g
     return out
 
