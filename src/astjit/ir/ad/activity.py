@@ -119,9 +119,9 @@ def _mark_leaf(node: Node, active: set[Value]) -> None:
     has_rule = node.op in TUPLE_OPS or node.op in WRITE_OPS or node.op in ZERO_DERIVATIVE or (
         opdef is not None and opdef.vjp is not None)
     if not has_rule:
-        raise NotDifferentiableError(
-            f"cannot differentiate '{node.op}' in reverse mode: it has no derivative rule",
-            node.op, node.loc)
+        why = opdef.no_vjp if opdef is not None and opdef.no_vjp else "it has no derivative rule"
+        raise NotDifferentiableError(f"cannot differentiate '{node.op}' in reverse mode: {why}",
+                                     node.op, node.loc)
     _mark_outputs(node.outputs, active, node.op not in CUT_OPS)
 
 
