@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import dispatch, tree, treeentry
+from . import dispatch, pickling, tree, treeentry
 from .errors import Loc
 from .ir.core import Graph, Module, Value
 from .ir.types import TupleType, Type, exact
@@ -204,6 +204,18 @@ class Dispatcher:
         self.entry.ir = self.ir
         self.entry.dispatcher = self
         self.entry.signatures = self.specializations
+        # pickle finds this in the instance's dict before object's (functools.partial's
+        # own reduction would pickle the dispatcher and its compiled code)
+        self.entry.__reduce_ex__ = self.reduce_entry
+        pickling.watch_engines()  # multiprocessing and Dask have rules of their own for partials
+
+    def reduce_entry(self, protocol: int) -> str | tuple:
+        """The entry pickled: by reference to its name where its module holds it, else
+        as `jit(py_func, **options)` (pickling.py); compiled code never travels."""
+        name = pickling.by_reference(self.entry)
+        if name is not None:
+            return name
+        return pickling.rebuild_jitted, (pickling.portable(self.py_func), self.options)
 
     def call_slow(self, *args: Any, **kwargs: Any) -> Any:
         """Bind the call as Python does, compile the signature if new, run it."""

@@ -59,10 +59,20 @@ class Derived(functools.partial):
         self.__astjit_derived__ = DerivedSpec(base, params, derive, _loc_of(base))
         self._entry = None
         self.__setstate__((self._start, (), None, self.__dict__))
+        from .pickling import watch_engines
+
+        watch_engines()  # Dask's tokenize has a rule of its own for partials
         return self
 
     def __repr__(self) -> str:
         return f"<astjit derived function {self.__name__}>"
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its base function and what to derive, never its compiled code: the
+        unpickled one is `grad(base)` & co. there, compiled on its first call."""
+        from .pickling import portable
+
+        return _rebuild_derived, (portable(self.base), self.__astjit_derived__.derive)
 
     @property
     def entry(self):
@@ -85,6 +95,17 @@ class Derived(functools.partial):
     def ir(self, *example_args: Any, stage: str = "optimized", format: str = "text") -> str:
         """The IR of this derived function for these example arguments (see `jit(...).ir`)."""
         return self.entry.ir(*example_args, stage=stage, format=format)
+
+
+def _rebuild_derived(base: Any, derive: tuple) -> Derived:
+    """A derived function unpickled: the cached one of `base` and `derive` (DerivedSpec)."""
+    kind = derive[0]
+    if kind in ("jvp", "vjp"):
+        return _derive(base, kind, 0)
+    if kind == "vmap":
+        return _vmapped(base, derive[1], derive[2])
+    wrt, single = derive[1], derive[2]
+    return _derive(base, kind, wrt[0] if single else wrt)
 
 
 def _unstarted(*args: Any, **kwargs: Any) -> Any:

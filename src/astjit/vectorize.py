@@ -67,6 +67,16 @@ class Vectorized:
         self.parsed = None
         self.kernels: dict[tuple, Any] = {}
 
+    def __reduce__(self) -> str | tuple:
+        """By reference to its name where its module holds it, else as `vectorize(fn,
+        target=...)`: its loops and kernels are compiled again where it is unpickled."""
+        from . import pickling
+
+        name = pickling.by_reference(self)
+        if name is not None:
+            return name
+        return pickling.rebuild_vectorized, (pickling.portable(self.fn), self.target)
+
     def __call__(self, *args: Any) -> Any:
         if self.target == "cpu":
             return self.run_cpu(*args)
