@@ -215,7 +215,7 @@ class Dispatcher:
         name = pickling.by_reference(self.entry)
         if name is not None:
             return name
-        return pickling.rebuild_jitted, (pickling.portable(self.py_func), self.options)
+        return unpickle_jitted, (pickling.portable(self.py_func), self.options)
 
     def call_slow(self, *args: Any, **kwargs: Any) -> Any:
         """Bind the call as Python does, compile the signature if new, run it."""
@@ -375,6 +375,12 @@ class Dispatcher:
         values = self.signature.bind(example_args, {})
         spec = self.specialize(self.signature.types_of(values))
         return spec.stage_text(stage, format)
+
+
+def unpickle_jitted(py_func: Callable, options: dict) -> Callable:
+    """A jitted function unpickled: `jit(py_func, **options)`, compiled on its first call
+    (a `cache` option, when there is one, travels with the others)."""
+    return jit(py_func, **options)
 
 
 TREE_ENTRY_CHAIN = 4

@@ -63,10 +63,9 @@ def by_reference(obj: Any) -> str | None:
 
 
 def wrapped_function(obj: Any) -> Any:
-    """The Python function an astjit object wraps (a jitted entry's, a vectorized one's)."""
-    from .vectorize import Vectorized
-
-    return obj.fn if isinstance(obj, Vectorized) else getattr(obj, "py_func", None)
+    """The Python function an astjit object wraps: a jitted entry's `py_func`, a vectorized
+    function's `__wrapped__` (as `functools.wraps` names it)."""
+    return getattr(obj, "py_func", None) or getattr(obj, "__wrapped__", None)
 
 
 def portable(fn: Any) -> Any:
@@ -168,26 +167,23 @@ def load_by_value(data: bytes, sources: dict[str, list[str]]) -> Callable:
     return pickle.loads(data)
 
 
-def rebuild_jitted(py_func: Callable, options: dict) -> Any:
-    """A jitted function unpickled: `jit(py_func, **options)`, compiled on its first call."""
-    from .api import jit
-
-    return jit(py_func, **options)
-
-
-def rebuild_vectorized(fn: Callable, target: str) -> Any:
-    from .vectorize import vectorize
-
-    return vectorize(fn, target=target)
+def own_reduction(partial: functools.partial) -> str | tuple | None:
+    """What pickle saves of a partial that is astjit's (a jitted entry, whose reduction is
+    in its instance dict, or a derived function, a subclass with its own `__reduce__`), or
+    None for any other partial."""
+    own = getattr(partial, "__dict__", {}).get("__reduce_ex__")
+    if own is not None:
+        return own(pickle.DEFAULT_PROTOCOL)
+    if type(partial).__reduce__ is not functools.partial.__reduce__:
+        return partial.__reduce__()
+    return None
 
 
 def reduce_partial_for_multiprocessing(partial: functools.partial) -> str | tuple:
     """multiprocessing's reduction of a `functools.partial` (its ForkingPickler's table,
-    which pickle consults before the object): a jitted entry's own, else its own."""
-    own = getattr(partial, "__dict__", {}).get("__reduce_ex__")
-    if own is not None:
-        return own(pickle.DEFAULT_PROTOCOL)
-    return _MULTIPROCESSING_PARTIAL[0](partial)
+    which pickle consults before the object): astjit's own, else multiprocessing's."""
+    reduced = own_reduction(partial)
+    return reduced if reduced is not None else _MULTIPROCESSING_PARTIAL[0](partial)
 
 
 _MULTIPROCESSING_PARTIAL: list[Callable] = []
@@ -203,12 +199,6 @@ def register_with_multiprocessing(reduction: types.ModuleType) -> None:
         reduction.register(functools.partial, reduce_partial_for_multiprocessing)
 
 
-def reduce_value(obj: Any) -> Any:
-    """What pickle saves of an astjit object (a name, or a reconstruction)."""
-    own = getattr(obj, "__dict__", {}).get("__reduce_ex__")
-    return own(pickle.DEFAULT_PROTOCOL) if own is not None else obj.__reduce__()
-
-
 def register_with_dask(tokenize: types.ModuleType) -> None:
     """Dask's `tokenize` (its task keys) of jitted entries and derived functions: of what
     they pickle as. Its own rule for partials follows `.func` into the dispatcher and
@@ -217,18 +207,10 @@ def register_with_dask(tokenize: types.ModuleType) -> None:
     partial_rule = normalize.dispatch(functools.partial)
 
     def normalize_partial(partial: functools.partial) -> Any:
-        if "__reduce_ex__" not in getattr(partial, "__dict__", {}):
-            return partial_rule(partial)
-        return normalize(("astjit", reduce_value(partial)))
+        reduced = own_reduction(partial)
+        return partial_rule(partial) if reduced is None else normalize(("astjit", reduced))
 
-    def normalize_derived(derived: Any) -> Any:
-        return normalize(("astjit", reduce_value(derived)))
-
-    from .autodiff import Derived
-    from .dispatch import MethodEntry
-
-    normalize.register((functools.partial, MethodEntry), normalize_partial)
-    normalize.register(Derived, normalize_derived)
+    normalize.register(functools.partial, normalize_partial)
 
 
 ENGINES = {"multiprocessing.reduction": register_with_multiprocessing,

@@ -75,7 +75,7 @@ class Vectorized:
         name = pickling.by_reference(self)
         if name is not None:
             return name
-        return pickling.rebuild_vectorized, (pickling.portable(self.fn), self.target)
+        return _unpickle, (pickling.portable(self.fn), self.target)
 
     def __call__(self, *args: Any) -> Any:
         if self.target == "cpu":
@@ -143,6 +143,10 @@ class Vectorized:
             if loop is None:
                 loop = self.loops[dtypes] = _make_loop(self.fn, dtypes)
             return loop
+
+
+def _unpickle(fn: Callable, target: str) -> Callable:
+    return vectorize(fn, target=target)
 
 
 def _make_loop(fn: Callable, dtypes: tuple[str, ...]) -> Callable:
