@@ -232,8 +232,10 @@ def hessian(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
 def vmap(fn: Callable, in_axes: int | None | tuple = 0, out_axes: int = 0) -> Derived:
     """`fn` applied to each example of a batch: argument i is batched along its axis
     `in_axes[i]` (None: the same for every example; an int: that axis of every
-    argument), and each result leaf gets the batch axis at `out_axes`. Compiled as one
-    loop over the batch (ir/ad/batching.py), so it composes with jit, grad and vmap."""
+    argument), and each result leaf gets the batch axis at `out_axes`. The function's
+    graph is rewritten to compute every example at once, each op by its batching rule
+    (ir/ad/vectorize.py); one without a rule keeps a compiled loop over the examples
+    (ir/ad/batching.py). Either way it composes with jit, grad and vmap."""
     fn = _unwrap(fn)
     params = _params_of(fn)
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(params)
