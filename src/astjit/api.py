@@ -207,7 +207,11 @@ class Dispatcher:
         # pickle finds this in the instance's dict before object's (functools.partial's
         # own reduction would pickle the dispatcher and its compiled code)
         self.entry.__reduce_ex__ = self.reduce_entry
+        self.entry.__copy__ = self.entry.__deepcopy__ = self.same_entry  # as a function's copy
         pickling.watch_engines()  # multiprocessing and Dask have rules of their own for partials
+
+    def same_entry(self, memo: dict | None = None) -> functools.partial:
+        return self.entry
 
     def reduce_entry(self, protocol: int) -> str | tuple:
         """The entry pickled: by reference to its name where its module holds it, else
@@ -380,7 +384,7 @@ class Dispatcher:
 def unpickle_jitted(py_func: Callable, options: dict) -> Callable:
     """A jitted function unpickled: `jit(py_func, **options)`, compiled on its first call
     (a `cache` option, when there is one, travels with the others)."""
-    return jit(py_func, **options)
+    return jit(pickling.unportable(py_func), **options)
 
 
 TREE_ENTRY_CHAIN = 4

@@ -67,6 +67,12 @@ class Derived(functools.partial):
     def __repr__(self) -> str:
         return f"<astjit derived function {self.__name__}>"
 
+    def __copy__(self) -> Derived:
+        return self  # copied, a function is itself
+
+    def __deepcopy__(self, memo: dict) -> Derived:
+        return self
+
     def __reduce__(self) -> tuple:
         """Pickled as its base function and what to derive, never its compiled code: the
         unpickled one is `grad(base)` & co. there, compiled on its first call."""
@@ -99,7 +105,9 @@ class Derived(functools.partial):
 
 def _rebuild_derived(base: Any, derive: tuple) -> Derived:
     """A derived function unpickled: the cached one of `base` and `derive` (DerivedSpec)."""
-    kind = derive[0]
+    from .pickling import unportable
+
+    base, kind = unportable(base), derive[0]
     if kind in ("jvp", "vjp"):
         return _derive(base, kind, 0)
     if kind == "vmap":

@@ -100,6 +100,16 @@ def by_value_now() -> set[int]:
     return _BY_VALUE.ids
 
 
+def unportable(obj: Any) -> Any:
+    """The function `portable` gave `obj` for: `copy.copy` hands a reduction's arguments to
+    its function as they are, where pickle gives what they unpickle as."""
+    if isinstance(obj, ByValue):
+        return obj.fn
+    if isinstance(obj, FunctionOf):
+        return function_of(obj.module, obj.qualname)
+    return obj
+
+
 class FunctionOf:
     """Pickles as a reference to the function of the astjit object `module.qualname`."""
 

@@ -67,6 +67,12 @@ class Vectorized:
         self.parsed = None
         self.kernels: dict[tuple, Any] = {}
 
+    def __copy__(self) -> Vectorized:
+        return self  # copied, a function is itself
+
+    def __deepcopy__(self, memo: dict) -> Vectorized:
+        return self
+
     def __reduce__(self) -> str | tuple:
         """By reference to its name where its module holds it, else as `vectorize(fn,
         target=...)`: its loops and kernels are compiled again where it is unpickled."""
@@ -146,7 +152,9 @@ class Vectorized:
 
 
 def _unpickle(fn: Callable, target: str) -> Callable:
-    return vectorize(fn, target=target)
+    from .pickling import unportable
+
+    return vectorize(unportable(fn), target=target)
 
 
 def _make_loop(fn: Callable, dtypes: tuple[str, ...]) -> Callable:

@@ -4,6 +4,7 @@ The functions live in support/pickle_functions.py, importable by name as spawn's
 children and Dask's workers need; local ones (closures, `__main__`'s) go by value.
 """
 import concurrent.futures
+import copy
 import linecache
 import math
 import multiprocessing
@@ -57,6 +58,21 @@ def test_derived_functions_pickle_and_recompile():
         again = round_trip(derived)
         assert again.__name__ == derived.__name__
         np.testing.assert_allclose(again(*args), expected, rtol=1e-12)
+
+
+def test_deep_copies_of_astjit_functions_are_themselves_as_a_functions_are():
+    k = 2.0
+
+    def local(x):
+        return k * x
+
+    for obj in (jit(pf.scaled), pf.chunk_sum, pf.Model.forward, grad(pf.rosenbrock),
+                grad(local), pf.smooth_step, vectorize(local)):
+        assert copy.deepcopy([obj])[0] is obj
+    # copy.copy looks for __copy__ on the type: a plain partial's (a jitted entry's) is its
+    # reduction's, a fresh jitted function of the same Python function
+    for f in (pf.chunk_sum, jit(pf.scaled), jit(local), jit(pf.jitted_loss.py_func)):
+        assert copy.copy(f).py_func is f.py_func
 
 
 def test_a_pullback_pickles():
@@ -171,7 +187,7 @@ def test_a_process_pool_executor_maps_jitted_and_vectorized_functions():
 def test_dask_maps_a_jitted_function_over_chunks_on_a_local_cluster():
     distributed = pytest.importorskip("distributed", reason="the 'dist' extra is not installed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         chunks = client.map(pf.make_chunk, range(len(CHUNKS)))
         distributed.wait(chunks)

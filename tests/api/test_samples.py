@@ -30,3 +30,10 @@ def test_mlp_on_digits_reaches_95_percent(capsys):
     accuracy = load("mlp_digits").main(epochs=20)
     assert accuracy >= 0.95
     assert "test accuracy" in capsys.readouterr().out
+
+
+def test_dask_chunks_sample_maps_a_jitted_function_on_a_cluster(capsys):
+    pytest.importorskip("distributed", reason="the 'dist' extra is not installed")
+    mean, std = load("dask_chunks").main()  # asserts against NumPy itself
+    assert abs(mean - 1.0) < 0.01 and abs(std - 2.0) < 0.01
+    assert "worker processes" in capsys.readouterr().out
