@@ -396,3 +396,14 @@ def test_interpreter_agrees():
     a, b = loss_arguments()
     module = lower_function(loss_lapack)
     assert np.isclose(interpret(module, [a, b]), loss_lapack(a, b))
+
+
+def everything(a, b):
+    return (a @ b, np.einsum("bij,bjk->bik", a, b), np.linalg.inv(a), np.linalg.det(a),
+            np.linalg.solve(a, b), np.linalg.norm(a, axis=2), np.trace(a[0]), np.outer(a[0], b[1]))
+
+
+def test_on_the_gpu_simulator():
+    a, b = loss_arguments()
+    for got, expected in zip(jit(everything, target="cuda-sim")(a, b), everything(a, b)):
+        same(got, expected)

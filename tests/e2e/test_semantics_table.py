@@ -136,6 +136,10 @@ TESTED_ELSEWHERE = {
     "searchsorted": "np.searchsorted (test_sorting.py)",
     "unique_sorted": "np.unique (test_sorting.py)",
     "nonzero": "np.nonzero, np.where(cond) (test_sorting.py)",
+    # linear algebra (test_linalg_functions.py)
+    "linalg_function": "np.dot, np.einsum, np.linalg.norm ... before type inference",
+    "linalg_solve": "np.linalg.solve", "linalg_inv": "np.linalg.inv",
+    "linalg_det": "np.linalg.det", "linalg_cholesky": "np.linalg.cholesky",
     # integer-array and mask indexing, None, ... (test_fancy_indexing.py)
     "array_index": "x[..., 0] before type inference", "array_index_set": "x[..., 0] = v, np.add.at",
     "gather": "x[idx]", "gather_adjoint": "the adjoint of x[idx]", "scatter": "x[idx] = v",

@@ -3,8 +3,8 @@
 The callee is found by identity, as `math.sqrt` is: `np.zeros` with `import
 numpy as np`, `numpy.zeros`, `from numpy import zeros` are the same function
 object, looked up in `creation_table()` (built on first use, so importing astjit
-does not import NumPy). A NumPy callable that no module lowers (`np.linalg.inv`)
-is calls.py's UnsupportedCallError ("np.linalg.inv is not supported yet").
+does not import NumPy). A NumPy callable that no module lowers (`np.linalg.eig`)
+is calls.py's UnsupportedCallError ("np.linalg.eig is not supported yet").
 
 | call | node |
 |---|---|
