@@ -261,3 +261,17 @@ def bool_subtract(a, b):
 def test_bool_subtraction_is_refused_as_numpy_refuses_it():
     with pytest.raises(Exception, match="not supported|TypeError"):
         jit(bool_subtract)(np.array([True]), np.array([False]))
+
+
+# ---- the GPU's kernels (run on the host by the simulator) --------------------------------------
+
+def affine_and_reductions(x, y):
+    return x * 3 + y, np.sum(x), np.max(y), x // y, x < y
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32, np.uint64], ids=name)
+def test_gpu_kernels_wrap_as_numpys(dtype):
+    x = np.arange(-5, 300).astype(dtype)
+    y = np.arange(1, 306).astype(dtype)[::-1].copy()
+    same(jit(affine_and_reductions, target="cuda-sim")(x, y),
+         numpy_quietly(affine_and_reductions, x, y))

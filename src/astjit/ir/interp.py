@@ -34,10 +34,11 @@ from .ops.reductions import py_reduce
 from .ops.strong import evaluate_numpy
 from .types import (
     BOOL,
+    C64,
+    C128,
     F32,
     F64,
-    I32,
-    I64,
+    NUMERIC_RANK,
     NUMPY_NAMES,
     ArrayType,
     ScalarType,
@@ -114,8 +115,21 @@ def _to_f32(x) -> float:
     return float(np.float32(x))
 
 
+def _unsigned(bits: int) -> Callable[[Any], int]:
+    """Python ints wrapped to an unsigned `bits`-bit range."""
+    mask = (1 << bits) - 1
+    return lambda x: operator.index(x) & mask
+
+
+def _to_c64(x) -> complex:
+    import numpy as np
+
+    return complex(np.complex64(x))
+
+
 _SCALAR_COERCIONS: dict[Type, Callable[[Any], Any]] = {
-    BOOL: bool, I32: _wrapping(32), I64: _wrapping(64), F32: _to_f32, F64: float,
+    BOOL: bool, F32: _to_f32, F64: float, C64: _to_c64, C128: complex,
+    **{t: (_unsigned if t.is_unsigned else _wrapping)(t.bits) for t in NUMERIC_RANK if t.is_int},
 }
 
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 import struct
 
-from ...ir.types import BOOL, F32, F64, I32, I64, ScalarType
+from ...ir.types import BOOL, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType
 
 C_TYPES: dict[ScalarType, str] = {F64: "double", F32: "float", I64: "long long", I32: "int",
-                                  BOOL: "bool"}
-"""The C type of each IR scalar type a kernel computes with."""
+                                  I16: "short", I8: "signed char", U64: "unsigned long long",
+                                  U32: "unsigned int", U16: "unsigned short",
+                                  U8: "unsigned char", BOOL: "bool"}
+"""The C type of each IR scalar type a kernel computes with (C's integer arithmetic wraps
+unsigned types; a kernel's result is stored narrowed, so signed ones wrap as NumPy's do
+on every target NVRTC compiles for). A complex has none: its ops run on the host."""
 
 
 def c_type(t: ScalarType) -> str:
@@ -39,7 +43,9 @@ def c_literal(value: object, t: ScalarType) -> str:
     n = int(value)
     if n == -(2 ** 63):
         return "(-9223372036854775807LL - 1)"
-    return f"{n}LL" if t == I64 else str(n)
+    if t.is_unsigned:
+        return f"{n}ULL" if t == U64 else f"{n}U"
+    return f"{n}LL" if t == I64 else f"(({c_type(t)}){n})" if t.bits < 32 else str(n)
 
 
 class Source:
