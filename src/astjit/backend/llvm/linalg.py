@@ -35,8 +35,6 @@ allocates zeros (calloc) and stores ones on diagonal k.
 """
 from __future__ import annotations
 
-import functools
-import re
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -61,42 +59,20 @@ from .blas_calls import (
     vector_args,
     vector_readable,
 )
+from .factorizations import ROUTINES as LAPACK_ROUTINES
 from .lltypes import ARRAY_DATA, I1, I8, I32_T, I64_T, constant
+from .product_kernels import int_kernel, mismatch_message
 from .shared import shared_function
+from .stacked_products import stacked_product
 
 if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
 
-SENTINELS = (29, 31, 23, 37)
-"""Sizes NumPy is asked to multiply to read off its message: the inner size of a, of b,
-then a's rows and b's columns; in the template they become {0} ... {3}."""
+
 
 
 # ---- NumPy's message for inner dimensions that differ ------------------------------------------
-
-@functools.cache
-def mismatch_message(kind: str, a_ndim: int, b_ndim: int) -> tuple[str, str]:
-    """(fixed message, detail template) of NumPy's ValueError for this product, read off
-    NumPy with the SENTINELS sizes, which the template names {0} (a's inner size), {1}
-    (b's), {2} (a's rows) and {3} (b's columns)."""
-    import numpy
-
-    k_a, k_b, m, n = SENTINELS
-    a = numpy.zeros((m, k_a) if a_ndim == 2 else (k_a,))
-    b = numpy.zeros((k_b, n) if b_ndim == 2 else (k_b,))
-    try:
-        (numpy.dot if kind == "dot" else numpy.matmul)(a, b)
-    except ValueError as error:
-        text = str(error)
-    else:  # pragma: no cover - NumPy refuses these shapes
-        raise AssertionError("NumPy multiplied mismatched shapes")
-    detail = text.replace("{", "{{").replace("}", "}}")
-    for i, size in enumerate(SENTINELS):
-        detail = re.sub(rf"\b{size}\b", "{%d}" % i, detail)  # noqa: UP031 - a "{0}" placeholder
-    fixed = re.sub(r"(?<!\{)\{\d\}(?!\})", "?", detail).replace("{{", "{").replace("}}", "}")
-    return fixed, detail
-
 
 def check_inner(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> tuple:
     """NumPy's ValueError unless a's last dimension is b's first; (m, k, n), with None for
@@ -118,7 +94,6 @@ def matmul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     a, b = args
     out_t = node.outputs[0].type
     if max(t.type.ndim for t in node.inputs) > 2:
-        from .stacked_products import stacked_product  # it builds on this module
         return stacked_product(em, node, a, b)
     dtype = out_t.dtype if isinstance(out_t, ArrayType) else out_t
     sizes = check_inner(em, node, a, b)
@@ -196,33 +171,6 @@ def int_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, sizes
     return out if out is not None else builder.load(data)
 
 
-def int_kernel(em: FunctionEmitter, a: ir.Value, a_ndim: int, b: ir.Value, b_ndim: int,
-               data: ir.Value, out_strides: list[ir.Value], sizes: tuple) -> None:
-    """data[i, j] += a[i, p] * b[p, j] (the (i, j) element at `out_strides`) for 1-d or
-    2-d `a` and `b` (`sizes`: (m, k, n), None for a vector's missing axis)."""
-    builder = em.builder
-    m, k, n = sizes
-    zero_i64, one = i64_constant(0), i64_constant(1)
-    a_strides = [byte_stride(builder, a, 0), byte_stride(builder, a, 1)] if a_ndim == 2 \
-        else [zero_i64, byte_stride(builder, a, 0)]
-    b_strides = [byte_stride(builder, b, 0), byte_stride(builder, b, 1)] if b_ndim == 2 \
-        else [byte_stride(builder, b, 0), zero_i64]
-
-    def at(base, strides, i, j):
-        offset = builder.add(builder.mul(i, strides[0]), builder.mul(j, strides[1]))
-        return builder.gep(base, [offset])
-
-    a_data, b_data = (builder.extract_value(v, ARRAY_DATA) for v in (a, b))
-
-    def body(indices):
-        i, p, j = indices
-        product = builder.mul(builder.load(at(a_data, a_strides, i, p), align=8),
-                              builder.load(at(b_data, b_strides, p, j), align=8))
-        target = at(data, out_strides, i, j)
-        builder.store(builder.add(builder.load(target, align=8), product), target, align=8)
-    nests.loop_nest(em, [one if m is None else m, k, one if n is None else n], body, "matmul")
-
-
 # ---- np.diag, np.eye --------------------------------------------------------------------------
 
 def diagonal_length(b: ir.IRBuilder, rows: ir.Value, cols: ir.Value, k: ir.Value) -> ir.Value:
@@ -290,10 +238,4 @@ def eye(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return out
 
 
-def _lapack_routines() -> dict:
-    from .factorizations import ROUTINES as lapack_routines  # they build on this module
-
-    return lapack_routines
-
-
-ROUTINES = {"matmul": matmul, "diag": diag, "eye": eye, **_lapack_routines()}
+ROUTINES = {"matmul": matmul, "diag": diag, "eye": eye, **LAPACK_ROUTINES}

@@ -34,8 +34,8 @@ from .blas_calls import (
     product_function,
     release,
 )
-from .linalg import int_kernel, mismatch_message
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, I32_T
+from .product_kernels import int_kernel, mismatch_message
 from .shared import shared_function
 
 if TYPE_CHECKING:
