@@ -47,6 +47,7 @@ from . import (
     complexes,
     fused,
     indexing,
+    interrupts,
     linalg,
     owned,
     rowwise,
@@ -206,7 +207,8 @@ def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
 
 def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
-    """A natural loop: header phis, the cond region, the body region, one exit."""
+    """A natural loop: header phis, the cond region, the body region, one exit; its
+    back-edge counts work, and an outermost loop's checks for signals (interrupts.py)."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
@@ -219,10 +221,13 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     for phi, value in zip(carried, initial):
         phi.add_incoming(value, preheader)
     cond_region, body_region = node.regions
+    em.loop_depth += 1
     (cond,) = em.emit_graph(cond_region, invariants + carried)
     em.builder.cbranch(cond, body, end)
     em.builder.position_at_end(body)
     updated = em.emit_graph(body_region, invariants + carried)
+    em.loop_depth -= 1
+    interrupts.at_back_edge(em, node)
     for phi, value in zip(carried, updated):
         phi.add_incoming(value, em.builder.block)
     em.builder.branch(header)

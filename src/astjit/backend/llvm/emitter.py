@@ -136,6 +136,10 @@ class FunctionEmitter:
         self.numpy_semantics = False
         """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`OpDef.llvm_numpy`),
         without the table's error checks."""
+        self.loop_depth = 0
+        """How many `while` loops enclose the node being emitted (interrupts.py)."""
+        self.work_counter: ir.Value | None = None
+        """The invocation's count of loop work since its last signal check (interrupts.py)."""
         self.indices: dict[tuple, tuple[ir.Value, bool]] = {}
         """(array, axis, index) LLVM values -> the index within the axis, and whether it was
         checked, for the element accesses emitted so far in the current region and those

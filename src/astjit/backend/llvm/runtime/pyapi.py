@@ -52,6 +52,7 @@ FUNCTIONS: dict[str, ir.FunctionType] = {
     "PyErr_Clear": ir.FunctionType(VOID, []),
     "PyErr_Occurred": ir.FunctionType(PYOBJ, []),
     "PyErr_GivenExceptionMatches": ir.FunctionType(I32_T, [PYOBJ, PYOBJ]),
+    "PyErr_CheckSignals": ir.FunctionType(I32_T, []),
     "PyList_New": ir.FunctionType(PYOBJ, [SSIZE]),
     "PyList_SetItem": ir.FunctionType(I32_T, [PYOBJ, SSIZE, PYOBJ]),
     "PyDict_New": ir.FunctionType(PYOBJ, []),

@@ -16,9 +16,11 @@ graph's function, and boxes its result; a first tier's deoptimize status
 (emitter.DEOPTIMIZE) sends the call, untouched, to `PyObject_Vectorcall(general,
 args, nargs, kwnames)`; any other nonzero status calls
 `error_handler(status)` and returns what it returns (NULL with its exception
-when it raises, as it should). When some error site reports numbers (an
-array index out of bounds), the handler is called as `error_handler(status,
-v0, ..., v3)` with the numbers the failing site left (`emitter.error_values`);
+when it raises, as it should), unless an exception is already set (a loop's
+signal handler raised it: interrupts.py), when it returns NULL. When some
+error site reports numbers (an array index out of bounds), the handler is
+called as `error_handler(status, v0, ..., v3)` with the numbers the failing
+site left (`emitter.error_values`);
 `entry.ErrorReporter` adapts a plain handler to that. The fallback and the
 handler are embedded as constant addresses: whoever builds the wrapper keeps
 them alive.
@@ -525,8 +527,12 @@ class WrapperEmitter:
         return join(builder, done, NULL, start, builder.select(failed, NULL, tuple_obj))
 
     def report(self, status: ir.Value) -> ir.Value:
-        """`error_handler(status)`: its result, or NULL with the exception it raised."""
+        """`error_handler(status)`: its result, or NULL with the exception it raised; NULL
+        where the exception is already set (a loop's signal check: interrupts.py)."""
         builder = self.builder
+        pending = self.api("PyErr_Occurred")
+        with builder.if_then(builder.icmp_unsigned("!=", pending, NULL), likely=False):
+            builder.ret(NULL)
         if self.with_values:
             slots = error_values(self.function.module)
             values = [builder.load(builder.gep(slots, [ir.Constant(I32_T, 0),

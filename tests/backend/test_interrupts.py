@@ -1,0 +1,101 @@
+"""Ctrl-C reaches compiled loops (backend/llvm/interrupts.py): SIGINT during a long loop
+raises KeyboardInterrupt within a fraction of a second, and the loops' results are unchanged.
+
+The loops run in a child process, which sends itself SIGINT from a `kill` process (a
+Python thread could not: the compiled loop holds the GIL).
+"""
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+from astjit import jit
+
+CHILD = textwrap.dedent("""
+    import os, signal, subprocess, sys, time
+    import numpy as np
+    from astjit import jit
+
+    signal.alarm(20)  # SIGALRM's default action ends a child whose loops ignore SIGINT
+
+    @jit
+    def decay(x, rate):  # one loop, its trip count known to nobody
+        n = 0
+        while x > 1e-300:
+            x = x * rate
+            n += 1
+        return n
+
+    @jit
+    def nested(n):
+        s = 0
+        for i in range(n):
+            for j in range(1000):
+                s += (i ^ j) & 7
+        return s
+
+    @jit
+    def making_arrays(x, n):
+        for i in range(n):
+            x = x * 0.5 + 1.0
+        return x
+
+    def interrupted(call):
+        subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {os.getpid()}"])
+        start = time.perf_counter()
+        try:
+            call()
+        except KeyboardInterrupt:
+            return time.perf_counter() - start
+        raise AssertionError("not interrupted")
+
+    assert decay(2.0, 0.5) == 998 and nested(3) == 10500
+    assert np.allclose(making_arrays(np.zeros(4), 60), 2.0)
+    print(interrupted(lambda: decay(1e300, 0.9999999999)))
+    print(interrupted(lambda: making_arrays(np.zeros(4), 10**15)))
+    print("ready", flush=True)
+    nested(10**12)
+""")
+
+
+def test_sigint_interrupts_compiled_loops(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [child.stdout.readline() for _ in range(3)]
+        assert lines[2] == "ready\n", (lines, child.stderr.read() if child.poll() else "")
+        for line in lines[:2]:
+            assert 0.25 < float(line) < 1.3, lines
+        time.sleep(0.3)
+        child.send_signal(signal.SIGINT)
+        start = time.perf_counter()
+        _, stderr = child.communicate(timeout=10)
+        assert time.perf_counter() - start < 1.0
+    finally:
+        child.kill()
+    assert child.returncode != 0
+    assert stderr.rstrip().endswith("KeyboardInterrupt"), stderr
+    assert "nested(10**12)" in stderr
+
+
+@jit
+def checked_loops(n):
+    total = 0
+    for i in range(n):
+        k = i
+        while k > 1:
+            k = k // 2
+            total += 1
+    return total
+
+
+def test_loops_that_check_give_their_results():
+    assert checked_loops(100_000) == sum(max(i, 1).bit_length() - 1 for i in range(100_000))
+    x = np.arange(5.0)
+    assert checked_loops.py_func(1000) == checked_loops(1000)
+    assert x.sum() == 10.0
