@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from astjit import jit
+from astjit import CompileError, jit
 from astjit.ir.types import NUMPY_DTYPES, ScalarType, numpy_promote
 
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -275,3 +275,32 @@ def test_gpu_kernels_wrap_as_numpys(dtype):
     y = np.arange(1, 306).astype(dtype)[::-1].copy()
     same(jit(affine_and_reductions, target="cuda-sim")(x, y),
          numpy_quietly(affine_and_reductions, x, y))
+
+
+def add_300(x):
+    return x + 300
+
+
+def add_n(x, n):
+    return x + n
+
+
+def put(x, n):
+    x[0] = n
+    return x
+
+
+def test_a_python_int_out_of_a_narrow_dtype_is_numpys_overflow_error():
+    u = np.arange(3, dtype=np.uint8)
+    with pytest.raises(CompileError, match="Python integer 300 out of bounds for uint8"):
+        jit(add_300)(u)
+    for n in (256, -1):
+        with pytest.raises(OverflowError):
+            add_n(u, n)  # NumPy's
+        with pytest.raises(OverflowError, match="out of bounds for uint8"):
+            jit(add_n)(u, n)
+        with pytest.raises(OverflowError, match="out of bounds for uint8"):
+            jit(put)(u.copy(), n)
+    np.testing.assert_array_equal(jit(add_n)(u, 255), add_n(u, 255))
+    np.testing.assert_array_equal(jit(add_n)(np.int8([0, 1]), -128), add_n(np.int8([0, 1]), -128))
+    np.testing.assert_array_equal(jit(add_n)(u, np.int64(300)), add_n(u, np.int64(300)))

@@ -35,11 +35,13 @@ from .types import (
     I64,
     INT_OR_BOOL,
     NONE,
+    NUMPY_NAMES,
     ArrayType,
     TupleType,
     Type,
     TypeKey,
     exact,
+    int_range,
     is_numeric,
     join,
 )
@@ -367,6 +369,9 @@ def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
     if have == BOTTOM:
         return graph.add("undef", [], attrs={"type": target}, loc=loc, types=[target]).outputs[0]
     if is_numeric(have) and is_numeric(target):
+        if have == I64 and not have.strong and target.kind in "iu" and target.bits < 64 \
+                or have == I64 and not have.strong and target.kind == "u":
+            _check_python_int(graph, value, target, loc)
         return graph.add("cast", [value], attrs={"to": target}, loc=loc,
                          names=[value.name], types=[target]).outputs[0]
     if isinstance(have, TupleType) and isinstance(target, TupleType) \
@@ -380,6 +385,33 @@ def coerce(graph: Graph, value: Value, target: Type, loc: Loc | None) -> Value:
     if have == NONE and target == NONE:
         return value
     raise TypingError(f"cannot convert {have} to {target}", loc)
+
+
+def _check_python_int(graph: Graph, value: Value, target: Type, loc: Loc | None) -> None:
+    """NEP 50: a Python int that meets a narrower int type must fit it (NumPy's
+    OverflowError "Python integer 300 out of bounds for uint8"): a constant is checked
+    now (a CompileError with NumPy's message), any other value when it runs."""
+    lo, hi = int_range(target)
+    name = NUMPY_NAMES[target.name]
+    constant = next((node.attrs["value"] for node in reversed(graph.nodes)
+                     if node.op == "const" and node.outputs[0] is value), None)
+    if isinstance(constant, int):
+        if not lo <= constant <= hi:
+            raise TypingError(f"Python integer {constant} out of bounds for {name}", loc,
+                              hint=f"NumPy raises OverflowError here; write a value from {lo} "
+                                   f"to {hi}, or convert it first: np.{name}(...)")
+        return
+
+    def test(op: str, bound: int) -> Value:
+        limit = graph.add("const", [], attrs={"value": bound, "type": I64}, loc=loc,
+                          types=[I64]).outputs[0]
+        return graph.add(op, [value, limit], loc=loc, types=[BOOL]).outputs[0]
+
+    outside = test("lt", lo) if hi >= 2 ** 63 else \
+        graph.add("bitor", [test("lt", lo), test("gt", hi)], loc=loc, types=[BOOL]).outputs[0]
+    graph.add("raise_if", [outside], attrs={"exc": "OverflowError",
+                                            "message": f"Python integer out of bounds for {name}"},
+              loc=loc, types=[NONE])
 
 
 def _hint(op: str, types: list[Type]) -> str:
