@@ -1,6 +1,8 @@
 """NumPy's rounding (np.floor, np.ceil, np.trunc, np.round), np.exp2, and the functions
 composed of ops (np.clip, np.sign, np.logical_*): compiled against NumPy on arrays and
 NumPy scalars, edges included (NaN, +-inf, +-0.0, halves); their gradients."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -87,3 +89,32 @@ def test_gradients():
     h = 1e-6
     numeric = np.array([(smooth(x + h * e) - smooth(x - h * e)) / (2 * h) for e in np.eye(5)])
     np.testing.assert_allclose(grad(smooth)(x), numeric, rtol=1e-6, atol=1e-8)
+
+
+def remainders(a, b):
+    return np.fmod(a, b)
+
+
+def python_fmod(a, b):
+    return math.fmod(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+def test_fmod_of_ints_like_numpy(dtype):
+    info = np.iinfo(dtype)
+    a = np.array([7, -7, 7, -7, 0, 5, info.min, info.max, info.min, 3], dtype=dtype) \
+        if info.min < 0 else np.array([7, 0, 5, info.max, 200, 3], dtype=dtype)
+    b = np.array([3, 3, -3, -3, 4, 0, -1, 7, 1, 0], dtype=dtype) \
+        if info.min < 0 else np.array([3, 4, 0, 7, 255, 0], dtype=dtype)
+    with np.errstate(all="ignore"):
+        same([jit(remainders)(a, b)], [remainders(a, b)])
+
+
+def test_fmod_of_floats_and_math_fmod():
+    a = np.array([5.5, -5.5, 1.0, np.inf, np.nan, -0.0, 3.0])
+    b = np.array([2.0, 2.0, 0.0, 1.0, 1.0, 2.0, np.inf])
+    with np.errstate(all="ignore"):
+        same([jit(remainders)(a, b)], [remainders(a, b)])
+    assert jit(python_fmod)(7, 2) == 1.0 and isinstance(jit(python_fmod)(7, 2), float)
+    with pytest.raises(ValueError):
+        jit(python_fmod)(1.0, 0.0)

@@ -37,7 +37,7 @@ def sample(t):
 # ---- typing: broadcasting and promotion against NumPy -----------------------------------
 
 BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "lt", "eq", "ne", "ge",
-          "minimum", "maximum", "atan2", "hypot", "copysign", "fmod"]
+          "minimum", "maximum", "atan2", "hypot", "copysign", "numpy_fmod"]
 OPERANDS = [ArrayType(d, n) for d in (F64, F32, I64, BOOL) for n in (1, 2)] + [F64, I64, BOOL]
 
 

@@ -47,6 +47,10 @@ template <typename T> __device__ __forceinline__ T astjit_floordiv_int(T a, T b)
     T q = a / b, r = a % b;
     return (r != 0 && ((r ^ b) < 0)) ? q - 1 : q;
 }
+template <typename T> __device__ __forceinline__ T astjit_fmod_int(T a, T b) {
+    if (b == 0 || ((T)-1 < (T)0 && b == (T)-1)) return 0;
+    return a % b;
+}
 template <typename T> __device__ __forceinline__ T astjit_mod_int(T a, T b) {
     if (b == 0 || b == -1) return 0;
     T r = a % b;

@@ -280,6 +280,21 @@ def _divmod_uint(op: str):
     return routine
 
 
+def _fmod_int(signed: bool):
+    """NumPy's integer fmod: C's remainder, 0 by zero (and for a signed one by -1, where
+    the remainder is 0 but the instruction may trap on the lowest value)."""
+    def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+        b = em.builder
+        a, d = args
+        unsafe = compare_const(b, "==", d, 0)
+        if signed:
+            unsafe = b.or_(unsafe, compare_const(b, "==", d, -1))
+        safe = b.select(unsafe, const_like(d, 1), d)
+        remainder = b.srem(a, safe) if signed else b.urem(a, safe)
+        return b.select(unsafe, const_like(a, 0), remainder)
+    return routine
+
+
 def _cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """NumPy's float to int: the conversion instruction, no NaN or range check."""
     source, to = node.inputs[0].type, node.attrs["to"]
@@ -304,6 +319,7 @@ NUMPY_ROUTINES = {
     "floordiv_float_numpy": _divmod_float("floordiv"), "mod_float_numpy": _divmod_float("mod"),
     "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
     "floordiv_uint_numpy": _divmod_uint("floordiv"), "mod_uint_numpy": _divmod_uint("mod"),
+    "fmod_int_numpy": _fmod_int(signed=True), "fmod_uint_numpy": _fmod_int(signed=False),
     "pow_int_numpy": pow_int_numpy, "cast_numpy": _cast,
 }
 """The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""

@@ -137,7 +137,29 @@ def _fmod_vjp(e, g, ins, out, needs):
 _math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2")
 _math2("hypot", math.hypot, LibCall("hypot"), _hypot_vjp, check=None)
 _math2("copysign", math.copysign, Intrinsic("llvm.copysign"), _copysign_vjp, check=None)
-_math2("fmod", math.fmod, LibCall("fmod", vector=False), _fmod_vjp)
+_math2("fmod", math.fmod, LibCall("fmod", vector=False), _fmod_vjp, numpy="")
+
+
+def _numpy_fmod(a, b):
+    """NumPy's fmod of Python numbers: C's remainder, with the sign of `a`; of ints 0 by
+    zero, of floats NaN where math.fmod raises."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return 0
+        remainder = abs(a) % abs(b)
+        return -remainder if a < 0 else remainder
+    try:
+        return math.fmod(a, b)
+    except ValueError:
+        return math.nan
+
+
+_def("numpy_fmod", 2, arith_rule, _numpy_fmod,
+     {"f": LibCall("fmod", vector=False), "i": Routine("fmod_int_numpy"),
+      "u": Routine("fmod_uint_numpy")}, ("pure", "elementwise"), numpy=("fmod",),
+     vjp=_fmod_vjp, cuda={"f": CExpr("fmod({0}, {1})"), "i": CExpr("astjit_fmod_int({0}, {1})")},
+     doc="np.fmod: C's remainder (the sign of a) in the operands' type; an int by zero is 0 "
+         "(math.fmod is `fmod`: floats, Python's errors)")
 _math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow", ufunc="power", c_name="pow",
        llvm_numpy={"f": Intrinsic("llvm.pow")},
        can_overflow=True, doc="math.pow(a, b): floats, Python's errors (np.power is `pow`)")
