@@ -138,8 +138,14 @@ def symbol(name: str) -> str:
 def declare(module: ir.Module, name: str) -> ir.Function:
     """The declaration of BLAS routine `name` in `module` (loading SciPy's BLAS first)."""
     api()
-    function = module.globals.get(symbol(name))
+    return declare_routine(module, symbol(name), SIGNATURES[name])
+
+
+def declare_routine(module: ir.Module, name: str, signature: str) -> ir.Function:
+    """The declaration of the Fortran routine (BLAS, LAPACK) called `name` in compiled code,
+    of C signature `signature`, in `module` (once)."""
+    function = module.globals.get(name)
     if function is None:
-        function = ir.Function(module, function_type(SIGNATURES[name]), symbol(name))
+        function = ir.Function(module, function_type(signature), name)
         function.attributes.add("nounwind")
     return function

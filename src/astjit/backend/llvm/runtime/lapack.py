@@ -22,7 +22,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ....errors import CompileError
-from .blas import _capsule_pointer, _spelled_out, function_type
+from .blas import _capsule_pointer, _spelled_out, declare_routine
 
 SIGNATURES: dict[str, str] = {
     "dgesv": "void (int *, int *, double *, int *, int *, double *, int *, int *)",
@@ -76,8 +76,4 @@ def symbol(name: str) -> str:
 def declare(module: ir.Module, name: str) -> ir.Function:
     """The declaration of LAPACK routine `name` in `module` (loading SciPy's LAPACK first)."""
     api()
-    function = module.globals.get(symbol(name))
-    if function is None:
-        function = ir.Function(module, function_type(SIGNATURES[name]), symbol(name))
-        function.attributes.add("nounwind")
-    return function
+    return declare_routine(module, symbol(name), SIGNATURES[name])
