@@ -1,7 +1,11 @@
-"""Command line: `python -m astjit ir FILE.py:FUNC --args "2.0, 3" --stage typed`.
+"""Command line tools over one function of a Python file, compiled for example arguments.
 
-Prints one stage of the compilation of FUNC for the given example arguments,
-the same text `FUNC.ir(...)` returns.
+    python -m astjit ir FILE.py:FUNC --args "2.0, 3" --stage typed
+    python -m astjit explore FILE.py:FUNC --args "2.0" --out PAGE.html
+
+`ir` prints one stage of the compilation, the same text `FUNC.ir(...)` returns;
+`explore` writes the IR explorer's page (astjit/explore/): the source beside every
+stage, drawn as graphs, a source line selecting what it produced.
 """
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import argparse
 import ast
 import runpy
 import sys
+from collections.abc import Callable
 
 from .api import STAGES, jit
 from .errors import CompileError
@@ -19,29 +24,54 @@ def main(argv: list[str] | None = None) -> int:
                                      description="astjit command line tools")
     commands = parser.add_subparsers(dest="command", required=True)
     ir = commands.add_parser("ir", help="print a compilation stage of a function")
-    ir.add_argument("target", help="FILE.py:FUNC")
-    ir.add_argument("--args", default="", help='example arguments, e.g. "2.0, 3"')
+    _target_arguments(ir)
     ir.add_argument("--stage", default="optimized", choices=STAGES)
     ir.add_argument("--format", default="text", choices=("text", "dot"))
+    explore = commands.add_parser("explore", help="write the IR explorer's HTML page")
+    _target_arguments(explore)
+    explore.add_argument("--out", help="the page to write (default: FUNC.html)")
+    explore.add_argument("--builtin-layout", action="store_true",
+                         help="draw graphs with astjit's own layout even where Graphviz is "
+                              "installed")
     options = parser.parse_args(argv)
 
-    path, _, name = options.target.rpartition(":")
+    function, example = _load_target(parser, options.target, options.args)
+    try:
+        if options.command == "ir":
+            print(jit(function).ir(*example, stage=options.stage, format=options.format))
+        else:
+            from .explore import explore as explore_page
+
+            out = options.out or f"{function.__name__}.html"
+            page = explore_page(function, example, graphviz=not options.builtin_layout)
+            with open(out, "w", encoding="utf-8") as fh:
+                fh.write(page)
+            print(f"wrote {out}")
+    except CompileError as error:
+        print(f"astjit: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _target_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("target", help="FILE.py:FUNC")
+    command.add_argument("--args", default="", help='example arguments, e.g. "2.0, 3"')
+
+
+def _load_target(parser: argparse.ArgumentParser, target: str,
+                 args: str) -> tuple[Callable, tuple]:
+    """The function FUNC of FILE.py (the file run as a script) and the example arguments."""
+    path, _, name = target.rpartition(":")
     if not path or not name:
         parser.error("target must be FILE.py:FUNC")
     namespace = runpy.run_path(path, run_name="__astjit_cli__")
     if name not in namespace:
         parser.error(f"{path} defines no {name!r}")
     try:
-        example = ast.literal_eval(f"({options.args},)") if options.args.strip() else ()
+        example = ast.literal_eval(f"({args},)") if args.strip() else ()
     except (ValueError, SyntaxError) as error:
         parser.error(f"--args must be Python literals: {error}")
-    function = namespace[name]
-    try:
-        print(jit(function).ir(*example, stage=options.stage, format=options.format))
-    except CompileError as error:
-        print(f"astjit: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return namespace[name], example
 
 
 if __name__ == "__main__":

@@ -12,13 +12,17 @@ the op.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .core import REGION_ROLES, Graph, Module, Node, Value
 from .printer import ValueNames, format_attrs, format_op, region_roles
 
 
-def format_dot(module: Module) -> str:
-    """The whole module as one `digraph`, each graph (the entry first) in a cluster."""
-    writer = _DotWriter()
+def format_dot(module: Module, node_class: Callable[[Node], str | None] | None = None) -> str:
+    """The whole module as one `digraph`, each graph (the entry first) in a cluster;
+    `node_class(node)`, where given, is an operator's `class` attribute, which Graphviz's
+    SVG output copies onto the node's group (the IR explorer marks source lines so)."""
+    writer = _DotWriter(node_class)
     for name in sorted(module.graphs, key=lambda name: name != module.entry):
         writer.function(module.graphs[name])
     header = ["digraph astjit {", "  compound=true;",
@@ -41,7 +45,8 @@ def _types_line(values: list[Value]) -> str:
 class _DotWriter:
     """Emits the clusters, operator nodes and value edges of the graphs it is given."""
 
-    def __init__(self):
+    def __init__(self, node_class: Callable[[Node], str | None] | None = None):
+        self.node_class = node_class
         self.lines: list[str] = []
         self.n_ids = 0
         self.names: ValueNames | None = None
@@ -87,7 +92,9 @@ class _DotWriter:
             label = node.op + format_attrs(node, self.names)
         else:
             label = format_op(node, self.names, operands=False)
-        self.emit(depth, f"{node_id} [label={quote(label + _types_line(node.outputs))}];")
+        css = self.node_class(node) if self.node_class is not None else None
+        extra = f", class={quote(css)}" if css else ""
+        self.emit(depth, f"{node_id} [label={quote(label + _types_line(node.outputs))}{extra}];")
         self.value_edges(node.inputs, node_id, depth)
         roles = region_roles(node) if node.op in REGION_ROLES else ()
         for role, region in zip(roles, node.regions):

@@ -1,0 +1,30 @@
+"""The IR explorer: one self-contained HTML page showing a function's source beside every
+stage of its compilation, drawn as graphs, where selecting a source line highlights the
+IR nodes it produced in each stage (`python -m astjit explore FILE.py:FUNC`).
+
+stages.py collects the stages, layout.py and graphviz.py draw IR graphs as SVG, page.py
+writes the page.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .page import render_page
+from .stages import collect_stages, source_span
+
+
+def explore(function: Callable, args: tuple, *, graphviz: bool = True) -> str:
+    """The explorer page of `function` compiled for the example `args`, as HTML text.
+
+    `graphviz=False` draws the graphs with the built-in layout even where Graphviz's `dot`
+    is installed. A CompileError of the function itself propagates; a stage that cannot
+    be made (grad of a function that is not differentiable, CUDA C the GPU backend
+    refuses) is shown with the reason in its place.
+    """
+    stages = collect_stages(function, args)
+    filename, first, lines = source_span(function, stages)
+    title = f"{function.__name__}({', '.join(map(repr, args))})"
+    return render_page(title, filename, first, lines, stages, graphviz=graphviz)
+
+
+__all__ = ["explore"]
