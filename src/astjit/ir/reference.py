@@ -83,7 +83,7 @@ graph @newton_sqrt[f64](%x: f64) -> f64 {  # ex.py:1
 | `i8`, `i16`, `i32`, `u8` ... `u64`, `f32`, `c64`, `c128` | dtypes only NumPy has: always NumPy scalars |
 | `int\\|bool` | an `i64` tagged with whether it is a bool (`n > 0 or m` keeps CPython's type) |
 | `array<dtype, ndim>` | a strided NumPy array |
-| `tuple<...>`, and containers described by their class | tuples, lists, dicts, dataclasses, namedtuples, registered trees (docs/trees.md) |
+| `tuple<...>`, other containers by their class | tuples, lists, dicts, dataclasses... (docs/trees.md) |
 | `key<'w'>` | a dict's key in a loop over the dict, known at compile time |
 | `tape<...>` | what a differentiated loop records for its backward pass |
 | `none` | `None` |
@@ -94,13 +94,20 @@ A closed set, handled by hand by every consumer (verifier, interpreter, passes, 
 backends). Values enter and leave their regions only through parameters and `yield`: a
 region has no free variables.
 
-| op | inputs | regions | results |
-|---|---|---|---|
-| `if` | `[cond, *captured]` | `then`, `else`, each taking the captured values | the values both branches yield (what a phi would be) |
-| `while` | `[*invariants, *carried]` (`n_invariants`) | `cond(invariants, carried) -> bool`, `body(invariants, carried) -> carried` | the final carried values; `for ... in range(...)` lowers to it, and `break`/`continue`/`return` to flags it carries |
-| `call` | the callee's arguments | none: `attrs['callee']` names a graph of the module | the callee's result; kept for recursion, inlined otherwise |
-| `fused` | the arrays and scalars a kernel reads | `kernel`: scalar leaf ops run once per point of a broadcast iteration space | new arrays shaped as the space; with a reduction (`reduce=`, `axes=`, `keepdims=`), the reduced result last |
-| `rowwise` | a row group's inputs | `rows`: `fused` nodes over the same rows (softmax, log_softmax, logsumexp and their gradients) | the group's outputs; a backend may run it row by row |
+- `if`: inputs `[cond, *captured]`; regions `then` and `else`, each taking the captured
+  values; results: the values both branches yield (what a phi would be).
+- `while`: inputs `[*invariants, *carried]` (`n_invariants` of them invariant); regions
+  `cond(invariants, carried) -> bool` and `body(invariants, carried) -> carried`;
+  results: the final carried values. `for ... in range(...)` lowers to it, and `break`,
+  `continue` and `return` to flags it carries.
+- `call`: inputs: the callee's arguments; `attrs['callee']` names a graph of the module;
+  result: the callee's. Kept for recursion, inlined otherwise.
+- `fused`: inputs: the arrays and scalars a kernel reads; region `kernel`: scalar leaf
+  ops run once per point of a broadcast iteration space; results: new arrays shaped as
+  the space, and with a reduction (`reduce=`, `axes=`, `keepdims=`) the reduced result
+  last.
+- `rowwise`: a row group; region `rows`: `fused` nodes over the same rows (softmax,
+  log_softmax, logsumexp and their gradients); a backend may run it row by row.
 
 `fused` and `rowwise` are made by the fusion passes (`ir/passes/fuse.py`, `rowfuse.py`):
 they appear in the optimized stage only.
