@@ -6,17 +6,23 @@ Issue 14's targets: `vmap(grad(f))` over a batch <= JAX's time for the same prog
 JAX runs in float64 (`jax_enable_x64`) on the CPU, like astjit.
 
     python benchmarks/transforms_run.py [--quick]
+
+Every median goes to benchmarks/_build/transforms_results.json (benchmarks/plots.py draws it).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from tree_run import side_by_side
 
 import astjit
+
+RESULTS_JSON = Path(__file__).resolve().parent / "_build" / "transforms_results.json"
 
 
 def example_loss(w, x, y):           # one example -> a number
@@ -81,6 +87,7 @@ def main() -> int:
         print(f"JAX is not installed ({error}); astjit's times only")
         jax_fns = {}
     print(f"{'transform':12s} {'astjit':>10s} {'JAX':>10s} {'astjit/JAX':>11s}  first call (astjit, JAX)")
+    results = {}
     for name, (fn, args, what) in cases.items():
         t0 = time.perf_counter()
         got = fn(*args)
@@ -100,6 +107,11 @@ def main() -> int:
         jax_first_cell = f"{jax_first * 1e3:.0f} ms" if jax_first is not None else "n/a"
         print(f"{name:12s} {times['astjit'] * 1e6:8.1f}us {jax_cell} {ratio}  "
               f"{first * 1e3:.0f} ms, {jax_first_cell}   ({what})")
+        results[name] = {"what": what, "median": times,
+                         "first_call": {"astjit": first, "JAX": jax_first}}
+    RESULTS_JSON.parent.mkdir(exist_ok=True)
+    RESULTS_JSON.write_text(json.dumps({"settings": {"rounds": rounds, "min_sample_s": seconds},
+                                        "cases": results}, indent=2) + "\n")
     return 0
 
 
