@@ -30,11 +30,12 @@ from .errors import (
     UnsupportedCallError,
     UnsupportedSyntaxError,
 )
+from .parallel import prange
 from .vectorize import vectorize
 
 __all__ = ["jit", "static_params", "grad", "value_and_grad", "jvp", "vjp", "jacfwd", "jacrev",
            "jacobian", "hessian", "vmap", "stop_gradient", "check_grad",
-           "custom_vjp", "vectorize", "tree",
+           "custom_vjp", "vectorize", "prange", "tree",
            "callback", "ArraySpec",
            "CompileError", "UnsupportedSyntaxError", "UnsupportedCallError",
            "NameResolutionError", "TypingError", "DifferentiationError", "SourceUnavailableError"]

@@ -63,7 +63,8 @@ def static_params(*names: str) -> Callable[[Callable], Callable]:
     return mark
 
 
-def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = True):
+def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = True,
+        parallel: bool = False):
     """Compile `fn` on its first call for each signature of argument types.
 
     Usable as `@jit` or `@jit(target="cpu")`. With ASTJIT_DISABLE_JIT=1 the
@@ -74,23 +75,29 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = 
     (the GPU's kernels run on the host on NumPy arrays: a test target, slow by design);
     `boundscheck=False` trusts every array index to be within its axis and
     emits no check for it (a negative index still counts from the end; one
-    out of range is undefined behaviour, as in C).
+    out of range is undefined behaviour, as in C);
+    `parallel=True` runs fused array kernels, reductions over them and `astjit.prange`
+    loops on a thread per core (ir/passes/parallel.py, docs/parallel.md; the GPU targets
+    ignore it: their kernels are parallel anyway).
     """
-    if not isinstance(boundscheck, bool):
-        raise TypeError(f"jit() option 'boundscheck' must be True or False, got {boundscheck!r}")
+    for name, value in (("boundscheck", boundscheck), ("parallel", parallel)):
+        if not isinstance(value, bool):
+            raise TypeError(f"jit() option {name!r} must be True or False, got {value!r}")
     if fn is None:
-        return functools.partial(jit, target=target, boundscheck=boundscheck)
+        return functools.partial(jit, target=target, boundscheck=boundscheck, parallel=parallel)
     if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
         return fn
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; available: "
                          + ", ".join(repr(t) for t in TARGETS))
     if isinstance(fn, types.MethodType):  # jit(model.forward): the object read at every call
-        return types.MethodType(jit(fn.__func__, target=target, boundscheck=boundscheck),
-                                fn.__self__)
+        return types.MethodType(jit(fn.__func__, target=target, boundscheck=boundscheck,
+                                    parallel=parallel), fn.__self__)
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
     options = {} if boundscheck else {"boundscheck": False}
+    if parallel:
+        options["parallel"] = True
     if target != "cpu":
         options["target"] = target
     if hasattr(fn, "__astjit_derived__") and not options:
@@ -187,7 +194,7 @@ class Dispatcher:
 
     py_func: Callable
     options: dict
-    """The `jit` options that differ from their defaults (only `boundscheck` so far)."""
+    """The `jit` options that differ from their defaults (`boundscheck`, `parallel`, `target`)."""
     signature: dispatch.Signature = field(init=False)
     specializations: dict = field(default_factory=dict)
     with_functions: dict = field(default_factory=dict)
@@ -308,6 +315,10 @@ class Dispatcher:
         if check:
             check(typed)
         optimized = optimize_for_backend(typed, check)
+        if self.options.get("parallel") and self.options.get("target", "cpu") == "cpu":
+            from .ir.passes.parallel import mark_parallel
+
+            optimized = mark_parallel(optimized)
         # Calls the new entry does not take go to the previous entry, then to call_slow;
         # an entry taking containers' leaves is only called by call_slow and a generated
         # fast path, to which it reports leaves it does not take (treeentry.reject).

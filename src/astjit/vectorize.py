@@ -28,7 +28,7 @@ PYTHON_ELEMENTS = {"float64": "float", "int64": "int", "bool": "bool", "float32"
 """The supported dtypes, and the Python type the CPU loop makes of each element ("": none)."""
 
 
-def vectorize(fn: Callable, *, target: str = "cpu") -> Callable:
+def vectorize(fn: Callable, *, target: str = "cpu", parallel: bool = False) -> Callable:
     """`fn` (a scalar function: its `if`/`while`, calls of other plain functions, math)
     compiled to map elementwise over its broadcast array arguments.
 
@@ -46,13 +46,18 @@ def vectorize(fn: Callable, *, target: str = "cpu") -> Callable:
     `int()` of NaN) stops its thread; the call then runs again on the CPU, which raises
     the same exception the CPU target raises. Refused on the GPU targets (CompileError):
     recursion, and ops with no kernel form (tuples, arrays, `math.floor` & co).
+
+    `parallel=True` (the CPU target) runs the loop over the elements as an `astjit.prange`
+    loop under `jit(parallel=True)`: split over a thread per core (docs/parallel.md).
     """
+    if not isinstance(parallel, bool):
+        raise TypeError(f"vectorize() option 'parallel' must be True or False, got {parallel!r}")
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; available: "
                          + ", ".join(repr(t) for t in TARGETS))
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
-    vectorized = Vectorized(fn, target)
+    vectorized = Vectorized(fn, target, parallel)
     functools.update_wrapper(vectorized, fn)
     return vectorized
 
@@ -60,8 +65,8 @@ def vectorize(fn: Callable, *, target: str = "cpu") -> Callable:
 class Vectorized:
     """The compiled elementwise form of one function for one target, per element types."""
 
-    def __init__(self, fn: Callable, target: str):
-        self.fn, self.target = fn, target
+    def __init__(self, fn: Callable, target: str, parallel: bool = False):
+        self.fn, self.target, self.parallel = fn, target, parallel
         self.lock = threading.Lock()
         self.loops: dict[tuple, Callable] = {}
         self.parsed = None
@@ -81,7 +86,7 @@ class Vectorized:
         name = pickling.by_reference(self)
         if name is not None:
             return name
-        return _unpickle, (pickling.portable(self.fn), self.target)
+        return _unpickle, (pickling.portable(self.fn), self.target, self.parallel)
 
     def __call__(self, *args: Any) -> Any:
         if self.target == "cpu":
@@ -147,30 +152,32 @@ class Vectorized:
         with self.lock:
             loop = self.loops.get(dtypes)
             if loop is None:
-                loop = self.loops[dtypes] = _make_loop(self.fn, dtypes)
+                loop = self.loops[dtypes] = _make_loop(self.fn, dtypes, self.parallel)
             return loop
 
 
-def _unpickle(fn: Callable, target: str) -> Callable:
+def _unpickle(fn: Callable, target: str, parallel: bool = False) -> Callable:
     from .pickling import unportable
 
-    return vectorize(unportable(fn), target=target)
+    return vectorize(unportable(fn), target=target, parallel=parallel)
 
 
-def _make_loop(fn: Callable, dtypes: tuple[str, ...]) -> Callable:
+def _make_loop(fn: Callable, dtypes: tuple[str, ...], parallel: bool) -> Callable:
     """The loop's source is generated, registered in `linecache` under a fake file name
-    (astjit reads every function's source with `inspect`), run with `fn` as its one global
-    (the frontend resolves the call through the loop's globals), and jitted."""
+    (astjit reads every function's source with `inspect`), run with `fn` (and `prange`) as
+    its globals (the frontend resolves the call through the loop's globals), and jitted."""
     from .api import jit
+    from .parallel import prange
 
     name = f"astjit_vectorized_{fn.__name__}"
     params = "".join(f", a{i}" for i in range(len(dtypes)))
     elements = ", ".join(f"{PYTHON_ELEMENTS[d]}(a{i}[i])" for i, d in enumerate(dtypes))
     text = (f"def {name}(out, n{params}):\n"
-            f"    for i in range(n):\n"
+            f"    for i in {'astjit_prange' if parallel else 'range'}(n):\n"
             f"        out[i] = astjit_element_fn({elements})\n")
     filename = f"<astjit-vectorize-{next(_LOOP_NAMES)}:{fn.__qualname__}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    scope: dict[str, Any] = {"astjit_element_fn": fn, "__name__": __name__}
+    scope: dict[str, Any] = {"astjit_element_fn": fn, "astjit_prange": prange,
+                             "__name__": __name__}
     exec(compile(text, filename, "exec"), scope)
-    return jit(scope[name])
+    return jit(scope[name], parallel=parallel)

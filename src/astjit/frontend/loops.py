@@ -6,7 +6,8 @@ slot) and, for a range loop, a hidden counter; everything else the regions read
 is captured lazily as a loop invariant. The condition region stops the loop once
 a flag is set, without evaluating the user's test again.
 
-`for i in range(start, stop, step)` evaluates its bounds once, before the loop.
+`for i in range(start, stop, step)` evaluates its bounds once, before the loop (so does
+`astjit.prange`, whose loop is marked `prange`: ir/passes/parallel.py).
 The counter starts at `start`; each iteration binds `i` to it and advances it
 first, so `continue` needs no special case, and `i` keeps Python's value after
 the loop (the last one, or its old value when the loop never ran). A step that
@@ -29,6 +30,7 @@ import ast
 import builtins
 
 from ..ir.core import Value
+from ..parallel import prange
 from .analysis import assigned_names, constant_index, may_break, may_return
 from .blocks import Rest, guard, lower_block, none_set, skip_stmt, unsupported_stmt
 from .resolve import LOCAL, static_object
@@ -72,9 +74,9 @@ def lower_while(state: Lowering, scope: Scope, stmt: ast.While) -> None:
 
 def lower_for(state: Lowering, scope: Scope, stmt: ast.For) -> None:
     iterable = stmt.iter
-    if (isinstance(iterable, ast.Call)
-            and static_object(state, scope, iterable.func) is builtins.range):
-        _range_loop(state, scope, stmt, iterable)
+    func = static_object(state, scope, iterable.func) if isinstance(iterable, ast.Call) else None
+    if func is builtins.range or func is prange:
+        _range_loop(state, scope, stmt, iterable, parallel=func is prange)
     elif (isinstance(iterable, ast.Tuple)
           and not any(isinstance(e, ast.Starred) for e in iterable.elts)):
         elements = [state.lower_expr(scope, e) for e in iterable.elts]
@@ -90,14 +92,15 @@ def lower_for(state: Lowering, scope: Scope, stmt: ast.For) -> None:
 def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
                 hidden: list[tuple[str, str, Value]], make_cond,
                 start_body: Rest | None = None, iterate: list[Value] = (),
-                collects: bool = False) -> None:
+                collects: bool = False, parallel: bool = False) -> None:
     """A `while` node for `stmt`.
 
     `hidden`: (name, parameter name, initial value) of extra carried values;
     `make_cond(cond_scope, go_on)`: the loop test, where `go_on` is None or the
     bool "no exit flag is set"; `start_body`: lowered at the top of the body;
     `iterate`: the sequences of a loop over elements, its leading invariants;
-    `collects`: a comprehension's loop, which inference must unroll (ir/unroll.py).
+    `collects`: a comprehension's loop, which inference must unroll (ir/unroll.py);
+    `parallel`: a loop over `astjit.prange`, marked `prange` (ir/passes/parallel.py).
     """
     loc = state.loc(stmt)
     frame = state.new_frame()
@@ -125,6 +128,8 @@ def _lower_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
     group.set_outputs([[test], [body_scope.value_of(name, loc) for name, _, _ in carried]])
     inputs = group.inputs + [init for _, _, init in carried]
     attrs = {"n_invariants": len(group.inputs)}
+    if parallel:
+        attrs["prange"] = True
     if iterate:
         attrs["iterate"] = {"sequences": len(iterate), "guarded": bool(flags),
                             "reverse": isinstance(stmt.iter, ast.Call)
@@ -152,7 +157,8 @@ def _finish_loop(state: Lowering, scope: Scope, stmt: ast.While | ast.For,
     scope.forget(frame.continue_flag)
 
 
-def _range_loop(state: Lowering, scope: Scope, stmt: ast.For, call: ast.Call) -> None:
+def _range_loop(state: Lowering, scope: Scope, stmt: ast.For, call: ast.Call,
+                parallel: bool = False) -> None:
     loc = state.loc(stmt)
     if call.keywords or not 1 <= len(call.args) <= 3 or \
             any(isinstance(a, ast.Starred) for a in call.args):
@@ -186,7 +192,8 @@ def _range_loop(state: Lowering, scope: Scope, stmt: ast.For, call: ast.Call) ->
         add = "add" if step in (1, -1) else "add_sat"
         s.assign(counter, s.emit(add, [i, increment], loc))
         s.assign(stmt.target.id, i)
-    _lower_loop(state, scope, stmt, [(counter, stmt.target.id, start)], cond, start_body)
+    _lower_loop(state, scope, stmt, [(counter, stmt.target.id, start)], cond, start_body,
+                parallel=parallel)
 
 
 def _range_bound(state: Lowering, scope: Scope, arg: ast.expr) -> Value:

@@ -50,6 +50,7 @@ from . import (
     interrupts,
     linalg,
     owned,
+    parallel,
     rowwise,
     scalars,
     scans,
@@ -176,7 +177,8 @@ def emit_node(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     if node.op == "if":
         return emit_if(em, node)
     if node.op == "while":
-        return emit_while(em, node)
+        return parallel.emit_prange(em, node) if parallel.in_parallel(em, node) \
+            else emit_while(em, node)
     if node.op == "call":
         return [emit_call(em, node)]
     if node.op == "fused":

@@ -47,9 +47,9 @@ from . import (
     conversions,
     divmod_power,
     loop_metadata,
-    nests,
     new_arrays,
     owned,
+    parallel,
     reduction_nests,
 )
 from . import messages as msg
@@ -206,7 +206,7 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         def body(indices: list[ir.Value]) -> None:
             for o, t, st, r in zip(outputs, out_types, shown, at(indices)):
                 store_element(em, o, t.dtype, st, indices, r)
-        nests.loop_nest(em, dims, body, "fused")
+        parallel.nest(em, node, dims, body, "fused")
 
     if fast is None:
         nest(True)

@@ -44,7 +44,7 @@ from ...ir.kernels import fused_attrs
 from ...ir.ops import Builder, Intrinsic
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import array_layout, loop_metadata, nests, new_arrays, vecmath
+from . import array_layout, loop_metadata, nests, new_arrays, parallel, vecmath
 from .lltypes import ARRAY_DATA, I8, I64_T, constant, lltype
 
 if TYPE_CHECKING:
@@ -181,12 +181,14 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
                         new_arrays.size_of_dims(b, shape))
     else:
         slot = em.alloca(lltype(element))
-    acc = Register(em, kind, element) if suffix < n else None
-
     def nest(unit_strides: bool) -> None:
         at = point(unit_strides)
+        if out is None and suffix == 0 and n > 0 and parallel.in_parallel(em, node):
+            b.store(finish(em, kind, _reduce_in_chunks(em, kind, element, dims, at), count), slot)
+            return
 
         def outer(indices: list[ir.Value]) -> None:
+            acc = Register(em, kind, element) if suffix < n else None  # in a chunk: its own
             if acc is None:
                 value = at(indices)
                 if register and row.signed_zero and element.is_float:
@@ -197,16 +199,20 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
                 nests.loop_nest(em, dims[suffix:], lambda full: acc.take(at(full)), "reduce",
                                  indices)
                 value = acc.value()
+            here = em.builder  # a chunk's, where the outer nest runs in parallel
             if out is None:
-                b.store(finish(em, kind, value, count), slot)
+                here.store(finish(em, kind, value, count), slot)
                 return
-            pointer = _element(b, out, out_strides, [indices[a] for a in kept])
+            pointer = _element(here, out, out_strides, [indices[a] for a in kept])
             if register:
-                _store(b, pointer, element, finish(em, kind, value, count))
+                _store(here, pointer, element, finish(em, kind, value, count))
             else:
-                _store(b, pointer, element, combine(em, kind, element, _load(b, pointer, element),
-                                                    value))
-        nests.loop_nest(em, dims[:suffix], outer, "reduce.outer")
+                _store(here, pointer, element, combine(em, kind, element,
+                                                       _load(here, pointer, element), value))
+        if register:  # every point of the outer axes its own: they may run in parallel
+            parallel.nest(em, node, dims[:suffix], outer, "reduce.outer")
+        else:
+            nests.loop_nest(em, dims[:suffix], outer, "reduce.outer")
 
     if unit is None:
         nest(False)
@@ -217,6 +223,25 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     if row.finish is not None and not register:
         _finish_all(em, kind, out, element, new_arrays.size_of_dims(b, [dims[a] for a in kept]), count)
     return out
+
+
+def _reduce_in_chunks(em: FunctionEmitter, kind: str, element: ScalarType, dims: list[ir.Value],
+                      at: Point) -> ir.Value:
+    """The whole space reduced in parallel (parallel.py), unfinished: each chunk of the outer
+    axis into a register of its own, the partials combined in chunk order."""
+    def partial(start: ir.Value, stop: ir.Value) -> list[ir.Value]:
+        acc = Register(em, kind, element)
+        acc.start()
+        nests.count_up(em.builder, start, stop, lambda i: nests.loop_nest(
+            em, dims[1:], lambda full: acc.take(at(full)), "reduce", (i,)),
+            ("reduce.head", "reduce.body", "reduce.done"))
+        return [acc.value()]
+
+    work = new_arrays.size_of_dims(em.builder, dims)
+    (value,) = parallel.reduce_in_chunks(
+        em, dims[0], work, [lltype(element)], partial,
+        lambda j, acc, x: combine(em, kind, element, acc, x))
+    return value
 
 
 def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,

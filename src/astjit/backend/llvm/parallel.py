@@ -1,0 +1,165 @@
+"""Parallel loops on the CPU (`jit(parallel=True)`, marked by ir/passes/parallel.py): a
+fused kernel's nest split along its outer axis (`nest`), a reduction over chunks into
+per-chunk partials (`reduce_in_chunks`), and a `prange` loop (`emit_prange`). Each chunk
+is an outlined function run by the runtime's threads (outline.py, runtime/threads.py).
+
+Reductions: each chunk reduces its own range, from the reduction's identity, into a
+partial (vectorized as the serial loop is); the partials are then combined on the calling
+thread in chunk order (a prange loop's onto the value from before the loop). The chunks of
+a loop of n iterations are fixed by n and the thread count, so for a given thread count a
+float reduction gives the same result at every call; it differs from the serial one by
+rounding only. Integer results are identical.
+
+Errors: the lowest failing chunk's (runtime/threads.py), which is the one a serial loop
+meets first; what the loop wrote into arrays before it failed is unspecified.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from ...ir.types import ScalarType
+from . import nests, new_arrays
+from .lltypes import I32_T, I64_T, lltype
+from .outline import chunk_count, outlined, run_chunks
+from .runtime.threads import MAX_THREADS
+
+if TYPE_CHECKING:
+    from ...ir.core import Node
+    from .emitter import FunctionEmitter
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(I64_T, value)
+
+
+def in_parallel(em: FunctionEmitter, node: Node) -> bool:
+    """Whether `node`'s loops run in parallel: marked so, and not already in a chunk."""
+    return bool(node.attrs.get("parallel")) and not outlined(em)
+
+
+def nest(em: FunctionEmitter, node: Node, dims: list[ir.Value], body, label: str) -> None:
+    """`nests.loop_nest(em, dims, body, label)`, its outer axis split into chunks when
+    `node` runs in parallel; `body(indices)` must touch only what its point owns."""
+    if not dims or not in_parallel(em, node):
+        nests.loop_nest(em, dims, body, label)
+        return
+    chunks = chunk_count(em, dims[0], new_arrays.size_of_dims(em.builder, dims))
+
+    def chunk(k: ir.Value, start: ir.Value, stop: ir.Value) -> None:
+        nests.count_up(em.builder, start, stop,
+                       lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)),
+                       tuple(f"{label}.{name}" for name in ("head", "body", "done")))
+    run_chunks(em, dims[0], chunks, chunk)
+
+
+def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: list[ir.Type],
+                     partial: Callable[[ir.Value, ir.Value], list[ir.Value]],
+                     combine: Callable[[int, ir.Value, ir.Value], ir.Value],
+                     initial: list[ir.Value] | None = None) -> list[ir.Value]:
+    """Reductions over [0, n) in chunks (`work`: the loop's whole work, for the chunk
+    count): `partial(start, stop)` (emitted in the chunk) reduces a range to one value per
+    reduction, of `types`; the partials are combined in chunk order by `combine(j, acc, x)`,
+    onto `initial` (None: from the first chunk's)."""
+    b = em.builder
+    partials = [em.alloca(ir.ArrayType(t, MAX_THREADS)) for t in types]
+
+    def slot(j: int, k: ir.Value) -> ir.Value:
+        return em.builder.gep(partials[j], [ir.Constant(I32_T, 0), k], inbounds=True)
+
+    def chunk(k: ir.Value, start: ir.Value, stop: ir.Value) -> None:
+        for j, value in enumerate(partial(start, stop)):
+            em.builder.store(value, slot(j, k))
+
+    chunks = chunk_count(em, n, work)
+    run_chunks(em, n, chunks, chunk)
+    accs = [em.alloca(t) for t in types]
+    for j, acc in enumerate(accs):
+        b.store(b.load(slot(j, _i64(0))) if initial is None else initial[j], acc)
+
+    def fold(k: ir.Value) -> None:
+        for j, acc in enumerate(accs):
+            b.store(combine(j, b.load(acc), b.load(slot(j, k))), acc)
+    nests.count_up(b, _i64(1 if initial is None else 0), chunks, fold,
+                   ("partials", "partials.body", "partials.done"))
+    return [b.load(acc) for acc in accs]
+
+
+# ---- prange loops ---------------------------------------------------------------------------
+
+_IDENTITIES = {"add": 0, "mul": 1, "bitor": 0, "bitxor": 0, "bitand": -1}
+
+
+def _identity(op: str, t: ScalarType) -> ir.Constant:
+    value = _IDENTITIES[op]
+    if t.is_float:
+        return ir.Constant(lltype(t), -0.0 if op == "add" else float(value))
+    return ir.Constant(lltype(t), value)
+
+
+def emit_prange(em: FunctionEmitter, node: Node) -> list[ir.Value]:
+    """A parallel prange loop (a `while` with a `ParallelLoop`): its iterations split into
+    chunks; its reductions reduced per chunk, then combined in order onto their values
+    from before the loop."""
+    plan = node.attrs["parallel"]
+    n_inv = node.attrs["n_invariants"]
+    b = em.builder
+    invariants = em.values_of(node.inputs[:n_inv])
+    initial = em.values_of(node.inputs[n_inv:])
+    start, stop = initial[0], invariants[plan.stop]
+    n = b.sub(stop, start)
+    n = b.select(b.icmp_signed("<", n, _i64(0)), _i64(0), n)
+    body = node.regions[1]
+    made = {out: inner for inner in body.nodes for out in inner.outputs}
+    reduced = [c for c, role in enumerate(plan.roles) if role == "reduce"]
+    types = [v.type for v in node.outputs]
+
+    def run(lo: ir.Value, hi: ir.Value) -> list[ir.Value]:
+        """The body over iterations lo..hi-1 (in a chunk); the reductions' partials."""
+        slots = [em.alloca(lltype(types[c])) for c in reduced]
+        for c, s in zip(reduced, slots):
+            em.builder.store(_identity(made[body.outputs[c]].op, types[c]), s)
+
+        def step(j: ir.Value) -> None:
+            carried = [em.builder.add(start, j)] + initial[1:]
+            for c, s in zip(reduced, slots):
+                carried[c] = em.builder.load(s)
+            outs = em.emit_graph(body, invariants + carried)
+            for c, s in zip(reduced, slots):
+                em.builder.store(outs[c], s)
+        nests.count_up(em.builder, lo, hi, step, ("prange.head", "prange.body", "prange.done"))
+        return [em.builder.load(s) for s in slots]
+
+    results = list(initial)
+    if reduced:
+        def combine(j: int, acc: ir.Value, x: ir.Value) -> ir.Value:
+            c = reduced[j]
+            return _apply(em, made[body.outputs[c]], body.params[n_inv + c], acc, x)
+        combined = reduce_in_chunks(em, n, n, [lltype(types[c]) for c in reduced], run,
+                                    combine, [initial[c] for c in reduced])
+        for c, value in zip(reduced, combined):
+            results[c] = value
+    else:
+        run_chunks(em, n, chunk_count(em, n), lambda k, lo, hi: run(lo, hi))
+    results[0] = b.add(start, n)
+    ran = b.icmp_signed(">", n, _i64(0))
+    for c, role in enumerate(plan.roles):
+        if role == "last":
+            results[c] = b.select(ran, b.sub(results[0], _i64(1)), initial[c])
+    return results
+
+
+def _apply(em: FunctionEmitter, op_node: Node, param, acc: ir.Value, x: ir.Value) -> ir.Value:
+    """The reduction's own op (the body's `s op x`, with its semantics) on `acc` and `x`."""
+    other = next(v for v in op_node.inputs if v is not param)
+    saved = {v: em.values[v] for v in (param, other) if v in em.values}
+    em.values[param], em.values[other] = acc, x
+    try:
+        (result,) = em.emit_node(em, op_node)
+    finally:
+        for v in (param, other):
+            em.values.pop(v, None)
+        em.values.update(saved)
+    return result
