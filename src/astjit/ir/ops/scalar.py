@@ -251,10 +251,14 @@ _def("floordiv", 2, arith_rule, operator.floordiv,
 
 
 def _mod_vjp(e, g, ins, out, needs):
-    """a % b = a - b * floor(a / b) (floats): da = g, db = -g floor(a / b)."""
-    if not g.type.is_float:
+    """a % b = a - b * floor(a / b) (floats): da = g, db = -g floor(a / b). The floor is
+    NumPy's, a float: Python's (an int) raises OverflowError past int64 (1e300 % -1.0).
+    `g` is an array's adjoint for np.remainder / `%` of arrays."""
+    if not getattr(g.type, "dtype", g.type).is_float:
         return [None, None]
-    quotient = e.op("cast", e.op("floor", v.div(e, ins[0], ins[1])), to=g.type)
+    quotient = e.op("numpy_floor", v.div(e, ins[0], ins[1]))
+    if not v.is_array(quotient) and quotient.type != g.type:
+        quotient = e.op("cast", quotient, to=g.type)
     return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
 
 
