@@ -1,16 +1,18 @@
 """Command line tools over one function of a Python file, compiled for example arguments.
 
     python -m astjit ir FILE.py:FUNC --args "2.0, 3" --stage typed
-    python -m astjit explore FILE.py:FUNC --args "2.0" --out PAGE.html
+    python -m astjit explore FILE.py:FUNC --args "np.linspace(0, 1, 5)" --out PAGE.html
 
 `ir` prints one stage of the compilation, the same text `FUNC.ir(...)` returns;
 `explore` writes the IR explorer's page (astjit/explore/): the source beside every
-stage, drawn as graphs, a source line selecting what it produced.
+stage, drawn as graphs, a source line selecting what it produced. The example arguments
+are Python expressions evaluated in FILE's namespace once FILE has run, so they may use
+what it imports (`np.ones(3)`).
 """
 from __future__ import annotations
 
 import argparse
-import ast
+import os
 import runpy
 import sys
 from collections.abc import Callable
@@ -55,22 +57,27 @@ def main(argv: list[str] | None = None) -> int:
 
 def _target_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("target", help="FILE.py:FUNC")
-    command.add_argument("--args", default="", help='example arguments, e.g. "2.0, 3"')
+    command.add_argument("--args", default="",
+                         help='example arguments: Python expressions evaluated in FILE\'s '
+                              'namespace, e.g. "2.0, 3" or "np.ones(3)"')
 
 
 def _load_target(parser: argparse.ArgumentParser, target: str,
                  args: str) -> tuple[Callable, tuple]:
-    """The function FUNC of FILE.py (the file run as a script) and the example arguments."""
+    """The function FUNC of FILE.py (the file run as a script) and the example arguments
+    (evaluated in the file's namespace)."""
     path, _, name = target.rpartition(":")
     if not path or not name:
         parser.error("target must be FILE.py:FUNC")
+    if not os.path.isfile(path):
+        parser.error(f"no file {path!r}")
     namespace = runpy.run_path(path, run_name="__astjit_cli__")
     if name not in namespace:
         parser.error(f"{path} defines no {name!r}")
     try:
-        example = ast.literal_eval(f"({args},)") if args.strip() else ()
-    except (ValueError, SyntaxError) as error:
-        parser.error(f"--args must be Python literals: {error}")
+        example = eval(f"({args},)", dict(namespace)) if args.strip() else ()  # noqa: S307
+    except Exception as error:  # any error of the user's expressions, reported as usage
+        parser.error(f"--args {args!r}: {type(error).__name__}: {error}")
     return namespace[name], example
 
 

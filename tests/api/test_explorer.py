@@ -152,6 +152,21 @@ def test_command_line_writes_the_page(tmp_path):
     assert marks.nodes["optimized"].count(LOOP_BODY) >= 3
 
 
+def test_command_line_arguments_are_expressions_in_the_files_namespace(tmp_path):
+    source = tmp_path / "cli_arrays.py"
+    source.write_text(SOURCE)
+    page = tmp_path / "arrays.html"
+    argv = [sys.executable, "-m", "astjit", "explore", f"{source}:gaussian_sum",
+            "--args", "np.linspace(0.0, 1.0, 5)", "--out", str(page), "--builtin-layout"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "array&lt;f64, 1&gt;" in page.read_text()
+    argv[argv.index("--args") + 1] = "np.no_such_function(3)"
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--args 'np.no_such_function(3)': AttributeError" in done.stderr
+
+
 def test_command_line_reports_a_compile_error(tmp_path):
     source = tmp_path / "cli_refused.py"
     source.write_text("def f(x):\n    return {x: 1}\n")
