@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
+from astjit import jit
 from astjit.explore import explore
 
 SOURCE = '''\
@@ -124,6 +125,7 @@ def test_text_stages_and_their_marks(explored):
     array_page = explore(explored.gaussian_sum, (np.linspace(0.0, 1.0, 5),), graphviz=False)
     array_marks = marks_of(array_page)
     assert "__global__" in array_page  # the CUDA C
+    assert "gaussian_sum(ndarray[float64, shape (5,)])" in array_page  # the title
     assert {24, 25} <= set(array_marks.lines["cuda"])  # kernels headed by their fused node
 
 
@@ -131,6 +133,11 @@ def test_grad_of_a_function_of_ints_is_shown_as_unavailable(explored):
     marks = marks_of(explore(explored.collatz_steps, (27,), graphviz=False))
     assert marks.unavailable == {"grad": True}
     assert "grad" not in marks.svgs
+
+
+def test_a_jitted_function_is_explored_as_its_python_function(explored):
+    page = explore(jit(explored.newton_sqrt), (2.0,), graphviz=False)
+    assert marks_of(page).nodes["optimized"].count(LOOP_BODY) >= 3
 
 
 def test_callees_of_the_same_file_widen_the_source_shown(explored):
