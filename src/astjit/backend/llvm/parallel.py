@@ -23,7 +23,7 @@ from llvmlite import ir
 from ...ir.types import ScalarType
 from . import nests, new_arrays
 from .lltypes import I32_T, I64_T, lltype
-from .outline import chunk_count, outlined, run_chunks
+from .outline import MIN_CHUNK_WORK, chunk_count, outlined, run_chunks
 from .runtime.threads import MAX_THREADS
 
 if TYPE_CHECKING:
@@ -133,16 +133,19 @@ def emit_prange(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         return [em.builder.load(s) for s in slots]
 
     results = list(initial)
+    # An iteration running a loop of its own is worth a chunk alone (a row of a matrix).
+    work = b.mul(n, _i64(MIN_CHUNK_WORK)) if any(inner.op == "while" for inner in body.walk()) \
+        else n
     if reduced:
         def combine(j: int, acc: ir.Value, x: ir.Value) -> ir.Value:
             c = reduced[j]
             return _apply(em, made[body.outputs[c]], body.params[n_inv + c], acc, x)
-        combined = reduce_in_chunks(em, n, n, [lltype(types[c]) for c in reduced], run,
+        combined = reduce_in_chunks(em, n, work, [lltype(types[c]) for c in reduced], run,
                                     combine, [initial[c] for c in reduced])
         for c, value in zip(reduced, combined):
             results[c] = value
     else:
-        run_chunks(em, n, chunk_count(em, n), lambda k, lo, hi: run(lo, hi))
+        run_chunks(em, n, chunk_count(em, n, work), lambda k, lo, hi: run(lo, hi))
     results[0] = b.add(start, n)
     ran = b.icmp_signed(">", n, _i64(0))
     for c, role in enumerate(plan.roles):

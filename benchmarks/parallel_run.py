@@ -1,0 +1,112 @@
+"""Parallel loops: serial astjit, `jit(parallel=True)`, NumPy and Numba `parallel=True`.
+
+Issue 15's target: the fused expression `exp(-x*x)*sin(y) + x/(1+y*y)` over 10^7 doubles
+at least 1.8x faster with `parallel=True` than serially on 2 cores. Also its sum (a
+reduction) and the same sum written as a `prange` loop. Every engine's result is checked
+against NumPy's first; then interleaved rounds (each engine once per round), medians,
+ratios to serial astjit. Threads: ASTJIT_NUM_THREADS and NUMBA_NUM_THREADS (default: the
+CPUs this process may run on; run under `taskset -c 0,1` for 2 cores).
+
+    python benchmarks/parallel_run.py [--quick] [--n 10000000]
+
+The medians go to benchmarks/_build/parallel_results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from astjit import jit, prange
+
+RESULTS_JSON = Path(__file__).resolve().parent / "_build" / "parallel_results.json"
+
+
+def fused(x, y):
+    return np.exp(-x * x) * np.sin(y) + x / (1.0 + y * y)
+
+
+def reduction(x, y):
+    return np.sum(np.exp(-x * x) * np.sin(y) + x / (1.0 + y * y))
+
+
+def prange_sum(x, y):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += np.exp(-x[i] * x[i]) * np.sin(y[i]) + x[i] / (1.0 + y[i] * y[i])
+    return s
+
+
+def numba_versions() -> dict:
+    """Numba's `njit(parallel=True)` of the same functions (prange as numba.prange)."""
+    try:
+        import numba
+    except ImportError:
+        return {}
+
+    def numba_prange_sum(x, y):
+        s = 0.0
+        for i in numba.prange(x.shape[0]):
+            s += np.exp(-x[i] * x[i]) * np.sin(y[i]) + x[i] / (1.0 + y[i] * y[i])
+        return s
+
+    return {"fused": numba.njit(parallel=True)(fused),
+            "reduction": numba.njit(parallel=True)(reduction),
+            "prange_sum": numba.njit(parallel=True)(numba_prange_sum)}
+
+
+def timed(call, seconds: float) -> float:
+    """Seconds per call, over at least `seconds` of calls."""
+    count, start = 0, time.perf_counter()
+    while True:
+        call()
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return elapsed / count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    parser.add_argument("--n", type=int, default=10_000_000, help="elements per array")
+    options = parser.parse_args()
+    rounds, seconds = (3, 0.2) if options.quick else (9, 0.5)
+    x, y = np.linspace(-2.0, 2.0, options.n), np.linspace(3.0, -1.0, options.n)
+    numba = numba_versions()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{options.n:.0e} doubles, {cpus} CPUs, ASTJIT_NUM_THREADS="
+          f"{os.environ.get('ASTJIT_NUM_THREADS', '(all)')}; median per call, ratio to serial astjit")
+    results = {}
+    for fn in (fused, reduction, prange_sum):
+        expected = reduction(x, y) if fn is prange_sum else fn(x, y)
+        engines = {"astjit serial": jit(fn), "astjit parallel": jit(fn, parallel=True),
+                   "NumPy": reduction if fn is prange_sum else fn}
+        if fn.__name__ in numba:
+            engines["Numba parallel"] = numba[fn.__name__]
+        for name, f in engines.items():
+            got = f(x, y)  # compiles
+            assert np.allclose(got, expected, rtol=1e-9), (fn.__name__, name)
+        samples = {name: [] for name in engines}
+        for _ in range(rounds):
+            for name, f in engines.items():
+                samples[name].append(timed(lambda f=f: f(x, y), seconds))
+        medians = {name: statistics.median(s) for name, s in samples.items()}
+        base = medians["astjit serial"]
+        print(f"{fn.__name__}")
+        for name, t in medians.items():
+            print(f"  {name:16s} {t * 1e3:8.2f} ms   {base / t:5.2f}x")
+        results[fn.__name__] = medians
+    RESULTS_JSON.parent.mkdir(exist_ok=True)
+    RESULTS_JSON.write_text(json.dumps({"n": options.n, "cpus": cpus, "medians": results},
+                                       indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
