@@ -4,7 +4,8 @@ scripts write, and the ratios each plot shows, printed as Markdown tables.
     python benchmarks/plots.py [--build benchmarks/_build] [--out docs/img]
 
 Reads results.json (run.py), grad_results.json (grad_run.py), array_results.json
-(array_run.py) and transforms_results.json (transforms_run.py), each where present, and
+(array_run.py), transforms_results.json (transforms_run.py) and parallel_results.json
+(parallel_run.py), each where present, and
 writes one PNG per figure. Every bar is a ratio of two engines' medians over interleaved
 rounds, measured in one run of one script: the ratios travel between machines better than
 the times do. Needs matplotlib (`pip install -e '.[bench]'`).
@@ -25,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 HERE = Path(__file__).resolve().parent
 COLORS = {"CPython": "#9e9e9e", "astjit": "#d84315", "Numba": "#1565c0", "JAX": "#2e7d32",
           "NumPy": "#6a1b9a", "C fast-math": "#795548", "grad(f)": "#d84315", "jit(grad)": "#ff8a65",
-          "hand": "#9e9e9e"}
+          "hand": "#9e9e9e", "astjit parallel": "#d84315", "Numba parallel": "#1565c0"}
 
 
 def ratio_table(title: str, columns: list[str], rows: dict[str, list[float | None]]) -> str:
@@ -174,8 +175,21 @@ def transforms(data: dict, out: Path) -> str:
     return ratio_table("Function transforms, astjit ÷ JAX (transforms.png)", ["astjit"], rows)
 
 
+def parallel(data: dict, out: Path) -> str:
+    """parallel_run.py: each engine's speed-up over serial astjit."""
+    engines = ["astjit parallel", "Numba parallel", "NumPy"]
+    rows = {case: [over(medians, "astjit serial", e) for e in engines]
+            for case, medians in data["medians"].items()}
+    grouped_bars(out / "parallel.png", f"Parallel loops, {data['n']:.0e} doubles, "
+                 f"{data['cpus']} CPUs", "speed-up over serial astjit (log)", rows, engines,
+                 baseline="serial astjit")
+    return ratio_table(f"Parallel loops, speed-up over serial astjit, {data['cpus']} CPUs "
+                       "(parallel.png)", engines, rows)
+
+
 FIGURES = {"results.json": loop_kernels, "grad_results.json": gradients,
-           "array_results.json": arrays, "transforms_results.json": transforms}
+           "array_results.json": arrays, "transforms_results.json": transforms,
+           "parallel_results.json": parallel}
 
 
 def main() -> int:
