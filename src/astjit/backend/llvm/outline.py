@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from . import vecmath
 from .emitter import OK
 from .lltypes import BYTES, I32_T, I64_T
 from .runtime.threads import CHUNK, declare_parallel_for, thread_count
@@ -77,6 +78,9 @@ def run_chunks(em: FunctionEmitter, n: ir.Value, chunks: ir.Value,
     with _emitting_into(em, function):
         body(k, start, stop)
         em.builder.ret(OK)
+    for attribute in em.function.attributes:  # a reduction's wider vectors (reduction_nests.py)
+        if attribute.startswith('"prefer-vector-width"='):
+            vecmath.prefer_vector_width(function, int(attribute.split('"')[3]))
     captured = _capture(function, context)
     b = em.builder
     struct = ir.LiteralStructType([v.type for v in captured])
