@@ -116,21 +116,25 @@ def _clip(text: str) -> str:
 
 
 def _assign_layers(block: Block) -> None:
-    """Parameters on layer 0; a node one below its lowest producer; a node without
-    operands one above its first reader; the sink below everything."""
+    """Parameters on layer 0; a node one below the lowest node or parameter it reads; a node
+    without operands (a constant) just above its first reader, so that it pushes no reader
+    down and no edge runs past it; the sink below everything."""
+    def free(box: Box) -> bool:
+        return box.shape == "node" and not box.inputs
+
     readers: dict[int, list[Box]] = {}
     for box in block.boxes:
-        if box.shape == "param":
+        if box.shape == "param" or free(box):
             continue
         sources = [block.producers[v] for v in box.inputs if v in block.producers]
-        box.layer = 1 + max((s.layer for s in sources), default=0)
+        box.layer = 1 + max((s.layer for s in sources if not free(s)), default=0)
         for source in sources:
             readers.setdefault(id(source), []).append(box)
     sink = block.boxes[-1]
     sink.layer = 1 + max((b.layer for b in block.boxes[:-1]), default=0)
-    for box in reversed(block.boxes):
-        if box.shape == "node" and not box.inputs and id(box) in readers:
-            box.layer = max(1, min(r.layer for r in readers[id(box)]) - 1)
+    for box in block.boxes:
+        if free(box) and id(box) in readers:
+            box.layer = min(r.layer for r in readers[id(box)]) - 1
 
 
 def _size(box: Box) -> None:
