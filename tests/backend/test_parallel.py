@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parallel_cases import prange_fill, prange_serial_recurrence
 
 import astjit
 from astjit import jit, prange
@@ -65,23 +66,10 @@ def test_a_bad_thread_count_is_refused_when_compiling():
 
 # ---- in this process: no parallel code runs ----------------------------------------------------
 
-def fill(a, out):
-    for i in prange(a.shape[0]):
-        out[i] = a[i] * 2
-    return out
-
-
 def total(a):
     s = 0.0
     for i in prange(a.shape[0]):
         s += a[i]
-    return s
-
-
-def recurrence(a):
-    s = 0.0
-    for i in prange(a.shape[0]):
-        s = s * 0.5 + a[i]
     return s
 
 
@@ -99,7 +87,7 @@ def test_prange_is_range_in_python_and_under_serial_jit():
     assert isinstance(prange(3), range) and list(prange(1, 7, 2)) == [1, 3, 5]
     assert "prange" in astjit.__all__
     a = np.arange(5.0)
-    assert np.array_equal(jit(fill)(a, np.zeros(5)), a * 2)
+    assert np.array_equal(jit(prange_fill)(a, np.zeros(5)), a * 3 + np.arange(5))
     assert "ParallelLoop" not in jit(total).ir(a)
 
 
@@ -107,8 +95,8 @@ def test_what_runs_in_parallel_is_marked_in_the_ir():
     a = np.arange(5.0)
     assert "parallel=True" in jit(kernel, parallel=True).ir(a, a)
     assert "roles=('counter', 'reduce')" in jit(total, parallel=True).ir(a)
-    assert "roles=('counter',)" in jit(fill, parallel=True).ir(a, a)
-    for serial in (recurrence, calls_python):  # a carried value, a call of Python
+    assert "roles=('counter',)" in jit(prange_fill, parallel=True).ir(a, a)
+    for serial in (prange_serial_recurrence, calls_python):  # a carried value, a call of Python
         text = jit(serial, parallel=True).ir(a)
         assert "prange=True" in text and "ParallelLoop" not in text
 

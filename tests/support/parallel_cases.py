@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from astjit import jit, prange
 
-
 # ---- kernels --------------------------------------------------------------------------------
 
 def fused_float(x, y):
