@@ -1,0 +1,216 @@
+"""One program judged: CPython's outcome against the compiled function's, and gradients
+against finite differences. Runs in a worker process (`astjit.fuzz.worker`), or alone
+with `python PROGRAM.py` to reproduce a failure.
+
+Outcomes agree when both return equal results and leave equal arguments (arrays are
+passed by reference), or both raise and the compiled exception is an instance of
+CPython's class. Equal means the same types all the way down and bit-equal numbers (NaN
+equals NaN; the sign of a zero counts): astjit's scalar code is meant to compute what
+CPython computes. Two allowances are documented differences the program declares:
+`TOLERANT` (np.sum / np.mean reassociate: a relative 1e-9) and `ZERO_SIGN_FREE`
+(np.min / np.max among zeros of both signs). A CompileError is a refusal, not a wrong
+answer: counted apart.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REFERENCE_SECONDS = 5.0      # CPython slower than this: the program is skipped, not judged
+COMPILED_SECONDS = 60.0      # compiling and running; past it the compiled run hangs
+FD_STEP = 1e-6
+
+
+class Runaway(BaseException):
+    """A run stopped by its timer (not an Exception, so no outcome catches it)."""
+
+
+def load(path: str | Path, name: str | None = None):
+    """Imports the program at `path` as module `name` (astjit reads its functions' source)."""
+    path = Path(path)
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def timed(seconds: float, call: Callable[[], object]) -> tuple[str, object]:
+    """("ok", result) or ("raise", exception) of `call()`; Runaway past `seconds`."""
+    def expire(signum, frame):
+        raise Runaway()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return "ok", call()
+    except Exception as exc:  # noqa: BLE001 - every exception is an outcome to compare
+        return "raise", exc
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def judge(module) -> dict:
+    """{"verdict": ok | mismatch | refused | skipped, "detail": ..., "grad": ...}."""
+    import astjit
+
+    fn = getattr(module, module.ENTRY)
+    ref_args, got_args = module.make_args(), module.make_args()
+    try:
+        ref = timed(REFERENCE_SECONDS, lambda: fn(*ref_args))
+    except Runaway:
+        return {"verdict": "skipped", "detail": f"CPython ran past {REFERENCE_SECONDS} s"}
+    try:
+        got = timed(COMPILED_SECONDS, lambda: astjit.jit(fn)(*got_args))
+    except Runaway:
+        return verdict("mismatch", "the compiled run did not finish", ref, ("hang", None))
+    if got[0] == "raise" and isinstance(got[1], astjit.CompileError):
+        return verdict("refused", first_line(got[1]), ref, got)
+    if ref[0] == "raise" or got[0] == "raise":
+        agree = ref[0] == got[0] and isinstance(got[1], type(ref[1]))
+        return verdict("ok" if agree else "mismatch", "exceptions differ", ref, got)
+    allowances = {"tolerant": module.TOLERANT, "zero_sign_free": module.ZERO_SIGN_FREE}
+    difference = differ(ref[1], got[1], **allowances) or differ(ref_args, got_args, "args", **allowances)
+    if difference:
+        return verdict("mismatch", difference, ref, got)
+    result = verdict("ok", "", ref, got)
+    if module.GRAD_ARGNUMS and type(ref[1]) is float and math.isfinite(ref[1]) and finite(module.make_args()):
+        result["grad"] = check_gradient(module, fn, ref[1])
+        if result["grad"].startswith("mismatch"):
+            result["verdict"], result["detail"] = "mismatch", result["grad"]
+    return result
+
+
+def finite(value) -> bool:
+    """Whether every float in `value` is finite: derivatives at infinities, or through the NaNs
+    they make, are not what finite differences estimate."""
+    if isinstance(value, (tuple, list)):
+        return all(map(finite, value))
+    if isinstance(value, dict):
+        return all(map(finite, value.values()))
+    if dataclasses.is_dataclass(value):
+        return all(finite(getattr(value, f.name)) for f in dataclasses.fields(value))
+    if isinstance(value, (float, np.ndarray)):
+        return bool(np.all(np.isfinite(value)))
+    return True
+
+
+def verdict(kind: str, detail: str, ref: tuple, got: tuple) -> dict:
+    return {"verdict": kind, "detail": detail, "cpython": describe(ref), "compiled": describe(got)}
+
+
+def describe(outcome: tuple) -> str:
+    kind, value = outcome
+    if kind == "raise":
+        return f"raised {type(value).__name__}: {first_line(value)}"
+    return f"returned {value!r}" if kind == "ok" else kind
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0][:300]
+
+
+def differ(a, b, where: str = "result", tolerant: bool = False, zero_sign_free: bool = False,
+           joined: bool = False) -> str | None:
+    """Where `b` differs from the reference `a`, or None. `joined`: an int or bool of CPython's
+    may be a float of equal value (astjit joins a variable's types: README, "Where astjit differs")."""
+    def again(x, y, at):
+        return differ(x, y, at, tolerant, zero_sign_free, joined)
+
+    if joined and type(a) in (int, bool) and type(b) is float:
+        return None if a == b else f"{where}: {b!r} vs {a!r}"
+    if type(a) is not type(b):
+        return f"{where}: {type(b).__name__} where CPython has {type(a).__name__} ({b!r} vs {a!r})"
+    if isinstance(a, (tuple, list)):
+        if len(a) != len(b):
+            return f"{where}: length {len(b)} vs {len(a)}"
+        return next(filter(None, (again(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b)))), None)
+    if isinstance(a, dict):
+        if list(a) != list(b):
+            return f"{where}: keys {list(b)} vs {list(a)}"
+        return next(filter(None, (again(a[k], b[k], f"{where}[{k!r}]") for k in a)), None)
+    if dataclasses.is_dataclass(a):
+        return next(filter(None, (again(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+                                  for f in dataclasses.fields(a))), None)
+    if isinstance(a, np.ndarray):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return f"{where}: {b.dtype}{b.shape} vs {a.dtype}{a.shape}"
+        return next(filter(None, (again(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())))),
+                    None)
+    if isinstance(a, (float, np.floating)):
+        return None if same_float(float(a), float(b), tolerant, zero_sign_free) else f"{where}: {b!r} vs {a!r}"
+    return None if a == b else f"{where}: {b!r} vs {a!r}"
+
+
+def same_float(a: float, b: float, tolerant: bool, zero_sign_free: bool) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if a == b:
+        return zero_sign_free or tolerant or math.copysign(1.0, a) == math.copysign(1.0, b)
+    return tolerant and math.isfinite(a) and abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def check_gradient(module, fn, value: float) -> str:
+    """value_and_grad against central differences, where the function is smooth near the point."""
+    import astjit
+
+    args = module.make_args()
+    outcome = timed(COMPILED_SECONDS, lambda: astjit.value_and_grad(fn, argnums=module.GRAD_ARGNUMS)(*args))
+    if outcome[0] == "raise":
+        if isinstance(outcome[1], astjit.CompileError):
+            return "refused: " + first_line(outcome[1])
+        return f"mismatch: the gradient raised {type(outcome[1]).__name__}: {first_line(outcome[1])}"
+    got_value, grads = outcome[1]
+    if not same_float(value, float(got_value), module.TOLERANT, module.ZERO_SIGN_FREE):
+        return f"mismatch: value_and_grad's value {got_value!r}, CPython {value!r}"
+    checked = 0
+    for argnum, g in zip(module.GRAD_ARGNUMS, grads):
+        estimate = difference_quotient(module, fn, argnum, value)
+        if estimate is None:
+            continue
+        checked += 1
+        tolerance = 1e-4 * (1.0 + abs(estimate)) + 1e-8 * abs(value) / FD_STEP
+        if not (math.isfinite(g) and abs(g - estimate) <= tolerance):
+            return f"mismatch: d/d(argument {argnum}) is {g!r}, finite differences {estimate!r}"
+    return f"compared {checked}" if checked else "skipped: not smooth here"
+
+
+def difference_quotient(module, fn, argnum: int, value: float) -> float | None:
+    """The central difference at two steps, or None where the function is not smooth there
+    (the one-sided quotients disagree: a kink, a jump, a branch taken) or raises."""
+    def at(delta: float) -> float | None:
+        args = list(module.make_args())
+        args[argnum] += delta
+        kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
+        return result if kind == "ok" and type(result) is float and math.isfinite(result) else None
+
+    x = module.make_args()[argnum]
+    estimates = []
+    for h in (FD_STEP * max(1.0, abs(x)), FD_STEP * max(1.0, abs(x)) / 4):
+        up, down = at(h), at(-h)
+        if up is None or down is None:
+            return None
+        forward, backward = (up - value) / h, (value - down) / h
+        if abs(forward - backward) > 1e-3 * (1.0 + abs(forward) + abs(backward)):
+            return None
+        estimates.append((up - down) / (2 * h))
+    if abs(estimates[0] - estimates[1]) > 1e-4 * (1.0 + abs(estimates[0])):
+        return None
+    return estimates[1]
+
+
+def main(path: str) -> None:
+    """`python PROGRAM.py`: judges the program in that file and prints the verdict."""
+    result = judge(load(path, "__fuzz_program__"))
+    for key, text in result.items():
+        print(f"{key}: {text}")
+    raise SystemExit(1 if result["verdict"] == "mismatch" else 0)

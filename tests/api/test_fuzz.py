@@ -1,0 +1,95 @@
+"""The differential fuzzer (`python -m astjit.fuzz`, docs/fuzzing.md): a short campaign of a
+fixed seed runs clean; its parts catch what they are for (a wrong answer, a crashed worker)
+and a failure shrinks."""
+import re
+import subprocess
+import sys
+import textwrap
+
+from astjit.fuzz.generate import program
+from astjit.fuzz.judge import judge, load
+from astjit.fuzz.pool import Worker
+from astjit.fuzz.shrink import shrink
+
+WRONG = '''
+import math
+
+CALLS = []
+
+def f(x):
+    y = x * 2.0
+    z = y + 1.0
+    return z - 1.0
+
+ENTRY = "f"
+GRAD_ARGNUMS = ()
+TOLERANT = False
+ZERO_SIGN_FREE = False
+
+def make_args():
+    CALLS.append(None)
+    return (float(len(CALLS)),)     # CPython's call gets 1.0, the compiled one 2.0
+'''
+
+CRASHING = WRONG.replace("    CALLS.append(None)", "    import ctypes; ctypes.string_at(0)")
+
+
+def test_a_short_campaign_runs_clean(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "astjit.fuzz", "--budget", "6", "--seed", "1", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=240)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    programs, mismatches, crashes = map(int, re.search(r"(\d+) programs, (\d+) mismatches, (\d+) crashes",
+                                                       output).groups())
+    assert programs > 0 and mismatches == 0 and crashes == 0, output[-4000:]
+    assert not list(tmp_path.iterdir())
+
+
+def test_programs_are_reproducible_and_valid_python():
+    texts = [program(3, i).source for i in range(40)]
+    assert texts == [program(3, i).source for i in range(40)]
+    assert len(set(texts)) == 40
+    for text in texts:
+        compile(text, "<program>", "exec")
+
+
+def test_the_judge_reports_a_wrong_answer(tmp_path):
+    (tmp_path / "fz_wrong.py").write_text(WRONG)
+    result = judge(load(tmp_path / "fz_wrong.py"))
+    assert result["verdict"] == "mismatch", result
+    assert result["cpython"] == "returned 2.0" and result["compiled"] == "returned 4.0"
+
+
+def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_path):
+    (tmp_path / "fz_crash.py").write_text(CRASHING)
+    (tmp_path / "fz_fine.py").write_text(WRONG.replace("len(CALLS)", "1"))
+    worker = Worker()
+    try:
+        crashed = worker.judge(tmp_path / "fz_crash.py", "fz_crash", timeout=120)
+        fine = worker.judge(tmp_path / "fz_fine.py", "fz_fine", timeout=120)
+    finally:
+        worker.close()
+    assert crashed["verdict"] == "crash" and "exit status -11" in crashed["detail"], crashed
+    assert fine["verdict"] == "ok", fine
+
+
+def test_shrinking_keeps_what_still_fails():
+    source = textwrap.dedent('''
+        def h0(p0):
+            return p0 + 1.0
+
+        def f(p0, p1):
+            v1 = h0(p0) * 3.0
+            if p1 > 2:
+                v2 = v1 - p0
+                v1 = math.sqrt(v2 + 7.0)
+            for i3 in range(p1):
+                v1 += 1.0
+            return (v1 * 2.0 + p0) * p0
+
+        def make_args():
+            return (1.0, 3)
+        ''')
+    smallest = shrink(source, lambda text: "math.sqrt" in text, seconds=20)
+    assert "math.sqrt" in smallest and "h0" not in smallest and "for " not in smallest
+    assert "def make_args():\n    return (1.0, 3)" in smallest
