@@ -250,44 +250,40 @@ class Expressions:
     def farr(self, scope: Scope, depth: int = 0) -> str:
         names = scope.of(FARR)
         if not names or depth >= 2:
-            return f"np.zeros({self.int_bounded(scope, 2)[0]} % 6)" if not names else self.rng.choice(names)
+            return self.rng.choice(names) if names else f"np.zeros({self.int_bounded(scope, 2)[0]} % 6)"
         a = self.rng.choice(names)
-        op = self.rng.randrange(10)
-        if op == 0:
-            return f"({a} + {self.rng.choice(names)})"  # lengths may differ: NumPy's ValueError
-        if op == 1:
-            return f"({self.farr(scope, depth + 1)} {self.rng.choice(['+', '-', '*'])} {self.float(scope, 2)})"
-        if op == 2:
-            return f"np.{self.rng.choice(['abs', 'negative'])}({self.farr(scope, depth + 1)})"
-        if op == 3:
-            return f"np.sqrt(np.abs({self.farr(scope, depth + 1)}))"
-        if op == 4:
-            return f"{a}.copy()"
-        if op == 5:
-            return f"np.{self.rng.choice(['maximum', 'minimum'])}({self.farr(scope, depth + 1)}, {self.float(scope, 2)})"
-        if op == 6:
-            return f"{a}[{self.rng.choice(['1:', '::-1', ':2', '::2'])}]"
-        if op == 7:
-            return f"np.where({a} > {self.float(scope, 2)}, {a}, {self.float(scope, 2)})"
-        if op == 8:
-            return f"({self.farr(scope, depth + 1)} * {self.farr(scope, depth + 1)})"
-        return f"np.zeros({self.int_bounded(scope, 2)[0]} % 6)"
+
+        def inner() -> str:
+            return self.farr(scope, depth + 1)
+
+        def number() -> str:
+            return self.float(scope, 2)
+
+        return self.rng.choice([
+            lambda: f"({a} + {self.rng.choice(names)})",  # lengths may differ: NumPy's ValueError
+            lambda: f"({inner()} {self.rng.choice(['+', '-', '*'])} {number()})",
+            lambda: f"np.{self.rng.choice(['abs', 'negative'])}({inner()})",
+            lambda: f"np.sqrt(np.abs({inner()}))",
+            lambda: f"{a}.copy()",
+            lambda: f"np.{self.rng.choice(['maximum', 'minimum'])}({inner()}, {number()})",
+            lambda: f"{a}[{self.rng.choice(['1:', '::-1', ':2', '::2'])}]",
+            lambda: f"np.where({a} > {number()}, {a}, {number()})",
+            lambda: f"({inner()} * {inner()})",
+            lambda: f"np.zeros({self.int_bounded(scope, 2)[0]} % 6)",
+        ])()
 
     def iarr(self, scope: Scope, depth: int = 0) -> str:
         names = scope.of(IARR)
         if not names:
             return f"np.zeros({self.int_bounded(scope, 2)[0]} % 6, dtype=np.int64)"
         a = self.rng.choice(names)
-        op = self.rng.randrange(5)
-        if op == 0:
-            return f"(({a} + {self.int_bounded(scope, 2)[0]}){REDUCE})"
-        if op == 1:
-            return f"(({a} * {self.rng.randint(-3, 3)}) // {self.rng.randint(1, 4)})"
-        if op == 2:
-            return f"{a}[{self.rng.choice(['1:', '::-1', ':2'])}]"
-        if op == 3:
-            return f"np.abs({a})"
-        return a
+        return self.rng.choice([
+            lambda: f"(({a} + {self.int_bounded(scope, 2)[0]}){REDUCE})",
+            lambda: f"(({a} * {self.rng.randint(-3, 3)}) // {self.rng.randint(1, 4)})",
+            lambda: f"{a}[{self.rng.choice(['1:', '::-1', ':2'])}]",
+            lambda: f"np.abs({a})",
+            lambda: a,
+        ])()
 
     # ---- containers ------------------------------------------------------------------------
 
