@@ -154,28 +154,42 @@ def same_results(fn, args, calls) -> bool:
     return True
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    options = parser.parse_args(argv)
-    rounds, number = (25, 1) if options.quick else (101, 1)
+HEADER = ["astjit", "unchecked", "Numba", "C", "astjit/Numba", "unchecked/Numba", "astjit/C",
+          "Numba/C"]
+
+
+def loop_times(rounds: int) -> dict:
+    """Loop name -> engine -> median seconds per call, the results first checked equal."""
     library = c_library()
-    print(f"n = {N} (matvec {MATRIX}x{MATRIX}, histogram {BINS} bins); median ms per call\n")
-    header = ["astjit", "unchecked", "Numba", "C", "astjit/Numba", "unchecked/Numba",
-              "astjit/C", "Numba/C"]
-    print(f"{'loop':11}" + "".join(f"{h:>16}" for h in header))
+    times = {}
     for name, (fn, args, c_entry) in cases().items():
         calls = engines(fn, args, c_entry, library)
         if not same_results(fn, args, calls):
             sys.exit(f"{name}: the results differ")
-        t = median_times(calls, rounds, number)
+        times[name] = median_times(calls, rounds, 1)
+    return times
 
+
+def loop_table(times: dict) -> str:
+    """The table of `loop_times`: ms per call and the ratios."""
+    lines = [f"n = {N} (matvec {MATRIX}x{MATRIX}, histogram {BINS} bins); median ms per call\n",
+             f"{'loop':11}" + "".join(f"{h:>16}" for h in HEADER)]
+    for name, t in times.items():
         def ratio(a, b, t=t):
             return f"{t[a] / t[b]:.2f}x" if a in t and b in t else "n/a"
-        cells = [f"{t[e] * 1e3:.3f}" if e in t else "n/a" for e in header[:4]]
+        cells = [f"{t[e] * 1e3:.3f}" if e in t else "n/a" for e in HEADER[:4]]
         cells += [ratio("astjit", "Numba"), ratio("unchecked", "Numba"), ratio("astjit", "C"),
                   ratio("Numba", "C")]
-        print(f"{name:11}" + "".join(f"{c:>16}" for c in cells))
+        lines.append(f"{name:11}" + "".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    options = parser.parse_args(argv)
+    rounds = 25 if options.quick else 101
+    print(loop_table(loop_times(rounds)))
     gradients(rounds)
 
 

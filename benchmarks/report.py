@@ -27,6 +27,8 @@ class Report:
     startup: dict[str, float] = field(default_factory=dict)
     startup_errors: dict[str, str] = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    element_loops: dict = field(default_factory=dict)
+    """boundscheck.py's loops: name -> engine -> median seconds per call."""
 
 
 def fmt_time(seconds: float) -> str:

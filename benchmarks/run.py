@@ -3,7 +3,9 @@
 Usage: python benchmarks/run.py [--quick] [--only NAME]...
 
 Prints the ratio tables (see README.md for what each column means) and
-writes every measurement to benchmarks/_build/results.json.
+writes every measurement to benchmarks/_build/results.json. Without --only it also
+times the element loops of boundscheck.py (issue 16: prefix sum, matrix-vector,
+histogram, stencil) checked, with boundscheck=False, in Numba and in C.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import time
 from importlib import metadata
 
+from boundscheck import loop_table, loop_times
 from engines import BUILD_DIR, C_FLAGS, all_engines
 from kernels import KERNELS, Kernel
 from measure import StartupFailed, describe, measure_compile, measure_startup, time_kernel
@@ -48,6 +51,7 @@ def settings_for(args: argparse.Namespace) -> dict:
         "min_sample_s": 0.02 if quick else 0.05,
         "compile_repeats": 1 if quick else 3,
         "startup_repeats": 1 if quick else 3,
+        "loop_rounds": 25 if quick else 101,
     }
 
 
@@ -123,8 +127,14 @@ def main(argv: list[str] | None = None) -> None:
     report = Report(run_kernels(kernels, settings), settings=settings | environment())
     if not args.only:
         run_startup(report, settings["startup_repeats"])
+        print("  element loops (boundscheck.py) ...", file=sys.stderr)
+        report.element_loops = loop_times(settings["loop_rounds"])
     report.settings["total_s"] = round(time.perf_counter() - started, 1)
     print(format_report(report))
+    if report.element_loops:
+        print("\nElement loops with bounds checks (boundscheck.py; 'unchecked' is "
+              "boundscheck=False)\n")
+        print(loop_table(report.element_loops))
     write_json(report, RESULTS_JSON)
     print(f"\n({report.settings['total_s']} s in all; details in {RESULTS_JSON})")
 

@@ -8,6 +8,7 @@ path, and `a[k] += 1` checks `k` once. Each case compares the result, or the exc
 type and message, and the arrays as the loop left them.
 """
 import math
+import re
 import types
 
 import numpy as np
@@ -121,3 +122,79 @@ def test_a_read_modify_write_finds_its_element_once(boundscheck):
         counts = np.zeros(3, np.int64)
         compiled(counts, k)
         assert counts[k] == 1 and counts.sum() == 1
+
+
+def blocks_converting(text: str) -> list[str]:
+    """The LLVM blocks (unoptimized) holding a conversion instruction."""
+    blocks = re.split(r"\n(?=\S+:\n)", text.split("\ndeclare", 1)[0])
+    return [b for b in blocks if re.search(r"call i64 @\S*cvttsd2si64", b)]
+
+
+@pytest.mark.skipif(not jit(to_int).ir(1.0, stage="llvm").count("cvttsd2si64"),
+                    reason="the conversion's one-test form is x86-64's")
+@pytest.mark.parametrize("boundscheck", [True, False])
+def test_an_index_from_int_of_a_float_is_tested_once(boundscheck):
+    """`counts[int(x)]`: the conversion's test waits on the index check's cold path, so the
+    hot path compares the index with the length only (the lowest int fails that too)."""
+    text = jit(histogram, boundscheck=boundscheck).ir(np.zeros(3), np.zeros(4, np.int64), 4,
+                                                      stage="llvm")
+    blocks = blocks_converting(text)
+    assert len(blocks) == 2  # the loop, and its checked version (passes/versioning.py)
+    for block in blocks:
+        assert "-9223372036854775808" not in block and "icmp uge" in block, block
+
+
+def test_a_failed_index_reports_its_numbers_off_the_hot_path():
+    """The IndexError's index travels to the wrapper from the cold path: the loop extractor
+    stores a value passed out of a loop where it is defined (emitter.fail_with_values)."""
+    text = jit(histogram).ir(np.zeros(3), np.zeros(4, np.int64), 4, stage="llvm-opt")
+    stores = [b for b in re.split(r"\n(?=\S+:)", text) if re.search(r"store i64 .*\.out,", b)]
+    # Where the index was outside [0, len): with the negative-index rule's compare.
+    assert stores and all("icmp slt" in b for b in stores), stores
+
+
+UNCHECKED_SAFE = [TOP, math.nextafter(TOP, math.inf), math.nextafter(-TOP, -math.inf), 1e300,
+                  -1e300, math.inf, -math.inf, math.nan, 0.25, -0.25, 0.99, -0.6, 0.0, -0.0]
+"""Values whose int(x * nbins) is a conversion error or an index within [-nbins, nbins):
+with boundscheck=False an index outside is undefined, a conversion error is not."""
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck),
+          derandomize=True)
+@given(st.integers(0, 12), st.integers(1, 8), st.data())
+def test_unchecked_indices_keep_the_conversion_errors(n, nbins, data):
+    """boundscheck=False trusts indices, not floats: int(NaN) as an index is still
+    ValueError, an infinity or past int64 OverflowError, at the same iteration."""
+    x = np.array(data.draw(st.lists(st.sampled_from(UNCHECKED_SAFE), min_size=n, max_size=n)))
+    args = (x, np.zeros(nbins, np.int64), 1)
+    expected = outcome(with_int64(histogram), *args)
+    assert same(expected, outcome(jit(histogram, boundscheck=False), *args))
+
+
+def convert_then_read(x, a, j, counts):
+    k = int(x)
+    v = a[j]
+    counts[k] += v
+    return k
+
+
+def convert_two(grid, x, y):
+    grid[int(x), int(y)] += 1.0
+    return 0
+
+
+@pytest.mark.parametrize("boundscheck", [True, False])
+def test_a_conversion_error_comes_before_what_follows_it(boundscheck):
+    """int(x)'s check waits only for nodes that cannot raise or act: a read of another
+    array, or a second conversion, has it emitted first, as Python raises it first."""
+    compiled = jit(convert_then_read, boundscheck=boundscheck)
+    a, counts = np.arange(3), np.zeros(3, np.int64)
+    for x, j in [(math.nan, 7), (math.inf, 7), (1.5, 1), (-1.5, 2), (math.nan, 1)]:
+        if not boundscheck and -3 <= j < 3 or math.isnan(x) or math.isinf(x):
+            assert same(outcome(with_int64(convert_then_read), x, a, j, counts),
+                        outcome(compiled, x, a, j, counts)), (x, j)
+    grid = np.zeros((2, 3))
+    two = jit(convert_two, boundscheck=boundscheck)
+    for x, y in [(math.nan, 1.0), (1.0, math.nan), (5.0, math.nan), (math.inf, 9.0),
+                 (-1.0, -2.0), (1.0, 2.5)]:
+        assert same(outcome(with_int64(convert_two), grid, x, y), outcome(two, grid, x, y)), (x, y)

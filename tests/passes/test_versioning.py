@@ -88,6 +88,28 @@ def counted_while(x, y):
     return 0
 
 
+def windows(x, out, k):
+    """Views the loop makes and indexes: checked once where their slices are not clamped."""
+    for i in range(len(out)):
+        w = x[i + k:i + k + 3]
+        v = x[:i + 1]
+        out[i] = w[0] + w[2] + v[i]
+    return 0
+
+
+def blocks(a, out, k):
+    for i in range(len(out)):
+        b = a[i:i + 2, k]
+        out[i] = b[0] - b[1]
+    return 0
+
+
+def binned(x, counts, nbins):
+    for i in range(len(x)):
+        counts[int(x[i] * nbins)] += 1
+    return 0
+
+
 def float_arrays(n):
     return np.random.default_rng(n).standard_normal(n)
 
@@ -102,10 +124,13 @@ def cases(draw):
     lo, hi = draw(SHIFTS), draw(SHIFTS)
     x, y = float_arrays(n), np.zeros(m)
     a = np.arange(float(n * m)).reshape(n, m)
+    # A data-dependent index into a contiguous array or a strided view (the checked loop).
+    counts = np.zeros(max(m, 1) * 2, np.int64)[::draw(st.sampled_from([1, 2]))]
     return [(prefix, (x, y)), (stencil, (x, y, lo, hi)), (strided, (x, y, k)),
             (backwards, (x, y, k)), (matvec, (a, float_arrays(draw(SIZES)), y)),
             (triangular, (a, y)), (rows, (a, y, k)), (early_exit, (x, y, float(k) / 4)),
-            (counted_while, (x, y))]
+            (counted_while, (x, y)), (binned, (x / 2, counts, draw(SIZES))),
+            (windows, (x, y, k)), (blocks, (a, y, k))]
 
 
 def run(fn, args):
@@ -157,6 +182,8 @@ def test_the_interpreter_checks_every_claim_of_the_pass(data):
     (matvec, (np.ones((2, 3)), np.ones(3), np.ones(2)), ["a", "x", "y"]),
     (rows, (np.ones((2, 3)), np.ones(2), 0), ["a", "y"]),
     (counted_while, (np.ones(4), np.ones(4)), ["y", "x"]),
+    (windows, (np.ones(6), np.ones(3), 1), ["w", "v", "out"]),
+    (blocks, (np.ones((4, 3)), np.ones(3), 1), ["b", "out"]),
 ])
 def test_the_dumps_say_which_checks_were_hoisted(fn, args, hoisted):
     optimized = jit(fn).ir(*args, stage="optimized")
@@ -174,9 +201,23 @@ def gather(x, index, out):
 
 
 def test_indices_not_affine_keep_their_checks():
-    text = jit(gather).ir(np.ones(3), np.zeros(3, np.int64), np.ones(3), stage="optimized")
+    """x[index[k]] stays checked; the fast loop only takes x's stride to be 1 (checked
+    before the loop with the ranges), so that its address needs no multiplication."""
+    args = (np.ones(3), np.zeros(3, np.int64), np.ones(3))
+    text = jit(gather).ir(*args, stage="optimized")
     assert "index[] line" in text and "out[] line" in text
-    assert " x[] line" not in text and "'x[] line" not in text  # x[index[k]] stays checked
+    line = gather.__code__.co_firstlineno + 2
+    assert f"x[] line {line} (stride 1)" in text and "array_unit_stride %x" in text
+    typed, _ = typed_module(gather, args)
+    module = optimize(clone_module(typed))
+    fast = next(n for n in module.entry_graph.nodes if n.op == "if").regions[0]
+    (read,) = [n for n in fast.walk() if n.op == "array_get" and n.inputs[0].name.startswith("x")]
+    assert read.attrs == {"unit_stride": True}
+    for x in (np.arange(5.0), np.arange(10.0)[::2], np.arange(10.0)[::-2]):
+        index, got, expected = np.array([4, -1, 0, 2]), np.zeros(4), np.zeros(4)
+        gather(x, index, expected)
+        jit(gather)(x, index, got)
+        assert np.array_equal(got, expected)
 
 
 def test_a_nest_is_checked_once_before_the_outer_loop():

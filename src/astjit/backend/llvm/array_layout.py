@@ -10,7 +10,10 @@ with NumPy's IndexError ("index 5 is out of bounds for axis 0 with size 5"; the
 index and the size travel with the error, see `FunctionEmitter.fail_with_values`),
 unless the node's attrs say `boundscheck=False` (negative indices still count from
 the end then) or `inbounds=True` (a check before the loop proved the index within
-`[0, size)`: neither the negative-index rule nor the check is emitted).
+`[0, size)`: neither the negative-index rule nor the check is emitted). With
+`unit_stride=True` (a check before the loop proved the last axis's stride 1) the last
+index is not multiplied by its stride: an index computed from data (`counts[k]`) then
+addresses its element without a multiplication on the way.
 
 For the optimizer: the check is `wrapped <u size` on the very `shape` value the
 loop bound comes from (`len(a)`, `a.shape[k]`), so LLVM removes it from loops
@@ -33,6 +36,7 @@ import ctypes
 import functools
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,25 +80,31 @@ def element_pointer(em: FunctionEmitter, node: Node, array: ir.Value,
     """The address of element `indices`, after NumPy's negative-index and bounds rules."""
     b = em.builder
     inbounds = node.attrs.get("inbounds", False)  # proved within [0, size): passes/versioning.py
+    unit_stride = node.attrs.get("unit_stride", False)  # the last axis's stride 1: the same
     check = node.attrs.get("boundscheck", True) and not inbounds
     offset = None
     for axis, index in enumerate(indices):
         known = em.indices.get((array, axis, index))
-        if inbounds:
-            wrapped = index
-        elif known is not None and (known[1] or not check):
-            wrapped = known[0]  # a[k] += 1: the read found k's place; the write takes it
+        conversion = em.take_deferred(index)  # a[int(x)]: int(x)'s check, not emitted yet
+        if inbounds or (known is not None and (known[1] or not check)):
+            if conversion is not None:
+                conversion()
+            # a[k] += 1: the read found k's place; the write takes it
+            wrapped = index if inbounds else known[0]
         else:
-            wrapped = _wrapped(em, node, array, axis, index, check)
+            wrapped = _wrapped(em, node, array, axis, index, check, conversion)
             em.indices[(array, axis, index)] = (wrapped, check)
-        term = b.mul(wrapped, b.extract_value(array, [ARRAY_STRIDES, axis]), flags=["nsw"])
+        if unit_stride and axis == len(indices) - 1:
+            term = wrapped
+        else:
+            term = b.mul(wrapped, b.extract_value(array, [ARRAY_STRIDES, axis]), flags=["nsw"])
         offset = term if offset is None else b.add(offset, term, flags=["nsw"])
     data = b.extract_value(array, ARRAY_DATA)
     return data if offset is None else b.gep(data, [offset], inbounds=True)
 
 
 def _wrapped(em: FunctionEmitter, node: Node, array: ir.Value, axis: int, index: ir.Value,
-             check: bool) -> ir.Value:
+             check: bool, conversion: Callable[[], None] | None) -> ir.Value:
     """`index` within [0, size): as it is, or counted from the end when negative; outside
     the axis an IndexError where `check`, else undefined (boundscheck=False).
 
@@ -102,11 +112,16 @@ def _wrapped(em: FunctionEmitter, node: Node, array: ir.Value, axis: int, index:
     too), that takes the index as it is; the negative-index rule and the error are on
     the cold path. An element's address then waits for the index only, not for a
     select computing the wrap, and a check LLVM proves true takes the branch with it.
+    `conversion` emits the check of the int(x) that gave `index`, which fails only for
+    an index no axis has (`conversions.float_to_int`): first thing on the cold path,
+    as Python raises its error before indexing, also with boundscheck=False.
     """
     b = em.builder
     size = dim(b, array, axis)
     entry = b.block
     with b.if_then(b.icmp_unsigned(">=", index, size), likely=False):
+        if conversion is not None:
+            conversion()
         negative = b.icmp_signed("<", index, ir.Constant(I64_T, 0))
         from_end = b.select(negative, b.add(index, size), index)
         if check:

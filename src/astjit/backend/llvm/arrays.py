@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, I64
 from .array_layout import ITEM_SIZES, dim, element_pointer
-from .lltypes import I8, I64_T, constant, zero
+from .lltypes import ARRAY_STRIDES, I8, I64_T, constant, zero
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -46,6 +46,11 @@ def array_dim(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value
     return dim(em.builder, args[0], node.attrs["axis"])
 
 
+def array_unit_stride(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    stride = em.builder.extract_value(args[0], [ARRAY_STRIDES, node.attrs["axis"]])
+    return em.builder.icmp_signed("==", stride, ir.Constant(I64_T, 1))
+
+
 def array_shape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     b, ndim = em.builder, node.inputs[0].type.ndim
     shape = zero(node.outputs[0].type)
@@ -67,4 +72,5 @@ def array_ndim(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
 
 
 ROUTINES = {"array_get": array_get, "array_set": array_set, "array_dim": array_dim,
-            "array_shape": array_shape, "array_size": array_size, "array_ndim": array_ndim}
+            "array_unit_stride": array_unit_stride, "array_shape": array_shape,
+            "array_size": array_size, "array_ndim": array_ndim}

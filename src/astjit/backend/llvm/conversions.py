@@ -124,6 +124,11 @@ def float_to_int(em: FunctionEmitter, node: Node, x: ir.Value, target: Type) -> 
     test is sorted out on the cold path, one exit per error: NaN, an infinity, out of
     range, or else a value in range after all (the lowest int itself, and for narrower
     ints the values down to just above it minus one, which truncate to it).
+
+    On x86-64 the test waits for the next node (`FunctionEmitter.defer_check`): where
+    that indexes an array with the result (`a[int(x)]`), the index check's own test
+    also fails for -2**63, and the conversion's test moves onto its cold path
+    (`array_layout._wrapped`), before the negative-index rule and the IndexError.
     """
     builder, ty = em.builder, lltype(target)
     if x.type != DOUBLE:
@@ -133,24 +138,29 @@ def float_to_int(em: FunctionEmitter, node: Node, x: ir.Value, target: Type) -> 
         convert = builder.module.declare_intrinsic(
             "llvm.x86.sse2.cvttsd2si64", fnty=ir.FunctionType(ty, [_TWO_DOUBLES]))
         result = builder.call(convert, [vector])
-        suspect = compare_const(builder, "==", result, -(2 ** 63))
-    else:
-        result = None
-        magnitude = builder.call(builder.module.declare_intrinsic("llvm.fabs", [DOUBLE]), [x])
-        suspect = builder.not_(compare_const(builder, "<", magnitude, 2.0 ** (ty.width - 1)))
-    hot = builder.block
+
+        def check(rejoin: bool) -> None:
+            b = em.builder
+            hot = b.block
+            with b.if_then(compare_const(b, "==", result, -(2 ** 63)), likely=False):
+                _fail_unless_in_range(em, node, x, ty.width)
+                cold = b.block
+            if rejoin:
+                # The cold path's result is the lowest int, said as a constant: a second
+                # use, for which the code generator keeps the constant in a register and
+                # the hot path's test is one compare (else x86 makes it a negation and an
+                # overflow test).
+                merged = b.phi(ty)
+                merged.add_incoming(result, hot)
+                merged.add_incoming(ir.Constant(ty, -(2 ** 63)), cold)
+                em.values[node.outputs[0]] = merged
+        em.defer_check(node, result, check)  # maybe onto the cold path of an index check
+        return result
+    magnitude = builder.call(builder.module.declare_intrinsic("llvm.fabs", [DOUBLE]), [x])
+    suspect = builder.not_(compare_const(builder, "<", magnitude, 2.0 ** (ty.width - 1)))
     with builder.if_then(suspect, likely=False):
         _fail_unless_in_range(em, node, x, ty.width)
-        cold = builder.block
-    if result is None:
-        return builder.fptosi(x, ty)
-    # The cold path's result is the lowest int, said as a constant: a second use, for
-    # which the code generator keeps the constant in a register and the hot path's test
-    # is one compare (else x86 makes it a negation and an overflow test).
-    merged = builder.phi(ty)
-    merged.add_incoming(result, hot)
-    merged.add_incoming(ir.Constant(ty, -(2 ** 63)), cold)
-    return merged
+    return builder.fptosi(x, ty)
 
 
 def _fail_unless_in_range(em: FunctionEmitter, node: Node, x: ir.Value, bits: int) -> None:

@@ -75,6 +75,9 @@ class ErrorTable:
         return self._numbers.get((ErrorSite(DEOPTIMIZE, "", None), None))
 
 
+FIRST_INDEX = {"array_get": 1, "array_set": 2}
+"""Element access ops -> the input position of their axis-0 index."""
+
 MAX_ERROR_VALUES = 4
 """How many i64 numbers a failing site can report (`error_values`)."""
 
@@ -144,6 +147,9 @@ class FunctionEmitter:
         """(array, axis, index) LLVM values -> the index within the axis, and whether it was
         checked, for the element accesses emitted so far in the current region and those
         enclosing it (`array_layout.element_pointer`): `a[k] += 1` checks `k` once."""
+        self.deferred: tuple[Value, ir.Value, Callable[[bool], None]] | None = None
+        """A conversion's check not emitted yet (`defer_check`): its output, that output's
+        LLVM value, and what emits the check."""
 
     @property
     def module(self) -> ir.Module:
@@ -169,9 +175,57 @@ class FunctionEmitter:
         self.values.update(zip(graph.params, args))
         enclosing, self.indices = self.indices, dict(self.indices)
         for node in graph.nodes:
+            if self.deferred is not None and not self._may_wait(node):
+                self.settle_deferred()
             self.values.update(zip(node.outputs, self.emit_node(self, node)))
+        self.settle_deferred()
         self.indices = enclosing
         return [self.value(v) for v in graph.outputs]
+
+    # ---- a conversion checked by the index check --------------------------------------
+
+    def defer_check(self, node: Node, value: ir.Value, check: Callable[[bool], None]) -> None:
+        """Let the check of `node` (an int(x) of a float), which `check` emits, wait for
+        the next node, and if that is an element access at `node`'s output, run on the
+        cold path of its index check (`take_deferred`). `check(rejoin)`: with `rejoin`
+        (emitted between nodes, where the code goes on from the check) it may rebind
+        `node`'s output to a value it computes.
+
+        On x86-64 the conversion answers -2**63 for what it cannot convert (NaN, the
+        infinities, out of range), which as an unsigned number fails every index check,
+        `index <u size`: the index check's cold path then asks the conversion's
+        questions first, so the hot path of `a[int(x)]` is one compare, not two, and
+        Python's errors come as they did, in their order. Any other next node has the
+        check emitted before it (`_may_wait` says which may come first).
+        """
+        self.settle_deferred()
+        self.deferred = (node.outputs[0], value, check)
+
+    def take_deferred(self, value: ir.Value) -> Callable[[], None] | None:
+        """The waiting check of the conversion that gave `value`, now the caller's to emit."""
+        if self.deferred is None or self.deferred[1] is not value:
+            return None
+        check, self.deferred = self.deferred[2], None
+        return lambda: check(False)
+
+    def settle_deferred(self) -> None:
+        """Emit the waiting conversion check here, if there is one."""
+        if self.deferred is not None:
+            check, self.deferred = self.deferred[2], None
+            check(True)
+
+    def _may_wait(self, node: Node) -> bool:
+        """Whether the waiting check may come after `node` starts: `node` indexes an
+        array at axis 0 with the conversion's output (its index check takes the
+        check over, before anything else it does), or it neither reads that output
+        nor may raise or act."""
+        from ...ir.passes.effects import has_effects
+
+        converted = self.deferred[0]
+        at = FIRST_INDEX.get(node.op)
+        if at is not None and len(node.inputs) > at and node.inputs[at] is converted:
+            return True
+        return not node.regions and converted not in node.inputs and not has_effects(node)
 
     def adopt(self, t: Type, result: ir.Value) -> None:
         """After a call returned `result` of type `t`: every resource takes over its share."""
@@ -246,9 +300,18 @@ class FunctionEmitter:
 
     def fail_with_values(self, node: Node, cond: ir.Value, exc: str, message: str, detail: str,
                          values: list[ir.Value]) -> None:
-        """`fail_if`, also reporting `values` (i64) for the site's `detail` template."""
+        """`fail_if`, also reporting `values` (i64) for the site's `detail` template.
+
+        The values are reported through copies made here, before the branch (`v + 0`,
+        which LLVM folds, but only after the loops are extracted). In a loop the branch
+        leaves the loop, so what it stores are values the loop extractor passes out
+        (jit/split.py), storing each where it is defined: a copy made on a cold path
+        (`array_layout._wrapped`: an index outside the axis) keeps that store off
+        the hot path, where the index itself was computed.
+        """
         assert len(values) <= MAX_ERROR_VALUES
         builder = self.builder
+        values = [builder.add(value, ir.Constant(value.type, 0)) for value in values]
         with builder.if_then(cond, likely=False):
             slots = error_values(self.module)
             for i, value in enumerate(values):

@@ -15,7 +15,7 @@ compiled, and the interpreter asserts the claim.
 from __future__ import annotations
 
 from ..core import Node, Value
-from ..types import I64, NONE, ArrayType, TupleType
+from ..types import BOOL, I64, NONE, ArrayType, TupleType
 from . import advanced_index
 from .adjoints import AddAt
 from .batching import NotBatchable, batch_size_product, each
@@ -71,16 +71,23 @@ def size_rule(types, attrs):
     return [_array(types[0], ".size")], I64
 
 
+def unit_stride_rule(types, attrs):
+    return [_array(types[0], "a stride")], BOOL
+
+
 def ndim_rule(types, attrs):
     return [_array(types[0], ".ndim")], I64
 
 
-def _normalize(array, index, inbounds=False):
+def _normalize(array, index, inbounds=False, unit_stride=False):
     """NumPy's reading of one index tuple: negative counts from the end; out of range raises.
-    `inbounds`: a pass proved every index within [0, size); a wrong proof is a bug."""
+    `inbounds`: a pass proved every index within [0, size); `unit_stride`: that the last
+    axis steps one element at a time (passes/versioning.py); a wrong proof is a bug."""
     if inbounds:
         assert all(0 <= i < size for i, size in zip(index, array.shape)), \
             f"index {index} of shape {array.shape} was proved in bounds"
+    if unit_stride:
+        assert _unit_stride(array, array.ndim - 1), "a unit stride was proved"
     fixed = []
     for axis, (i, size) in enumerate(zip(index, array.shape)):
         if not -size <= i < size:
@@ -89,13 +96,17 @@ def _normalize(array, index, inbounds=False):
     return tuple(fixed)
 
 
-def py_array_get(array, *index, boundscheck=True, inbounds=False):
-    found = array[_normalize(array, index, inbounds)]
+def py_array_get(array, *index, boundscheck=True, inbounds=False, unit_stride=False):
+    found = array[_normalize(array, index, inbounds, unit_stride)]
     return found.item() if len(index) == array.ndim else found  # a row: untyped IR only
 
 
-def py_array_set(array, value, *index, boundscheck=True, inbounds=False):
-    array[_normalize(array, index, inbounds)] = value
+def py_array_set(array, value, *index, boundscheck=True, inbounds=False, unit_stride=False):
+    array[_normalize(array, index, inbounds, unit_stride)] = value
+
+
+def _unit_stride(array, axis: int) -> bool:
+    return array.strides[axis] == array.itemsize
 
 
 # ---- rows, which type inference makes views (OpDef.expand) --------------------------------
@@ -174,16 +185,21 @@ _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
      ("raises", "reads", "numpy_result", "linear"), expand=_row_read,
      vjp=lambda e, g, ins, out, needs: [AddAt(g, tuple(ins[1:]))] + [None] * len(ins[1:]),
      batch=_get_batch,
-     doc="x[i, j]: one element; inputs [array, *indices]; attrs boundscheck, inbounds")
+     doc="x[i, j]: one element; inputs [array, *indices]; attrs boundscheck, inbounds, "
+         "unit_stride")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")},
      ("raises", "writes", "linear"),
      expand=_row_write,
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none; attrs boundscheck, "
-         "inbounds")
+         "inbounds, unit_stride")
 _def("array_dim", 1, dim_rule, lambda a, axis: a.shape[axis], {"*": Routine("array_dim")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)", shape=_axis_length, batch=_dim_batch,
      doc="x.shape[axis] for attrs['axis'] (already non-negative)")
+_def("array_unit_stride", 1, unit_stride_rule, _unit_stride, {"*": Routine("array_unit_stride")},
+     ("pure", "reads"), zero_derivative="a bool (how an array is laid out)",
+     doc="whether axis attrs['axis'] of x steps one element at a time: loop versioning's "
+         "condition for the accesses marked unit_stride (passes/versioning.py)")
 _def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("array_shape")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)", batch=_shape_batch,
      doc="x.shape, a tuple of ints")

@@ -12,8 +12,20 @@ too), the loop becomes
     %ok = every such index, at the corners of the counters' ranges, is within [0, size)
     %r = if %ok [inputs] {then: the loop, those accesses `inbounds`} {else: the loop as it was}
 
+A view the loop makes of an invariant array, with slices of step 1 whose bounds are
+affine (`w = x[i:i + 3]`, `x[:i + 1]`, `a[i:i + 2, k]`), is a *window*: `w[idx]` with
+`idx` affine is checked as `0 <= start`, `stop <= len(x)` (the slice neither clamps
+nor counts from the end, so `len(w) == stop - start`), `0 <= idx` and
+`start + idx < stop`.
+
 An affine function takes its extremes over a box at the box's corners, so the two corners
-per axis stand for every iteration. Where the check fails (an index out of range, a negative
+per axis stand for every iteration. An element access (`array_get`, `array_set`) of an
+invariant array at an index computed from data (`counts[int(x[i] * n)] += 1`) keeps its
+check, but `%ok` also asks its array's last axis to step one element at a time
+(`array_unit_stride`), and the fast loop's access is marked `unit_stride`: its address
+needs no multiplication by the stride, which sat on the way from the index to the
+read-modify-write. A loop with such an access over a strided array takes the checked
+loop, as fast for that access. Where the check fails (an index out of range, a negative
 one, which counts from the end, a short `out`) the original loop runs, and raises what it
 always did, at the same iteration, after the same writes. The check has no effects: it
 reads shapes and computes with ints.
@@ -90,21 +102,37 @@ class Affine:
 
 
 @dataclass
+class Window:
+    """A view the loop makes of an invariant array with affine slice bounds (`x[i:i + 3]`):
+    for each of its axes, the array's axis and the slice's (start, stop) forms, None for
+    an axis taken whole."""
+
+    array: Recipe
+    axes: list[tuple[int, tuple[Affine, Affine] | None]]
+
+
+@dataclass
 class Info:
-    """What the analysis knows of a value: how to compute it before the loop, or its form."""
+    """What the analysis knows of a value: how to compute it before the loop, its form, or
+    the window it is."""
 
     recipe: Recipe | None = None
     affine: Affine | None = None
+    window: Window | None = None
 
 
 @dataclass
 class Access:
-    """An indexing node whose every index is affine, into an invariant array."""
+    """An indexing node into an invariant array, or into a window of one."""
 
     node: Node
     array: Recipe
-    indices: list[tuple[int, Affine]]
-    """(axis, form) of each integer index."""
+    indices: list[tuple[int, Affine]] | None
+    """(axis, form) of each integer index, checked within [0, size) of the array's axis;
+    None for an element access some of whose indices are not affine: only its last
+    axis's stride is checked."""
+    nonnegative: list[Affine] = field(default_factory=list)
+    """Forms also checked >= 0 (a window's: its start, the index, the room left)."""
 
 
 def version_loops(module: Module) -> Module:
@@ -185,7 +213,7 @@ def _find_accesses(graph: Graph, env: dict[Value, Info], found: list[Access]) ->
             access = _access(node, env)
             if access is not None:
                 found.append(access)
-            info = _leaf_info(node, env)
+            info = _leaf_info(node, env) or _window(node, env)
             if info is not None:
                 env[node.outputs[0]] = info
 
@@ -285,19 +313,74 @@ def index_positions(node: Node) -> list[tuple[int, int]]:
     return []
 
 
+def _window(node: Node, env: dict[Value, Info]) -> Info | None:
+    """A view of an invariant array whose slices (step 1) have affine bounds, and whose
+    integer indices are affine (checked as the view node's own access)."""
+    array = env.get(node.inputs[0])
+    if node.op != "array_view" or array is None or not array.recipe:
+        return None
+    spec, at, axes = node.attrs["spec"], 1, []
+    for axis, entry in enumerate(spec):
+        used = 1 if entry == "i" else entry[1:].count("1")
+        forms = [env[v].affine if v in env else None for v in node.inputs[at:at + used]]
+        at += used
+        if None in forms:
+            return None
+        if entry == "s000":
+            axes.append((axis, None))
+        elif entry in ("s110", "s010"):
+            start = forms[0] if entry == "s110" else Affine()
+            axes.append((axis, (start, forms[-1])))
+        elif entry != "i":
+            return None
+    axes += [(axis, None) for axis in range(len(spec), node.inputs[0].type.ndim)]
+    return Info(window=Window(array.recipe, axes))
+
+
+def _window_access(node: Node, window: Window, env: dict[Value, Info]) -> Access | None:
+    """`w[idx]` of a window `w = x[start:stop]`: with 0 <= start, stop <= len(x) (no
+    clamping, no counting from the end), 0 <= idx and start + idx < stop, `idx` is
+    within `w`'s axis, whose length is stop - start."""
+    if node.op not in ("array_get", "array_set") or node.attrs.get("inbounds"):
+        return None
+    indices, nonnegative = [], []
+    for (_, at), (base_axis, bounds) in zip(index_positions(node), window.axes):
+        form = env[node.inputs[at]].affine if node.inputs[at] in env else None
+        if form is None or node.inputs[at].type != I64 or not _small(form):
+            return None
+        if bounds is None:
+            indices.append((base_axis, form))
+            nonnegative.append(form)
+            continue
+        start, stop = bounds
+        if not (_small(start) and _small(stop)):
+            return None
+        indices.append((base_axis, stop.plus(Affine(const=1), -1)))  # stop <= len(x)
+        room = stop.plus(start, -1).plus(form, -1).plus(Affine(const=1), -1)
+        nonnegative += [start, form, room]
+    return Access(node, window.array, indices, nonnegative)
+
+
+def _small(form: Affine) -> bool:
+    """Whether the check computes `form` at the corners without overflow (module doc)."""
+    return sum(map(abs, form.counters.values())) <= MAX_COEFFICIENTS \
+        and abs(form.const) <= OFFSET_BOUND
+
+
 def _access(node: Node, env: dict[Value, Info]) -> Access | None:
     positions = index_positions(node)
     array = env.get(node.inputs[0]) if positions else None
+    if array is not None and array.window is not None:
+        return _window_access(node, array.window, env)
     if array is None or not array.recipe or node.attrs.get("inbounds"):
         return None
     indices = []
     for axis, at in positions:
         info = env.get(node.inputs[at])
         form = info.affine if info is not None else None
-        if form is None or node.inputs[at].type != I64 \
-                or sum(map(abs, form.counters.values())) > MAX_COEFFICIENTS \
-                or abs(form.const) > OFFSET_BOUND:
-            return None
+        if form is None or node.inputs[at].type != I64 or not _small(form):
+            element = node.op in ("array_get", "array_set") and not node.attrs.get("unit_stride")
+            return Access(node, array.recipe, None) if element else None
         indices.append((axis, form))
     return Access(node, array.recipe, indices)
 
@@ -315,18 +398,23 @@ def _version(loop: Node) -> list[Node] | None:
     env = {p: _invariant(("input", k), p) for k, p in enumerate(body.params[:n_inv])}
     counter = Counter(("input", n_inv + position), stop, step)
     env[body.params[n_inv + position]] = Info(None, Affine({counter: 1}))
-    accesses: list[Access] = []
-    _find_accesses(body, env, accesses)
+    found: list[Access] = []
+    _find_accesses(body, env, found)
+    accesses = [a for a in found if a.indices is not None]
     if not accesses:
         return None
+    strided = [a for a in found if a.indices is None]
     check = _Check(loop)
-    ok = check.all([check.access(a) for a in accesses])
-    for access in accesses:
-        access.node.attrs["inbounds"] = True
+    ok = check.all([check.access(a) for a in accesses]
+                   + list(dict.fromkeys(check.unit_stride(a) for a in strided)))
+    marks = [(a.node, "inbounds") for a in accesses] + [(a.node, "unit_stride") for a in strided]
+    for node, mark in marks:
+        node.attrs[mark] = True
     fast = clone_node(loop, {v: v for v in loop.inputs})  # inputs: set by `_if`
-    for access in accesses:
-        del access.node.attrs["inbounds"]
-    described = ", ".join(dict.fromkeys(_describe(a.node) for a in accesses))
+    for node, mark in marks:
+        del node.attrs[mark]
+    described = ", ".join(dict.fromkeys([_describe(a.node) for a in accesses]
+                                        + [_describe(a.node) + " (stride 1)" for a in strided]))
     return check.nodes + [_if(ok, loop, fast, described)]
 
 
@@ -369,7 +457,15 @@ class _Check:
             low, high = self.extremes(form)
             ok.append(self.op("ge", [low, self.const(0)], BOOL))
             ok.append(self.op("lt", [high, size], BOOL))
+        for form in access.nonnegative:
+            ok.append(self.op("ge", [self.extremes(form)[0], self.const(0)], BOOL))
         return self.all(ok)
+
+    def unit_stride(self, access: Access) -> Value:
+        """Whether the last axis of the access's array steps one element at a time."""
+        axis = access.node.inputs[0].type.ndim - 1
+        return self.memo(("unit", access.array, axis), lambda: self.op(
+            "array_unit_stride", [self.value(access.array)], BOOL, axis=axis))
 
     def extremes(self, form: Affine) -> tuple[Value, Value]:
         offset = self.offset(form)
