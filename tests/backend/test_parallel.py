@@ -59,6 +59,10 @@ def test_parallel_calls_work_on_other_threads():
     assert share >= 0.25
 
 
+def test_the_pool_survives_fork():
+    assert in_child("after_fork()", timeout=120) == [True] * 4
+
+
 def test_a_bad_thread_count_is_refused_when_compiling():
     message = in_child("refusal()", ASTJIT_NUM_THREADS="many")
     assert "ASTJIT_NUM_THREADS must be a positive integer" in message

@@ -299,3 +299,18 @@ def refusal() -> str:
     except ValueError as exc:
         return str(exc)
     return "compiled"
+
+
+def after_fork() -> list[bool]:
+    """Parallel calls in a child forked after the pool started (which has none of its
+    threads), and in the parent after: right, and no hang."""
+    import multiprocessing
+
+    f = jit(float_sum, parallel=True)
+    x, y = np.linspace(-2.0, 2.0, 400_000), np.linspace(3.0, -1.0, 400_000)
+    expected = float_sum(x, y)
+    first = bool(np.isclose(f(x, y), expected, rtol=1e-9))
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        children = pool.starmap(f, [(x, y), (x, y)])
+    return [first, *(bool(np.isclose(c, expected, rtol=1e-9)) for c in children),
+            bool(np.isclose(f(x, y), expected, rtol=1e-9))]

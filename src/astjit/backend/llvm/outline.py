@@ -42,15 +42,18 @@ when a function compiles (the tests split loops of a few elements with 1)."""
 
 
 def min_chunk_work() -> int:
+    """`MIN_CHUNK_WORK`, or `ASTJIT_MIN_CHUNK_WORK` where that is a positive integer."""
     text = os.environ.get("ASTJIT_MIN_CHUNK_WORK", "").strip()
     return int(text) if text.isdigit() and int(text) > 0 else MIN_CHUNK_WORK
+
 
 _serials = itertools.count()
 
 
 def outlined(em: FunctionEmitter) -> bool:
-    """Whether `em` is emitting a chunk function (a parallel loop there runs serially)."""
-    return getattr(em, "chunk_depth", 0) > 0
+    """Whether `em` is emitting a chunk function (a parallel loop there runs serially): a
+    graph's function ends with its result pointer, a chunk's with an i64."""
+    return em.function.function_type == CHUNK
 
 
 def chunk_count(em: FunctionEmitter, n: ir.Value, work: ir.Value | None = None) -> ir.Value:
@@ -102,11 +105,9 @@ def _emitting_into(em: FunctionEmitter, function: ir.Function) -> Iterator[None]
     em._failure, em.work_counter, em.resources = None, None, ()  # the failure exit is per function
     em.loop_depth += 1
     em.indices = dict(em.indices)
-    em.chunk_depth = getattr(em, "chunk_depth", 0) + 1
     try:
         yield
     finally:
-        em.chunk_depth -= 1
         (em.function, em.builder, em._failure, em.work_counter, em.loop_depth,
          em.resources, em.indices) = saved
 

@@ -1,24 +1,32 @@
-"""The runtime of parallel loops: `parallel_for`, which runs a loop's chunks on POSIX threads,
-and how many threads a parallel loop uses.
+"""The runtime of parallel loops: `parallel_for`, which runs a loop's chunks on a pool of
+POSIX threads, and how many threads a parallel loop uses.
 
 `parallel_for(chunk, context, chunks, n)` splits the iterations [0, n) into `chunks` ranges
-in order, of equal length but for the first `n % chunks`, one longer; runs chunk 0 on the
-calling thread and each other one on a thread of its own (`pthread_create`, all joined
-before it returns; a chunk whose thread cannot be started runs on the calling thread), each
-as `chunk(context, k, start, stop)`. It returns 0, or the status of the lowest chunk that
-failed: that chunk runs again alone, on the calling thread, once the others are done, so the
-error it reports (and the numbers it leaves in the module's `error_values`, which chunks
-failing at once would race on) is the one a serial loop meets first.
+in order, of equal length but for the first `n % chunks`, one longer, and runs each as
+`chunk(context, k, start, stop)`: chunk 0 on the calling thread, the others taken one by
+one by the pool's threads (all on the calling thread where the pool has none), and
+returns once all are done. It returns
+0, or the status of the lowest chunk that failed: that chunk runs again alone, on the
+calling thread, once the others are done, so the error it reports (and the numbers it
+leaves in the module's `error_values`, which chunks failing at once would race on) is the
+one a serial loop meets first. Which thread runs a chunk does not matter: each chunk
+writes its own partial results.
 
-Threads are started per call, not kept in a pool: nothing outlives a call, so a `fork`ed
-child (multiprocessing) inherits no pool half-owned by threads it does not have. Starting
-one costs tens of microseconds, which `MIN_CHUNK_WORK` (outline.py) keeps small against a
-chunk's work. The functions live in the shared runtime module (shared.py); `pthread_create`
-and `pthread_join` are libc's, registered with LLVM by address as the engine registers
-malloc. Workers run compiled code only: no Python object, no GIL, no signal check.
+The pool: threads started as calls first need them (up to `chunks - 1`, `pthread_create`,
+detached), then waiting on a condition variable between calls; the job, the next chunk and
+the count of chunks not done live in globals guarded by one mutex (held only between
+chunks, never while one runs). One call owns the pool at a time: a call that finds it busy
+(another Python thread's, the GIL released) runs its chunks itself, in order. Where a
+thread cannot be started, the threads there are take the chunks. A child made by
+`os.fork` (multiprocessing) has none of the pool's threads: `reset` forgets the pool there
+(`os.register_at_fork`); at exit `stop` ends the threads before the engine frees their
+code. Workers run compiled code only: no Python object, no GIL, no signal check. The
+functions live in the shared runtime module (shared.py); the pthread functions are libc's,
+registered with LLVM by address as the engine registers malloc.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import os
@@ -26,7 +34,7 @@ import os
 from llvmlite import ir
 
 from .. import nests
-from ..lltypes import BYTES, I1, I32_T, I64_T, STATUS
+from ..lltypes import BYTES, I8, I32_T, I64_T, STATUS
 from ..shared import shared_function
 
 MAX_THREADS = 64
@@ -37,11 +45,27 @@ THREADS_VARIABLE = "ASTJIT_NUM_THREADS"
 
 CHUNK = ir.FunctionType(STATUS, [BYTES, I64_T, I64_T, I64_T])
 """A chunk function: (context, k, start, stop) -> status."""
-_TASK = ir.LiteralStructType([CHUNK.as_pointer(), BYTES, I64_T, I64_T, I64_T, STATUS, I64_T, I1])
-"""{chunk, context, k, start, stop, status, pthread_t, started} of one chunk."""
 _START = ir.FunctionType(BYTES, [BYTES])
-_PTHREAD_CREATE = ir.FunctionType(I32_T, [I64_T.as_pointer(), BYTES, _START.as_pointer(), BYTES])
-_PTHREAD_JOIN = ir.FunctionType(I32_T, [I64_T, BYTES.as_pointer()])
+_VOID = ir.FunctionType(ir.VoidType(), [])
+_LIBC = {
+    "pthread_create": ir.FunctionType(I32_T, [I64_T.as_pointer(), BYTES, _START.as_pointer(),
+                                              BYTES]),
+    "pthread_detach": ir.FunctionType(I32_T, [I64_T]),
+    "pthread_mutex_lock": ir.FunctionType(I32_T, [BYTES]),
+    "pthread_mutex_unlock": ir.FunctionType(I32_T, [BYTES]),
+    "pthread_cond_wait": ir.FunctionType(I32_T, [BYTES, BYTES]),
+    "pthread_cond_broadcast": ir.FunctionType(I32_T, [BYTES]),
+}
+"""The libc functions the pool calls (registered with LLVM by address)."""
+RESET = "astjit.pool.reset"
+"""The function that forgets the pool (in a forked child, which has none of its threads)."""
+STOP = "astjit.pool.stop"
+"""The function that ends the pool's threads (at exit, before the engine frees their code)."""
+_SYNC_BYTES = 64
+"""Room for a pthread_mutex_t or pthread_cond_t (40 and 48 bytes with glibc on x86-64);
+all zeros is the initializer of both."""
+_COUNTERS = ("busy", "active", "next", "chunks", "n", "remaining", "workers", "exhausted",
+             "stopping")
 
 
 def thread_count() -> int:
@@ -62,85 +86,246 @@ def thread_count() -> int:
 
 
 @functools.cache
-def _register_pthreads() -> None:
-    """Make libc's `pthread_create` and `pthread_join` resolvable in compiled code."""
+def _register_libc() -> None:
+    """Make the pool's libc functions resolvable in compiled code, and forget the pool in a
+    child made by `os.fork` (multiprocessing's), whose only thread is the forking one."""
     import llvmlite.binding as llvm
 
     libc = ctypes.CDLL(None)
-    for name in ("pthread_create", "pthread_join"):
+    for name in _LIBC:
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=functools.partial(_call_runtime, RESET))
+    atexit.register(_call_runtime, STOP)
+
+
+def _call_runtime(name: str) -> None:
+    """Call the runtime's `void name()` if it has been compiled."""
+    import llvmlite.binding as llvm
+
+    address = llvm.address_of_symbol(name)
+    if address:
+        ctypes.CFUNCTYPE(None)(address)()
 
 
 def declare_parallel_for(module: ir.Module) -> ir.Function:
     """`i32 astjit.parallel_for(chunk*, i8* context, i64 chunks, i64 n)` as `module` sees it."""
-    _register_pthreads()
+    _register_libc()
     fnty = ir.FunctionType(STATUS, [CHUNK.as_pointer(), BYTES, I64_T, I64_T])
     return shared_function(module, "astjit.parallel_for", fnty, _emit_parallel_for)
 
 
-def _field(b: ir.IRBuilder, task: ir.Value, index: int) -> ir.Value:
-    return b.gep(task, [ir.Constant(I32_T, 0), ir.Constant(I32_T, index)], inbounds=True)
+class _Pool:
+    """The pool's state, globals of the runtime module touched only under its mutex (the
+    pthread calls order them; external linkage keeps LLVM from caching them across those
+    calls): the job (chunk, context, chunks, n), the next chunk to take, how many are not
+    done, each one's status, whether a call owns the pool (busy), the workers started."""
 
+    def __init__(self, b: ir.IRBuilder):
+        self.b, module = b, b.module
+        self.mutex, self.wake, self.done = (self._sync(module, name)
+                                            for name in ("mutex", "wake", "done"))
+        self.counters = {name: self._global(module, name, I64_T) for name in _COUNTERS}
+        self.chunk = self._global(module, "chunk", CHUNK.as_pointer())
+        self.context = self._global(module, "context", BYTES)
+        self.statuses = self._global(module, "statuses", ir.ArrayType(STATUS, MAX_THREADS))
+        self.libc = {name: _declare(module, name, fnty) for name, fnty in _LIBC.items()}
 
-def _emit_run_task(function: ir.Function, b: ir.IRBuilder, raw: ir.Value) -> None:
-    """`i8* run_task(i8* task)`: the thread's start routine, one chunk."""
-    task = b.bitcast(raw, _TASK.as_pointer())
-    chunk, context, k, start, stop = (b.load(_field(b, task, i)) for i in range(5))
-    b.store(b.call(chunk, [context, k, start, stop]), _field(b, task, 5))
-    b.ret(ir.Constant(BYTES, None))
+    @staticmethod
+    def _global(module: ir.Module, name: str, ty: ir.Type) -> ir.GlobalVariable:
+        variable = module.globals.get(f"astjit.pool.{name}")
+        if variable is None:
+            variable = ir.GlobalVariable(module, ty, f"astjit.pool.{name}")
+            variable.initializer = ir.Constant(ty, None)
+            variable.align = 64
+        return variable
 
+    def _sync(self, module: ir.Module, name: str) -> ir.Value:
+        return self.b.bitcast(self._global(module, name, ir.ArrayType(I8, _SYNC_BYTES)), BYTES)
 
-def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, chunks, n) -> None:
-    module = function.module
-    run_task = shared_function(module, "astjit.run_task", _START, _emit_run_task)
-    create = _libc(module, "pthread_create", _PTHREAD_CREATE)
-    join = _libc(module, "pthread_join", _PTHREAD_JOIN)
-    tasks = b.alloca(_TASK, ir.Constant(I64_T, MAX_THREADS))
-    zero, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
-    length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
+    def get(self, name: str) -> ir.Value:
+        return self.b.load(self.counters[name])
 
-    def bounds(k: ir.Value) -> tuple[ir.Value, ir.Value]:
+    def set(self, name: str, value) -> None:
+        self.b.store(value if isinstance(value, ir.Value) else ir.Constant(I64_T, value),
+                     self.counters[name])
+
+    def call(self, name: str, *args: ir.Value) -> ir.Value:
+        return self.b.call(self.libc[name], list(args))
+
+    def status(self, k: ir.Value) -> ir.Value:
+        return self.b.gep(self.statuses, [ir.Constant(I32_T, 0), k], inbounds=True)
+
+    def bounds(self, k: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """Chunk k's iterations: the job's n split into its chunks in order, equal but for
+        the first n % chunks, one longer."""
+        b, n, chunks = self.b, self.get("n"), self.get("chunks")
+        length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
         longer = b.icmp_signed("<", k, extra)
         start = b.add(b.mul(k, length), b.select(longer, k, extra))
         return start, b.add(start, b.add(length, b.zext(longer, I64_T)))
 
-    def fill(k: ir.Value) -> None:
-        task = b.gep(tasks, [k])
-        start, stop = bounds(k)
-        for index, value in enumerate((chunk, context, k, start, stop, ir.Constant(STATUS, 0))):
-            b.store(value, _field(b, task, index))
-        b.store(ir.Constant(I1, 0), _field(b, task, 7))
+    def run(self, k: ir.Value) -> None:
+        """With the mutex held: run chunk k (the mutex released meanwhile), record its
+        status, count it done (waking the caller after the last)."""
+        b = self.b
+        chunk, context = b.load(self.chunk), b.load(self.context)
+        start, stop = self.bounds(k)
+        self.call("pthread_mutex_unlock", self.mutex)
+        status = b.call(chunk, [context, k, start, stop])
+        self.call("pthread_mutex_lock", self.mutex)
+        b.store(status, self.status(k))
+        remaining = b.sub(self.get("remaining"), ir.Constant(I64_T, 1))
+        self.set("remaining", remaining)
+        with b.if_then(b.icmp_signed("==", remaining, ir.Constant(I64_T, 0))):
+            self.call("pthread_cond_broadcast", self.done)
 
-    def spawn(k: ir.Value) -> None:
-        task = b.gep(tasks, [k])
-        raw = b.bitcast(task, BYTES)
-        failed = b.call(create, [_field(b, task, 6), ir.Constant(BYTES, None), run_task, raw])
-        started = b.icmp_signed("==", failed, ir.Constant(I32_T, 0))
-        b.store(started, _field(b, task, 7))
-        with b.if_then(b.not_(started), likely=False):
-            b.call(run_task, [raw])
+    def take(self) -> None:
+        """With the mutex held: run the next chunk of the job."""
+        k = self.get("next")
+        self.set("next", self.b.add(k, ir.Constant(I64_T, 1)))
+        self.run(k)
 
-    def wait(k: ir.Value) -> None:
-        task = b.gep(tasks, [k])
-        with b.if_then(b.load(_field(b, task, 7))):
-            b.call(join, [b.load(_field(b, task, 6)), ir.Constant(BYTES.as_pointer(), None)])
+    def left(self) -> ir.Value:
+        return self.b.icmp_signed("<", self.get("next"), self.get("chunks"))
 
-    nests.count_up(b, zero, chunks, fill, ("fill", "fill.body", "fill.done"))
-    nests.count_up(b, one, chunks, spawn, ("spawn", "spawn.body", "spawn.done"))
-    b.call(run_task, [b.bitcast(tasks, BYTES)])
-    nests.count_up(b, one, chunks, wait, ("join", "join.body", "join.done"))
+
+def _while(b: ir.IRBuilder, cond, body, name: str) -> None:
+    """while cond(): body(), at `b` (left in the exit block)."""
+    head, inner, done = (b.append_basic_block(f"{name}.{part}")
+                         for part in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    b.cbranch(cond(), inner, done)
+    b.position_at_end(inner)
+    body()
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def _emit_worker(function: ir.Function, b: ir.IRBuilder, _: ir.Value) -> None:
+    """`i8* worker(i8*)`: a pool thread, waiting for a job's chunks and running them, until
+    the pool stops."""
+    pool = _Pool(b)
+    zero = ir.Constant(I64_T, 0)
+    pool.call("pthread_mutex_lock", pool.mutex)
+
+    def waiting() -> ir.Value:
+        work = b.and_(b.icmp_signed("!=", pool.get("active"), zero),
+                      b.icmp_signed("<", pool.get("next"), pool.get("chunks")))
+        return b.not_(b.or_(work, b.icmp_signed("!=", pool.get("stopping"), zero)))
+    forever = b.append_basic_block("forever")
+    b.branch(forever)
+    b.position_at_end(forever)
+    _while(b, waiting, lambda: pool.call("pthread_cond_wait", pool.wake, pool.mutex), "wait")
+    with b.if_then(b.icmp_signed("!=", pool.get("stopping"), zero), likely=False):
+        pool.set("workers", b.sub(pool.get("workers"), ir.Constant(I64_T, 1)))
+        pool.call("pthread_cond_broadcast", pool.done)
+        pool.call("pthread_mutex_unlock", pool.mutex)
+        b.ret(ir.Constant(BYTES, None))
+    _while(b, pool.left, pool.take, "take")
+    b.branch(forever)
+
+
+def _emit_stop(function: ir.Function, b: ir.IRBuilder) -> None:
+    """`void stop()`: every worker told to end, and waited for."""
+    pool = _Pool(b)
+    pool.call("pthread_mutex_lock", pool.mutex)
+    pool.set("stopping", 1)
+    pool.call("pthread_cond_broadcast", pool.wake)
+    _while(b, lambda: b.icmp_signed(">", pool.get("workers"), ir.Constant(I64_T, 0)),
+           lambda: pool.call("pthread_cond_wait", pool.done, pool.mutex), "stop")
+    pool.call("pthread_mutex_unlock", pool.mutex)
+    b.ret_void()
+
+
+def _emit_reset(function: ir.Function, b: ir.IRBuilder) -> None:
+    """`void reset()`: no pool (after a fork): mutexes and condition variables as new."""
+    pool = _Pool(b)
+    for variable in (*pool.counters.values(), *(pool._global(b.module, name, ir.ArrayType(
+            I8, _SYNC_BYTES)) for name in ("mutex", "wake", "done"))):
+        b.store(ir.Constant(variable.value_type, None), variable)
+    b.ret_void()
+
+
+def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, chunks, n) -> None:
+    """Chunk 0.. on the pool and the calling thread; the lowest failing chunk run again."""
+    module = function.module
+    worker = shared_function(module, "astjit.pool.worker", _START, _emit_worker)
+    shared_function(module, RESET, _VOID, _emit_reset)
+    shared_function(module, STOP, _VOID, _emit_stop)
+    pool = _Pool(b)
+    zero, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
+    pool.call("pthread_mutex_lock", pool.mutex)
+    with b.if_then(b.icmp_signed("!=", pool.get("busy"), zero), likely=False):
+        # The pool runs another call's loop (a call from another Python thread): these
+        # chunks run here, in order, as they would serially.
+        pool.call("pthread_mutex_unlock", pool.mutex)
+        length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
+
+        def alone(k: ir.Value) -> None:
+            longer = b.icmp_signed("<", k, extra)
+            start = b.add(b.mul(k, length), b.select(longer, k, extra))
+            status = b.call(chunk, [context, k, start, b.add(start, b.add(
+                length, b.zext(longer, I64_T)))])
+            with b.if_then(b.icmp_signed("!=", status, ir.Constant(STATUS, 0))):
+                b.ret(status)
+        nests.count_up(b, zero, chunks, alone, ("alone", "alone.body", "alone.done"))
+        b.ret(ir.Constant(STATUS, 0))
+    pool.set("busy", 1)
+
+    thread = b.alloca(I64_T)
+
+    def start_worker() -> None:
+        failed = pool.call("pthread_create", thread, ir.Constant(BYTES, None), worker,
+                           ir.Constant(BYTES, None))
+        with b.if_else(b.icmp_signed("==", failed, ir.Constant(I32_T, 0))) as (started, not_):
+            with started:
+                pool.call("pthread_detach", b.load(thread))
+                pool.set("workers", b.add(pool.get("workers"), one))
+            with not_:  # no more threads: the ones there are take the chunks
+                pool.set("exhausted", one)
+    wanted = b.sub(chunks, one)
+    _while(b, lambda: b.and_(b.icmp_signed("<", pool.get("workers"), wanted),
+                             b.icmp_signed("==", pool.get("exhausted"), zero)),
+           start_worker, "start")
+    b.store(chunk, pool.chunk)
+    b.store(context, pool.context)
+    for name, value in (("chunks", chunks), ("n", n), ("next", one), ("remaining", chunks),
+                        ("active", one)):
+        pool.set(name, value)
+    pool.call("pthread_cond_broadcast", pool.wake)
+    pool.run(zero)  # chunk 0 here, the others on the workers (all here where there are none)
+
+    def finish() -> None:
+        alone = b.or_(b.icmp_signed("==", pool.get("workers"), zero),
+                      b.icmp_signed("!=", pool.get("stopping"), zero))
+        with b.if_else(b.and_(alone, pool.left())) as (here, wait):
+            with here:
+                pool.take()
+            with wait:
+                pool.call("pthread_cond_wait", pool.done, pool.mutex)
+    _while(b, lambda: b.icmp_signed("!=", pool.get("remaining"), zero), finish, "finish")
+    failing = b.alloca(I64_T)
+    b.store(ir.Constant(I64_T, -1), failing)
 
     def first_failure(k: ir.Value) -> None:
-        task = b.gep(tasks, [k])
-        with b.if_then(b.icmp_signed("!=", b.load(_field(b, task, 5)), ir.Constant(STATUS, 0)),
-                       likely=False):
-            start, stop = bounds(k)
-            b.ret(b.call(chunk, [context, k, start, stop]))  # alone now: its own error values
+        failed = b.icmp_signed("!=", b.load(pool.status(k)), ir.Constant(STATUS, 0))
+        unseen = b.icmp_signed("<", b.load(failing), zero)
+        with b.if_then(b.and_(failed, unseen), likely=False):
+            b.store(k, failing)
     nests.count_up(b, zero, chunks, first_failure, ("check", "check.body", "check.done"))
+    lowest = b.load(failing)
+    start, stop = pool.bounds(lowest)
+    pool.set("active", zero)
+    pool.set("busy", zero)
+    pool.call("pthread_mutex_unlock", pool.mutex)
+    with b.if_then(b.icmp_signed(">=", lowest, zero), likely=False):
+        b.ret(b.call(chunk, [context, lowest, start, stop]))  # alone now: its own error values
     b.ret(ir.Constant(STATUS, 0))
 
 
-def _libc(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
     function = module.globals.get(name)
     if function is None:
         function = ir.Function(module, fnty, name)
