@@ -42,6 +42,10 @@ def test_kernels_match_numpy_python_and_serial_jit():
     assert in_child("differential(25)") == []
 
 
+def test_vectorize_parallel_matches_serial_and_numpy():
+    assert in_child("vectorized()") == []
+
+
 def test_errors_in_parallel_loops_are_the_serial_loops_first():
     for python, parallel in in_child("errors()"):
         assert python != "no error" and parallel == python

@@ -150,6 +150,19 @@ def prange_divide(n, z):
     return s
 
 
+def escape_time(cr, ci):
+    zr = zi = 0.0
+    k = 0
+    while k < 50 and zr * zr + zi * zi < 4.0:
+        zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+        k += 1
+    return k
+
+
+def reciprocal(x):
+    return 1.0 / x
+
+
 # ---- checks run in the child ---------------------------------------------------------------
 
 def _layouts(draw, shape, dtype):
@@ -314,3 +327,27 @@ def after_fork() -> list[bool]:
         children = pool.starmap(f, [(x, y), (x, y)])
     return [first, *(bool(np.isclose(c, expected, rtol=1e-9)) for c in children),
             bool(np.isclose(f(x, y), expected, rtol=1e-9))]
+
+
+def vectorized() -> list[str]:
+    """`vectorize(f, parallel=True)` against serial `vectorize` and `np.vectorize` over
+    broadcast shapes, and the error of its first failing element."""
+    from astjit import vectorize
+
+    problems = []
+    serial, parallel = vectorize(escape_time), vectorize(escape_time, parallel=True)
+    for rows, cols in [(0, 3), (1, 1), (3, 1), (7, 5), (40, 60)]:
+        cr = np.linspace(-2.0, 1.0, cols)[None, :]
+        ci = np.linspace(-1.5, 1.5, rows)[:, None]
+        got, want = parallel(cr, ci), np.vectorize(escape_time)(cr, ci) if rows else None
+        if not (np.array_equal(got, serial(cr, ci)) and (want is None or np.array_equal(got, want))):
+            problems.append(f"escape_time {rows}x{cols}")
+    x = np.ones(1000)
+    x[[400, 900]] = 0.0
+    try:
+        vectorize(reciprocal, parallel=True)(x)
+        problems.append("no ZeroDivisionError")
+    except ZeroDivisionError as exc:
+        if "float division by zero" not in str(exc):
+            problems.append(str(exc))
+    return problems

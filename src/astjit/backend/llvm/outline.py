@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 MIN_CHUNK_WORK = 1 << 15
 """The fewest elements (points of a nest, iterations of a prange loop) worth a chunk: a
-loop with fewer runs in one chunk on the calling thread, as starting a thread costs about
-what some tens of thousands of simple elements do. `ASTJIT_MIN_CHUNK_WORK` overrides it
+loop with fewer runs in one chunk on the calling thread, as handing a chunk to the pool
+and waiting for it costs some microseconds, what thousands of simple elements do. `ASTJIT_MIN_CHUNK_WORK` overrides it
 when a function compiles (the tests split loops of a few elements with 1)."""
 
 
