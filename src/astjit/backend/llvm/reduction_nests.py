@@ -35,6 +35,7 @@ NumPy's ValueError.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -108,17 +109,31 @@ class Register:
     then runs through the accumulator, but the final select takes the NaN then, so
     poison never escapes. (`llvm.maximum` itself vectorizes too, but to a chain of
     blends about twice slower.) The sign of a zero result is unspecified (`nsz`).
+
+    nanmax / nanmin (`skips_nan`) run the same way on `x`, a NaN replaced by the start
+    value (-inf for nanmax, by `maxnum`), so no operand of the flagged compare is NaN; the flag
+    records whether any element was not NaN, and the result is NaN where none was.
+    (`llvm.maxnum`, their combine elsewhere, vectorizes to a loop that leaves for a
+    scalar one at the first NaN, and `llvm.maximumnum` to a chain of blends.)
     """
 
     def __init__(self, em: FunctionEmitter, kind: str, t: ScalarType):
         self.em, self.kind, self.t = em, kind, t
-        self.pick = REDUCTIONS[kind].pick if t.is_float else None
+        row = REDUCTIONS[kind]
+        self.pick = row.pick if t.is_float else None
+        self.skips_nan = row.skips_nan
         self.acc = em.alloca(lltype(t))
         self.nan = em.alloca(ir.IntType(1)) if self.pick else None
+        """max: whether some element was NaN; nanmax: whether some element was not."""
+
+    def _start_value(self) -> ir.Constant:
+        if self.pick and self.skips_nan:
+            return ir.Constant(lltype(self.t), -math.inf if self.pick == ">" else math.inf)
+        return identity(self.kind, self.t)
 
     def start(self) -> None:
         b = self.em.builder
-        b.store(identity(self.kind, self.t), self.acc)
+        b.store(self._start_value(), self.acc)
         if self.nan is not None:
             b.store(ir.Constant(ir.IntType(1), 0), self.nan)
 
@@ -129,16 +144,28 @@ class Register:
             b.store(combine(self.em, self.kind, self.t, acc, x), self.acc)
             return
         fast = ("nnan", "nsz")
+        if self.skips_nan:
+            seen = b.fcmp_ordered("ord", x, x)
+            # A NaN as the start value (maxnum(NaN, -inf) is -inf), by one instruction that
+            # InstCombine keeps (a select on `seen` it folds into the max, which the loop
+            # vectorizer then does not take for a reduction).
+            name = "llvm.maxnum" if self.pick == ">" else "llvm.minnum"
+            x = self.em.call_intrinsic(name, [x, self._start_value()])
+        else:
+            seen = b.fcmp_unordered("uno", x, x)
         better = b.fcmp_ordered(self.pick, x, acc, flags=fast)
         b.store(b.select(better, x, acc, flags=fast), self.acc)
-        b.store(b.or_(b.load(self.nan), b.fcmp_unordered("uno", x, x)), self.nan)
+        b.store(b.or_(b.load(self.nan), seen), self.nan)
 
     def value(self) -> ir.Value:
         b = self.em.builder
         acc = b.load(self.acc)
         if self.nan is None:
             return acc
-        return b.select(b.load(self.nan), ir.Constant(acc.type, float("nan")), acc)
+        nan = ir.Constant(acc.type, float("nan"))
+        if self.skips_nan:
+            return b.select(b.load(self.nan), acc, nan)
+        return b.select(b.load(self.nan), nan, acc)
 
 
 # ---- the nests ----------------------------------------------------------------------------

@@ -102,6 +102,9 @@ class ReductionKind:
     jvp: Callable | None = None
     """`jvp(e, dx, x, out, axes, keepdims)`: the tangent of the result from the tangent `dx`
     of a float `x` (the transpose of the VJP's linear map); None: not differentiable."""
+    skips_nan: bool = False
+    """With `pick`: NaN elements are skipped (nanmax), the result NaN only where every
+    element is; else one NaN makes the result NaN (max)."""
 
     def start(self, t: ScalarType):
         """The identity for an accumulator of dtype `t`: an int's clamped to its range (the
@@ -328,18 +331,18 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
                   {"f": math.nan, "i": -math.inf, "b": 0}, True, "nanmax",
                   {"f": Intrinsic("llvm.maxnum"), "i": Intrinsic("llvm.smax"),
                    "u": Intrinsic("llvm.umax"), "b": Builder("or_")},
-                  None, None, False, _extremum_vjp,
+                  None, ">", False, _extremum_vjp,
                   cuda_combine={"f": CExpr("fmax({0}, {1})"),
                                 "i": CExpr("astjit_reduce_max({0}, {1})"), "b": CExpr("({0} | {1})")},
-                  jvp=_extremum_jvp),
+                  jvp=_extremum_jvp, skips_nan=True),
     ReductionKind("nanmin", ("nanmin",), "fmin", lambda t: t,
                   {"f": math.nan, "i": math.inf, "b": 1}, True, "nanmin",
                   {"f": Intrinsic("llvm.minnum"), "i": Intrinsic("llvm.smin"),
                    "u": Intrinsic("llvm.umin"), "b": Builder("and_")},
-                  None, None, False, _extremum_vjp,
+                  None, "<", False, _extremum_vjp,
                   cuda_combine={"f": CExpr("fmin({0}, {1})"),
                                 "i": CExpr("astjit_reduce_min({0}, {1})"), "b": CExpr("({0} & {1})")},
-                  jvp=_extremum_jvp),
+                  jvp=_extremum_jvp, skips_nan=True),
 )}
 """Every reduction kind, one row each (`ReductionKind`)."""
 
