@@ -254,8 +254,10 @@ def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, c
     worker = shared_function(module, "astjit.pool.worker", _START, _emit_worker)
     shared_function(module, RESET, _VOID, _emit_reset)
     shared_function(module, STOP, _VOID, _emit_stop)
-    pool = _Pool(b)
     zero, one = ir.Constant(I64_T, 0), ir.Constant(I64_T, 1)
+    with b.if_then(b.icmp_signed("<=", chunks, one)):  # a short loop: no pool, no wake-up
+        b.ret(b.call(chunk, [context, zero, zero, n]))
+    pool = _Pool(b)
     pool.call("pthread_mutex_lock", pool.mutex)
     with b.if_then(b.icmp_signed("!=", pool.get("busy"), zero), likely=False):
         # The pool runs another call's loop (a call from another Python thread): these
