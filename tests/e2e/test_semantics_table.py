@@ -89,6 +89,7 @@ NO_SPELLING = {
     # emitted by the compiler itself
     "add_sat": "a range() counter's saturating step",
     "raise_if": "a run-time check's raise",
+    "array_unit_stride": "loop versioning's stride condition (tests/passes/test_versioning.py)",
     "array_retain": "array ownership", "array_release": "array ownership",
     # derivative code (test_reverse_ad.py, test_forward_ad.py, test_tape_ops.py)
     "fdiv": "IEEE division of derivative code", "powr": "C pow of derivative code",
