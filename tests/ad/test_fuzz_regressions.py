@@ -28,3 +28,21 @@ def test_remainder_gradient_of_arrays():
     da, dy = astjit.grad(remainder_of_array, argnums=(0, 1))(a, y)
     np.testing.assert_array_equal(da, np.remainder(a, y) + a)   # d/da (a mod y) a = 1 * a + (a mod y)
     assert dy == -np.sum(np.floor(a / y) * a)
+
+
+def power(a, b):
+    return a ** b
+
+
+def power_of_array(a, b):
+    return np.sum(a ** b)
+
+
+def test_power_gradient_in_the_exponent_at_a_zero_base_is_zero():
+    # 0 ** b is flat in b (0 for b > 0): JAX's convention; 0 * log(0) gave NaN
+    assert astjit.grad(power, argnums=(0, 1))(0.0, 26.35) == (0.0, 0.0)
+    assert astjit.grad(power, argnums=1)(0, 2.5) == 0.0
+    assert astjit.grad(power, argnums=1)(2.0, 3.0) == 8.0 * np.log(2.0)
+    da, db = astjit.grad(power_of_array, argnums=(0, 1))(np.array([0.0, 2.0]), np.array([3.0, 0.5]))
+    np.testing.assert_allclose(da, [0.0, 0.5 / np.sqrt(2.0)])
+    np.testing.assert_allclose(db, [0.0, np.sqrt(2.0) * np.log(2.0)])

@@ -95,13 +95,15 @@ def min_max_vjp(pick_second: str) -> Callable:
 
 
 def pow_vjp(e, g, ins, out, needs):
-    """d(a**b) = b * a**(b-1) da + a**b * log(a) db."""
+    """d(a**b) = b * a**(b-1) da + a**b * log(a) db; where a is 0, log(a) counts as 0 (JAX's
+    convention: 0**b is flat in b on either side, where 0 * log(0) would be NaN)."""
     a, b = ins
     da = db = None
     if needs[0]:
         da = e.op("mul", g, e.op("mul", b, powr(e, a, e.op("sub", b, c(e, 1.0, b)))))
     if needs[1]:
-        db = e.op("mul", g, e.op("mul", out, logr(e, a)))
+        base = select(e, e.op("eq", a, c(e, 0.0, a)), c(e, 1.0, a), a)
+        db = e.op("mul", g, e.op("mul", out, logr(e, base)))
     return [da, db]
 
 
