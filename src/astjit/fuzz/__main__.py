@@ -18,10 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes judging programs at once")
     parser.add_argument("--first", type=int, default=0, help="the number of the first program")
     parser.add_argument("--count", type=int, default=None, help="how many programs at most")
-    parser.add_argument("--shrink-seconds", type=float, default=120.0, help="time to shrink each failure")
+    parser.add_argument("--shrink-seconds", type=float, default=None,
+                        help="time to shrink each failure (default: half the budget, 20 to 120 s)")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time())
-    return run(Options(args.budget, seed, args.out, args.jobs, args.first, args.count, args.shrink_seconds))
+    shrink_seconds = args.shrink_seconds if args.shrink_seconds is not None else min(120.0, max(20.0, args.budget / 2))
+    return run(Options(args.budget, seed, args.out, args.jobs, args.first, args.count, shrink_seconds))
 
 
 if __name__ == "__main__":

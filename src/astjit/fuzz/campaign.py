@@ -53,7 +53,7 @@ class Tally:
         return (f"{c['programs']} programs, {c['mismatch']} mismatches, {c['crash'] + c['error']} crashes "
                 f"({c['raised']} raised the same exception, {c['refused']} refused, {c['skipped']} skipped; "
                 f"gradients: {c['grad compared']} compared, {c['grad refused']} refused, "
-                f"{c['grad skipped']} not smooth)")
+                f"{c['grad skipped']} not smooth, {c['grad singular']} NaN at a singular point)")
 
 
 def signature(result: dict) -> tuple:

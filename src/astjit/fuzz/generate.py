@@ -83,7 +83,7 @@ def program(seed: int, index: int) -> Program:
     text, _ = plain_function(Expressions(rng, helpers, features), "f", result, params, size=rng.randint(2, 7))
     functions.append(text)
     args = [argument(rng, kind) for kind in params]
-    grad = tuple(i for i, (kind, arg) in enumerate(zip(params, args)) if kind == FLOAT and generic(arg)) \
+    grad = tuple(i for i, (kind, arg) in enumerate(zip(params, args)) if kind in (FLOAT, FARR) and generic(arg)) \
         if result == FLOAT else ()
     source = HEADER.format(title=label) + "".join(f"\n\n{text}" for text in functions) + FOOTER.format(
         grad=grad, tolerant=features.reassociates, zero_sign_free=features.zero_sign_free,
@@ -117,8 +117,12 @@ def recursive_helper(exprs: Expressions, name: str) -> tuple[str, Helper]:
 
 
 def generic(source: str) -> bool:
-    """Whether a float argument is a point to differentiate at: not a constant like 0.0, 1.0 or
-    2.5, where a program's branches tie (max(-0.0, 0.0)) and a derivative is a convention."""
+    """Whether a float argument (or every element of a float array) is a point to differentiate
+    at: not a constant like 0.0, 1.0 or 2.5, where a program's branches tie (max(-0.0, 0.0))
+    and a derivative is a convention."""
+    if source.startswith("np.array(["):  # every element generic, and at least one
+        elements = source[len("np.array(["):source.index("]")].split(", ")
+        return elements != [""] and all(map(generic, elements))
     try:
         value = float(source)
     except ValueError:  # float('nan') ...

@@ -172,31 +172,43 @@ def check_gradient(module, fn, value: float) -> str:
     got_value, grads = outcome[1]
     if not same_float(value, float(got_value), module.TOLERANT, module.ZERO_SIGN_FREE):
         return f"mismatch: value_and_grad's value {got_value!r}, CPython {value!r}"
-    checked = 0
+    checked, singular, args = 0, 0, module.make_args()
     for argnum, g in zip(module.GRAD_ARGNUMS, grads):
-        estimate = difference_quotient(module, fn, argnum, value)
-        if estimate is None:
-            continue
-        checked += 1
-        tolerance = 1e-4 * (1.0 + abs(estimate)) + 1e-8 * abs(value) / FD_STEP
-        if not (math.isfinite(g) and abs(g - estimate) <= tolerance):
-            return f"mismatch: d/d(argument {argnum}) is {g!r}, finite differences {estimate!r}"
-    return f"compared {checked}" if checked else "skipped: not smooth here"
+        where = [(argnum,)] if np.ndim(args[argnum]) == 0 else [(argnum, k) for k in range(len(args[argnum]))]
+        for at, derivative in zip(where, np.ravel(g).tolist()):
+            estimate = difference_quotient(module, fn, at, value)
+            if estimate is None:
+                continue
+            if not math.isfinite(derivative):  # through a point an op is not differentiable at:
+                singular += 1                  # atan2(0.0, 0.0), sqrt(0.0) (AD's NaN, as JAX's)
+                continue
+            checked += 1
+            tolerance = 1e-4 * (1.0 + abs(estimate)) + 1e-8 * abs(value) / FD_STEP
+            if abs(derivative - estimate) > tolerance:
+                return f"mismatch: d/d(argument {'['.join(map(str, at))}{']' * (len(at) - 1)}) is " \
+                       f"{derivative!r}, finite differences {estimate!r}"
+    if checked:
+        return f"compared {checked}"
+    return "singular: a NaN derivative" if singular else "skipped: not smooth here"
 
 
-def difference_quotient(module, fn, argnum: int, value: float) -> float | None:
-    """The central difference at two steps, or None where the function is not smooth there
-    (the one-sided quotients disagree: a kink, a jump, a branch taken) or raises."""
-    def at(delta: float) -> float | None:
+def difference_quotient(module, fn, at: tuple[int, ...], value: float) -> float | None:
+    """The central difference in argument `at` ((argnum,) or (argnum, element)) at two steps,
+    or None where the function is not smooth there (the one-sided quotients disagree: a kink,
+    a jump, a branch taken) or raises."""
+    def shifted(delta: float) -> float | None:
         args = list(module.make_args())
-        args[argnum] += delta
+        if len(at) == 1:
+            args[at[0]] += delta
+        else:
+            args[at[0]][at[1]] += delta
         kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
         return result if kind == "ok" and type(result) is float and math.isfinite(result) else None
 
-    x = module.make_args()[argnum]
+    x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
     estimates = []
     for h in (FD_STEP * max(1.0, abs(x)), FD_STEP * max(1.0, abs(x)) / 4):
-        up, down = at(h), at(-h)
+        up, down = shifted(h), shifted(-h)
         if up is None or down is None:
             return None
         forward, backward = (up - value) / h, (value - down) / h
