@@ -81,8 +81,17 @@ def defined_in_a_class(fn: Callable) -> bool:
 
 
 def retarget(entry: functools.partial, target: Callable) -> None:
-    """Make `entry` call `target` from now on, keeping its attributes."""
+    """Make `entry` call `target` from now on, keeping its attributes. The target it had is
+    kept as long as the entry (`RETIRED`): a partial holds no reference of its own to the
+    function it is calling, and the call that retargets may run inside it (a first tier's
+    machine code calls the general tier, `Dispatcher.call_general`, and gets its result
+    back): freed then, compiled code would return into unmapped memory."""
+    entry.__dict__.setdefault(RETIRED, []).append(entry.func)
     entry.__setstate__((target, (), None, entry.__dict__))
+
+
+RETIRED = "_astjit_retired_targets"
+"""The entry attribute listing the targets `retarget` replaced."""
 
 
 @dataclass

@@ -313,7 +313,7 @@ def view_entry(transform):
     pyapi.register_functions()
     compiled = engine().compile_ir(lowered.text)
     handler.errors = lowered.errors
-    return make_builtin(compiled.addresses[name], "view", EntryPins(None, no_fallback, handler))
+    return make_builtin(compiled, name, "view", EntryPins(None, no_fallback, handler))
 
 
 def every_other(b, x):

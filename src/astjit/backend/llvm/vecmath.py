@@ -199,9 +199,10 @@ class _VariantAttribute(CallInstrAttributes):
 _VARIANT_NAME = re.compile(r"_ZGV[a-z]N(\d+)(v+)_(\w+)")
 
 
-def keep_variants(module: llvm.ModuleRef) -> None:
-    """Keep the vector variants `module` declares alive until the vectorizer has run:
-    list them in `@llvm.compiler.used` (linked in from a module of their declarations)."""
+def keep_variants(module: llvm.ModuleRef, context: llvm.ContextRef) -> None:
+    """Keep the vector variants `module` (of LLVM context `context`) declares alive until
+    the vectorizer has run: list them in `@llvm.compiler.used` (linked in from a module
+    of their declarations)."""
     names = [f.name for f in module.functions
              if f.is_declaration and _VARIANT_NAME.fullmatch(f.name)]
     if not names:
@@ -210,7 +211,7 @@ def keep_variants(module: llvm.ModuleRef) -> None:
     text = "\n".join(map(_declaration, names)) + (
         f'\n@llvm.compiler.used = appending global [{len(names)} x ptr] [{used}], '
         'section "llvm.metadata"\n')
-    module.link_in(llvm.parse_assembly(text))
+    module.link_in(llvm.parse_assembly(text, context))
 
 
 def _declaration(variant: str) -> str:

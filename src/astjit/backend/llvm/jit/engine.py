@@ -1,12 +1,15 @@
-"""The process-wide LLVM engine: host target machines, pipelines, MCJIT.
+"""The process-wide LLVM engine: host target machines and pipelines; each compile's
+machine code linked on its own, and freed with the last reference to it.
 
 Created once, on first use (`engine()`), and kept: initializing the native
-target, building the host TargetMachines and the MCJIT instances costs far
-more than compiling a small function. `compile_ir` then parses one module's
-IR, optimizes it for the host CPU, adds it to MCJIT and returns the addresses
-of its external functions. Compiled code lives as long as the process.
+target and building the host TargetMachines (and the pipelines' PassBuilders)
+costs far more than compiling a small function. `compile_ir` then parses one
+module's IR into an LLVM context of its own, optimizes it for the host CPU,
+generates its object code with the shared TargetMachine of its pipeline and
+links that into a new MCJIT engine, this compile's alone, and returns the
+addresses of its external functions (a `CompiledModule`).
 
-Three ways to compile (`PIPELINES`), each with its own MCJIT engine:
+Three ways to compile (`PIPELINES`):
 - `scalar`: LLVM's default O3 pipeline (new pass manager, loop and SLP
   vectorization) and the full code generator, for code without arrays, whose
   straight-line arithmetic is as hot as its loops, and for the runtime's
@@ -16,6 +19,32 @@ Three ways to compile (`PIPELINES`), each with its own MCJIT engine:
 - `glue`: the rest of array code, run once per call: no optimization, and the
   fast instruction selector and register allocator.
 
+Lifetime: a CompiledModule owns its MCJIT engine (`code`), whose memory manager
+owns the machine code's pages, and its LLVM modules and context; when it is
+collected they are freed and the pages unmapped. Whatever runs the code must
+keep it: a compiled entry's builtin holds it in its `self` (runtime/entry.py
+`EntryPins.code`), so a jitted function, its specializations, derived
+functions and caches free their code when the last of them goes. A module
+calls no other compiled module's code (callees are compiled into their
+callers' modules) except the runtime's shared functions (`compile_runtime`),
+which are compiled once and kept for the process, their names registered
+with `llvm.add_symbol`. An array module's loops and glue link into the same
+engine, where the glue's calls of the loops resolve: nothing of a compile is
+registered process-wide, so no stale symbol outlives it. One engine per
+compile costs one plain TargetMachine (about 0.1 ms); the code generator runs
+on the shared machines (`Engine.emit`).
+
+Object code, for the disk cache (astjit/cache): `CompiledModule.objects` is each
+part's object code as it was linked, exactly the machine code that runs, and
+`CompiledModule.image()` an `ObjectImage` of it: the objects, the functions to
+look up, the symbols they import, and the LLVM IR of the runtime's shared
+functions they call. `Engine.load(image)` compiles those shared functions that
+this process lacks, links the objects as `compile_ir` does (same lifetime) and
+returns a `CompiledModule` with their addresses (its `llvm_ir_optimized` and
+`asm` are not available); an import that resolves nowhere in the process is a
+LookupError: registering the symbols of what the code calls (the C API's are
+found in the process, libm's and libc's at `engine()`) is the loader's job.
+
 Symbols: the C math functions that lowered code calls (directly or through
 intrinsics such as `llvm.sin`) are registered with `add_symbol` from the C
 library's own addresses, so resolution never depends on how Python was linked;
@@ -24,6 +53,10 @@ Kernels' vector math (`vecmath`) calls glibc's libmvec, whose symbols
 `vecmath.host_library` registers the same way when the first kernel needs
 them; `compile_ir` keeps those declarations alive until the loop vectorizer
 has run (`vecmath.keep_variants`).
+
+Memory: llvmlite 0.50 never frees a ModulePassManager (`run_passes` does) and
+keeps part of every PassBuilder (one per pipeline, made once); without both a
+compile kept 80 KiB after its code was freed.
 """
 from __future__ import annotations
 
@@ -34,9 +67,12 @@ import itertools
 import os
 import threading
 import time
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
 
 from .. import shared, vecmath
 from ..vecmath import libm_calls
@@ -94,31 +130,61 @@ O1 with the loop vectorizer compiled in less time, and the loops ran as fast
 
 
 class Part:
-    """One LLVM module a compile loaded, and its pipeline's name. Its optimized IR is
+    """One LLVM module a compile made: its pipeline's name, its object code (exactly the
+    machine code that runs) and, when compiled in this process, the optimized module,
     printed on first request: printing costs milliseconds that most compiles never use."""
 
-    def __init__(self, module: llvm.ModuleRef, pipeline: str) -> None:
-        self.module = module
+    def __init__(self, pipeline: str, obj: bytes, module: llvm.ModuleRef | None = None) -> None:
         self.pipeline = pipeline
+        self.object = obj
+        self.module = module
         self._text: str | None = None
 
     @property
     def llvm_ir_optimized(self) -> str:
+        if self.module is None:
+            raise ValueError("this code was loaded from object code (Engine.load): its LLVM IR "
+                             "is not kept; compile the function afresh to see it")
         if self._text is None:
             text = str(self.module)
             self._text = split.without_borrowed(text) if self.pipeline == "glue" else text
         return self._text
 
 
-@dataclass
+@dataclass(frozen=True)
+class ObjectImage:
+    """What `Engine.load` needs to put a compiled module's machine code back in a process
+    (another one, or this one later): plain values, to store as the caller likes.
+
+    `CompiledModule.image()` makes it from a compile."""
+
+    objects: tuple[tuple[str, bytes], ...]
+    """(pipeline, object code) of each part, in link order."""
+    names: tuple[str, ...]
+    """The external functions whose addresses `load` returns."""
+    imports: tuple[str, ...]
+    """The symbols the code takes from outside: the runtime's shared functions, the C
+    libraries', the C API's; `load` refuses an image one of which does not resolve."""
+    runtime: tuple[str, ...] = ()
+    """LLVM IR of modules defining the runtime's shared functions the code calls (and what
+    they call), in the order they must compile; `load` compiles those this process lacks."""
+
+
+@dataclass(eq=False)
 class CompiledModule:
-    """One compiled module: its loaded parts (one, or an array module's loops and glue)."""
+    """One compiled module: its parts (one, or an array module's loops and glue), linked
+    into `code`, which owns their machine code: it is unmapped when the last reference
+    to this object (or to `code`) goes."""
 
     addresses: dict[str, int]
     """Name -> address of each external function."""
     parts: tuple[Part, ...]
     compile_seconds: float
-    """Parse + optimize + machine code, in seconds."""
+    """Parse + optimize + machine code + link, in seconds."""
+    code: llvm.ExecutionEngine = field(repr=False)
+    """The MCJIT engine that linked the parts, this module's alone."""
+    imports: tuple[str, ...] = ()
+    """The symbols the parts declare and none defines (see `ObjectImage.imports`)."""
     _asm: str | None = field(default=None, repr=False)
 
     @property
@@ -132,6 +198,11 @@ class CompiledModule:
         return tuple(part.pipeline for part in self.parts)
 
     @property
+    def objects(self) -> tuple[tuple[str, bytes], ...]:
+        """(pipeline, object code) of each part: the machine code that runs, before linking."""
+        return tuple((part.pipeline, part.object) for part in self.parts)
+
+    @property
     def asm(self) -> str:
         """The host assembly, generated on first request from the optimized IR."""
         if self._asm is None:
@@ -140,16 +211,22 @@ class CompiledModule:
                 + engine().assembly(part.llvm_ir_optimized, part.pipeline) for part in self.parts)
         return self._asm
 
+    def image(self) -> ObjectImage:
+        """This module's machine code as `Engine.load` takes it back, with the IR of the
+        runtime's shared functions it calls."""
+        return ObjectImage(self.objects, tuple(self.addresses), self.imports,
+                           runtime_sources(self.imports))
+
 
 class Engine:
-    """The host TargetMachines and an MCJIT execution engine for each of `PIPELINES`."""
+    """The host TargetMachines (shared by every compile: they optimize and emit object
+    code) and the linking of object code into code objects of its own."""
 
     def __init__(self) -> None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        # One machine per engine: an MCJIT engine owns its TargetMachine (and frees it).
-        self.machines = {name: target.create_target_machine(
+        self.target = llvm.Target.from_triple(llvm.get_process_triple())
+        self.machines = {name: self.target.create_target_machine(
             cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
             opt=p.codegen, codemodel="jitdefault", jit=True) for name, p in PIPELINES.items()}
         self.tunings = {}
@@ -159,27 +236,54 @@ class Engine:
                 tuning.loop_vectorization = True
                 tuning.slp_vectorization = p.slp
                 self.tunings[name] = tuning
+        # Built once: LLVM keeps part of every PassBuilder made (about 1 KiB each).
+        self.builders = {name: llvm.create_pass_builder(self.machines[name], tuning)
+                         for name, tuning in self.tunings.items()}
+        self.extractor = llvm.create_pass_builder(self.machines["glue"], self.tunings["scalar"])
         self.triple = self.machines["scalar"].triple
         self.data_layout = str(self.machines["scalar"].target_data)
-        self.jits = {name: llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-                     for name, machine in self.machines.items()}
         register_libm()
         register_libc()
+        search_the_process()
         self.lock = threading.Lock()
         self.serials = itertools.count()
 
     def compile_ir(self, text: str, arrays: bool = False) -> CompiledModule:
-        """Parse, verify, optimize and load LLVM IR; return its entry points. The shared
-        functions it may call are compiled first (`compile_runtime`).
+        """Parse, verify, optimize, compile and link LLVM IR; return its entry points. The
+        shared functions it may call are compiled first (`compile_runtime`).
 
         Without `arrays`, the module is compiled whole by the `scalar` pipeline.
         An `arrays` module is compiled in two parts (split.py): its loop nests by
         the `loops` pipeline, the rest by the `glue` one, which takes LLVM about
         half the time of compiling them together at O3 (docs/measurements.md).
+        Both parts link into one code object: the glue's calls of the loops resolve
+        to the loops part's functions there, never through a process-wide symbol.
         """
         compile_runtime()
         start = time.perf_counter()
-        module = self.parse(text)
+        context, modules = llvm.create_context(), []
+        try:
+            parts = self.emit_parts(text, arrays, context, modules)
+            names = [f.name for part in parts for f in part.module.functions
+                     if not f.is_declaration and f.linkage == llvm.Linkage.external]
+            code, addresses = self.link([part.object for part in parts], names)
+        except BaseException:
+            close(modules, context)
+            raise
+        compiled = CompiledModule(addresses, parts, time.perf_counter() - start, code,
+                                  imports(part.module for part in parts))
+        weakref.finalize(compiled, close, [part.module for part in parts], context)
+        return compiled
+
+    def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
+                   modules: list[llvm.ModuleRef]) -> tuple[Part, ...]:
+        """`compile_ir`'s parts of `text`, parsed into `context` (each module parsed also
+        appended to `modules`)."""
+        def parse(text: str) -> llvm.ModuleRef:
+            modules.append(self.parse(text, context))
+            return modules[-1]
+
+        module = parse(text)
         parts = []
         whole = "scalar"
         if arrays:
@@ -187,29 +291,26 @@ class Engine:
             names = self.extract_loops(module)
             loops = split.loops_module(str(module), names)
             if loops is None:  # a loop the extractor left where it was: compile it whole
-                module, whole = self.parse(text), "scalar"
+                module, whole = parse(text), "scalar"
             elif names:
-                parts.append(self.load(self.parse(loops), "loops"))
+                parts.append(self.emit(parse(loops), "loops", context))
                 for name in names:
-                    llvm.add_symbol(name, parts[0][1][name])
                     module.get_function(name).linkage = llvm.Linkage.available_externally
-        parts.append(self.load(module, whole))
-        addresses = {name: address for _, found in parts for name, address in found.items()}
-        return CompiledModule(addresses, tuple(part for part, _ in parts),
-                              time.perf_counter() - start)
+        parts.append(self.emit(module, whole, context))
+        return tuple(parts)
 
     def extract_loops(self, module: llvm.ModuleRef) -> list[str]:
         """Move `module`'s loop nests into functions of their own (identical ones merged),
         named uniquely in the process; their names (split.py). The glue keeps them
         as `available_externally` definitions, which the code generator skips: its
-        calls resolve to the loops module's functions by name, as registered."""
+        calls resolve to the loops part's functions when the two link."""
         before = {f.name for f in module.functions}
         passes = llvm.create_new_module_pass_manager()
         passes.add_sroa_pass()  # accumulators in registers, not memory the loops are passed
         passes.add_loop_extract_pass()
         passes.add_merge_functions_pass()
-        passes.run(module, llvm.create_pass_builder(self.machines["glue"],
-                                                    self.tunings["scalar"]))
+        with self.lock:
+            run_passes(passes, module, self.extractor)
         serial = next(self.serials)
         names = []
         for function in module.functions:
@@ -218,23 +319,64 @@ class Engine:
                 names.append(function.name)
         return names
 
-    def load(self, module: llvm.ModuleRef, pipeline: str) -> tuple[Part, dict[str, int]]:
-        """Optimize `module` by `pipeline`, add it to that pipeline's MCJIT engine and
-        return it with the addresses of its external functions."""
+    def emit(self, module: llvm.ModuleRef, pipeline: str, context: llvm.ContextRef) -> Part:
+        """Optimize `module` (of LLVM context `context`) by `pipeline` and generate its
+        object code with the pipeline's TargetMachine."""
         if pipeline in self.tunings:
-            vecmath.keep_variants(module)
+            vecmath.keep_variants(module, context)
             self.optimize(module, pipeline)
-        jit = self.jits[pipeline]
-        with self.lock:
-            jit.add_module(module)
-            jit.finalize_object()
-            addresses = {f.name: jit.get_function_address(f.name)
-                         for f in module.functions
-                         if not f.is_declaration and f.linkage == llvm.Linkage.external}
-        return Part(module, pipeline), addresses
+        with self.lock:  # a TargetMachine's subtargets and LLVM's context are not thread-safe
+            obj = self.machines[pipeline].emit_object(module)
+        return Part(pipeline, obj, module)
 
-    def parse(self, text: str) -> llvm.ModuleRef:
-        module = llvm.parse_assembly(text)
+    def link(self, binaries: list[bytes], names: list[str]) -> tuple[llvm.ExecutionEngine,
+                                                                     dict[str, int]]:
+        """Link object code into a new MCJIT engine of its own and return it with the
+        addresses of the functions `names`. The engine's memory manager owns the
+        machine code: collecting the engine unmaps it. Its symbols resolve first
+        among its objects, then in the process (`llvm.add_symbol`, the C libraries).
+
+        The engine compiles nothing (its module, of LLVM's global context, which is not
+        thread-safe: under the lock, is taken out again), so its TargetMachine (which
+        it owns and frees) is a plain one for the host. An object file reads the
+        bytes it is made of, which `binaries` keeps (a Part, an ObjectImage)."""
+        with self.lock:
+            empty = llvm.parse_assembly("")
+            code = llvm.create_mcjit_compiler(empty, self.target.create_target_machine(
+                codemodel="jitdefault", jit=True))
+            code.remove_module(empty)
+            del empty
+            for obj in binaries:
+                code.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            code.finalize_object()
+            return code, {name: code.get_function_address(name) for name in names}
+
+    def load(self, image: ObjectImage) -> CompiledModule:
+        """A CompiledModule of object code `CompiledModule.image()` gave (in this process or
+        another on the same host): the runtime's shared functions it calls compiled where
+        missing, its objects linked as `compile_ir` links them, with the same lifetime.
+        A LookupError names the imports that resolve nowhere in this process (nothing is
+        linked then: LLVM would abort the process)."""
+        start = time.perf_counter()
+        compile_runtime(image.runtime)
+        missing = [name for name in image.imports if llvm.address_of_symbol(name) is None]
+        if missing:
+            raise LookupError(f"object code needs symbols this process does not define: "
+                              f"{', '.join(missing)}")
+        code, addresses = self.link([obj for _, obj in image.objects], list(image.names))
+        absent = [name for name, address in addresses.items() if not address]
+        if absent:
+            raise LookupError(f"object code does not define {', '.join(absent)}")
+        parts = tuple(Part(pipeline, obj) for pipeline, obj in image.objects)
+        return CompiledModule(addresses, parts, time.perf_counter() - start, code,
+                              image.imports)
+
+    def parse(self, text: str, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+        """`text` parsed and verified, for the host, in `context` (default: a new one). Each
+        compile parses into an LLVM context of its own: a context keeps every type and
+        constant made in it until it is freed (with the compile's modules), which the
+        process-wide one never is."""
+        module = llvm.parse_assembly(text, context or llvm.create_context())
         module.triple = self.triple
         module.data_layout = self.data_layout
         module.verify()
@@ -256,12 +398,12 @@ class Engine:
         (docs/measurements.md).
         """
         options = PIPELINES[pipeline].options
-        builder = llvm.create_pass_builder(self.machines[pipeline], self.tunings[pipeline])
+        builder = self.builders[pipeline]
         with self.lock:
             for option, ours, _ in options:
                 llvm.set_option("", f"-{option}={ours}")
             try:
-                builder.getModulePassManager().run(module, builder)
+                run_passes(builder.getModulePassManager(), module, builder)
             finally:
                 for option, _, default in options:
                     llvm.set_option("", f"-{option}={default}")
@@ -275,6 +417,16 @@ class Engine:
 def engine() -> Engine:
     """The process-wide engine, created on first use."""
     return Engine()
+
+
+@functools.cache
+def search_the_process() -> None:
+    """Make symbol lookups (`llvm.address_of_symbol`, MCJIT's resolver) search the process
+    and its libraries too, as creating the first MCJIT engine would: `Engine.load`
+    checks an image's imports before anything is linked."""
+    with ffi.OutputString() as error:
+        if ffi.lib.LLVMPY_LoadLibraryPermanently(None, error):
+            raise RuntimeError(str(error))
 
 
 def register_libm() -> None:
@@ -295,19 +447,75 @@ def register_libc() -> None:
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
 
 
-def compile_runtime() -> None:
-    """Compile the shared functions asked for since the last compile, and make their names
-    resolve to them in every module compiled after."""
+def run_passes(passes: llvm.ModulePassManager, module: llvm.ModuleRef,
+               builder: llvm.PassBuilder) -> None:
+    """Run `passes` on `module` once and free them. llvmlite 0.50 never frees a
+    ModulePassManager itself (ObjectRef's `_dispose`, which does nothing, comes first in
+    its class's MRO): 30 to 80 KiB kept per compile otherwise. A manager runs once:
+    running moves its passes out."""
+    try:
+        passes.run(module, builder)
+    finally:
+        ffi.lib.LLVMPY_DisposeNewModulePassManger(passes)
+        passes.detach()
+
+
+def close(modules: list[llvm.ModuleRef], context: llvm.ContextRef) -> None:
+    """Free `modules` and then the LLVM context they belong to. Python's collector runs the
+    finalizers of objects in a reference cycle (a compiled entry and its dispatcher) in
+    any order, where a context freed before its modules crashes: so a compile's modules
+    and context are freed here, by a finalizer of their CompiledModule, which holds
+    them until it runs."""
+    for module in modules:
+        module.close()
+    context.close()
+
+
+def compile_runtime(sources: tuple[str, ...] = ()) -> None:
+    """Compile the shared functions asked for since the last compile, and those `sources`
+    (`ObjectImage.runtime`) define that this process has not compiled, and make their
+    names resolve to them in every module compiled or loaded after."""
     runtime = shared.RUNTIME
     with runtime.lock:  # held throughout: no thread compiles a caller before its callees load
         pending, runtime.pending = runtime.pending, None
-        if pending is None:
-            return
-        compiled = engine().compile_ir(str(pending))
-        for name, address in compiled.addresses.items():
-            llvm.add_symbol(name, address)
-            runtime.compiled.add(name)
-        runtime.modules.append(compiled)
+        texts = [] if pending is None else [str(pending)]
+        for text in sources:
+            missing = set(split.definitions(text)) - runtime.compiled
+            if missing:
+                texts.append(split.restricted(text, missing))
+        for text in texts:
+            compiled = engine().compile_ir(text)
+            for name, address in compiled.addresses.items():
+                llvm.add_symbol(name, address)
+                runtime.compiled.add(name)
+            runtime.modules.append(compiled)
+
+
+def imports(modules: Iterable[llvm.ModuleRef]) -> tuple[str, ...]:
+    """The symbols `modules` declare and none of them defines (LLVM's intrinsics aside)."""
+    declared, defined = set(), set()
+    for module in modules:
+        for value in (*module.functions, *module.global_variables):
+            (declared if value.is_declaration else defined).add(value.name)
+    return tuple(sorted(name for name in declared - defined if not name.startswith("llvm.")))
+
+
+def runtime_sources(names: Iterable[str]) -> tuple[str, ...]:
+    """LLVM IR defining the runtime's shared functions among `names` and those they call,
+    one module per runtime module they come from, in the order those compiled."""
+    with shared.RUNTIME.lock:
+        modules = list(shared.RUNTIME.modules)
+    wanted = set(names)
+    sources = []
+    for compiled in reversed(modules):  # a later module calls the earlier ones' functions
+        text = compiled.parts[0].llvm_ir_optimized
+        bodies = split.definitions(text)
+        roots = wanted & set(bodies)
+        if roots:
+            needed, outside = split.reachable(bodies, roots)
+            sources.append(split.restricted(text, needed))
+            wanted = (wanted - needed) | outside
+    return tuple(reversed(sources))
 
 
 def runtime_llvm_ir() -> str:

@@ -85,6 +85,26 @@ def without_borrowed(text: str) -> str:
         "define available_externally") else chunk for name, chunk in _chunks(text))
 
 
+def definitions(text: str) -> dict[str, str]:
+    """Name -> printed definition of each function `text` (a printed module) defines."""
+    return {name: chunk for name, chunk in _chunks(text) if name is not None}
+
+
+def reachable(bodies: dict[str, str], roots: set[str]) -> tuple[set[str], set[str]]:
+    """The functions of `bodies` (`definitions`) that `roots` (defined there) are or call,
+    directly or not; and the other names those refer to (defined elsewhere)."""
+    needed = _closure(bodies, roots) | roots
+    outside = {_unquote(match.group(1)) for name in needed
+               for match in _REFERENCE.finditer(bodies[name])}
+    return needed, outside - set(bodies)
+
+
+def restricted(text: str, names: set[str]) -> str:
+    """The printed module `text` defining only the functions `names`: the others declared."""
+    return "".join(chunk if name is None or name in names else _declaration(chunk)
+                   for name, chunk in _chunks(text))
+
+
 def _chunks(text: str) -> list[tuple[str | None, str]]:
     """The module's text as (function name, its definition) and (None, any other line)."""
     chunks: list[tuple[str | None, str]] = []

@@ -8,7 +8,8 @@ code in two parts: `is_array_module`), then
 `PyCFunction_NewEx` on a PyMethodDef pointing at the wrapper. The builtin's
 `__self__` is an `EntryPins` that owns the PyMethodDef, the fallback, the
 error handler and the general-tier callable (whose addresses the machine code
-embeds), so they live exactly as long as the builtin does. When some error
+embeds), and the compiled code itself (`CompiledModule`, whose machine code is
+unmapped when it is collected), so they live exactly as long as the builtin does. When some error
 site reports numbers (an array index out of bounds), the wrapper calls an
 `ErrorReporter` around the handler, which puts the numbers into the message
 of the exception the handler raises.
@@ -50,7 +51,7 @@ _new_builtin.restype = ctypes.py_object
 class EntryPins:
     """What a compiled entry's machine code points at, kept alive by the builtin."""
 
-    __slots__ = ("error_handler", "fallback", "general", "method_def", "trees")
+    __slots__ = ("code", "error_handler", "fallback", "general", "method_def", "trees")
 
     def __init__(self, method_def: PyMethodDef | None, fallback: Any, error_handler: Any,
                  general: Any = None, trees: TreeBoundary | None = None):
@@ -59,6 +60,8 @@ class EntryPins:
         self.error_handler = error_handler
         self.general = general
         self.trees = trees
+        self.code: CompiledModule | None = None
+        """The machine code the builtin runs (set by `make_builtin`)."""
 
     def __repr__(self) -> str:
         return f"<astjit entry {self.method_def.ml_name.decode()}>"
@@ -123,12 +126,11 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     llvm_ir = lowered.text
     pyapi.register_functions()
     compiled = engine().compile_ir(llvm_ir, arrays=is_array_module(lowered))
-    address = compiled.addresses[wrapper_name]
-    call = make_builtin(address, module.entry, EntryPins(None, fallback, error_handler, general,
-                                                         trees))
+    call = make_builtin(compiled, wrapper_name, module.entry,
+                        EntryPins(None, fallback, error_handler, general, trees))
     taking = None
     if trees is not None and trees.pins is not None:
-        taking = make_builtin(address, module.entry, trees.pins)
+        taking = make_builtin(compiled, wrapper_name, module.entry, trees.pins)
     return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details,
                          not first_tier, taking)
 
@@ -175,9 +177,11 @@ class ErrorReporter:
         return f"ErrorReporter({self.handler!r})"
 
 
-def make_builtin(address: int, name: str, pins: EntryPins) -> Callable:
-    """A builtin function object calling the METH_FASTCALL | METH_KEYWORDS code at `address`,
-    its `self` `pins` (which gets the PyMethodDef)."""
+def make_builtin(compiled: CompiledModule, wrapper: str, name: str, pins: EntryPins) -> Callable:
+    """A builtin function object calling `compiled`'s METH_FASTCALL | METH_KEYWORDS function
+    `wrapper`, its `self` `pins` (which gets the PyMethodDef, and keeps `compiled`)."""
     doc = f"astjit-compiled {name}".encode()
-    pins.method_def = PyMethodDef(name.encode(), address, METH_FASTCALL | METH_KEYWORDS, doc)
+    pins.code = compiled
+    pins.method_def = PyMethodDef(name.encode(), compiled.addresses[wrapper],
+                                  METH_FASTCALL | METH_KEYWORDS, doc)
     return _new_builtin(ctypes.byref(pins.method_def), pins, None)
