@@ -31,6 +31,34 @@ def make_args():
     return (float(len(CALLS)),)     # CPython's call gets 1.0, the compiled one 2.0
 '''
 
+WRONG_GRADIENT = '''
+import math
+
+from astjit import custom_vjp
+
+
+@custom_vjp
+def cube(x):
+    return x * x * x
+
+
+@cube.defvjp
+def cube_rule(x, out, g):
+    return (2.0 * x * x * g,)       # 3 x**2 is right
+
+
+def f(x):
+    return cube(x) + 1.0
+
+ENTRY = "f"
+GRAD_ARGNUMS = (0,)
+TOLERANT = False
+ZERO_SIGN_FREE = False
+
+def make_args():
+    return (1.2345,)
+'''
+
 CRASHING = WRONG.replace("    CALLS.append(None)", "    import ctypes; ctypes.string_at(0)")
 
 
@@ -58,6 +86,15 @@ def test_the_judge_reports_a_wrong_answer(tmp_path):
     result = judge(load(tmp_path / "fz_wrong.py"))
     assert result["verdict"] == "mismatch", result
     assert result["cpython"] == "returned 2.0" and result["compiled"] == "returned 4.0"
+
+
+def test_the_judge_compares_gradients_with_finite_differences(tmp_path):
+    (tmp_path / "fz_gradient.py").write_text(WRONG_GRADIENT)
+    result = judge(load(tmp_path / "fz_gradient.py"))
+    assert result["verdict"] == "mismatch", result
+    assert result["grad"].startswith("mismatch: d/d(argument 0) is 3.04") and "4.57" in result["grad"], result
+    (tmp_path / "fz_right.py").write_text(WRONG_GRADIENT.replace("2.0 * x * x * g", "3.0 * x * x * g"))
+    assert judge(load(tmp_path / "fz_right.py"))["grad"] == "compared 1"
 
 
 def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_path):

@@ -16,6 +16,9 @@ import random
 import re
 import sys
 
+import astjit
+from astjit.fuzz.judge import differ
+
 BASES = [
     ("""
 def clamp_sum(x, n):
@@ -220,9 +223,6 @@ def outcome(call):
 
 def judge_mutants(module_name: str, cases: list[tuple[str, str]]) -> dict[str, str]:  # runs in a child
     """Each mutant's verdict; a line `START name` on stdout before each, to name a crasher."""
-    import astjit
-    from astjit.fuzz.judge import differ
-
     module, verdicts = importlib.import_module(module_name), {}
     for name, args in cases:
         fn = getattr(module, name)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+import astjit
+
 REFERENCE_SECONDS = 5.0      # CPython slower than this: the program is skipped, not judged
 COMPILED_SECONDS = 60.0      # compiling and running; past it the compiled run hangs
 FD_STEP = 1e-6
@@ -61,8 +63,6 @@ def timed(seconds: float, call: Callable[[], object]) -> tuple[str, object]:
 
 def judge(module) -> dict:
     """{"verdict": ok | mismatch | refused | skipped, "detail": ..., "grad": ...}."""
-    import astjit
-
     fn = getattr(module, module.ENTRY)
     ref_args, got_args = module.make_args(), module.make_args()
     try:
@@ -161,8 +161,6 @@ def same_float(a: float, b: float, tolerant: bool, zero_sign_free: bool) -> bool
 
 def check_gradient(module, fn, value: float) -> str:
     """value_and_grad against central differences, where the function is smooth near the point."""
-    import astjit
-
     args = module.make_args()
     outcome = timed(COMPILED_SECONDS, lambda: astjit.value_and_grad(fn, argnums=module.GRAD_ARGNUMS)(*args))
     if outcome[0] == "raise":
