@@ -53,7 +53,10 @@ def test_errors_in_parallel_loops_are_the_serial_loops_first():
 
 @pytest.mark.parametrize("threads", ["1", "3"])
 def test_float_reductions_are_deterministic(threads):
-    assert in_child("determinism()", ASTJIT_NUM_THREADS=threads) == [True, True]
+    repeated, repeated_prange, *serial = in_child("determinism()", ASTJIT_NUM_THREADS=threads)
+    assert repeated and repeated_prange
+    if threads == "1":
+        assert serial == [True, True]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")

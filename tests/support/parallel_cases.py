@@ -287,12 +287,14 @@ def errors() -> list[list[str]]:
 
 
 def determinism() -> list[bool]:
-    """A float reduction gives the same result at every call (for this thread count), and
-    results from 1 thread equal the serial ones exactly (one chunk)."""
+    """Whether float reductions give the same result at every call (for this thread count),
+    and whether they equal serial jit's exactly (so they must with one thread: one chunk)."""
     x = np.linspace(-3.0, 3.0, 100_003)
     y = np.cos(x * 7.0)
     f, g = jit(float_sum, parallel=True), jit(prange_float_sum, parallel=True)
-    return [len({f(x, y) for _ in range(5)}) == 1, len({g(x, y) for _ in range(5)}) == 1]
+    return [len({f(x, y) for _ in range(5)}) == 1, len({g(x, y) for _ in range(5)}) == 1,
+            bool(f(x, y) == jit(float_sum)(x, y)),
+            bool(g(x, y) == jit(prange_float_sum)(x, y))]
 
 
 def off_thread_cpu() -> float:

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 MIN_CHUNK_WORK = 1 << 15
 """The fewest elements (points of a nest, iterations of a prange loop) worth a chunk: a
 loop with fewer runs in one chunk on the calling thread, as handing a chunk to the pool
-and waiting for it costs some microseconds, what thousands of simple elements do. `ASTJIT_MIN_CHUNK_WORK` overrides it
-when a function compiles (the tests split loops of a few elements with 1)."""
+and waiting for it costs some microseconds, what thousands of simple elements do.
+`ASTJIT_MIN_CHUNK_WORK` overrides it when a function compiles (the tests split loops of a
+few elements with 1)."""
 
 
 def min_chunk_work() -> int:
@@ -102,6 +103,10 @@ def _emitting_into(em: FunctionEmitter, function: ir.Function) -> Iterator[None]
     saved = (em.function, em.builder, em._failure, em.work_counter, em.loop_depth,
              em.resources, em.indices)
     em.function, em.builder = function, ir.IRBuilder(function.append_basic_block("entry"))
+    # Not straight into the loop: LLVM's loop extractor leaves a function that is only a
+    # loop where it is, and the engine then compiles the whole module at O3 (jit/split.py).
+    em.builder.branch(function.append_basic_block("chunk"))
+    em.builder.position_at_end(function.blocks[-1])
     em._failure, em.work_counter, em.resources = None, None, ()  # the failure exit is per function
     em.loop_depth += 1
     em.indices = dict(em.indices)
