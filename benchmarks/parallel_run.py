@@ -9,6 +9,12 @@ CPUs this process may run on; run under `taskset -c 0,1` for 2 cores).
 
     python benchmarks/parallel_run.py [--quick] [--n 10000000]
 
+A second table reads the CPU time of each thread of the process (Linux's /proc): serial
+astjit's per call against the busiest thread's in a parallel call. Their ratio is the
+speed-up the work's split allows on idle cores (memory bandwidth aside): on a loaded
+machine, where wall times say little, it shows whether the work divides evenly and what
+the hand-off costs.
+
 The medians go to benchmarks/_build/parallel_results.json.
 """
 from __future__ import annotations
@@ -60,6 +66,33 @@ def numba_versions() -> dict:
             "prange_sum": numba.njit(parallel=True)(numba_prange_sum)}
 
 
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds of each thread of this process, by thread id (/proc/self/task)."""
+    tick, times = os.sysconf("SC_CLK_TCK"), {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        times[int(tid)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return times
+
+
+def cpu_split(serial, parallel, calls: int) -> tuple[float, float, float]:
+    """Serial CPU per call, the calling thread's and the other threads' per parallel call."""
+    import threading
+
+    start = time.thread_time()
+    for _ in range(calls):
+        serial()
+    serial_cpu = (time.thread_time() - start) / calls
+    before = thread_cpu()
+    for _ in range(calls):
+        parallel()
+    after = thread_cpu()
+    main = threading.get_native_id()
+    per = {t: (after[t] - before.get(t, 0.0)) / calls for t in after}
+    return serial_cpu, per[main], max((v for t, v in per.items() if t != main), default=0.0)
+
+
 def timed(call, seconds: float) -> float:
     """Seconds per call, over at least `seconds` of calls."""
     count, start = 0, time.perf_counter()
@@ -101,7 +134,14 @@ def main() -> int:
         print(f"{fn.__name__}")
         for name, t in medians.items():
             print(f"  {name:16s} {t * 1e3:8.2f} ms   {base / t:5.2f}x")
-        results[fn.__name__] = medians
+        serial_cpu, main, worker = cpu_split(lambda: engines["astjit serial"](x, y),
+                                             lambda: engines["astjit parallel"](x, y),
+                                             5 if options.quick else 20)
+        print(f"  CPU per call: serial {serial_cpu * 1e3:.1f} ms; parallel: calling thread "
+              f"{main * 1e3:.1f} ms, busiest other {worker * 1e3:.1f} ms -> "
+              f"{serial_cpu / max(main, worker, 1e-9):.2f}x on idle cores")
+        results[fn.__name__] = {**medians, "cpu": {"serial": serial_cpu, "main": main,
+                                                   "busiest other": worker}}
     RESULTS_JSON.parent.mkdir(exist_ok=True)
     RESULTS_JSON.write_text(json.dumps({"n": options.n, "cpus": cpus, "medians": results},
                                        indent=1))
