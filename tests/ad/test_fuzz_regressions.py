@@ -1,5 +1,7 @@
 """Gradients the differential fuzzer (astjit.fuzz) found wrong, against NumPy's answer and
 finite differences."""
+import math
+
 import numpy as np
 import pytest
 
@@ -46,3 +48,28 @@ def test_power_gradient_in_the_exponent_at_a_zero_base_is_zero():
     da, db = astjit.grad(power_of_array, argnums=(0, 1))(np.array([0.0, 2.0]), np.array([3.0, 0.5]))
     np.testing.assert_allclose(da, [0.0, 0.5 / np.sqrt(2.0)])
     np.testing.assert_allclose(db, [0.0, np.sqrt(2.0) * np.log(2.0)])
+
+
+def fmod(x, y):
+    return math.fmod(x, y)
+
+
+def fmod_of_array(a, y):
+    return np.sum(np.fmod(a, y) * a)
+
+
+@pytest.mark.parametrize("x, y, expected", [
+    (1e56, -0.1, (1.0, 1e57)),   # trunc(x / y) past int64: Python's int trunc raised OverflowError
+    (7.5, 2.0, (1.0, -3.0)),
+    (-7.5, 2.0, (1.0, 3.0)),
+])
+def test_fmod_gradient_takes_a_float_trunc(x, y, expected):
+    dx, dy = astjit.grad(fmod, argnums=(0, 1))(x, y)
+    assert dx == expected[0] and dy == pytest.approx(expected[1], rel=1e-15)
+
+
+def test_fmod_gradient_of_arrays():
+    a, y = np.array([7.5, -3.0, 4.25]), 2.0
+    da, dy = astjit.grad(fmod_of_array, argnums=(0, 1))(a, y)
+    np.testing.assert_array_equal(da, np.fmod(a, y) + a)
+    assert dy == -np.sum(np.trunc(a / y) * a)

@@ -129,8 +129,11 @@ def _copysign_vjp(e, g, ins, out, needs):
 
 
 def _fmod_vjp(e, g, ins, out, needs):
-    """fmod(a, b) = a - b * trunc(a / b): da = g, db = -g trunc(a / b)."""
-    quotient = e.op("cast", e.op("trunc", v.div(e, ins[0], ins[1])), to=g.type)
+    """fmod(a, b) = a - b * trunc(a / b): da = g, db = -g trunc(a / b). The trunc is NumPy's,
+    a float: Python's (an int) raises OverflowError past int64 (math.fmod(1e56, -0.1))."""
+    quotient = e.op("numpy_trunc", v.div(e, ins[0], ins[1]))
+    if not v.is_array(quotient) and quotient.type != g.type:
+        quotient = e.op("cast", quotient, to=g.type)
     return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
 
 
