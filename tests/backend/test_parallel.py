@@ -66,6 +66,10 @@ def test_parallel_calls_work_on_other_threads():
     assert share >= 0.25
 
 
+def test_calls_from_several_threads_at_once():
+    assert in_child("concurrent_calls()", ASTJIT_NUM_THREADS="2") == [True] * 16
+
+
 def test_the_pool_survives_fork():
     assert in_child("after_fork()", timeout=120) == [True] * 4
 

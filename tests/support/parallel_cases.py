@@ -358,3 +358,17 @@ def vectorized() -> list[str]:
         if "float division by zero" not in str(exc):
             problems.append(str(exc))
     return problems
+
+
+def concurrent_calls() -> list[bool]:
+    """Parallel calls from several Python threads at once (where compiled code releases the
+    GIL, all but one find the pool busy and run their chunks themselves): each right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    f, g = jit(float_sum, parallel=True), jit(prange_int_sum, parallel=True)
+    x, y = np.linspace(-2.0, 2.0, 300_000), np.linspace(3.0, -1.0, 300_000)
+    a = np.arange(300_000)
+    want_f, want_g = f(x, y), g(a)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda k: f(x, y) if k % 2 else g(a), range(16)))
+    return [bool(v == (want_f if k % 2 else want_g)) for k, v in enumerate(got)]
