@@ -1,6 +1,6 @@
 """The optimization pipeline: inline once, then fold, simplify, CSE and DCE until nothing changes,
-then filled arrays plus scalars folded, elementwise fusion, loop versioning for bounds checks
-(and a last DCE).
+then filled arrays plus scalars folded, elementwise fusion (in memory order for transposed
+operands), loop versioning for bounds checks (and a last DCE).
 
 Every pass is a function Module -> Module that keeps the invariants of
 `core.py`; `PASSES` lists them by name so each can be run (and tested) alone.
@@ -22,6 +22,7 @@ from .inline import inline_calls
 from .rowfuse import fuse_rows
 from .shapes import resolve_sums_to_like
 from .simplify import simplify
+from .transposes import commute_transposes
 from .versioning import version_loops
 
 Pass = Callable[[Module], Module]
@@ -36,14 +37,16 @@ PASSES: list[tuple[str, Pass]] = [
 ROUND = PASSES[1:]
 """The passes repeated after inlining."""
 FINAL: list[tuple[str, Pass]] = [("shapes", resolve_sums_to_like), ("fills", fold_fills),
-                                 ("fuse", fuse_elementwise), ("rowfuse", fuse_rows),
+                                 ("fuse", fuse_elementwise), ("transposes", commute_transposes),
+                                 ("rowfuse", fuse_rows),
                                  ("versioning", version_loops), ("simplify", simplify),
                                  ("cse", eliminate_common_subexpressions),
                                  ("dce", eliminate_dead_code)]
 """Once, after the rounds: un-broadcasting sums that shapes prove the identity or a fixed
 reduction become that (shapes.py), `full_like(a, c) + s` one filled array (fills.py), then
-elementwise array ops become `fused` nodes (fuse.py), those sharing
-their outer axes row groups (rowfuse.py), counted loops checked once for their indices
+elementwise array ops become `fused` nodes (fuse.py), those of transposed arrays
+kernels on the arrays in memory order, their results transposed (transposes.py), those
+sharing their outer axes row groups (rowfuse.py), counted loops checked once for their indices
 (versioning.py); then the kernels' scalar ops and the checks are simplified and merged, and
 the constants they copied dropped."""
 MAX_ROUNDS = 4
