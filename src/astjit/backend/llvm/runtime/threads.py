@@ -157,13 +157,8 @@ class _Pool:
         return self.b.gep(self.statuses, [ir.Constant(I32_T, 0), k], inbounds=True)
 
     def bounds(self, k: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """Chunk k's iterations: the job's n split into its chunks in order, equal but for
-        the first n % chunks, one longer."""
-        b, n, chunks = self.b, self.get("n"), self.get("chunks")
-        length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
-        longer = b.icmp_signed("<", k, extra)
-        start = b.add(b.mul(k, length), b.select(longer, k, extra))
-        return start, b.add(start, b.add(length, b.zext(longer, I64_T)))
+        """Chunk k's iterations in the job."""
+        return _bounds(self.b, k, self.get("n"), self.get("chunks"))
 
     def run(self, k: ir.Value) -> None:
         """With the mutex held: run chunk k (the mutex released meanwhile), record its
@@ -188,6 +183,16 @@ class _Pool:
 
     def left(self) -> ir.Value:
         return self.b.icmp_signed("<", self.get("next"), self.get("chunks"))
+
+
+def _bounds(b: ir.IRBuilder, k: ir.Value, n: ir.Value, chunks: ir.Value
+            ) -> tuple[ir.Value, ir.Value]:
+    """Chunk k's iterations [start, stop): n split into `chunks` in order, equal but for the
+    first n % chunks, one longer."""
+    length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
+    longer = b.icmp_signed("<", k, extra)
+    start = b.add(b.mul(k, length), b.select(longer, k, extra))
+    return start, b.add(start, b.add(length, b.zext(longer, I64_T)))
 
 
 def _while(b: ir.IRBuilder, cond, body, name: str) -> None:
@@ -263,13 +268,9 @@ def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, c
         # The pool runs another call's loop (a call from another Python thread): these
         # chunks run here, in order, as they would serially.
         pool.call("pthread_mutex_unlock", pool.mutex)
-        length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
 
         def alone(k: ir.Value) -> None:
-            longer = b.icmp_signed("<", k, extra)
-            start = b.add(b.mul(k, length), b.select(longer, k, extra))
-            status = b.call(chunk, [context, k, start, b.add(start, b.add(
-                length, b.zext(longer, I64_T)))])
+            status = b.call(chunk, [context, k, *_bounds(b, k, n, chunks)])
             with b.if_then(b.icmp_signed("!=", status, ir.Constant(STATUS, 0))):
                 b.ret(status)
         nests.count_up(b, zero, chunks, alone, ("alone", "alone.body", "alone.done"))
