@@ -347,11 +347,10 @@ def scatter_loss(x, idx):
     return np.sum(y * np.arange(4.0))
 
 
-def test_scatter_writes_forward_mode_and_reverse_refusal():
+def test_scatter_writes_forward_and_reverse_mode():
     x, idx = np.linspace(-1.0, 1.0, 5), np.array([1, 3, 1])
     t = np.sin(np.arange(5.0))
+    expected = numeric_gradient(scatter_loss, x, idx)
     _, tangent = jvp(scatter_loss, (x, idx), (t, np.zeros(3, np.int64)))
-    np.testing.assert_allclose(tangent, np.sum(numeric_gradient(scatter_loss, x, idx) * t),
-                               rtol=1e-6)
-    with pytest.raises(CompileError, match="scatter"):
-        grad(scatter_loss)(x, idx)
+    np.testing.assert_allclose(tangent, np.sum(expected * t), rtol=1e-6)
+    np.testing.assert_allclose(grad(scatter_loss)(x, idx), expected, rtol=1e-6, atol=1e-7)

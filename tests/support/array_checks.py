@@ -109,3 +109,32 @@ def narrowed(args, dtype):
     import numpy as np
 
     return tuple(a.astype(dtype) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def float_copies(args, dtype):
+    """The float arrays of `args` as new arrays of `dtype`, other arrays copied."""
+    import numpy as np
+
+    return [a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else
+            (a.copy() if isinstance(a, np.ndarray) else a) for a in args]
+
+
+def assert_gradient_of_writes(grad, fn, args, argnums, dtype):
+    """`grad(fn, argnums)` of `args` in `dtype` against central differences in float64, of
+    each argument's dtype and shape, leaving the arrays passed in (which `fn` may write
+    into) as they were; returns the gradients."""
+    import numpy as np
+
+    inputs = float_copies(args, dtype)
+    kept = float_copies(inputs, dtype)
+    got = grad(fn, argnums=argnums)(*inputs)
+    for a, b in zip(inputs, kept):
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b)
+    tol = 1e-6 if dtype == np.float64 else 2e-3
+    for k, i in enumerate(argnums):
+        want = central_difference(fn, float_copies(args, np.float64), i)
+        if isinstance(inputs[i], np.ndarray):
+            assert got[k].dtype == dtype and got[k].shape == inputs[i].shape
+        np.testing.assert_allclose(got[k], want, rtol=tol, atol=tol)
+    return got

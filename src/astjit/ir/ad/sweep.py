@@ -42,6 +42,8 @@ memory, an accumulator; a write's backward moves the adjoint at the written
 place into `v`'s and zeroes it there (`set_at`, `zero_into`), and puts back
 the value the forward copy saw overwritten, so that every array holds, at
 each point of the backward sweep, what it held at that point of the forward.
+Scatters (`x[idx] = v`, `x[mask] = array`, `np.add.at`) the same way, by index
+arrays (`scatters.py`: the last of repeated indices wins; add.at accumulates).
 
 Bounds checks: the forward copy keeps its own. What the backward sweep indexes, the
 forward indexed already with the same index into an array of the same shape: `add_at`,
@@ -59,6 +61,7 @@ from ..ops.vjp import call_vjp
 from ..passes.boundscheck import drop_bounds_checks_in
 from ..passes.inline import clone_node
 from ..types import I64, ArrayType, TupleType
+from . import scatters
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
@@ -249,6 +252,9 @@ class RegionSweep:
         ran = {"boundscheck": False} if self.recomputing else {}  # else the write's own check
         if node.op == "array_set":
             old = e.op("array_get", dest, *[self.primal[v] for v in node.inputs[2:]], **ran)
+        elif node.op == "scatter":
+            old = scatters.read_overwritten(e, dest, [self.primal[v] for v in node.inputs[2:]],
+                                            node, checked=self.recomputing)
         else:
             old = e.op("array_new_like", dest, dtype=None, fill=None)
             e.op("array_assign", old, dest)
@@ -271,7 +277,10 @@ class RegionSweep:
             for view in chain:
                 target = e.op(view.op, target, *[self.primal[v] for v in view.inputs[1:]],
                               **view.attrs)
-            if node.op == "array_set":
+            if node.op == "scatter":
+                self.backward_scatter(e, node, target, indices)
+                self.adjoints[root] = accumulator
+            elif node.op == "array_set":
                 if self.ad.wants_adjoint(value):
                     self.accumulate(e, value, e.op("array_get", target, *indices,
                                                    boundscheck=False))
@@ -290,8 +299,23 @@ class RegionSweep:
             return
         if node.op == "array_set":
             e.op("array_set", self.primal[dest], old, *indices, boundscheck=False)
+        elif node.op == "scatter":
+            scatters.restore(e, self.primal[dest], old, indices, node)
         else:
             e.op("array_assign", self.primal[dest], old)
+
+    def backward_scatter(self, e: GraphBuilder, node: Node, target: Value,
+                         indices: list[Value]) -> None:
+        """A scatter's backward (`scatters.py`): the written value's adjoint read from
+        `target` (the written array's accumulator through the scatter's views), then,
+        unless it accumulates, `target` zeroed at the written places."""
+        value = node.inputs[1]
+        if self.ad.wants_adjoint(value):
+            unique = scatters.unique_indices(node.inputs[2:], self.defs)
+            self.accumulate(e, value, scatters.value_adjoint(
+                e, target, self.primal[value], indices, node, unique), fresh=True)
+        if not node.attrs["accumulate"]:
+            scatters.zero_written(e, target, indices, node)
 
     def log_if(self, node: Node, copy: Node) -> list[Value]:
         """Make `copy`, the forward copy of an `if` that writes into arrays it captures, log

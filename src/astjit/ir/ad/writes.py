@@ -50,9 +50,10 @@ from ..types import I64, ArrayType, TapeType, TupleType
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
 
-WRITE_OPS = frozenset({"array_set", "array_assign"})
+WRITE_OPS = frozenset({"array_set", "array_assign", "scatter"})
 """Leaf ops that write into their first input (an array, or a view of one)."""
-VIEW_OPS = frozenset({"array_view", "array_transpose"})
+VIEW_OPS = frozenset({"array_view", "array_transpose", "array_permute", "array_expand_dims",
+                      "array_squeeze"})
 """Leaf ops whose result is always a view of their first input: writes reach the base."""
 LOG = "$log"
 """The name of undo-log values."""
@@ -205,9 +206,9 @@ def thread_logs(body: Graph, logs: dict[Value, Value]) -> dict[Value, Value]:
             if root in current:
                 if chain or node.op != "array_set":
                     raise NotDifferentiableError(
-                        "cannot differentiate a slice assignment or a write through a view "
-                        "inside a loop yet: write element by element (y[i] = v)",
-                        node.op, node.loc)
+                        "cannot differentiate a slice assignment, an assignment by an index "
+                        "array or mask, or a write through a view inside a loop or branch "
+                        "yet: write element by element (y[i] = v)", node.op, node.loc)
                 current[root] = _logged_set(nodes, node, current[root])
                 continue
         elif node.regions:

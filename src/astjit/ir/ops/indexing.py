@@ -210,8 +210,7 @@ _def("gather_adjoint", -1, gather_adjoint_rule, py_gather_adjoint, {"*": Routine
      doc="zeros like x, np.add.at of g at the gathered places: a gather's adjoint")
 _def("scatter", -1, scatter_rule, py_scatter, {"*": Routine("scatter")},
      ("raises", "reads", "writes", "linear"),
-     no_vjp="reverse mode does not differentiate x[idx] = v, x[mask] = array or np.add.at "
-            "yet (forward mode does: jvp); x[mask] = number is differentiable",
+     no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/scatters.py)",
      doc="x[..., idx, ...] = v (attrs accumulate: np.add.at); output none")
 _def("compress", 2, compress_rule, py_compress, {"*": Routine("compress")}, (*_READS, "linear"),
      vjp=_compress_vjp, doc="x[..., m] at attrs['axis']: the elements a bool mask selects")
