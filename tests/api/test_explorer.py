@@ -122,10 +122,12 @@ def test_text_stages_and_their_marks(explored):
     marks = marks_of(page)
     assert "fdiv double" in page and "fcmp ogt double" in page  # llvm, llvm-opt: the text
     assert not marks.lines["llvm"] and not marks.lines["llvm-opt"]  # LLVM IR has no locations
+    assert "this function has no kernels" in page  # scalar code: the CUDA C is the prelude
     array_page = explore(explored.gaussian_sum, (np.linspace(0.0, 1.0, 5),), graphviz=False)
     array_marks = marks_of(array_page)
     assert "__global__" in array_page  # the CUDA C
     assert "gaussian_sum(ndarray[float64, shape (5,)])" in array_page  # the title
+    assert "this function has no kernels" not in array_page
     assert {24, 25} <= set(array_marks.lines["cuda"])  # kernels headed by their fused node
 
 

@@ -52,9 +52,18 @@ def collect_stages(function: Callable, args: tuple) -> list[Stage]:
         "grad", DESCRIPTIONS["grad"], module=_gradient(function, args).optimized)))
     for name in ("llvm", "llvm-opt"):
         stages.append(Stage(name, DESCRIPTIONS[name], text=spec.stage_text(name, "text")))
-    stages.append(_attempt("cuda", lambda: Stage(
-        "cuda", DESCRIPTIONS["cuda"], text=build_device(spec.optimized, "gpu").cuda_source)))
+    stages.append(_attempt("cuda", lambda: _cuda(build_device(spec.optimized, "gpu").cuda_source)))
     return stages
+
+
+def _cuda(source: str) -> Stage:
+    """The CUDA C stage; a function without kernels (scalar code) says so, since its source
+    is then only the prelude of device helpers."""
+    description = DESCRIPTIONS["cuda"]
+    if "__global__" not in source:
+        description += ("; this function has no kernels (on the GPU its scalar code runs in "
+                        "the host program), so this is only the prelude of device helpers")
+    return Stage("cuda", description, text=source)
 
 
 def _specialization(entry: Any, args: tuple) -> Any:
