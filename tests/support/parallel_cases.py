@@ -87,11 +87,13 @@ def prange_reductions(a, start):
     s = 10
     p = 1
     bits = 0
+    d = 0.5
     for i in prange(start, a.shape[0]):
         s += a[i]
         p *= a[i] % 3 + 1
         bits |= a[i] & 12
-    return s, p, bits
+        d -= a[i] * 0.25
+    return s, p, bits, d
 
 
 def prange_rows(m, out):

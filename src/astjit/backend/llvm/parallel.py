@@ -89,7 +89,7 @@ def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: li
 
 # ---- prange loops ---------------------------------------------------------------------------
 
-_IDENTITIES = {"add": 0, "mul": 1, "bitor": 0, "bitxor": 0, "bitand": -1}
+_IDENTITIES = {"add": 0, "sub": 0, "mul": 1, "bitor": 0, "bitxor": 0, "bitand": -1}
 
 
 def _identity(op: str, t: ScalarType) -> ir.Constant:
@@ -139,7 +139,10 @@ def emit_prange(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     if reduced:
         def combine(j: int, acc: ir.Value, x: ir.Value) -> ir.Value:
             c = reduced[j]
-            return _apply(em, made[body.outputs[c]], body.params[n_inv + c], acc, x)
+            op, param = made[body.outputs[c]], body.params[n_inv + c]
+            if op.op == "sub":  # a partial of `s -= x` is minus its terms' sum: s - (0 - p)
+                x = _apply(em, op, param, _identity("sub", types[c]), x)
+            return _apply(em, op, param, acc, x)
         combined = reduce_in_chunks(em, n, work, [lltype(types[c]) for c in reduced], run,
                                     combine, [initial[c] for c in reduced])
         for c, value in zip(reduced, combined):

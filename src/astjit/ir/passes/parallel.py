@@ -25,9 +25,10 @@ from ..analysis import contains_array
 from ..core import Graph, Module, Node, Value
 from ..types import ScalarType
 
-REDUCTIONS = frozenset({"add", "mul", "bitor", "bitand", "bitxor"})
+REDUCTIONS = frozenset({"add", "sub", "mul", "bitor", "bitand", "bitxor"})
 """The ops whose `s = s op x` in a prange body is a reduction: associative and commutative
-(floats: up to rounding), so per-chunk partials combined in order give the result."""
+(floats: up to rounding), so per-chunk partials combined in order give the result; `sub`
+(`s -= x`, s on the left only) as the sum of the negated terms."""
 
 SERIAL_OPS = frozenset({"call", "callback"})
 """Ops that keep a prange body serial: they run other graphs (with their own checks of
@@ -112,7 +113,8 @@ def _reduces(node: Node | None, param: Value, body: Graph) -> bool:
     """Whether `node` is `param op x` (or `x op param`), a reduction, and the only read of
     `param` in `body`."""
     if node is None or node.op not in REDUCTIONS or node.inputs.count(param) != 1 \
-            or not isinstance(param.type, ScalarType) or param.type.is_complex:
+            or not isinstance(param.type, ScalarType) or param.type.is_complex \
+            or (node.op == "sub" and node.inputs[0] is not param):
         return False
     return _reads(param, body) == 1
 
