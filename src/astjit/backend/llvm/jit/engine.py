@@ -183,9 +183,16 @@ class CompiledModule:
     """Parse + optimize + machine code + link, in seconds."""
     code: llvm.ExecutionEngine = field(repr=False)
     """The MCJIT engine that linked the parts, this module's alone."""
-    imports: tuple[str, ...] = ()
-    """The symbols the parts declare and none defines (see `ObjectImage.imports`)."""
+    _imports: tuple[str, ...] | None = field(default=None, repr=False)
     _asm: str | None = field(default=None, repr=False)
+
+    @property
+    def imports(self) -> tuple[str, ...]:
+        """The symbols the parts declare and none defines (see `ObjectImage.imports`), read
+        from the modules on first request."""
+        if self._imports is None:
+            self._imports = imports(part.module for part in self.parts)
+        return self._imports
 
     @property
     def llvm_ir_optimized(self) -> str:
@@ -270,8 +277,7 @@ class Engine:
         except BaseException:
             close(modules, context)
             raise
-        compiled = CompiledModule(addresses, parts, time.perf_counter() - start, code,
-                                  imports(part.module for part in parts))
+        compiled = CompiledModule(addresses, parts, time.perf_counter() - start, code)
         weakref.finalize(compiled, close, [part.module for part in parts], context)
         return compiled
 
@@ -369,7 +375,7 @@ class Engine:
             raise LookupError(f"object code does not define {', '.join(absent)}")
         parts = tuple(Part(pipeline, obj) for pipeline, obj in image.objects)
         return CompiledModule(addresses, parts, time.perf_counter() - start, code,
-                              image.imports)
+                              _imports=image.imports)
 
     def parse(self, text: str, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
         """`text` parsed and verified, for the host, in `context` (default: a new one). Each
