@@ -31,8 +31,9 @@ which are compiled once and kept for the process, their names registered
 with `llvm.add_symbol`. An array module's loops and glue link into the same
 engine, where the glue's calls of the loops resolve: nothing of a compile is
 registered process-wide, so no stale symbol outlives it. One engine per
-compile costs one plain TargetMachine (about 0.1 ms); the code generator runs
-on the shared machines (`Engine.emit`).
+compile costs one plain TargetMachine, a small part of a compile
+(docs/measurements.md); the code generator runs on the shared machines
+(`Engine.emit`).
 
 Object code, for the disk cache (astjit/cache): `CompiledModule.objects` is each
 part's object code as it was linked, exactly the machine code that runs, and
@@ -55,8 +56,8 @@ them; `compile_ir` keeps those declarations alive until the loop vectorizer
 has run (`vecmath.keep_variants`).
 
 Memory: llvmlite 0.50 never frees a ModulePassManager (`run_passes` does) and
-keeps part of every PassBuilder (one per pipeline, made once); without both a
-compile kept 80 KiB after its code was freed.
+keeps part of every PassBuilder (one per pipeline, made once); without both, most
+of what a compile kept stayed after its code was freed (docs/measurements.md).
 """
 from __future__ import annotations
 
@@ -243,7 +244,7 @@ class Engine:
                 tuning.loop_vectorization = True
                 tuning.slp_vectorization = p.slp
                 self.tunings[name] = tuning
-        # Built once: LLVM keeps part of every PassBuilder made (about 1 KiB each).
+        # Built once: LLVM keeps part of every PassBuilder made.
         self.builders = {name: llvm.create_pass_builder(self.machines[name], tuning)
                          for name, tuning in self.tunings.items()}
         self.extractor = llvm.create_pass_builder(self.machines["glue"], self.tunings["scalar"])
@@ -457,8 +458,8 @@ def run_passes(passes: llvm.ModulePassManager, module: llvm.ModuleRef,
                builder: llvm.PassBuilder) -> None:
     """Run `passes` on `module` once and free them. llvmlite 0.50 never frees a
     ModulePassManager itself (ObjectRef's `_dispose`, which does nothing, comes first in
-    its class's MRO): 30 to 80 KiB kept per compile otherwise. A manager runs once:
-    running moves its passes out."""
+    its class's MRO): a pipeline's passes kept per compile otherwise. A manager runs
+    once: running moves its passes out."""
     try:
         passes.run(module, builder)
     finally:
