@@ -249,3 +249,22 @@ def test_unchecked_loops_are_versioned_too():
     stencil(x, expected, *args)
     jit(stencil, boundscheck=False)(x, got, *args)
     assert np.array_equal(expected, got)
+
+
+def clamp_sum_printing(x, n):
+    s = 0.0
+    for i in range(n):
+        v = x * i - 3.0
+        if v > 10.0:
+            v = 10.0
+        elif v < -10.0:
+            print("here")
+            v = -10.0
+        s += v
+    return s
+
+
+def test_a_loop_with_a_print_compiles():
+    """A node without inputs (print) in a loop: the pass read its first input (IndexError);
+    found by tests/e2e/test_mutants.py."""
+    assert jit(clamp_sum_printing)(1.5, 12) == clamp_sum_printing(1.5, 12)

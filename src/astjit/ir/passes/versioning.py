@@ -316,8 +316,10 @@ def index_positions(node: Node) -> list[tuple[int, int]]:
 def _window(node: Node, env: dict[Value, Info]) -> Info | None:
     """A view of an invariant array whose slices (step 1) have affine bounds, and whose
     integer indices are affine (checked as the view node's own access)."""
+    if node.op != "array_view":  # before reading an input: print(...) has none
+        return None
     array = env.get(node.inputs[0])
-    if node.op != "array_view" or array is None or not array.recipe:
+    if array is None or not array.recipe:
         return None
     spec, at, axes = node.attrs["spec"], 1, []
     for axis, entry in enumerate(spec):
