@@ -25,19 +25,27 @@ Layers, each importing only those below it:
   `entry` (build_entry);
 - `jit/`: `engine` (MCJIT, the shared runtime module) and `split`.
 """
-from .codegen import ErrorSite, LoweredModule, emit_module
-from .jit.engine import CompiledModule, engine
-from .runtime.entry import CompiledEntry, build_entry
-from .runtime.trees import TreeBoundary, takes_natively
+import importlib
 
-__all__ = [
-           "CompiledEntry",
-           "CompiledModule",
-           "ErrorSite",
-           "LoweredModule",
-           "TreeBoundary",
-           "build_entry",
-           "emit_module",
-           "engine",
-           "takes_natively",
-]
+_EXPORTS = {
+    "CompiledEntry": "runtime.entry",
+    "CompiledModule": "jit.engine",
+    "ErrorSite": "codegen",
+    "LoweredModule": "codegen",
+    "TreeBoundary": "runtime.trees",
+    "build_entry": "runtime.entry",
+    "emit_module": "codegen",
+    "engine": "jit.engine",
+    "takes_natively": "runtime.trees",
+}
+"""Name -> the module defining it, imported on first use: loading cached machine code
+(astjit/cache) needs the engine and the runtime's C APIs, not the code generator, whose
+import costs more than the load."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

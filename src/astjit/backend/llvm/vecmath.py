@@ -58,7 +58,6 @@ from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 from llvmlite.ir.values import FunctionAttributes
 
-from ...ir.ops import OPS, LibCall
 from .lltypes import DOUBLE
 
 if TYPE_CHECKING:
@@ -70,17 +69,20 @@ ENV_SWITCH = "ASTJIT_VECMATH"
 
 def libm_calls() -> dict[str, tuple[int, bool]]:
     """The C math functions the op table's lowerings call (`LibCall`): name -> (arity,
-    whether libmvec may have it)."""
+    whether libmvec may have it). Imports the op table: the engine asks on its first compile."""
+    from ...ir.ops import OPS, LibCall
+
     return {low.name: (op.arity, low.vector) for op in OPS.values() for low in op.llvm.values()
             if isinstance(low, LibCall)}
 
 
-ARITY = {
-    "sin": 1, "cos": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1, "cbrt": 1, "pow": 2,
-    **{name: arity for name, (arity, vector) in libm_calls().items() if vector},
-}
-"""The C math functions kernels may call that libmvec can have, by arity: those LLVM's
-intrinsics call, and the op table's libm calls."""
+@functools.cache
+def arities() -> dict[str, int]:
+    """The C math functions kernels may call that libmvec can have, by arity: those LLVM's
+    intrinsics call, and the op table's libm calls (read on first use: see `libm_calls`)."""
+    return {"sin": 1, "cos": 1, "exp": 1, "exp2": 1, "log": 1, "log2": 1, "log10": 1,
+            "cbrt": 1, "pow": 2,
+            **{name: arity for name, (arity, vector) in libm_calls().items() if vector}}
 
 ISAS = (("d", 256, "avx2"), ("e", 512, "avx512f"))
 """Vector Function ABI ISA letter, register width and the host feature it needs."""
@@ -99,8 +101,8 @@ class VectorLibrary:
 
     def variants(self, name: str) -> list[tuple[str, int]]:
         """(vector function name, lanes) of `name`'s variants, narrowest first."""
-        base, bits = (name[:-1], 32) if name not in ARITY else (name, 64)
-        return [(f"_ZGV{isa}N{width // bits}{'v' * ARITY[base]}_{name}", width // bits)
+        base, bits = (name[:-1], 32) if name not in arities() else (name, 64)
+        return [(f"_ZGV{isa}N{width // bits}{'v' * arities()[base]}_{name}", width // bits)
                 for isa, width in self.isas]
 
 
@@ -118,7 +120,7 @@ def host_library() -> VectorLibrary | None:
         return None
     probe = VectorLibrary(isas, frozenset())
     functions = []
-    for name in [*ARITY, *(n + "f" for n in ARITY)]:
+    for name in [*arities(), *(n + "f" for n in arities())]:
         symbols = [getattr(library, v, None) for v, _ in probe.variants(name)]
         if all(s is not None for s in symbols):
             functions.append(name)
@@ -137,7 +139,7 @@ def call_math(em: FunctionEmitter, name: str, args: list[ir.Value]) -> ir.Value 
     variant of it (the caller then emits its usual lowering)."""
     name = name.removeprefix("llvm.")
     ty = args[0].type
-    if name not in ARITY or ty not in (DOUBLE, FLOAT) or not enabled():
+    if name not in arities() or ty not in (DOUBLE, FLOAT) or not enabled():
         return None
     library = host_library()
     c_name = name if ty == DOUBLE else name + "f"
@@ -217,5 +219,5 @@ def keep_variants(module: llvm.ModuleRef, context: llvm.ContextRef) -> None:
 def _declaration(variant: str) -> str:
     """`declare <4 x double> @_ZGVdN4v_sin(<4 x double>)`, from the name alone."""
     lanes, params, c_name = _VARIANT_NAME.fullmatch(variant).groups()
-    vector = f"<{lanes} x {'double' if c_name in ARITY else 'float'}>"
+    vector = f"<{lanes} x {'double' if c_name in arities() else 'float'}>"
     return f"declare {vector} @{variant}({', '.join([vector] * len(params))})"

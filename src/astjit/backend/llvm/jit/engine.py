@@ -76,7 +76,7 @@ import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
 from .. import shared, vecmath
-from ..vecmath import libm_calls
+from ..runtime import objects
 from . import split
 
 LLVM_LIBM = (
@@ -86,9 +86,22 @@ LLVM_LIBM = (
 )
 """The C math functions LLVM itself may call: for its intrinsics and its own rewrites."""
 
-LIBM_FUNCTIONS = tuple(dict.fromkeys([*LLVM_LIBM, *libm_calls()]))
-"""The C math functions compiled code may call: LLVM's and those the op table's
-lowerings name (`LibCall("erf")`)."""
+
+
+@functools.cache
+def libm_functions() -> tuple[str, ...]:
+    """The C math functions compiled code may call: LLVM's and those the op table's
+    lowerings name (`LibCall("erf")`). Registered on the first compile: a process that
+    only loads cached code (astjit/cache) registers those it calls, and never imports
+    the op table."""
+    return tuple(dict.fromkeys([*LLVM_LIBM, *vecmath.libm_calls()]))
+
+
+def __getattr__(name: str):
+    if name == "LIBM_FUNCTIONS":  # `libm_functions()`, under the name it had as a constant
+        return libm_functions()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 LIBC_FUNCTIONS = ("malloc", "calloc", "realloc", "free")
 """The allocator: what tapes call, and calloc, which LLVM makes of malloc + zeroing."""
 
@@ -250,7 +263,6 @@ class Engine:
         self.extractor = llvm.create_pass_builder(self.machines["glue"], self.tunings["scalar"])
         self.triple = self.machines["scalar"].triple
         self.data_layout = str(self.machines["scalar"].target_data)
-        register_libm()
         register_libc()
         search_the_process()
         self.lock = threading.Lock()
@@ -267,6 +279,7 @@ class Engine:
         Both parts link into one code object: the glue's calls of the loops resolve
         to the loops part's functions there, never through a process-wide symbol.
         """
+        register_libm()
         compile_runtime()
         start = time.perf_counter()
         context, modules = llvm.create_context(), []
@@ -383,7 +396,7 @@ class Engine:
         compile parses into an LLVM context of its own: a context keeps every type and
         constant made in it until it is freed (with the compile's modules), which the
         process-wide one never is."""
-        module = llvm.parse_assembly(text, context or llvm.create_context())
+        module = llvm.parse_assembly(objects.declared(text), context or llvm.create_context())
         module.triple = self.triple
         module.data_layout = self.data_layout
         module.verify()
@@ -436,10 +449,12 @@ def search_the_process() -> None:
             raise RuntimeError(str(error))
 
 
-def register_libm() -> None:
-    """Make the C math library's functions resolvable by name in JIT-compiled code."""
+@functools.cache
+def register_libm(names: tuple[str, ...] | None = None) -> None:
+    """Make the C math library's functions `names` (default: `libm_functions()`) and their
+    float variants resolvable by name in JIT-compiled code (once per process)."""
     libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    for name in LIBM_FUNCTIONS:
+    for name in libm_functions() if names is None else names:
         for variant in (name, name + "f"):
             function = getattr(libm, variant, None)
             if function is not None:

@@ -33,7 +33,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
+import importlib.machinery
+import importlib.util
+import os
 import re
+import sys
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -80,11 +85,31 @@ def _capsule_pointer(capsule) -> tuple[int, str]:
     return get_pointer(capsule, name), name.decode()
 
 
+def cython_module(name: str):
+    """SciPy's extension module `scipy.linalg.<name>` (cython_blas, cython_lapack), loaded from
+    its file without importing the `scipy.linalg` package, whose import takes longer than
+    compiling a small function, or than loading one from the disk cache (astjit/cache);
+    the package's own where it is imported already."""
+    full = f"scipy.linalg.{name}"
+    if full in sys.modules:
+        return sys.modules[full]
+    import scipy
+
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(scipy.__path__[0], "linalg", name + suffix)
+        if os.path.exists(path):
+            spec = importlib.util.spec_from_file_location(full, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    return importlib.import_module(full)
+
+
 @functools.cache
 def api() -> dict[str, int]:
     """Routine name -> address, verified and registered with LLVM (once per process)."""
     try:
-        from scipy.linalg import cython_blas
+        cython_blas = cython_module("cython_blas")
     except ImportError as exc:
         raise CompileError("matrix products in compiled code call SciPy's BLAS: "
                            "install scipy (pip install scipy)") from exc

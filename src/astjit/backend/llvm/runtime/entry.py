@@ -23,16 +23,17 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ....ir.analysis import calls_python, written_parameters
-from ....ir.core import Module
-from ..codegen import ErrorSite, LoweredModule, emit_module
 from ..jit.engine import CompiledModule, engine
 from ..lltypes import contains_array
 from . import pyapi
-from .trees import TreeBoundary
-from .wrapper import emit_wrapper
+
+if TYPE_CHECKING:  # the code generator is imported by `build_entry`: a process loading cached
+    # code (astjit/cache) makes builtins with `make_builtin` and never needs it
+    from ....ir.core import Module
+    from ..codegen import ErrorSite, LoweredModule
+    from .trees import TreeBoundary
 
 METH_FASTCALL = 0x0080
 METH_KEYWORDS = 0x0002
@@ -110,6 +111,10 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     fit goes, untouched, to `general(*args)`, which should run it on the general
     tier (`emitter.FunctionEmitter.fast_only`). Without, the general tier.
     """
+    from ....ir.analysis import calls_python, written_parameters
+    from ..codegen import emit_module
+    from .wrapper import emit_wrapper
+
     first_tier = general is not None and not written_parameters(module) \
         and not calls_python(module)  # a call that left part-way would run its callbacks twice
     lowered = emit_module(module, general=not first_tier)

@@ -22,7 +22,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ....errors import CompileError
-from .blas import _capsule_pointer, _spelled_out, declare_routine
+from .blas import _capsule_pointer, _spelled_out, cython_module, declare_routine
 
 SIGNATURES: dict[str, str] = {
     "dgesv": "void (int *, int *, double *, int *, int *, double *, int *, int *)",
@@ -38,7 +38,7 @@ SIGNATURES.update({"s" + name[1:]: text.replace("double", "float")
 def api() -> dict[str, int]:
     """Routine name -> address, verified and registered with LLVM (once per process)."""
     try:
-        from scipy.linalg import cython_lapack
+        cython_lapack = cython_module("cython_lapack")
     except ImportError as exc:
         raise CompileError("np.linalg functions in compiled code call SciPy's LAPACK: "
                            "install scipy (pip install scipy)") from exc

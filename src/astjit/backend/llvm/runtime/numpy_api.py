@@ -48,7 +48,7 @@ from ....errors import CompileError
 from ....ir.types import F64, I64, NUMERIC_RANK, ScalarType
 from ....ir.types import NUMPY_NAMES as DTYPE_NAMES
 from ..lltypes import I32_T, I64_T
-from .pyapi import PYOBJ
+from .pyapi import PYOBJ, object_constant
 
 INDICES = {"PyArray_GetNDArrayCVersion": 0, "PyArray_Type": 2, "PyArray_DescrFromType": 45,
            "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183,
@@ -200,9 +200,9 @@ def declare(module: ir.Module, name: str) -> ir.Function:
 
 def ndarray_type() -> ir.Constant:
     """`&PyArray_Type`, the `numpy.ndarray` type object, as a `PyObject *` constant."""
-    return ir.Constant(I64_T, id(api().ndarray)).inttoptr(PYOBJ)
+    return object_constant(api().ndarray)
 
 
 def descr_constant(dtype: ScalarType) -> ir.Constant:
     """The builtin descriptor of `dtype` as a `PyObject *` constant (a static object)."""
-    return ir.Constant(I64_T, id(api().descriptors[dtype])).inttoptr(PYOBJ)
+    return object_constant(api().descriptors[dtype])

@@ -18,6 +18,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..lltypes import DOUBLE, I8, I32_T, I64_T
+from . import objects
 
 PTR_BYTES = ctypes.sizeof(ctypes.c_void_p)
 PYOBJ = I8.as_pointer()
@@ -97,7 +98,12 @@ def c_string(module: ir.Module, text: str) -> ir.Value:
 
 
 def object_constant(obj: object) -> ir.Constant:
-    """A `PyObject *` constant pointing at `obj`; the caller keeps `obj` alive."""
+    """A `PyObject *` constant pointing at `obj`; the caller keeps `obj` alive. By symbol where
+    the object has one (objects.py: so that the machine code can run in another process),
+    else its address."""
+    name = objects.symbol(obj)
+    if name is not None:
+        return ir.FormattedConstant(PYOBJ, f'@"{name}"')
     return ir.Constant(I64_T, id(obj)).inttoptr(PYOBJ)
 
 

@@ -1,0 +1,166 @@
+"""Python objects in compiled code as named symbols, so machine code runs in another process.
+
+Compiled code compares and passes Python objects it knows at compile time: `float`,
+`None`, `numpy.True_`, a dtype's descriptor, the entry's fallback and error handler.
+Their addresses differ from one process to the next, so machine code that embeds
+them as numbers can only run where it was compiled. `pyapi.object_constant` refers
+to each by a symbol instead, which LLVM resolves when it links the code:
+
+- `astjit.obj.<name>`: an object another process finds by `<name>` (`portable_name`:
+  the builtin singletons, NumPy's bool scalars, builtin dtype descriptors, classes
+  found by `module:qualname`). Registered with LLVM on first use (`symbol`) and
+  found again in a loading process by `resolve`. One name per object, and one
+  object per name, so LLVM may fold comparisons between them.
+- `astjit.pin.<tag>.<k>`: the k-th other object of one compile made under
+  `pinning(tag)` (the disk cache's: tag names the cache entry), registered when
+  first used; whoever loads the code binds each name to its own object. Outside
+  `pinning`, such an object stays an address: that code is never saved.
+
+`declared(text)` adds the declarations of the symbols a printed module uses
+(`external global i8`: only their addresses are used), which the engine parses.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import re
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+
+OBJECT_PREFIX = "astjit.obj."
+PIN_PREFIX = "astjit.pin."
+SINGLETONS = {"None": None, "True": True, "False": False, "Ellipsis": Ellipsis,
+              "NotImplemented": NotImplemented}
+
+_named: dict[int, tuple[str, object]] = {}
+"""id -> (symbol, the object, kept alive so that its id is never another's)."""
+_lock = threading.Lock()
+_local = threading.local()
+_REFERENCE = re.compile(r'@"(astjit\.(?:obj|pin)\.[^"]*)"')
+
+
+def portable_name(obj: object) -> str | None:
+    """A name another process finds `obj` by (`resolve`), or None."""
+    for name, value in SINGLETONS.items():
+        if obj is value:
+            return f"builtins:{name}"
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if obj is numpy.True_ or obj is numpy.False_:
+            return f"numpy:{'True_' if obj else 'False_'}"
+        if isinstance(obj, numpy.dtype):
+            return f"dtype:{obj.str}" if _dtype(obj.str) is obj else None
+    if isinstance(obj, type):
+        name = f"{obj.__module__}:{obj.__qualname__}"
+        try:
+            return name if _attribute(name) is obj else None
+        except (ImportError, AttributeError):
+            return None
+    return None
+
+
+def resolve(name: str) -> object:
+    """The object of a `portable_name` in this process (ImportError, AttributeError,
+    TypeError where it has none)."""
+    if name.startswith("builtins:") and name[9:] in SINGLETONS:
+        return SINGLETONS[name[9:]]
+    if name.startswith("dtype:"):
+        return _dtype(name[6:])
+    return _attribute(name)
+
+
+def _dtype(text: str) -> object:
+    import numpy
+
+    return numpy.dtype(text)
+
+
+def _attribute(name: str) -> object:
+    module, _, qualname = name.partition(":")
+    obj = importlib.import_module(module) if module != "builtins" else builtins
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def symbol(obj: object) -> str | None:
+    """The symbol compiled code refers to `obj` by (registered with LLVM), or None: an
+    object without a portable name, outside `pinning`."""
+    found = _named.get(id(obj))
+    if found is not None:
+        return found[0]
+    name = portable_name(obj)
+    if name is not None:
+        with _lock:
+            if id(obj) not in _named:
+                llvm.add_symbol(OBJECT_PREFIX + name, id(obj))
+                _named[id(obj)] = (OBJECT_PREFIX + name, obj)
+        return OBJECT_PREFIX + name
+    pins = getattr(_local, "pins", None)
+    return None if pins is None else pins.symbol(obj)
+
+
+@dataclass
+class Pins:
+    """The objects without portable names one compile used, in order of first use."""
+
+    tag: str
+    objects: list = field(default_factory=list)
+
+    def symbol(self, obj: object) -> str:
+        for k, known in enumerate(self.objects):
+            if known is obj:
+                return f"{PIN_PREFIX}{self.tag}.{k}"
+        self.objects.append(obj)
+        name = f"{PIN_PREFIX}{self.tag}.{len(self.objects) - 1}"
+        llvm.add_symbol(name, id(obj))
+        return name
+
+
+@contextmanager
+def pinning(tag: str):
+    """Within: objects without portable names become `astjit.pin.<tag>.<k>` symbols, bound
+    to them now (the Pins, yielded, lists them); on this thread only."""
+    outer = getattr(_local, "pins", None)
+    _local.pins = pins = Pins(tag)
+    try:
+        yield pins
+    finally:
+        _local.pins = outer
+
+
+def register(names: set[str]) -> bool:
+    """Register the object symbols `names` in this process (a loading one); False when one
+    names no object here, or another than the one it named where it was compiled."""
+    for name in names:
+        try:
+            obj = resolve(name.removeprefix(OBJECT_PREFIX))
+        except (ImportError, AttributeError, TypeError):
+            return False
+        if symbol(obj) != name:
+            return False
+    return True
+
+
+def bind(names: dict[str, object]) -> None:
+    """Make each symbol of `names` resolve to its object (the caller keeps them alive)."""
+    for name, obj in names.items():
+        llvm.add_symbol(name, id(obj))
+
+
+def referenced(text: str) -> set[str]:
+    """The object and pin symbols a printed module refers to."""
+    return set(_REFERENCE.findall(text))
+
+
+def declared(text: str) -> str:
+    """A printed module with a declaration of each object and pin symbol it uses but does
+    not declare."""
+    if "@\"astjit.obj." not in text and "@\"astjit.pin." not in text:
+        return text
+    missing = sorted(name for name in referenced(text) if f'@"{name}" = ' not in text)
+    return text + "".join(f'@"{name}" = external global i8\n' for name in missing)
