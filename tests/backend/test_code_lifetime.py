@@ -217,3 +217,39 @@ def test_an_image_carries_the_runtime_functions_it_calls(tmp_path, monkeypatch):
     assert called and called <= defined
     loaded = engine().load(image)  # all compiled here already: links only
     assert set(loaded.addresses) == set(image.names)
+
+
+THREADS = textwrap.dedent("""
+    import gc, sys, threading
+    from astjit import jit
+    import threaded_compiles as mod
+
+    errors = []
+
+    def work(first):
+        try:
+            for k in range(first, 40, 4):
+                plain = getattr(mod, f"f_{k}")
+                assert jit(plain)(1.5, 3) == plain(1.5, 3)
+                gc.collect()
+        except BaseException as error:
+            errors.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(first,)) for first in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print("RESULT", errors)
+""")
+
+
+def test_threads_compile_and_drop_at_once(tmp_path):
+    """Compiles on four threads while the collector frees other compiles' code (in a child:
+    a lifetime bug here crashes)."""
+    (tmp_path / "threaded_compiles.py").write_text(
+        "\n".join(FRESH.format(k=k, m=k % 7 + 1) for k in range(40)))
+    proc = subprocess.run([sys.executable, "-c", THREADS], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "RESULT []" in proc.stdout, proc.stdout[-3000:]
