@@ -21,7 +21,7 @@ import pytest
 
 from astjit import grad, jit
 from astjit.backend.llvm.jit import split
-from astjit.backend.llvm.jit.engine import ObjectImage, engine
+from astjit.backend.llvm.jit.engine import ObjectImage, engine, runtime_llvm_ir
 from astjit.backend.llvm.shared import RUNTIME
 
 FRESH = """
@@ -253,3 +253,13 @@ def test_threads_compile_and_drop_at_once(tmp_path):
                           text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RESULT []" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_runtime_modules_loaded_from_object_code_have_no_ir(monkeypatch):
+    """The disk cache links runtime modules from object code: images and the runtime's
+    IR dump leave their (unkept) IR out instead of failing."""
+    loaded = engine().load(engine().compile_ir(TWICE).image())
+    monkeypatch.setattr(RUNTIME, "modules", [*RUNTIME.modules, loaded])
+    assert "loaded from object code: astjit_test_twice" in runtime_llvm_ir()
+    image = engine().compile_ir(TWICE.replace("@astjit_test_twice", "@astjit_test_again")).image()
+    assert image.runtime == ()

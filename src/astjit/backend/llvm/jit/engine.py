@@ -102,6 +102,7 @@ def __getattr__(name: str):
         return libm_functions()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 LIBC_FUNCTIONS = ("malloc", "calloc", "realloc", "free")
 """The allocator: what tapes call, and calloc, which LLVM makes of malloc + zeroing."""
 
@@ -524,9 +525,11 @@ def imports(modules: Iterable[llvm.ModuleRef]) -> tuple[str, ...]:
 
 def runtime_sources(names: Iterable[str]) -> tuple[str, ...]:
     """LLVM IR defining the runtime's shared functions among `names` and those they call,
-    one module per runtime module they come from, in the order those compiled."""
+    one module per runtime module they come from, in the order those compiled. Those of
+    runtime modules loaded from object code (`Engine.load`), whose IR is not kept, are
+    left out: an image needing them loads where they resolve."""
     with shared.RUNTIME.lock:
-        modules = list(shared.RUNTIME.modules)
+        modules = [m for m in shared.RUNTIME.modules if m.parts[0].module is not None]
     wanted = set(names)
     sources = []
     for compiled in reversed(modules):  # a later module calls the earlier ones' functions
@@ -542,6 +545,8 @@ def runtime_sources(names: Iterable[str]) -> tuple[str, ...]:
 
 def runtime_llvm_ir() -> str:
     """The optimized LLVM IR of every shared function compiled so far (for debugging: a
-    kernel's own module only declares them)."""
+    kernel's own module only declares them); of those loaded from object code, the names."""
     with shared.RUNTIME.lock:
-        return "\n".join(m.llvm_ir_optimized for m in shared.RUNTIME.modules)
+        return "\n".join(m.llvm_ir_optimized if m.parts[0].module is not None else
+                         f"; ---- astjit: loaded from object code: {', '.join(m.addresses)}"
+                         for m in shared.RUNTIME.modules)
