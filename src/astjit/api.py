@@ -64,7 +64,7 @@ def static_params(*names: str) -> Callable[[Callable], Callable]:
 
 
 def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = True,
-        parallel: bool = False):
+        parallel: bool = False, cache: bool = False):
     """Compile `fn` on its first call for each signature of argument types.
 
     Usable as `@jit` or `@jit(target="cpu")`. With ASTJIT_DISABLE_JIT=1 the
@@ -78,26 +78,36 @@ def jit(fn: Callable | None = None, *, target: str = "cpu", boundscheck: bool = 
     out of range is undefined behaviour, as in C);
     `parallel=True` runs fused array kernels, reductions over them and `astjit.prange`
     loops on a thread per core (ir/passes/parallel.py, docs/parallel.md; the GPU targets
-    ignore it: their kernels are parallel anyway).
+    ignore it: their kernels are parallel anyway);
+    `cache=True` keeps each specialization's machine code on disk (ASTJIT_CACHE_DIR, else
+    ~/.cache/astjit) and loads it in later processes instead of compiling, while the
+    function's source, its callees' and the globals and closure values they read are
+    unchanged (astjit/cache, docs/caching.md; the CPU target only).
     """
-    for name, value in (("boundscheck", boundscheck), ("parallel", parallel)):
+    for name, value in (("boundscheck", boundscheck), ("parallel", parallel), ("cache", cache)):
         if not isinstance(value, bool):
             raise TypeError(f"jit() option {name!r} must be True or False, got {value!r}")
     if fn is None:
-        return functools.partial(jit, target=target, boundscheck=boundscheck, parallel=parallel)
+        return functools.partial(jit, target=target, boundscheck=boundscheck, parallel=parallel,
+                                 cache=cache)
     if os.environ.get("ASTJIT_DISABLE_JIT", "") not in ("", "0"):
         return fn
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; available: "
                          + ", ".join(repr(t) for t in TARGETS))
+    if cache and target != "cpu":
+        raise ValueError(f"jit(cache=True) keeps the CPU's machine code; target={target!r} "
+                         "compiles in every process: drop cache=True")
     if isinstance(fn, types.MethodType):  # jit(model.forward): the object read at every call
         return types.MethodType(jit(fn.__func__, target=target, boundscheck=boundscheck,
-                                    parallel=parallel), fn.__self__)
+                                    parallel=parallel, cache=cache), fn.__self__)
     if getattr(fn, "py_func", None) is not None:
         fn = fn.py_func
     options = {} if boundscheck else {"boundscheck": False}
     if parallel:
         options["parallel"] = True
+    if cache:
+        options["cache"] = True
     if target != "cpu":
         options["target"] = target
     if hasattr(fn, "__astjit_derived__") and not options:
@@ -258,7 +268,7 @@ class Dispatcher:
             with COMPILING:
                 spec = self.specializations.get(types)  # another thread's, compiled meanwhile
                 if spec is None:
-                    spec = self.compile(types)
+                    spec = self.compile_or_load(types)
                     self.specializations[types] = spec
                     if self.signature.all_positional:
                         dispatch.retarget(self.entry, self.fast_target(spec))
@@ -298,6 +308,52 @@ class Dispatcher:
             target, length = self.fallbacks[target], length + 1
         return length
 
+    def compile_or_load(self, types: tuple[Type, ...]) -> Specialization:
+        """The specialization of `types`: compiled or, with `cache=True`, loaded from the disk
+        cache where it holds a valid entry (astjit/cache), and written there after a
+        compile. A signature taking containers is not cached."""
+        where = None
+        if self.options.get("cache") and not takes_leaves(types, self.options):
+            from . import cache
+
+            where = cache.place(self.py_func, self.options, types)
+        if where is None:
+            return self.compile(types)
+        spec = self.load_cached(types, where)
+        if spec is None:
+            from .backend.llvm.runtime.objects import pinning
+
+            with pinning(where.tag) as pinned:
+                spec = self.compile(types)
+            cache.write(where, spec.compiled, pinned.objects)
+        return spec
+
+    def load_cached(self, types: tuple[Type, ...], where: Any) -> Specialization | None:
+        """The specialization of `types` linked from the cache entry at `where`, or None. It
+        has no IR stages (`parsed`, `optimized`: None): made on demand (`call_general`, `ir`)."""
+        from . import cache
+        from .cache.entries import link
+
+        saved = cache.read(where)
+        if saved is None:
+            return None
+        fallback = self.fallback_for(types)
+        handler = ErrorHandler(saved.errors)
+        general = functools.partial(self.call_general, types, False)
+        compiled = link(saved, fallback, handler, general)
+        return None if compiled is None else Specialization(types, None, None, compiled, fallback)
+
+    def fallback_for(self, types: tuple[Type, ...], static: dict | None = None) -> Callable:
+        """Where calls a new entry of `types` does not take go: the previous entry, then
+        `call_slow`; an entry taking containers' leaves is only called by call_slow and a
+        generated fast path, to which it reports leaves it does not take (treeentry.reject)."""
+        previous = [s.compiled.call for s in self.specializations.values()
+                    if not takes_leaves(s.types, self.options)]
+        fallback = previous[-1] if previous and not static else self.call_slow
+        if not static and takes_leaves(types, self.options):
+            fallback = treeentry.reject
+        return fallback
+
     def compile(self, types: tuple[Type, ...], static: dict | None = None) -> Specialization:
         from .frontend import lower_function
         from .ir.passes.boundscheck import drop_bounds_checks
@@ -319,14 +375,7 @@ class Dispatcher:
             from .ir.passes.parallel import mark_parallel
 
             optimized = mark_parallel(optimized)
-        # Calls the new entry does not take go to the previous entry, then to call_slow;
-        # an entry taking containers' leaves is only called by call_slow and a generated
-        # fast path, to which it reports leaves it does not take (treeentry.reject).
-        previous = [s.compiled.call for s in self.specializations.values()
-                    if not takes_leaves(s.types, self.options)]
-        fallback = previous[-1] if previous and not static else self.call_slow
-        if not static and takes_leaves(types, self.options):
-            fallback = treeentry.reject
+        fallback = self.fallback_for(types, static)
         compiled, boundary = self.compile_entry(optimized, types, fallback, static)
         spec = Specialization(types, parsed, optimized, compiled, fallback, boundary)
         dump_dir = os.environ.get("ASTJIT_DUMP")
@@ -362,6 +411,10 @@ class Dispatcher:
         spec = self.specializations[types]
         with COMPILING:
             if not spec.compiled.general:
+                if spec.optimized is None:  # loaded from the disk cache: its stages made now
+                    fresh = self.compile(types)
+                    spec.parsed, spec.optimized, spec.trees = fresh.parsed, fresh.optimized, \
+                        fresh.trees
                 first = spec.compiled
                 spec.trees = spec.trees.for_general_tier()
                 spec.compiled = build(spec.optimized, spec.fallback, None, spec.trees)
@@ -389,6 +442,9 @@ class Dispatcher:
             raise ValueError(f"unknown format {format!r}; use 'text' or 'dot'")
         values = self.signature.bind(example_args, {})
         spec = self.specialize(self.signature.types_of(values))
+        if spec.optimized is None:  # loaded from the disk cache: compiled again to show
+            with COMPILING:
+                spec = self.compile(spec.types)
         return spec.stage_text(stage, format)
 
 

@@ -1,0 +1,87 @@
+"""The cache's files: where they live, their layout, and writing them safely.
+
+Folder: `ASTJIT_CACHE_DIR` when set, else `$XDG_CACHE_HOME/astjit`, else
+`~/.cache/astjit` (one per user, shared by all of their projects: keys name the
+function's module and file, so entries of different programs never meet).
+
+One file per entry, `<module>.<qualname>-<hash of the key>.astjit`:
+
+    b"ASTJITC\\n"  format (4 bytes, little-endian)  length of the payload (8 bytes)
+    SHA-256 of the payload (32 bytes)  payload
+
+`read` returns the payload only when every part checks: a file of another format, a
+truncated one, or one with a flipped bit anywhere is ignored, as if absent (and the
+entry is compiled and written again). `write` writes a temporary file in the same
+folder and renames it over the entry (`os.replace`, atomic on POSIX and Windows):
+readers see the old file or the new one, never a mix, however many processes write
+the same entry at once (the last rename wins; all wrote equivalent code). A cache
+that cannot be written (a read-only folder) is skipped silently: the code runs, it
+is just compiled again next time.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+import tempfile
+from pathlib import Path
+
+from .environment import FORMAT
+
+MAGIC = b"ASTJITC\n"
+HEADER = struct.Struct("<8sIQ32s")
+
+
+def directory() -> Path:
+    """The cache folder (see the module's docstring); not created here."""
+    chosen = os.environ.get("ASTJIT_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "astjit"
+
+
+def path_for(label: str, key: str) -> Path:
+    """The file of the entry with `key`, named for people by `label` (module.qualname)."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:80]
+    return directory() / f"{readable}-{hashlib.sha256(key.encode()).hexdigest()[:32]}.astjit"
+
+
+def read(path: Path) -> bytes | None:
+    """The payload of the entry at `path`, or None: absent, unreadable, of another format,
+    truncated or corrupt."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) < HEADER.size:
+        return None
+    magic, version, length, checksum = HEADER.unpack_from(data)
+    payload = data[HEADER.size:]
+    if magic != MAGIC or version != FORMAT or length != len(payload) \
+            or hashlib.sha256(payload).digest() != checksum:
+        return None
+    return payload
+
+
+def write(path: Path, payload: bytes) -> bool:
+    """Write the entry atomically (see the module's docstring); whether it was written."""
+    header = HEADER.pack(MAGIC, FORMAT, len(payload), hashlib.sha256(payload).digest())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".astjit")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(header)
+            file.write(payload)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        return False

@@ -1,0 +1,274 @@
+"""jit(cache=True): machine code on disk, loaded by later processes (astjit/cache).
+
+Processes that compile and load run as children (a fresh interpreter each, with a temporary
+ASTJIT_CACHE_DIR and a timeout); the file format and the keys are also checked in process.
+"""
+import functools
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from astjit import cache, jit
+from astjit.cache import store
+from astjit.cache.dependencies import Uncacheable, digest
+
+MODULE = '''
+import os
+import numpy as np
+from astjit import grad, jit
+
+SCALE = int(os.environ.get("SCALE", "3"))
+BIAS = 0.5
+
+def helper(x):
+    return x * x + 1.0
+
+def scalar_kernel(x, n):
+    s = 0.0
+    for i in range(n):
+        s += helper(x + i) * SCALE
+    return s
+
+def loss(w, x):
+    return np.mean(np.tanh(x @ w + BIAS) ** 2)
+
+def step(w, x, lr):
+    return w - lr * grad(loss)(w, x)
+
+def divide(a, b):
+    return a / b
+
+def column_sums(x):
+    return np.sum(x * 2.0, axis=0)
+
+jit_scalar = jit(scalar_kernel, cache=True)
+jit_step = jit(step, cache=True)
+jit_divide = jit(divide, cache=True)
+jit_columns = jit(column_sums, cache=True)
+'''
+
+CHILD = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, ".")
+import kernels as k
+
+def loaded(f):
+    return all(spec.optimized is None for spec in f.signatures.values())
+
+w = np.linspace(-1.0, 1.0, 9).reshape(3, 3)
+x = np.linspace(0.0, 1.0, 12).reshape(4, 3)
+m = np.arange(12.0).reshape(3, 4)
+out = {"scalar": k.jit_scalar(0.5, 10), "python_scalar": k.scalar_kernel(0.5, 10),
+       "step": k.jit_step(w, x, 0.1).tolist(), "columns": k.jit_columns(m).tolist()}
+out["loaded"] = [loaded(k.jit_scalar), loaded(k.jit_step), loaded(k.jit_columns)]
+out["columns_t"] = k.jit_columns(m.T).tolist()  # a transposed view: may leave the first tier
+try:
+    k.jit_divide(1.0, 0.0)
+except ZeroDivisionError as error:
+    out["error"] = str(error)
+out["loaded_divide"] = loaded(k.jit_divide)
+print("RESULT " + json.dumps(out))
+'''
+
+
+def run_child(directory, code=CHILD, **env):
+    environment = dict(os.environ, ASTJIT_CACHE_DIR=str(directory / "cache"), **env)
+    environment.pop("ASTJIT_DISABLE_JIT", None)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=directory, env=environment,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(li for li in reversed(proc.stdout.splitlines()) if li.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def entries(directory):
+    return sorted((directory / "cache").glob("*.astjit"))
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "kernels.py").write_text(MODULE)
+    return tmp_path
+
+
+def expected_step():
+    w = np.linspace(-1.0, 1.0, 9).reshape(3, 3)
+    x = np.linspace(0.0, 1.0, 12).reshape(4, 3)
+    h = np.tanh(x @ w + 0.5)
+    gradient = x.T @ (2.0 * h * (1.0 - h * h)) / h.size
+    return w - 0.1 * gradient
+
+
+def test_a_second_process_loads_what_the_first_compiled(project):
+    cold = run_child(project)
+    assert cold["loaded"] == [False, False, False] and not cold["loaded_divide"]
+    assert cold["scalar"] == cold["python_scalar"]
+    np.testing.assert_allclose(cold["step"], expected_step(), rtol=1e-12)
+    m = np.arange(12.0).reshape(3, 4)
+    assert cold["columns"] == (2.0 * m).sum(axis=0).tolist()
+    assert cold["columns_t"] == (2.0 * m.T).sum(axis=0).tolist()
+    assert len(entries(project)) >= 4  # one per specialization (jit_columns has two)
+    warm = run_child(project)
+    assert warm["loaded"] == [True, True, True] and warm["loaded_divide"]
+    for name in ("scalar", "step", "columns", "columns_t", "error"):
+        assert warm[name] == cold[name], name
+    assert "division by zero" in warm["error"]
+
+
+def test_damaged_entries_are_compiled_again(project):
+    cold = run_child(project)
+    for damage in (lambda b: b[: len(b) // 2], lambda b: b[:-40] + bytes(40),
+                   lambda b: b[:100] + bytes(x ^ 0xFF for x in b[100:116]) + b[116:],
+                   lambda b: b""):
+        for path in entries(project):
+            path.write_bytes(damage(path.read_bytes()))
+        again = run_child(project)
+        assert again["loaded"] == [False, False, False]
+        assert (again["scalar"], again["step"]) == (cold["scalar"], cold["step"])
+    assert run_child(project)["loaded"] == [True, True, True]
+
+
+def test_edits_and_the_values_read_are_part_of_the_key(project):
+    first = run_child(project)
+    path = project / "kernels.py"
+    path.write_text(path.read_text().replace("x * x + 1.0", "x * x + 2.0"))  # the callee
+    edited = run_child(project)
+    assert edited["loaded"] == [False, True, True]
+    assert edited["scalar"] == edited["python_scalar"] != first["scalar"]
+    five = run_child(project, SCALE="5")  # a global's value
+    assert five["loaded"][0] is False and five["scalar"] == five["python_scalar"]
+    again = run_child(project, SCALE="3")
+    assert again["loaded"][0] is True and again["scalar"] == edited["scalar"]
+    path.write_text(path.read_text().replace("BIAS = 0.5", "BIAS = 0.7"))  # the callee's global
+    bias = run_child(project)
+    assert bias["loaded"] == [True, False, True] and bias["step"] != first["step"]
+
+
+def test_concurrent_writers_leave_one_valid_entry_each(project):
+    environment = dict(os.environ, ASTJIT_CACHE_DIR=str(project / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD], cwd=project, env=environment,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+        results.append(json.loads(out.splitlines()[-1][len("RESULT "):]))
+    assert all(r["scalar"] == r["python_scalar"] and r["step"] == results[0]["step"]
+               for r in results)
+    assert not [p for p in (project / "cache").iterdir() if p.name.startswith(".tmp")]
+    assert run_child(project)["loaded"] == [True, True, True]
+
+
+PICKLER = '''
+import json, pickle, sys
+sys.path.insert(0, ".")
+import kernels as k
+from astjit import jit
+f = jit(k.divide, cache=True)  # not a module attribute: pickled as jit(divide, cache=True)
+with open("f.pickle", "wb") as fh:
+    pickle.dump(f, fh)
+print("RESULT " + json.dumps({"value": f(3.0, 2.0)}))
+'''
+
+UNPICKLER = '''
+import json, pickle, sys
+sys.path.insert(0, ".")
+with open("f.pickle", "rb") as fh:
+    f = pickle.load(fh)
+value = f(3.0, 2.0)
+loaded = all(spec.optimized is None for spec in f.signatures.values())
+print("RESULT " + json.dumps({"value": value, "loaded": loaded}))
+'''
+
+
+def test_an_unpickled_function_loads_from_the_cache(project):
+    assert run_child(project, PICKLER) == {"value": 1.5}
+    assert run_child(project, UNPICKLER) == {"value": 1.5, "loaded": True}
+
+
+# ---- in process -----------------------------------------------------------------------------
+
+def test_the_file_layout_rejects_damage(tmp_path):
+    path = tmp_path / "entry.astjit"
+    assert store.write(path, b"payload" * 100)
+    assert store.read(path) == b"payload" * 100
+    data = path.read_bytes()
+    for damaged in (data[:-1], data[:20], data[:60] + b"X" + data[61:], b"ASTJITC?" + data[8:]):
+        path.write_bytes(damaged)
+        assert store.read(path) is None
+    assert store.read(tmp_path / "absent.astjit") is None
+
+
+def test_the_folder_is_chosen_by_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    assert store.directory() == tmp_path
+    monkeypatch.delenv("ASTJIT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert store.directory() == tmp_path / "xdg" / "astjit"
+
+
+def closure_reading(value):
+    def inner(x):
+        return x * value
+    return inner
+
+
+def multiply(a, b):
+    return a * b
+
+
+TWICE = functools.partial(multiply, 2.0)
+
+
+def reads_a_partial(x):
+    return TWICE(x)  # a partial is keyed by nothing (dependencies.py): never cached
+
+
+def test_digests_follow_values_read():
+    assert digest(closure_reading(2.0)) == digest(closure_reading(2.0))
+    assert digest(closure_reading(2.0)) != digest(closure_reading(3.0))
+    assert digest(closure_reading(np.float32(2.0))) != digest(closure_reading(2.0))
+    with pytest.raises(Uncacheable):
+        digest(reads_a_partial)
+    assert cache.place(reads_a_partial, {}, ()) is None
+
+
+def test_an_uncacheable_function_compiles_and_writes_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    assert jit(reads_a_partial, cache=True)(1.5) == 3.0
+    assert not list(tmp_path.glob("*"))
+
+
+def test_compiled_code_names_python_objects_by_symbol(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    f = jit(lambda_free_scale, cache=True)
+    assert f(2.0) == 5.0
+    text = f.ir(2.0, stage="llvm")  # compiled again: a loaded entry keeps no IR
+    assert '@"astjit.obj.builtins:float"' in text and "inttoptr (i64 " not in text
+
+
+def lambda_free_scale(x):
+    return x * 2.5
+
+
+def test_options_are_checked():
+    with pytest.raises(TypeError, match="cache"):
+        jit(lambda_free_scale, cache="yes")
+    with pytest.raises(ValueError, match="cache=True"):
+        jit(lambda_free_scale, cache=True, target="cuda-sim")
+
+
+def test_a_second_dispatcher_in_one_process_loads_the_entry(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    first = jit(closure_reading(4.0), cache=True)
+    assert first(2.0) == 8.0
+    assert len(list(tmp_path.glob("*.astjit"))) == 1
+    second = jit(closure_reading(4.0), cache=True)
+    assert second(2.0) == 8.0 and first(3.0) == 12.0
+    assert all(spec.optimized is None for spec in second.signatures.values())
