@@ -2,8 +2,9 @@
 
 What travels is the Python function and the options it was compiled with, never
 compiled code, IR or caches: the unpickled object is fresh and compiles on its first
-call in the process that unpickled it (where the disk cache, `cache=True`, will later
-load it instead: the options travel, so a `cache` option reaches `jit` there).
+call in the process that unpickled it, or loads it from the disk cache where the function
+was jitted with `cache=True` (the options travel: `api.unpickle_jitted` is `jit(py_func,
+**options)`; astjit/cache).
 
 How the Python function travels (`portable`):
 - by reference, through pickle's own function pickling, when its module and qualified
