@@ -1,9 +1,10 @@
 """Function transforms on arrays, side by side with JAX: vmap(grad), hessian, jacobians.
 
 Issue 14's targets: `vmap(grad(f))` over a batch <= JAX's time for the same program;
-`hessian` of a small MLP loss <= JAX's. Both libraries' functions are compiled first
-(`jit` of the transform) and checked equal; then interleaved rounds, medians, ratios.
-JAX runs in float64 (`jax_enable_x64`) on the CPU, like astjit.
+`hessian` of a small MLP loss <= JAX's. Also the per-example gradients of a lookup
+(gathers with a batch of index arrays) and the gradient through scatter writes. Both
+libraries' functions are compiled first (`jit` of the transform) and checked equal; then
+interleaved rounds, medians, ratios. JAX runs in float64 (`jax_enable_x64`) on the CPU, like astjit.
 
     python benchmarks/transforms_run.py [--quick]
 
@@ -39,6 +40,17 @@ def vector_field(x, W):              # R^n -> R^m
     return np.tanh(W @ x) * np.sum(x ** 2)
 
 
+def lookup_loss(E, idx, y):          # rows of a table gathered by an example's indices
+    return (np.sum(np.tanh(E[idx])) - y) ** 2
+
+
+def scatter_loss(x, v, idx):         # a write by an index array, then np.add.at
+    y = x * 1.0
+    y[idx] = v
+    np.add.at(y, idx, v * v)
+    return np.sum(np.sin(y))
+
+
 def jax_versions():
     import jax
     import jax.numpy as jnp
@@ -56,11 +68,25 @@ def jax_versions():
     def vector_field_j(x, W):
         return jnp.tanh(W @ x) * jnp.sum(x ** 2)
 
+    def lookup_loss_j(E, idx, y):
+        return (jnp.sum(jnp.tanh(E[idx])) - y) ** 2
+
+    def scatter_loss_j(x, v, idx):  # unique indices: .at[].set is NumPy's assignment
+        y = x.at[idx].set(v).at[idx].add(v * v)
+        return jnp.sum(jnp.sin(y))
+
     per_example = jax.jit(jax.vmap(jax.grad(example_loss_j), in_axes=(None, 0, 0)))
+    lookups = jax.jit(jax.vmap(jax.grad(lookup_loss_j), in_axes=(None, 0, 0)))
+    scatters = jax.jit(jax.grad(scatter_loss_j, argnums=(0, 1)))
+    per_example_scatters = jax.jit(jax.vmap(jax.grad(scatter_loss_j, argnums=(0, 1))))
     return {"vmap(grad)": lambda *a: np.asarray(per_example(*a)),
             "hessian": (lambda h: lambda *a: np.asarray(h(*a)))(jax.jit(jax.hessian(mlp_loss_j))),
             "jacfwd": (lambda j: lambda *a: np.asarray(j(*a)))(jax.jit(jax.jacfwd(vector_field_j))),
-            "jacrev": (lambda j: lambda *a: np.asarray(j(*a)))(jax.jit(jax.jacrev(vector_field_j)))}
+            "jacrev": (lambda j: lambda *a: np.asarray(j(*a)))(jax.jit(jax.jacrev(vector_field_j))),
+            "vmap(grad) gather": lambda *a: np.asarray(lookups(*a)),
+            "grad scatter": lambda *a: np.concatenate([np.asarray(g) for g in scatters(*a)]),
+            "vmap(grad) scatter": lambda *a: np.concatenate(
+                [np.asarray(g) for g in per_example_scatters(*a)], axis=1)}
 
 
 def main() -> int:
@@ -80,6 +106,19 @@ def main() -> int:
                    (rng.standard_normal(16), rng.standard_normal((8, 16))), "R^16 -> R^8"),
         "jacrev": (astjit.jit(astjit.jacrev(vector_field)),
                    (rng.standard_normal(16), rng.standard_normal((8, 16))), "R^16 -> R^8"),
+        "vmap(grad) gather": (astjit.jit(astjit.vmap(astjit.grad(lookup_loss), in_axes=(None, 0, 0))),
+                              (rng.standard_normal((10, 4)), rng.integers(-10, 10, (1000, 3)),
+                               rng.standard_normal(1000)), "1000 examples of 3 rows of 10 x 4"),
+        "grad scatter": ((lambda g: lambda *a: np.concatenate(g(*a)))(
+                             astjit.jit(astjit.grad(scatter_loss, argnums=(0, 1)))),
+                         (rng.standard_normal(10 ** 5), rng.standard_normal(10 ** 4),
+                          rng.permutation(10 ** 5)[:10 ** 4]), "10^4 of 10^5, unique"),
+        "vmap(grad) scatter": (
+            (lambda g: lambda *a: np.concatenate(g(*a), axis=1))(
+                astjit.jit(astjit.vmap(astjit.grad(scatter_loss, argnums=(0, 1))))),
+            (rng.standard_normal((1000, 16)), rng.standard_normal((1000, 4)),
+             np.argsort(rng.random((1000, 16)), axis=1)[:, :4]),
+            "1000 examples, 4 of 16 each, unique"),
     }
     try:
         jax_fns = jax_versions()

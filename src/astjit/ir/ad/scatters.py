@@ -12,10 +12,11 @@ accumulator) seen through the same views as the scatter's array:
   index arrays) wins. So `v`'s element j gets `A` at its place only where no later
   element of the index writes the same place, zero elsewhere, and `A` is then zeroed at
   the written places (the values there were overwritten, nothing of them reaches the
-  result). Which elements win: a scratch array over the indexed axes takes each
-  index position's number (a scatter, written in the forward's order) and reads them
-  back (a gather); a position wins where it reads its own number. Indices that cannot
-  repeat (the rows of a mask's `nonzero`) skip that.
+  result). Which elements win: a scratch int array like the written one takes each
+  element's number in the gather's C order (a scatter, written in the forward's order)
+  and gives them back (a gather); an element wins where it reads its own number. (Made
+  like `A`, the scratch is batched where `A` is, so vmap keeps it a batch.) Indices that
+  cannot repeat (the rows of a mask's `nonzero`) skip that.
 - `np.add.at` accumulates: every element of `v` gets `A` at its place, and `A` passes
   to the old `x` unchanged.
 
@@ -59,7 +60,7 @@ def value_adjoint(e: GraphBuilder, target: Value, value: Value, indices: list[Va
     read = e.op("gather", target, *indices, **attrs)
     if not node.attrs["accumulate"] and not unique:
         zero = e.const(0.0, read.type.dtype)
-        read = e.op("where", winners(e, target, indices, node), read, zero)
+        read = e.op("where", winners(e, target, read, indices, node), read, zero)
     if isinstance(value.type, ArrayType):
         return read
     return e.op("reduce", read, kind="sum", axis=None, keepdims=False)
@@ -71,26 +72,19 @@ def zero_written(e: GraphBuilder, target: Value, indices: list[Value], node: Nod
          **index_attrs(node))
 
 
-def winners(e: GraphBuilder, target: Value, indices: list[Value], node: Node) -> Value:
-    """A bool array that broadcasts to the gather's shape: true where the element of the
-    index is the last (C order) to write its place, so its value is the one that stays."""
-    axis, k = node.attrs["axis"], len(indices)
-    index = next(v for v in indices if isinstance(v.type, ArrayType))
-    shape = [e.op("array_dim", index, axis=j) for j in range(index.type.ndim)]
+def winners(e: GraphBuilder, target: Value, read: Value, indices: list[Value],
+            node: Node) -> Value:
+    """A bool array of the gather's shape (`read`'s): true where the element of the index
+    is the last (C order) to write its place, so that its value is the one that stays."""
+    shape = [e.op("array_dim", read, axis=j) for j in range(read.type.ndim)]
     size = e.const(1, I64)
     for d in shape:
         size = e.op("mul", size, d)
     numbers = e.op("array_reshape", e.op("array_arange", e.const(0, I64), size), *shape)
-    places = [e.op("array_dim", target, axis=a) for a in range(axis, axis + k)]
-    scratch = e.op("array_new", *places, dtype=I64, fill=None)
-    placed = {"axis": 0, "axes": node.attrs["axes"], "boundscheck": False}
-    e.op("scatter", scratch, numbers, *indices, accumulate=False, **placed)
-    won = e.op("eq", e.op("gather", scratch, *indices, **placed), numbers)
-    trailing = target.type.ndim - axis - k
-    if trailing:
-        ndim = won.type.ndim
-        won = e.op("array_expand_dims", won, axes=tuple(range(ndim, ndim + trailing)))
-    return won
+    scratch = e.op("array_new_like", target, dtype=I64, fill=None)
+    attrs = index_attrs(node)
+    e.op("scatter", scratch, numbers, *indices, accumulate=False, **attrs)
+    return e.op("eq", e.op("gather", scratch, *indices, **attrs), numbers)
 
 
 def unique_indices(indices: list[Value], defs: dict[Value, Node]) -> bool:

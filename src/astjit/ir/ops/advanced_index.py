@@ -152,7 +152,10 @@ def basic_view(em: _Emitter, x: Value, found: list[Entry], advanced: bool) -> Va
         axis += e.width
     while spec and spec[-1] == "s000":
         spec.pop()
-    view = em.op("array_view", x, *inputs, spec=tuple(spec))
+    if advanced and not spec:  # x[idx]: no view, so that its adjoint is the gather's own
+        view = x
+    else:
+        view = em.op("array_view", x, *inputs, spec=tuple(spec))
     if new_axes:
         view = em.op("array_expand_dims", view, axes=tuple(new_axes))
     return view

@@ -27,7 +27,9 @@ applied to consecutive axes `axis, axis + 1, ...` of its array:
 """
 from __future__ import annotations
 
+from ..core import Value
 from ..types import BOOL, I64, NONE, ArrayType
+from .batching import NotBatchable, as_batched, dims, each, with_rank
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -200,17 +202,112 @@ def _compress_adjoint_jvp(e, tangents, ins, out, attrs):
     return e.op("compress_adjoint", tangents[0], *ins[1:], **attrs)
 
 
+# ---- batching rules (ops/batching.py) -------------------------------------------------
+
+def _to_front(b, v: Value, axis: int) -> Value:
+    """`v` with its axis `axis` moved to the front (a view)."""
+    if axis == 0:
+        return v
+    order = (axis, *range(axis), *range(axis + 1, v.type.ndim))
+    return b.op("array_permute", v, axes=order)
+
+
+def _from_front(b, v: Value, axis: int) -> Value:
+    """`v` with its first axis moved to position `axis` (a view)."""
+    if axis == 0:
+        return v
+    order = (*range(1, axis + 1), 0, *range(axis + 1, v.type.ndim))
+    return b.op("array_permute", v, axes=order)
+
+
+def _batched_indices(b, node, ins, batched, first: int):
+    """The indices of a gather-like `node` with a batched one: one more index, the example's
+    number, first, all of the batch's shape (ints that are the same everywhere stay), and
+    the attrs that place them at the example's `axis`, where the batch axis is moved to."""
+    operands = list(zip(ins[first:], batched[first:], node.inputs[first:]))
+    v, f, example = next((v, f, o.type) for v, f, o in operands if isinstance(o.type, ArrayType))
+    shape = [b.size, *dims(b, v)[1 if f else 0:]]
+    indices = []
+    for v, f, _ in operands:
+        if not f and not isinstance(v.type, ArrayType):
+            indices.append(v)
+            continue
+        v = with_rank(b, v, example.ndim) if f else v
+        indices.append(b.op("array_broadcast_to", v, *shape))
+    numbers = b.op("array_arange", b.const(0, I64), b.size)
+    if example.ndim:
+        numbers = b.op("array_expand_dims", numbers, axes=tuple(range(1, 1 + example.ndim)))
+    axes = node.attrs["axes"]
+    attrs = {**node.attrs, "axes": (axes[0], *axes)}
+    return [b.op("array_broadcast_to", numbers, *shape), *indices], attrs
+
+
+def _gather_batch(b, node, ins, batched):
+    """Unbatched indices: the gather one axis further in. A batched index: the example's
+    number as one more index, over the batch axis moved next to the indexed ones."""
+    axis = node.attrs["axis"]
+    if not any(batched[1:]):
+        return each(b.op("gather", ins[0], *ins[1:], **{**node.attrs, "axis": axis + 1}))
+    indices, attrs = _batched_indices(b, node, ins, batched, 1)
+    x = _from_front(b, as_batched(b, ins[0], batched[0]), axis)
+    return each(_to_front(b, b.op("gather", x, *indices, **attrs), axis))
+
+
+def _gather_adjoint_batch(b, node, ins, batched):
+    """The same places as `_gather_batch`'s, the cotangent's batch axis moved as the
+    gather's result had it."""
+    axis = node.attrs["axis"]
+    g, x = (as_batched(b, v, f) for v, f in zip(ins[:2], batched[:2]))
+    if not any(batched[2:]):
+        return each(b.op("gather_adjoint", g, x, *ins[2:], **{**node.attrs, "axis": axis + 1}))
+    indices, attrs = _batched_indices(b, node, ins, batched, 2)
+    out = b.op("gather_adjoint", _from_front(b, g, axis), _from_front(b, x, axis), *indices,
+               **attrs)
+    return each(_to_front(b, out, axis))
+
+
+def _scatter_batch(b, node, ins, batched):
+    """Into a batched array only (an unbatched one is one array that every example shares):
+    the value as a batch of the gather's shape (a number stays one), placed as
+    `_gather_batch` places a gather."""
+    if not batched[0]:
+        raise NotBatchable("a scatter of batched values into an array every example shares")
+    axis, (x, v, *index) = node.attrs["axis"], ins
+    if batched[1] and not isinstance(node.inputs[1].type, ArrayType):
+        shape = _example_gather_dims(b, node, ins, batched)
+        v = b.op("array_broadcast_to", with_rank(b, v, len(shape)), b.size, *shape)
+    elif not batched[1] and isinstance(v.type, ArrayType):
+        v = b.op("array_broadcast_to", v, b.size, *dims(b, v))
+    if not any(batched[2:]):
+        return [(b.op("scatter", x, v, *index, **{**node.attrs, "axis": axis + 1}), False)]
+    indices, attrs = _batched_indices(b, node, ins, batched, 2)
+    if isinstance(v.type, ArrayType):
+        v = _from_front(b, v, axis)
+    return [(b.op("scatter", _from_front(b, x, axis), v, *indices, **attrs), False)]
+
+
+def _example_gather_dims(b, node, ins, batched) -> list:
+    """The shape of one example's gather by a scatter's indices (ins[2:]), x batched."""
+    axis, k = node.attrs["axis"], len(ins) - 2
+    x = dims(b, ins[0])[1:]
+    v, f = next((v, f) for v, f, o in zip(ins[2:], batched[2:], node.inputs[2:])
+                if isinstance(o.type, ArrayType))
+    return x[:axis] + dims(b, v)[1 if f else 0:] + x[axis + k:]
+
+
 _READS = ("pure", "reads", "allocates", "raises")
 _def("gather", -1, gather_rule, py_gather, {"*": Routine("gather")}, (*_READS, "linear"),
-     vjp=_gather_vjp,
+     vjp=_gather_vjp, batch=_gather_batch,
      doc="x[..., idx_0, idx_1, ...] at attrs['axis'] (integer arrays of one shape, or ints); "
          "attrs axes (the user's axis of each index, for messages)")
 _def("gather_adjoint", -1, gather_adjoint_rule, py_gather_adjoint, {"*": Routine("gather_adjoint")},
      ("pure", "reads", "allocates"), vjp=_gather_adjoint_vjp, jvp=_gather_adjoint_jvp,
+     batch=_gather_adjoint_batch,
      doc="zeros like x, np.add.at of g at the gathered places: a gather's adjoint")
 _def("scatter", -1, scatter_rule, py_scatter, {"*": Routine("scatter")},
      ("raises", "reads", "writes", "linear"),
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/scatters.py)",
+     batch=_scatter_batch,
      doc="x[..., idx, ...] = v (attrs accumulate: np.add.at); output none")
 _def("compress", 2, compress_rule, py_compress, {"*": Routine("compress")}, (*_READS, "linear"),
      vjp=_compress_vjp, doc="x[..., m] at attrs['axis']: the elements a bool mask selects")
