@@ -49,6 +49,7 @@ jit_scalar = jit(scalar_kernel, cache=True)
 jit_step = jit(step, cache=True)
 jit_divide = jit(divide, cache=True)
 jit_columns = jit(column_sums, cache=True)
+jit_grad = jit(grad(loss), cache=True)  # a derived function, jitted with options
 '''
 
 CHILD = '''
@@ -72,6 +73,8 @@ try:
 except ZeroDivisionError as error:
     out["error"] = str(error)
 out["loaded_divide"] = loaded(k.jit_divide)
+out["grad"] = k.jit_grad(w, x).tolist()
+out["loaded_grad"] = loaded(k.jit_grad)
 print("RESULT " + json.dumps(out))
 '''
 
@@ -114,8 +117,9 @@ def test_a_second_process_loads_what_the_first_compiled(project):
     assert cold["columns_t"] == (2.0 * m.T).sum(axis=0).tolist()
     assert len(entries(project)) >= 4  # one per specialization (jit_columns has two)
     warm = run_child(project)
-    assert warm["loaded"] == [True, True, True] and warm["loaded_divide"]
-    for name in ("scalar", "step", "columns", "columns_t", "error"):
+    assert warm["loaded"] == [True, True, True] and warm["loaded_divide"] and warm["loaded_grad"]
+    assert not cold["loaded_grad"]
+    for name in ("scalar", "step", "columns", "columns_t", "error", "grad"):
         assert warm[name] == cold[name], name
     assert "division by zero" in warm["error"]
 
