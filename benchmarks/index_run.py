@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -21,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from astjit import jit  # noqa: E402
+from interleaved import interleaved_medians, ratio_line  # noqa: E402
 
 N = 10 ** 6
 
@@ -73,16 +73,6 @@ CASES = [(gather, "x"), (gather_sum, "x"), (gather_rows, "a"), (gather_columns, 
          (mask_fill_expression, "m"), (scatter, "x"), (scatter_update, "x"), (add_at, "x")]
 
 
-def median_time(fn, args, rounds=41) -> float:
-    fn(*args)
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
-
-
 def main(only: list[str]) -> None:
     inputs = _inputs()
     print(f"{'case':22s} {'NumPy':>10s} {'astjit':>10s} {'astjit/NumPy':>13s}")
@@ -94,9 +84,7 @@ def main(only: list[str]) -> None:
         got = compiled(*[np.copy(a) for a in inputs[kind]])
         assert np.shape(got) == np.shape(want) and np.allclose(got, want), fn.__name__
         args = [np.copy(a) for a in inputs[kind]]
-        numpy_time, astjit_time = median_time(fn, args), median_time(compiled, args)
-        print(f"{fn.__name__:22s} {numpy_time * 1e3:8.3f}ms {astjit_time * 1e3:8.3f}ms "
-              f"{astjit_time / numpy_time:12.2f}x")
+        print(ratio_line(fn.__name__, 22, *interleaved_medians(fn, compiled, args)))
 
 
 if __name__ == "__main__":

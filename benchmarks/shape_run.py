@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -19,6 +18,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from astjit import jit  # noqa: E402
+from interleaved import interleaved_medians, ratio_line  # noqa: E402
 
 N = 10 ** 6
 
@@ -71,16 +71,6 @@ CASES = [(concatenate, "ab"), (concatenate_axis1, "ab"), (stack, "ab"), (hstack,
          (copy_transposed, "a"), (ascontiguousarray, "a"), (array, "scalars")]
 
 
-def median_time(fn, args, rounds=41) -> float:
-    fn(*args)
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
-
-
 def main(only: list[str]) -> None:
     inputs = _inputs()
     print(f"{'function':20s} {'NumPy':>10s} {'astjit':>10s} {'astjit/NumPy':>13s}")
@@ -92,9 +82,7 @@ def main(only: list[str]) -> None:
         want, got = fn(*args), compiled(*args)
         assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want), \
             fn.__name__
-        numpy_time, astjit_time = median_time(fn, args), median_time(compiled, args)
-        print(f"{fn.__name__:20s} {numpy_time * 1e3:8.3f}ms {astjit_time * 1e3:8.3f}ms "
-              f"{astjit_time / numpy_time:12.2f}x")
+        print(ratio_line(fn.__name__, 20, *interleaved_medians(fn, compiled, args)))
 
 
 if __name__ == "__main__":
