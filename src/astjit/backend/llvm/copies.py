@@ -59,6 +59,10 @@ def copy_with(b: ir.IRBuilder, source: ir.Value, src_t: ArrayType, dest: ir.Valu
                       *fields])
 
 
+SHORT_AXES = (2, 3, 4)
+"""Lengths of the last axis for which a copy's innermost loop is unrolled."""
+
+
 class _Site(NamedTuple):
     """What `nests.loop_nest` needs of an emitter, in a shared function."""
 
@@ -79,11 +83,29 @@ def _copy(element: ir.Type, ndim: int, src_ndim: int):
         def body(indices):
             value = b.load(_at(b, source, src_strides, indices[lead:]), align=align)
             b.store(value, _at(b, dest, dest_strides, indices), align=align)
+        if ndim >= 2:
+            _unrolled_short_last_axis(fn, b, dims, body)
         nests.loop_nest(_Site(b), list(dims), body, "copy")
         b.ret_void()
     fnty = ir.FunctionType(ir.VoidType(), [element.as_pointer()] * 2 +
                            [I64_T] * (2 * src_ndim + 2 * ndim))
     return fnty, emit
+
+
+def _unrolled_short_last_axis(fn: ir.Function, b: ir.IRBuilder, dims, body) -> None:
+    """Where the last axis has a length in SHORT_AXES, the copy with that axis unrolled
+    (np.repeat's copy of a broadcast view is (n, 2): an innermost loop of two steps costs
+    more than the copying it does); the builder is left where the other lengths go on."""
+    generic = fn.append_basic_block("copy.generic")
+    cases = b.switch(dims[-1], generic)
+    for length in SHORT_AXES:
+        block = fn.append_basic_block(f"copy.last{length}")
+        cases.add_case(_i64(length), block)
+        b.position_at_end(block)
+        nests.loop_nest(_Site(b), list(dims[:-1]), lambda outer, length=length: [
+            body([*outer, _i64(j)]) for j in range(length)], f"copy{length}")
+        b.ret_void()
+    b.position_at_end(generic)
 
 
 def _at(b, data, strides, indices):
