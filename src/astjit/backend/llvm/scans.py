@@ -33,8 +33,11 @@ if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
 
-BLOCK = 1024
-"""Elements per block of a unit-stride argmax row (8 KiB of doubles: in L1 for the search)."""
+BLOCK = 256
+"""Elements per block of a unit-stride argmax row: the search reads one block again, which
+for a row of a few hundred or thousand elements (argmax(axis=1) of a matrix) is a second
+pass over much of it when blocks are long; short ones make more blocks' ends (a horizontal
+reduction each). docs/measurements.md has the timings that chose it."""
 
 
 def _i64(value: int) -> ir.Constant:
