@@ -94,11 +94,13 @@ def run(options: Options) -> int:
     for thread in threads:
         thread.join()
     print(tally.line(), flush=True)
-    for failure in sorted(tally.failures, key=lambda f: f.index)[:REPORTED]:
+    reported = sorted(tally.failures, key=lambda f: f.index)[:REPORTED]
+    for failure in reported:
         path = report(options, workdir, failure)
         print(f"program {failure.index}: written to {path}", flush=True)
     shutil.rmtree(workdir, ignore_errors=True)
-    print(tally.line(), flush=True)
+    if reported:  # the tally last again, after the shrinking's lines
+        print(tally.line(), flush=True)
     return 1 if tally.counts["mismatch"] or tally.counts["crash"] or tally.counts["error"] else 0
 
 
