@@ -27,11 +27,10 @@ def fingerprint() -> str:
     import llvmlite.binding as llvm
     import numpy
 
-    import astjit
-
+    version = sys.modules["astjit"].__version__  # imported by now (an import: a cycle)
     parts = [
         f"format={FORMAT}",
-        f"astjit={astjit.__version__}:{_package_state(Path(astjit.__file__).parent)}",
+        f"astjit={version}:{_package_state(Path(__file__).resolve().parent.parent)}",
         f"llvmlite={llvmlite.__version__}",
         "llvm=" + ".".join(map(str, llvm.llvm_version_info)),
         f"numpy={numpy.__version__}",
