@@ -16,20 +16,28 @@ def remainder_of_array(a, y):
     return np.sum(np.remainder(a, y) * a)
 
 
-@pytest.mark.parametrize("x, y, expected", [
-    (1e300, -1.0, (1.0, 1e300)),   # floor(x / y) past int64: Python's int floor raised OverflowError
-    (7.5, 2.0, (1.0, -3.0)),
-    (-7.5, 2.0, (1.0, 4.0)),
+def fmod(x, y):
+    return math.fmod(x, y)
+
+
+def fmod_of_array(a, y):
+    return np.sum(np.fmod(a, y) * a)
+
+
+# d/dy of x % y is -floor(x / y), of fmod(x, y) -trunc(x / y): Python's int floor and trunc
+# raised OverflowError past int64 (1e300 % -1.0), and the rules failed on arrays
+@pytest.mark.parametrize("fn, array_fn, rounding, cases", [
+    (remainder, remainder_of_array, np.floor, [(1e300, -1.0, 1e300), (7.5, 2.0, -3.0), (-7.5, 2.0, 4.0)]),
+    (fmod, fmod_of_array, np.trunc, [(1e56, -0.1, 1e57), (7.5, 2.0, -3.0), (-7.5, 2.0, 3.0)]),
 ])
-def test_remainder_gradient_takes_a_float_floor(x, y, expected):
-    assert astjit.grad(remainder, argnums=(0, 1))(x, y) == expected
-
-
-def test_remainder_gradient_of_arrays():
+def test_remainder_gradients_take_a_float_rounding(fn, array_fn, rounding, cases):
+    for x, y, dy in cases:
+        got = astjit.grad(fn, argnums=(0, 1))(x, y)
+        assert got[0] == 1.0 and got[1] == pytest.approx(dy, rel=1e-15)
     a, y = np.array([7.5, -3.0, 4.25]), 2.0
-    da, dy = astjit.grad(remainder_of_array, argnums=(0, 1))(a, y)
-    np.testing.assert_array_equal(da, np.remainder(a, y) + a)   # d/da (a mod y) a = 1 * a + (a mod y)
-    assert dy == -np.sum(np.floor(a / y) * a)
+    da, dy = astjit.grad(array_fn, argnums=(0, 1))(a, y)
+    np.testing.assert_array_equal(da, (a - y * rounding(a / y)) + a)   # d/da of (a rem y) a
+    assert dy == -np.sum(rounding(a / y) * a)
 
 
 def power(a, b):
@@ -48,28 +56,3 @@ def test_power_gradient_in_the_exponent_at_a_zero_base_is_zero():
     da, db = astjit.grad(power_of_array, argnums=(0, 1))(np.array([0.0, 2.0]), np.array([3.0, 0.5]))
     np.testing.assert_allclose(da, [0.0, 0.5 / np.sqrt(2.0)])
     np.testing.assert_allclose(db, [0.0, np.sqrt(2.0) * np.log(2.0)])
-
-
-def fmod(x, y):
-    return math.fmod(x, y)
-
-
-def fmod_of_array(a, y):
-    return np.sum(np.fmod(a, y) * a)
-
-
-@pytest.mark.parametrize("x, y, expected", [
-    (1e56, -0.1, (1.0, 1e57)),   # trunc(x / y) past int64: Python's int trunc raised OverflowError
-    (7.5, 2.0, (1.0, -3.0)),
-    (-7.5, 2.0, (1.0, 3.0)),
-])
-def test_fmod_gradient_takes_a_float_trunc(x, y, expected):
-    dx, dy = astjit.grad(fmod, argnums=(0, 1))(x, y)
-    assert dx == expected[0] and dy == pytest.approx(expected[1], rel=1e-15)
-
-
-def test_fmod_gradient_of_arrays():
-    a, y = np.array([7.5, -3.0, 4.25]), 2.0
-    da, dy = astjit.grad(fmod_of_array, argnums=(0, 1))(a, y)
-    np.testing.assert_array_equal(da, np.fmod(a, y) + a)
-    assert dy == -np.sum(np.trunc(a / y) * a)
