@@ -337,7 +337,8 @@ def test_boundscheck_false_skips_the_checks():
     # An index past a row is read where the strides lead, as C would (here: the next row).
     assert entry.call(a, 0, 5) == 5.0
     total = compile_module(sum_module(boundscheck=False))
-    assert total.errors == [] and total.call(np.arange(100.0)) == 4950.0
+    assert {site.exc for site in total.errors} <= {"KeyboardInterrupt"}  # a long loop's check
+    assert total.call(np.arange(100.0)) == 4950.0
     scale = compile_module(scale_module(boundscheck=False))
     x = np.arange(4.0)
     scale.call(x, 2.0)

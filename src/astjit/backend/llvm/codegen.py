@@ -209,11 +209,31 @@ def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
 
 def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
-    """A natural loop: header phis, the cond region, the body region, one exit; its
-    back-edge counts work, and an outermost loop's checks for signals (interrupts.py)."""
+    """A natural loop (`emit_loop`); an outermost counted one whose trip count may be short
+    in two versions, the short one without signal checks (`interrupts.long_trip`)."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
+    long = interrupts.long_trip(em, node, invariants, initial)
+    if long is None:
+        return emit_loop(em, node, invariants, initial)
+    versions = [em.function.append_basic_block(n) for n in ("while.long", "while.short")]
+    merge = em.function.append_basic_block("while.merged")
+    em.builder.cbranch(long, *versions)
+    incoming = []
+    for block, checked in zip(versions, (True, False)):
+        em.builder.position_at_end(block)
+        incoming.append((emit_loop(em, node, invariants, initial, checked), em.builder.block))
+        em.builder.branch(merge)
+    em.builder.position_at_end(merge)
+    return [em.merge(out.type, [(outs[i], block) for outs, block in incoming])
+            for i, out in enumerate(node.outputs)]
+
+
+def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
+              initial: list[ir.Value], checked: bool = True) -> list[ir.Value]:
+    """Header phis, the cond region, the body region, one exit; its back-edge counts work,
+    and an outermost loop's checks for signals unless not `checked` (interrupts.py)."""
     preheader = em.builder.block
     header, body, end = (em.function.append_basic_block(n)
                          for n in ("while.cond", "while.body", "while.end"))
@@ -229,7 +249,7 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     em.builder.position_at_end(body)
     updated = em.emit_graph(body_region, invariants + carried)
     em.loop_depth -= 1
-    interrupts.at_back_edge(em, node)
+    interrupts.at_back_edge(em, node, checked)
     for phi, value in zip(carried, updated):
         phi.add_incoming(value, em.builder.block)
     em.builder.branch(header)

@@ -1,32 +1,48 @@
 """Ctrl-C in compiled loops: loops run Python's pending signal handlers as they go.
 
-Compiled code holds the GIL and runs no bytecode, so CPython's SIGINT handler, which only
-trips a flag for the interpreter's eval loop, would wait for a long loop to end. A loop
-calls `PyErr_CheckSignals()`: with no signal pending (or off the main thread) it returns
-0; otherwise it runs the handlers, and when one raises (SIGINT's: KeyboardInterrupt) it
-returns -1 with the exception set. The loop then leaves with the `INTERRUPTED` status,
-settling what the invocation owns as every error site does, and the wrapper returns NULL
-with that exception (`WrapperEmitter.report`).
+Compiled code runs no bytecode, so CPython's SIGINT handler, which only trips a flag for
+the interpreter's eval loop, would wait for a long loop to end. A loop calls the module's
+`astjit.signals()` (`define_signals`): where the module keeps the GIL, that is
+`PyErr_CheckSignals()`, which with no signal pending (or off the main thread) returns 0,
+and otherwise runs the handlers, returning -1 with the exception set when one raised
+(SIGINT's: KeyboardInterrupt). Where the module may release it (runtime/gil.py), it is
+`astjit.signals.released()`: while the call holds the GIL (its first check, or after
+taking it back for good), `PyErr_CheckSignals()`, then the GIL released (so a call
+releases it once it has run `CHECK_INTERVAL` units of work); without it, off the main
+thread, which never runs handlers, 0 at once; on it, at most every `GIL_RETAKE_NS` (so that
+a Python thread holding the GIL is not held up by each check), the GIL taken back
+(`PyEval_RestoreThread`), `PyErr_CheckSignals()`, and the GIL released again; the
+exception, if any, stays set in the thread's state. The loop then leaves with the
+`INTERRUPTED` status, settling what the invocation owns as every error site does, and the
+wrapper returns NULL with that exception (`WrapperEmitter.report`).
 
 The call costs more than a short loop iteration, so it is made once per `CHECK_INTERVAL`
 units of work, counted in a per-invocation counter (a stack slot LLVM keeps in a
 register): every loop's back-edge adds its iteration's weight, 1 plus `ARRAY_WORK` per
 node of its body making an array; a function's outermost loops check the counter at
-theirs. Not checked: an outermost loop that counts (`for i in range(n)` containing no loop
-and making no arrays): its trip count is known when it starts, and a check in it would
-stop LLVM from vectorizing it (docs/measurements.md); and a loop nested in another alone
-running long (its outer loop checks between its runs), as are a callee's loops while it
-runs (it checks its own outermost loops).
+theirs. A loop nested in another is not checked (its outer loop checks between its runs),
+nor are a callee's loops while it runs (it checks its own outermost loops).
+
+An outermost loop that counts (`for i in range(n)`, `while i < n: ... i += 1`) without
+loops, calls or arrays in it comes in two versions (`long_trip`): a check in it would
+stop LLVM from vectorizing it (docs/measurements.md), so where its trip count, known when
+it starts, is at most `LONG_TRIP`, it runs without checks; beyond (or where the count
+cannot be bounded, as for a float counter), the version with them runs. Where the count is
+over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
 """
 from __future__ import annotations
+
+import time
 
 from llvmlite import ir
 
 from ...ir.core import Node
 from ...ir.types import ArrayType
 from .emitter import FunctionEmitter
-from .lltypes import I32_T, I64_T, STATUS
-from .runtime.pyapi import declare
+from .lltypes import I32_T, I64_T, STATUS, constant
+from .runtime import gil
+from .runtime.pyapi import MAIN_THREAD, declare
+from .shared import shared_function
 
 INTERRUPTED = "KeyboardInterrupt"
 """The exception name of a loop's signal check: the exception is the handler's, already set."""
@@ -37,23 +53,37 @@ CHECK_INTERVAL = 1 << 16
 ARRAY_WORK = 1 << 12
 """The weight of a node making an array: a loop making one checks every 16 iterations."""
 
+LONG_TRIP = 1 << 20
+"""The most iterations a flat counted loop runs unchecked: about 0.1 s at 100 ns each."""
 
-def at_back_edge(em: FunctionEmitter, node: Node) -> None:
+RELEASE_TRIP = 1 << 14
+"""The fewest iterations of a flat counted loop before which the call releases the GIL
+(runtime/gil.py): over a microsecond, where the release costs tens of nanoseconds."""
+
+SIGNALS = gil.CHECK
+RELEASED = "astjit.signals.released"
+GIL_RETAKE_NS = 50_000_000
+"""The least time between two GIL-taking checks of a call that released the GIL: a
+thread waits for the GIL up to the switch interval (5 ms) when another holds it."""
+CHECK_SIGNATURE = ir.FunctionType(I32_T, [])
+
+
+def weight(node: Node) -> int:
+    """The work of one iteration of loop `node`, but for its inner loops' own."""
+    return 1 + ARRAY_WORK * sum(isinstance(v.type, ArrayType) for region in node.regions
+                                for n in region.walk() for v in n.outputs)
+
+
+def at_back_edge(em: FunctionEmitter, node: Node, checked: bool = True) -> None:
     """At the back-edge of `node` (a `while`): count its work; check for signals where it
-    is an outermost loop that checks."""
-    if em.numpy_semantics:
-        return  # a loop of a fused kernel's body
-    weight = 1 + ARRAY_WORK * sum(isinstance(v.type, ArrayType) for region in node.regions
-                                  for n in region.walk() for v in n.outputs)
-    outermost = not em.loop_depth
-    if outermost and weight == 1 and counts(node) \
-            and not any(n.op == "while" for region in node.regions for n in region.walk()):
-        return
+    is an outermost loop (and not the unchecked version of a short counted one)."""
+    if em.numpy_semantics or not checked:
+        return  # a loop of a fused kernel's body, or `long_trip`'s short version
     builder = em.builder
     slot = _work_counter(em)
-    work = builder.add(builder.load(slot), ir.Constant(I64_T, weight))
+    work = builder.add(builder.load(slot), ir.Constant(I64_T, weight(node)))
     builder.store(work, slot)
-    if outermost:
+    if not em.loop_depth:
         with builder.if_then(builder.icmp_unsigned(">=", work, ir.Constant(I64_T, CHECK_INTERVAL)),
                              likely=False):
             builder.store(ir.Constant(I64_T, 0), slot)
@@ -69,9 +99,57 @@ def _work_counter(em: FunctionEmitter) -> ir.Value:
     return em.work_counter
 
 
-def counts(loop: Node) -> bool:
-    """Whether the loop counts: its condition (perhaps and-ed with exit flags) compares a
-    carried value that the body steps by a constant, as `for i in range(n)` lowers."""
+def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
+              initial: list[ir.Value]) -> ir.Value | None:
+    """For an outermost flat counted loop whose trip count can be bounded when it starts:
+    the i1 "it may run more than `LONG_TRIP` iterations", emitted before it; the loop is
+    then emitted twice, unchecked where this is false. None for every other loop."""
+    if em.numpy_semantics or em.loop_depth or weight(node) != 1 or any(
+            n.op in ("while", "call") for region in node.regions for n in region.walk()):
+        return None
+    found = counter(node)
+    if found is None:
+        return None
+    position, test, step = found
+    cond = node.regions[0]
+    n_inv = node.attrs["n_invariants"]
+    start = initial[position - n_inv]
+    bound = _outside_value(cond, test.inputs[1], invariants)
+    if bound is None or not isinstance(start.type, ir.IntType) or bound.type != start.type:
+        return None
+    builder = em.builder
+    forward = test.op in ("lt", "le")
+    if (step > 0) != forward:
+        return None  # a counter moving away from its bound: no bound on the trip count
+    ahead = builder.icmp_signed(">", bound, start) if forward \
+        else builder.icmp_signed("<", bound, start)
+    distance = builder.sub(bound, start) if forward else builder.sub(start, bound)
+
+    def beyond(trip: int) -> ir.Value:
+        return builder.and_(ahead, builder.icmp_unsigned(
+            ">", distance, ir.Constant(start.type, trip * abs(step))))
+
+    with builder.if_then(beyond(RELEASE_TRIP), likely=False):
+        gil.release_here(builder)
+    return beyond(LONG_TRIP)
+
+
+def _outside_value(cond, value, invariants: list[ir.Value]) -> ir.Value | None:
+    """`value` of the cond region as the code before the loop has it: an invariant or a
+    constant; else None."""
+    if value in cond.params:
+        index = cond.params.index(value)
+        return invariants[index] if index < len(invariants) else None
+    made = next((n for n in cond.nodes if value in n.outputs), None)
+    if made is not None and made.op == "const":
+        return constant(value.type, made.attrs["value"])
+    return None
+
+
+def counter(loop: Node) -> tuple[int, Node, int] | None:
+    """Where the loop counts (its condition, perhaps and-ed with exit flags, compares a
+    carried value that the body steps by a constant, as `for i in range(n)` lowers): the
+    carried value's position among the cond's params, the comparison, and the step."""
     cond, body = loop.regions
     n_inv = loop.attrs["n_invariants"]
     made = {out: node for region in (cond, body) for node in region.nodes for out in node.outputs}
@@ -83,17 +161,79 @@ def counts(loop: Node) -> bool:
             continue
         position = cond.params.index(t.inputs[0])
         step = made.get(body.outputs[position - n_inv]) if position >= n_inv else None
-        if step is not None and step.op in ("add", "add_sat", "sub") \
-                and body.params[position] in step.inputs \
-                and any(getattr(made.get(v), "op", None) == "const" for v in step.inputs):
-            return True
-    return False
+        if step is None or step.op not in ("add", "add_sat", "sub") \
+                or body.params[position] not in step.inputs:
+            continue
+        other = step.inputs[1] if step.inputs[0] is body.params[position] else step.inputs[0]
+        by = made.get(other)
+        value = by.attrs["value"] if by is not None and by.op == "const" else None
+        if type(value) is not int or step.op == "sub" and step.inputs[0] is not body.params[position]:
+            continue  # not a step by an int constant (c - i does not step)
+        return position, t, -value if step.op == "sub" else value
+    return None
 
 
 def run_handlers(em: FunctionEmitter, node: Node) -> None:
     """Run the pending signal handlers; leave with `INTERRUPTED` when one raised."""
-    raised = em.builder.call(declare(em.module, "PyErr_CheckSignals"), [])
+    check = em.module.globals.get(SIGNALS) or ir.Function(em.module, CHECK_SIGNATURE, SIGNALS)
+    raised = em.builder.call(check, [])
     with em.builder.if_then(em.builder.icmp_signed("!=", raised, ir.Constant(I32_T, 0)),
                             likely=False):
         site = em.errors.status(INTERRUPTED, "interrupted", node.loc)
         em.return_status(ir.Constant(STATUS, site))
+
+
+def define_signals(module: ir.Module, released: bool) -> None:
+    """Give the module's `astjit.signals`, if its loops check, its body: for a call that
+    holds the GIL `PyErr_CheckSignals`, else `astjit.signals.released`."""
+    check = module.globals.get(SIGNALS)
+    if check is None or not check.is_declaration:
+        return
+    check.linkage = "internal"
+    check.attributes.add("nounwind")
+    builder = ir.IRBuilder(check.append_basic_block("entry"))
+    target = shared_function(module, RELEASED, CHECK_SIGNATURE, _emit_released, cold=True) \
+        if released else declare(module, "PyErr_CheckSignals")
+    builder.ret(builder.call(target, []))
+
+
+def _emit_released(fn: ir.Function, b: ir.IRBuilder) -> None:
+    """`astjit.signals.released`: where the call holds the GIL (its first check, or it
+    pinned the GIL: gil.py), run the handlers, then release it unless pinned; else, on the
+    main thread, at most every GIL_RETAKE_NS, take it back, run the handlers and release it
+    again; 0 elsewhere."""
+    module = fn.module
+    zero = ir.Constant(I32_T, 0)
+    check = declare(module, "PyErr_CheckSignals")
+    state = gil.saved_state(b)
+    with b.if_then(b.not_(gil.is_released(b, state))):
+        raised = b.call(check, [])
+        with b.if_then(b.icmp_signed("==", raised, zero)):
+            gil.release_saving(b)
+        b.ret(raised)
+    this = b.call(_libc(module, "pthread_self", ir.FunctionType(I64_T, [])), [])
+    main = module.globals.get(MAIN_THREAD) or ir.GlobalVariable(module, I64_T, MAIN_THREAD)
+    with b.if_then(b.icmp_unsigned("!=", this, b.load(main))):
+        b.ret(zero)
+    timespec = b.alloca(ir.ArrayType(I64_T, 2))
+    clock = _libc(module, "clock_gettime",
+                  ir.FunctionType(I32_T, [I32_T, timespec.type.pointee.as_pointer()]))
+    b.call(clock, [ir.Constant(I32_T, time.CLOCK_MONOTONIC), timespec])
+    seconds, nanoseconds = (b.load(b.gep(timespec, [ir.Constant(I32_T, 0), ir.Constant(I32_T, i)]))
+                            for i in range(2))
+    now = b.add(b.mul(seconds, ir.Constant(I64_T, 1_000_000_000)), nanoseconds)
+    last = ir.GlobalVariable(module, I64_T, RELEASED + ".last")
+    last.linkage = "internal"
+    last.initializer = ir.Constant(I64_T, 0)
+    with b.if_then(b.icmp_signed("<", b.sub(now, b.load(last)), ir.Constant(I64_T, GIL_RETAKE_NS))):
+        b.ret(zero)
+    b.store(now, last)
+    b.call(declare(module, "PyEval_RestoreThread"), [state])
+    raised = b.call(check, [])
+    b.call(declare(module, "PyEval_SaveThread"), [])
+    b.ret(raised)
+
+
+def _libc(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    return module.globals.get(name) or ir.Function(module, fnty, name)
+

@@ -25,6 +25,7 @@ itself. (The loops' metadata is loop_metadata.py.)
 """
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 
@@ -40,6 +41,8 @@ class _Runtime:
         self.modules: list = []
         """The compiled runtime modules (`jit.engine.CompiledModule`), for `runtime_llvm_ir`."""
         self.lock = threading.RLock()
+        self.references: dict[str, frozenset[str]] = {}
+        """Name -> the functions its body refers to (runtime/gil.py reads what it calls)."""
 
     def pending_module(self) -> ir.Module:
         if self.pending is None:
@@ -86,4 +89,21 @@ def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[
     if cold:
         function.attributes.add("cold")
     emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
+    if not inline:
+        RUNTIME.references[name] = referenced_functions(function)
     return function
+
+
+REFERENCE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._][-a-zA-Z$._0-9]*)')
+INDIRECT_CALL = re.compile(r'\bcall\b[^\n@]*? %"?[^\s(]*"?\(')
+INDIRECT = "<indirect>"
+"""What `referenced_functions` names for a call through a pointer, whose callee is unknown."""
+
+
+def referenced_functions(function: ir.Function) -> frozenset[str]:
+    """The other functions `function`'s body calls or takes the address of (`INDIRECT` for
+    a call through a pointer)."""
+    text = str(function)
+    names = {f.name for f in function.module.functions} - {function.name}
+    found = {n for n in (m.strip('"') for m in REFERENCE.findall(text)) if n in names}
+    return frozenset(found | ({INDIRECT} if INDIRECT_CALL.search(text) else set()))

@@ -17,7 +17,9 @@ graph's function, and boxes its result; a first tier's deoptimize status
 args, nargs, kwnames)`; any other nonzero status calls
 `error_handler(status)` and returns what it returns (NULL with its exception
 when it raises, as it should), unless an exception is already set (a loop's
-signal handler raised it: interrupts.py), when it returns NULL. When some
+signal handler raised it: interrupts.py), when it returns NULL. Where the
+module's code may release the GIL (gil.py), the wrapper takes it back, if the call did
+release it, as soon as the entry graph returns (`gil.take_back`), before any of this. When some
 error site reports numbers (an array index out of bounds), the handler is
 called as `error_handler(status, v0, ..., v3)` with the numbers the failing
 site left (`emitter.error_values`);
@@ -78,7 +80,7 @@ from ....ir.types import (
     TupleType,
     Type,
 )
-from .. import array_layout
+from .. import array_layout, interrupts
 from .. import messages as msg
 from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
 from ..lltypes import (
@@ -93,7 +95,7 @@ from ..lltypes import (
     zero,
 )
 from ..shared import shared_function
-from . import stack, trees
+from . import gil, stack, trees
 from .ndarrays import NULL, box_array, join, unbox_array
 from .pyapi import (
     FLOAT_VALUE,
@@ -137,6 +139,9 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     emitter.calls_python = calls_python(lowered.source)
     emitter.general_object = general
     emitter.trees = trees
+    emitter.release_gil = gil.releases(lowered.module)
+    interrupts.define_signals(lowered.module, emitter.release_gil)
+    gil.define(lowered.module, emitter.release_gil, function)
     emitter.emit(core, graph)
     return function.name
 
@@ -170,6 +175,8 @@ class WrapperEmitter:
         """Slots of the references a call of containers holds until it returns (NULL: none)."""
         self.read_failed: ir.Block | None = None
         """Where reading a container that raised goes (`read`)."""
+        self.release_gil = False
+        """Whether the call of the entry graph may release the GIL (gil.py)."""
 
     def api(self, name: str, *args: ir.Value) -> ir.Value:
         return self.builder.call(declare(self.function.module, name), list(args))
@@ -215,6 +222,8 @@ class WrapperEmitter:
         guarded = stack.is_guarded(self.function.module)
         previous_limit = stack.enter(builder) if guarded else None
         status = builder.call(core, leaves + [out])
+        if self.release_gil:
+            gil.take_back(builder)
         if guarded:
             stack.leave(builder, previous_limit)
         self.release_held()
