@@ -244,7 +244,8 @@ class Dispatcher:
         if any(map(dispatch.is_function_argument, values)):
             return self.call_with_functions(values)
         spec = self.specialize(self.signature.types_of(values))
-        return spec.compiled.call(*dispatch.flatten_values(values))
+        return dispatch.call_aligned(spec.compiled.call, dispatch.flatten_values(values),
+                                     spec.optimized)
 
     def call_with_functions(self, values: list[Any]) -> Any:
         """A call passing functions: a specialization per function (and types of the other
@@ -260,7 +261,8 @@ class Dispatcher:
             with COMPILING:
                 spec = self.with_functions.get(key) or self.compile(types, static)
                 self.with_functions[key] = spec
-        return spec.compiled.call(*dispatch.flatten_values(rest))
+        return dispatch.call_aligned(spec.compiled.call, dispatch.flatten_values(rest),
+                                     spec.optimized)
 
     def specialize(self, types: tuple[Type, ...]) -> Specialization:
         spec = self.specializations.get(types)

@@ -26,6 +26,7 @@ import functools
 import inspect
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -218,11 +219,10 @@ def normalize_argument(value: Any) -> Any:
 def array_problem(value: Any) -> str:
     """Why compiled code cannot take this array (or an array in this tuple), or ''.
 
-    The compiled entry takes native-byte-order, aligned arrays (data address and
-    the byte stride of every axis longer than 1 multiples of the item size) of a
-    supported dtype. Converting any other array would copy it, and writes would
-    not reach the caller's, so it is refused; so are masked arrays and matrices,
-    whose elements mean something else than their memory.
+    The compiled entry takes native-byte-order arrays of a supported dtype; an unaligned
+    one (Dask hands those out) goes through an aligned copy (`call_aligned`). Converting any
+    other array would copy it, and writes would not reach the caller's, so it is refused;
+    so are masked arrays and matrices, whose elements mean something else than their memory.
     """
     numpy = sys.modules.get("numpy")
     if isinstance(value, tuple):
@@ -238,14 +238,110 @@ def array_problem(value: Any) -> str:
     if not dtype.isnative:
         return (f"a {dtype.name} array in non-native byte order ({dtype.str}), which compiled "
                 f"code does not take; pass x.astype(x.dtype.newbyteorder('=')) {copy}")
-    item = dtype.itemsize
-    if value.flags.aligned and dtype.alignment == item:
-        return ""  # NumPy's own test, the same as the entry's when alignment is the item size
-    if value.size and (value.ctypes.data % item or any(
-            stride % item for size, stride in zip(value.shape, value.strides) if size > 1)):
-        return (f"an unaligned {dtype.name} array (its address or strides are not multiples of "
-                f"{item} bytes), which compiled code does not take; pass np.array(x) {copy}")
     return ""
+
+
+def is_unaligned(value: Any) -> bool:
+    """Whether an array argument is one the compiled entry does not take as it is: its data
+    address or the byte stride of an axis longer than 1 not a multiple of its item size
+    (the entry's own test, `array_layout.accepts`); never an empty one."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or type(value) is not numpy.ndarray or value.size == 0:
+        return False
+    item = value.dtype.itemsize
+    return bool(value.ctypes.data % item or any(
+        stride % item for size, stride in zip(value.shape, value.strides) if size > 1))
+
+
+def call_aligned(call: Callable, leaves: list[Any], module: Any) -> Any:
+    """`call(*leaves)` where some array leaves may be unaligned: each goes as an aligned copy
+    (`AlignedCopy`), whose elements are copied back into it afterwards (even where the call
+    raised) when the compiled `module` may write it (`ir.analysis.written_parameters`); a
+    result array that is a copy, or a view of one, is returned as the original or the same
+    view of it."""
+    copies = {i: AlignedCopy(v) for i, v in enumerate(leaves) if is_unaligned(v)}
+    if not copies:
+        return call(*leaves)
+    written = _written.get(module)
+    if written is None:
+        from .ir.analysis import written_parameters  # the compiler's: loaded by now
+
+        written = _written[module] = frozenset(written_parameters(module))
+    try:
+        result = call(*[copies[i].copy if i in copies else v for i, v in enumerate(leaves)])
+    finally:
+        for i, c in copies.items():
+            if i in written and c.original.flags.writeable:
+                c.copy_back()
+    return tree.map(lambda leaf: next(
+        (m for c in copies.values() if (m := c.original_of(leaf)) is not None), leaf), result)
+
+
+class AlignedCopy:
+    """An aligned copy of an unaligned array: where its strides are multiples of the item
+    size, the same strides over an aligned copy of the bytes it spans (so that a view of
+    the copy is the same view of the original); else a C-contiguous copy, of which only the
+    whole array maps back. Read-only where the original is."""
+
+    def __init__(self, original: Any):
+        numpy = sys.modules["numpy"]
+        self.original = original
+        item = original.itemsize
+        offsets = [(n - 1) * s for n, s in zip(original.shape, original.strides)]
+        low = sum(o for o in offsets if o < 0)
+        high = sum(o for o in offsets if o > 0) + item
+        self.same_strides = all(s % item == 0 for s in original.strides)
+        self.start = original.ctypes.data + low
+        if self.same_strides:  # the spanned bytes copied as bytes: NumPy's memcpy
+            self.spanned = numpy.asarray(_View(original, self.start, (high - low,), (1,), "|u1"))
+            self.buffer = self.spanned.copy()
+            self.copy = numpy.ndarray(original.shape, original.dtype, self.buffer, -low,
+                                      original.strides)
+        else:
+            self.copy = numpy.ascontiguousarray(original)
+            self.buffer = self.copy.view(numpy.uint8).reshape(-1)
+        self.copy.flags.writeable = original.flags.writeable
+
+    def copy_back(self) -> None:
+        """The copy's elements into the original: its bytes where the original spans only
+        its own elements (contiguous), else element by element."""
+        numpy = sys.modules["numpy"]
+        if self.same_strides and self.spanned.size == self.original.nbytes:
+            numpy.copyto(self.spanned, self.buffer)
+        else:
+            numpy.copyto(self.original, self.copy)
+
+    def original_of(self, value: Any) -> Any:
+        """The original (or the same view of it) for `value` if it is the copy or a view of
+        it; else None."""
+        numpy = sys.modules["numpy"]
+        if value is self.copy:
+            return self.original
+        if not isinstance(value, numpy.ndarray):
+            return None
+        base, offset = self.buffer.ctypes.data, value.ctypes.data - self.buffer.ctypes.data
+        if not (0 <= offset < self.buffer.size or value.size == 0 and value.ctypes.data == base):
+            return None
+        if not self.same_strides:
+            raise TypeError("compiled code returned a view of an argument whose strides are "
+                            "not multiples of its item size, which it took as a copy; pass "
+                            "np.array(x) (a copy) and return that")
+        return numpy.asarray(_View(self.original, self.start + offset, value.shape,
+                                   value.strides, value.dtype.str))
+
+
+class _View:
+    """The array interface of an array of `shape`, `strides` and `typestr` at `address`,
+    inside the memory of `owner`, which it keeps alive (the view's base)."""
+
+    def __init__(self, owner: Any, address: int, shape: tuple, strides: tuple, typestr: str):
+        self.owner = owner
+        self.__array_interface__ = {"shape": shape, "strides": strides, "typestr": typestr,
+                                    "data": (address, not owner.flags.writeable), "version": 3}
+
+
+_written: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Compiled module -> the leaves its code may write (`call_aligned`), found once."""
 
 
 def container_problem(value: Any) -> str:
