@@ -2,8 +2,8 @@
 machine code linked on its own, and freed with the last reference to it.
 
 Created once, on first use (`engine()`), and kept: initializing the native
-target and building the host TargetMachines (and the pipelines' PassBuilders)
-costs far more than compiling a small function. `compile_ir` then parses one
+target and building the host TargetMachines costs far more than compiling a
+small function. `compile_ir` then parses one
 module's IR into an LLVM context of its own, optimizes it for the host CPU,
 generates its object code with the shared TargetMachine of its pipeline and
 links that into a new MCJIT engine, this compile's alone, and returns the
@@ -56,8 +56,10 @@ them; `compile_ir` keeps those declarations alive until the loop vectorizer
 has run (`vecmath.keep_variants`).
 
 Memory: llvmlite 0.50 never frees a ModulePassManager (`run_passes` does) and
-keeps part of every PassBuilder (one per pipeline, made once); without both, most
-of what a compile kept stayed after its code was freed (docs/measurements.md).
+keeps part of every PassBuilder made; without the first, most of what a compile
+kept stayed after its code was freed (docs/measurements.md). A PassBuilder is made
+for each run all the same: one used again runs slower with every run (each run adds
+to what it keeps).
 """
 from __future__ import annotations
 
@@ -258,10 +260,6 @@ class Engine:
                 tuning.loop_vectorization = True
                 tuning.slp_vectorization = p.slp
                 self.tunings[name] = tuning
-        # Built once: LLVM keeps part of every PassBuilder made.
-        self.builders = {name: llvm.create_pass_builder(self.machines[name], tuning)
-                         for name, tuning in self.tunings.items()}
-        self.extractor = llvm.create_pass_builder(self.machines["glue"], self.tunings["scalar"])
         self.triple = self.machines["scalar"].triple
         self.data_layout = str(self.machines["scalar"].target_data)
         register_libc()
@@ -331,7 +329,8 @@ class Engine:
         passes.add_loop_extract_pass()
         passes.add_merge_functions_pass()
         with self.lock:
-            run_passes(passes, module, self.extractor)
+            run_passes(passes, module, llvm.create_pass_builder(self.machines["glue"],
+                                                                self.tunings["scalar"]))
         serial = next(self.serials)
         names = []
         for function in module.functions:
@@ -419,7 +418,7 @@ class Engine:
         (docs/measurements.md).
         """
         options = PIPELINES[pipeline].options
-        builder = self.builders[pipeline]
+        builder = llvm.create_pass_builder(self.machines[pipeline], self.tunings[pipeline])
         with self.lock:
             for option, ours, _ in options:
                 llvm.set_option("", f"-{option}={ours}")
