@@ -64,11 +64,16 @@ def defining_nodes(graph: Graph) -> dict[Value, Node]:
     return {out: node for node in graph.nodes for out in node.outputs}
 
 
-def view_chain(value: Value, defs: dict[Value, Node]) -> tuple[Value, list[Node]]:
-    """The array `value` is a view of, in its graph, and the views from it to `value`."""
+def view_chain(value: Value, defs: dict[Value, Node],
+               writing: bool = True) -> tuple[Value, list[Node]]:
+    """The array `value` is a view of, in its graph, and the views from it to `value`.
+
+    A reshape is a view or a copy depending on the strides. A write through one is
+    refused (`writing`); a question about reads (which views a write makes stale, whether
+    a written array is read later) takes it for a view, the answer that keeps more."""
     chain: list[Node] = []
     node = defs.get(value)
-    while node is not None and node.op in VIEW_OPS:
+    while node is not None and (node.op in VIEW_OPS or not writing and node.op == "array_reshape"):
         chain.append(node)
         value = node.inputs[0]
         node = defs.get(value)
@@ -132,7 +137,8 @@ def check_views_of_written(graph: Graph, active: set[Value]) -> None:
                 through = set(view_chain(node.inputs[0], defs)[1]) if node.op in WRITE_OPS else ()
                 stale.update(v for v in views.get(root, []) if defs[v] not in through)
         if node.op in VIEW_OPS:
-            views.setdefault(view_chain(node.outputs[0], defs)[0], []).append(node.outputs[0])
+            views.setdefault(view_chain(node.outputs[0], defs, writing=False)[0],
+                             []).append(node.outputs[0])
 
 
 def _roots_written_by(node: Node, defs: dict[Value, Node]) -> set[Value]:
@@ -153,7 +159,7 @@ def unread_writes(graph: Graph) -> set[Node]:
     for node in graph.nodes:
         for v in node.inputs:
             if isinstance(v.type, ArrayType) and v not in root_of:
-                root_of[v] = view_chain(v, defs)[0] if _is_view_or_root(v, defs) else v
+                root_of[v] = view_chain(v, defs, writing=False)[0]
     used_later: set[Value] = {root_of.get(v, v) for v in graph.outputs}
     unread = set()
     for node in reversed(graph.nodes):
@@ -161,11 +167,6 @@ def unread_writes(graph: Graph) -> set[Node]:
             unread.add(node)
         used_later.update(root_of[v] for v in node.inputs if v in root_of)
     return unread
-
-
-def _is_view_or_root(value: Value, defs: dict[Value, Node]) -> bool:
-    node = defs.get(value)
-    return node is None or node.op != "array_reshape"
 
 
 def write_count(body: Graph, array: Value) -> int | None:
