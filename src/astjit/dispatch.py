@@ -256,13 +256,14 @@ def is_unaligned(value: Any) -> bool:
 def call_aligned(call: Callable, leaves: list[Any], module: Any) -> Any:
     """`call(*leaves)` where some array leaves may be unaligned: each goes as an aligned copy
     (`AlignedCopy`), whose elements are copied back into it afterwards (even where the call
-    raised) when the compiled `module` may write it (`ir.analysis.written_parameters`); a
+    raised) when the compiled `module` may write it (`ir.analysis.written_parameters`; every
+    one where `module` is None: a specialization loaded from the disk cache has no IR); a
     result array that is a copy, or a view of one, is returned as the original or the same
     view of it."""
     copies = {i: AlignedCopy(v) for i, v in enumerate(leaves) if is_unaligned(v)}
     if not copies:
         return call(*leaves)
-    written = _written.get(module)
+    written = copies.keys() if module is None else _written.get(module)
     if written is None:
         from .ir.analysis import written_parameters  # the compiler's: loaded by now
 

@@ -276,3 +276,23 @@ def test_a_second_dispatcher_in_one_process_loads_the_entry(monkeypatch, tmp_pat
     second = jit(closure_reading(4.0), cache=True)
     assert second(2.0) == 8.0 and first(3.0) == 12.0
     assert all(spec.optimized is None for spec in second.signatures.values())
+
+
+def scale_in_place(a, k):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * k
+    return a.sum()
+
+
+def test_a_loaded_entry_takes_unaligned_arrays_and_writes_them_back(monkeypatch, tmp_path):
+    """A loaded specialization has no IR to say which arrays it writes: each unaligned one
+    goes as an aligned copy and is copied back."""
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    words = np.arange(5, dtype=np.float64)
+    assert jit(scale_in_place, cache=True)(words.copy(), 2.0) == 20.0
+    loaded = jit(scale_in_place, cache=True)
+    unaligned = np.frombuffer(bytearray(b"\0" + words.tobytes()), dtype=np.float64, offset=1)
+    assert unaligned.ctypes.data % 8
+    assert loaded(unaligned, 3.0) == 30.0
+    assert all(spec.optimized is None for spec in loaded.signatures.values())
+    np.testing.assert_array_equal(unaligned, words * 3.0)
