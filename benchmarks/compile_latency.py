@@ -114,7 +114,6 @@ def _grad(engine: str, name: str) -> tuple[Callable, tuple, Callable]:
     if engine == "Numba":
         raise NotImplementedError("no automatic differentiation")
     import jax
-
     from grad_run import jax_gradient
 
     return jax_gradient(case, jax_version(name), "grad"), case.args, jax.block_until_ready

@@ -12,10 +12,12 @@ addresses of its external functions (a `CompiledModule`).
 Three ways to compile (`PIPELINES`):
 - `scalar`: LLVM's default O3 pipeline (new pass manager, loop and SLP
   vectorization) and the full code generator, for code without arrays, whose
-  straight-line arithmetic is as hot as its loops, and for the runtime's
-  shared functions.
+  straight-line arithmetic is as hot as its loops.
 - `loops`: the loop nests of array code (split.py), at O1 with the loop
-  vectorizer and an interleave count of 1.
+  vectorizer and an interleave count of 1; also the runtime's shared functions
+  (`compile_runtime`): run once per array, or loops of their own (fills,
+  copies), they ran as fast and the first array kernel of a process compiles
+  in less time (docs/measurements.md).
 - `glue`: the rest of array code, run once per call: no optimization, and the
   fast instruction selector and register allocator.
 
@@ -267,11 +269,12 @@ class Engine:
         self.lock = threading.Lock()
         self.serials = itertools.count()
 
-    def compile_ir(self, text: str, arrays: bool = False) -> CompiledModule:
+    def compile_ir(self, text: str, arrays: bool = False,
+                   whole: str = "scalar") -> CompiledModule:
         """Parse, verify, optimize, compile and link LLVM IR; return its entry points. The
         shared functions it may call are compiled first (`compile_runtime`).
 
-        Without `arrays`, the module is compiled whole by the `scalar` pipeline.
+        Without `arrays`, the module is compiled whole by the pipeline `whole`.
         An `arrays` module is compiled in two parts (split.py): its loop nests by
         the `loops` pipeline, the rest by the `glue` one, which takes LLVM about
         half the time of compiling them together at O3 (docs/measurements.md).
@@ -283,7 +286,7 @@ class Engine:
         start = time.perf_counter()
         context, modules = llvm.create_context(), []
         try:
-            parts = self.emit_parts(text, arrays, context, modules)
+            parts = self.emit_parts(text, arrays, context, modules, whole)
             names = [f.name for part in parts for f in part.module.functions
                      if not f.is_declaration and f.linkage == llvm.Linkage.external]
             code, addresses = self.link([part.object for part in parts], names)
@@ -295,7 +298,7 @@ class Engine:
         return compiled
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
-                   modules: list[llvm.ModuleRef]) -> tuple[Part, ...]:
+                   modules: list[llvm.ModuleRef], whole: str = "scalar") -> tuple[Part, ...]:
         """`compile_ir`'s parts of `text`, parsed into `context` (each module parsed also
         appended to `modules`)."""
         def parse(text: str) -> llvm.ModuleRef:
@@ -304,7 +307,6 @@ class Engine:
 
         module = parse(text)
         parts = []
-        whole = "scalar"
         if arrays:
             whole = "glue"
             names = self.extract_loops(module)
@@ -506,7 +508,7 @@ def compile_runtime(sources: tuple[str, ...] = ()) -> None:
             if missing:
                 texts.append(split.restricted(text, missing))
         for text in texts:
-            compiled = engine().compile_ir(text)
+            compiled = engine().compile_ir(text, whole="loops")
             for name, address in compiled.addresses.items():
                 llvm.add_symbol(name, address)
                 runtime.compiled.add(name)
