@@ -19,7 +19,7 @@ from astjit.fuzz.generate import program
 from astjit.fuzz.pool import Worker
 from astjit.fuzz.shrink import shrink
 
-PROGRAM_TIMEOUT = 180.0
+PROGRAM_TIMEOUT = 400.0
 PROGRESS = 500               # a tally line every PROGRESS programs
 REPORTED = 5                 # failures shrunk and written per run; the rest are only counted
 
