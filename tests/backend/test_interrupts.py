@@ -12,6 +12,7 @@ import textwrap
 import time
 
 import numpy as np
+import pytest
 
 from astjit import jit
 
@@ -125,3 +126,35 @@ def test_loops_that_check_give_their_results():
     x = np.arange(5.0)
     assert checked_loops.py_func(1000) == checked_loops(1000)
     assert x.sum() == 10.0
+
+
+def counted_up(n, step, stop_at):
+    s = 0
+    i = 3
+    while i < n:
+        if i == stop_at:
+            break
+        s += i * 3 ^ (i >> 2)
+        i += step
+    return s, i
+
+
+def counted_down(n, step):
+    s = 0
+    for i in range(n, -5, -step):
+        s += i & 1023
+    return s
+
+
+CHUNK = 1 << 20  # interrupts.LONG_TRIP: a counted loop longer than this runs in chunks
+
+
+@pytest.mark.parametrize("n", [CHUNK - 1, CHUNK + 3, 2 * CHUNK + 4, 3 * CHUNK + 7])
+@pytest.mark.parametrize("step", [1, 3])
+def test_a_long_counted_loop_runs_in_chunks_to_its_result(n, step):
+    """The long version of a flat counted loop: chunks of 2^20 iterations, ended by the
+    counter reaching the loop's bound, a chunk's end or a break, give CPython's results."""
+    up, down = jit(counted_up), jit(counted_down)
+    for stop_at in (-1, CHUNK + 6, n - 1):
+        assert up(n, step, stop_at) == counted_up(n, step, stop_at)
+    assert down(n, step) == counted_down(n, step)

@@ -209,31 +209,62 @@ def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
 
 def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
-    """A natural loop (`emit_loop`); an outermost counted one whose trip count may be short
-    in two versions, the short one without signal checks (`interrupts.long_trip`)."""
+    """A natural loop (`emit_loop`); an outermost counted one whose trip count may be long
+    in two versions: as it is, without signal checks, where it is short, else in chunks
+    with the checks between them (`interrupts.long_trip`, `emit_chunked_loop`)."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
-    long = interrupts.long_trip(em, node, invariants, initial)
-    if long is None:
+    trip = interrupts.long_trip(em, node, invariants, initial)
+    if trip is None:
         return emit_loop(em, node, invariants, initial)
     versions = [em.function.append_basic_block(n) for n in ("while.long", "while.short")]
     merge = em.function.append_basic_block("while.merged")
-    em.builder.cbranch(long, *versions)
+    em.builder.cbranch(trip.long, *versions)
     incoming = []
-    for block, checked in zip(versions, (True, False)):
+    for block, chunked in zip(versions, (trip, None)):
         em.builder.position_at_end(block)
-        incoming.append((emit_loop(em, node, invariants, initial, checked), em.builder.block))
+        outs = emit_chunked_loop(em, node, invariants, initial, chunked) if chunked \
+            else emit_loop(em, node, invariants, initial, checked=False)
+        incoming.append((outs, em.builder.block))
         em.builder.branch(merge)
     em.builder.position_at_end(merge)
     return [em.merge(out.type, [(outs[i], block) for outs, block in incoming])
             for i, out in enumerate(node.outputs)]
 
 
+def emit_chunked_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
+                      initial: list[ir.Value], trip: interrupts.LongTrip) -> list[ir.Value]:
+    """The long version of a counted loop: the unchecked loop over chunks of its counter's
+    range, the signal handlers run after each chunk it ran to the end of. A chunk's loop
+    keeps one exit, whose condition LLVM reads as the smaller of two trip counts, so it
+    vectorizes as the short version does; a check inside it would not."""
+    preheader = em.builder.block
+    header, more, end = (em.function.append_basic_block(n)
+                         for n in ("chunks.next", "chunks.more", "chunks.end"))
+    em.builder.branch(header)
+    em.builder.position_at_end(header)
+    carried = [em.builder.phi(value.type) for value in initial]
+    for phi, value in zip(carried, initial):
+        phi.add_incoming(value, preheader)
+    chunk_end = trip.chunk_end(em.builder, carried[trip.position])
+    outs = emit_loop(em, node, invariants, carried, checked=False, limit=(trip, chunk_end))
+    em.builder.cbranch(trip.within(em.builder, outs[trip.position], chunk_end), end, more)
+    em.builder.position_at_end(more)
+    interrupts.run_handlers(em, node)
+    for phi, value in zip(carried, outs):
+        phi.add_incoming(value, em.builder.block)
+    em.builder.branch(header)
+    em.builder.position_at_end(end)
+    return outs
+
+
 def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
-              initial: list[ir.Value], checked: bool = True) -> list[ir.Value]:
+              initial: list[ir.Value], checked: bool = True,
+              limit: tuple[interrupts.LongTrip, ir.Value] | None = None) -> list[ir.Value]:
     """Header phis, the cond region, the body region, one exit; its back-edge counts work,
-    and an outermost loop's checks for signals unless not `checked` (interrupts.py)."""
+    and an outermost loop's checks for signals unless not `checked` (interrupts.py). With
+    a `limit`, the loop also stops where its counter reaches the chunk's end."""
     preheader = em.builder.block
     header, body, end = (em.function.append_basic_block(n)
                          for n in ("while.cond", "while.body", "while.end"))
@@ -245,6 +276,9 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     cond_region, body_region = node.regions
     em.loop_depth += 1
     (cond,) = em.emit_graph(cond_region, invariants + carried)
+    if limit is not None:
+        trip, chunk_end = limit
+        cond = em.builder.and_(cond, trip.within(em.builder, carried[trip.position], chunk_end))
     em.builder.cbranch(cond, body, end)
     em.builder.position_at_end(body)
     updated = em.emit_graph(body_region, invariants + carried)

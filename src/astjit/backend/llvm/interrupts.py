@@ -26,13 +26,16 @@ nor are a callee's loops while it runs (it checks its own outermost loops).
 An outermost loop that counts (`for i in range(n)`, `while i < n: ... i += 1`) without
 loops, calls or arrays in it comes in two versions (`long_trip`): a check in it would
 stop LLVM from vectorizing it (docs/measurements.md), so where its trip count, known when
-it starts, is at most `LONG_TRIP`, it runs without checks; beyond (or where the count
-cannot be bounded, as for a float counter), the version with them runs. Where the count is
+it starts, is at most `LONG_TRIP`, it runs without checks; beyond, it runs in chunks of
+`LONG_TRIP` iterations, each the unchecked loop with its counter also bounded by the
+chunk's end, and the handlers run between two chunks. (Where the count cannot be bounded,
+as for a float counter, the loop checks its counter of work as every other loop does.) Where the count is
 over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from llvmlite import ir
 
@@ -99,11 +102,35 @@ def _work_counter(em: FunctionEmitter) -> ir.Value:
     return em.work_counter
 
 
+@dataclass(frozen=True)
+class LongTrip:
+    """An outermost flat counted loop that may run long: `long`, the i1 "it may run more
+    than `LONG_TRIP` iterations" (emitted before it), and its counter (`counter`)."""
+
+    long: ir.Value
+    position: int
+    """The counter's position among the loop's carried values."""
+    step: int
+
+    def chunk_end(self, builder: ir.IRBuilder, count: ir.Value) -> ir.Value:
+        """Where a chunk of `LONG_TRIP` iterations from `count` ends (saturated: never
+        past the counter type's end)."""
+        width = count.type.width
+        add = builder.module.globals.get(f"llvm.sadd.sat.i{width}") or ir.Function(
+            builder.module, ir.FunctionType(count.type, [count.type] * 2), f"llvm.sadd.sat.i{width}")
+        return builder.call(add, [count, ir.Constant(count.type, LONG_TRIP * self.step)])
+
+    def within(self, builder: ir.IRBuilder, count: ir.Value, end: ir.Value) -> ir.Value:
+        """The i1 "`count` has not reached `end`", in the loop's direction."""
+        return builder.icmp_signed("<" if self.step > 0 else ">", count, end)
+
+
 def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
-              initial: list[ir.Value]) -> ir.Value | None:
+              initial: list[ir.Value]) -> LongTrip | None:
     """For an outermost flat counted loop whose trip count can be bounded when it starts:
-    the i1 "it may run more than `LONG_TRIP` iterations", emitted before it; the loop is
-    then emitted twice, unchecked where this is false. None for every other loop."""
+    its `LongTrip`; the loop is then emitted twice, unchecked where it runs at most
+    `LONG_TRIP` iterations, else in chunks of that many (codegen.emit_while). None for
+    every other loop."""
     if em.numpy_semantics or em.loop_depth or weight(node) != 1 or any(
             n.op in ("while", "call") for region in node.regions for n in region.walk()):
         return None
@@ -131,7 +158,7 @@ def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
 
     with builder.if_then(beyond(RELEASE_TRIP), likely=False):
         gil.release_here(builder)
-    return beyond(LONG_TRIP)
+    return LongTrip(beyond(LONG_TRIP), position - n_inv, step)
 
 
 def _outside_value(cond, value, invariants: list[ir.Value]) -> ir.Value | None:
