@@ -80,17 +80,20 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
 
 
 def no_runtime_unroll(branch: ir.Instruction) -> None:
-    """Mark the loop whose latch is `branch` not to be unrolled for an unknown trip count.
+    """Mark the loop whose latch is `branch` not to be unrolled for an unknown trip count,
+    and its vector body not to be interleaved (one vector per step).
 
-    For the loops of array code: the vectorizer interleaves the vector body
-    itself, and runtime unrolling would only multiply the scalar loop that
-    finishes the last few elements (eight copies and a prologue for a
-    remainder of under a vector's length): a good part of what LLVM compiles for
-    an elementwise kernel, for nothing (docs/measurements.md).
+    For the loops of array code: runtime unrolling would only multiply the scalar loop
+    that finishes the last few elements (eight copies and a prologue for a remainder of
+    under a vector's length): a good part of what LLVM compiles for an elementwise
+    kernel, for nothing; interleaving made LLVM compile more for loops that ran no faster
+    (docs/measurements.md, engine.LOOP_OPTIONS).
     """
     module = branch.function.module
     branch.set_metadata("llvm.loop", _LoopID(module, [
-        _flag(module, "llvm.loop.unroll.runtime.disable")]))
+        _flag(module, "llvm.loop.unroll.runtime.disable"),
+        module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                             ir.Constant(ir.IntType(32), 1)])]))
 
 
 def _flag(module: ir.Module, name: str) -> ir.Value:

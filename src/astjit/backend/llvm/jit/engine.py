@@ -117,11 +117,14 @@ OPTIONS = (
 """LLVM's global options astjit sets while it optimizes (name, astjit's value, LLVM's
 default), put back after: see `Engine.optimize`."""
 
-LOOP_OPTIONS = (*OPTIONS, ("force-vector-interleave", "1", "0"))
-"""The `loops` pipeline's: one vector per step. Interleaving (4 vectors per step, LLVM's
-choice for most of astjit's loops) made LLVM compile more for loops that ran no
-faster in the array benchmarks; they are memory-bound or wait on vector math
-(docs/measurements.md)."""
+LOOP_OPTIONS = OPTIONS
+"""The `loops` pipeline's. The loops of array kernels run one vector per step, by their
+own metadata (`loop_metadata.no_runtime_unroll`): interleaving (4 vectors per step, LLVM's
+choice for most of them) made LLVM compile more for loops that ran no faster in the
+array benchmarks; they are memory-bound or wait on vector math (docs/measurements.md).
+A loop the user wrote keeps LLVM's choice, as in the `scalar` pipeline: a stencil
+(`y[i] = x[i-1] - 2*x[i] + x[i+1]`) ran 1.03-1.12x Numba at one vector per step. (Not
+the global `force-vector-interleave`, which would override every loop's metadata.)"""
 
 
 @dataclass(frozen=True)
