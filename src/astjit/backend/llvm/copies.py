@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import ArrayType
-from . import array_layout, nests, new_arrays
+from . import array_layout, loop_metadata, nests, new_arrays
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, element_type, zero
 from .shared import shared_function
 
@@ -102,8 +102,9 @@ def _unrolled_short_last_axis(fn: ir.Function, b: ir.IRBuilder, dims, body) -> N
         block = fn.append_basic_block(f"copy.last{length}")
         cases.add_case(_i64(length), block)
         b.position_at_end(block)
-        nests.loop_nest(_Site(b), list(dims[:-1]), lambda outer, length=length: [
-            body([*outer, _i64(j)]) for j in range(length)], f"copy{length}")
+        loop_metadata.scalar_loops(b, lambda length=length: nests.loop_nest(
+            _Site(b), list(dims[:-1]), lambda outer: [
+                body([*outer, _i64(j)]) for j in range(length)], f"copy{length}"))
         b.ret_void()
     b.position_at_end(generic)
 
