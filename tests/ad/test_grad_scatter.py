@@ -7,12 +7,11 @@ false); JAX's gradients where its semantics are NumPy's (unique indices, add.at,
 vjp, jacrev, hessian and jvp; the arrays passed in left as they were."""
 import numpy as np
 import pytest
-from array_checks import assert_gradient_of_writes, float_copies
+from array_checks import assert_gradient_of_writes, assert_interpreter_agrees_on_gradient, float_copies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from astjit import DifferentiationError, grad, hessian, jacrev, jvp, value_and_grad, vjp
-from astjit.api import interpret_call
 
 
 def weighted(y):
@@ -176,10 +175,7 @@ def test_gradient_matches_finite_differences(fn, args, argnums, dtype):
 
 @pytest.mark.parametrize("fn,args,argnums", CASES, ids=IDS)
 def test_interpreter_agrees(fn, args, argnums):
-    compiled = grad(fn, argnums=argnums)(*copies(args))
-    interpreted = interpret_call(grad(fn, argnums=argnums), tuple(copies(args)), {})
-    for c, i in zip(compiled, interpreted):
-        np.testing.assert_allclose(c, i, rtol=1e-12, atol=1e-12)
+    assert_interpreter_agrees_on_gradient(grad, fn, args, argnums)
 
 
 @pytest.mark.parametrize("fn,args,argnums", CASES[:3] + CASES[8:9], ids=IDS[:3] + IDS[8:9])

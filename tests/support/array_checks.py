@@ -138,3 +138,17 @@ def assert_gradient_of_writes(grad, fn, args, argnums, dtype):
             assert got[k].dtype == dtype and got[k].shape == inputs[i].shape
         np.testing.assert_allclose(got[k], want, rtol=tol, atol=tol)
     return got
+
+
+def assert_interpreter_agrees_on_gradient(grad, fn, args, argnums):
+    """The compiled `grad(fn, argnums)` of float64 copies of `args` against the IR
+    interpreter's run of the same gradient graph."""
+    import numpy as np
+
+    from astjit.api import interpret_call
+
+    compiled = grad(fn, argnums=argnums)(*float_copies(args, np.float64))
+    interpreted = interpret_call(grad(fn, argnums=argnums),
+                                 tuple(float_copies(args, np.float64)), {})
+    for c, i in zip(compiled, interpreted):
+        np.testing.assert_allclose(c, i, rtol=1e-12, atol=1e-12)
