@@ -256,26 +256,19 @@ def _divmod_float(op: str):
     return routine
 
 
-def _divmod_int(op: str):
-    """NumPy's integer `//` or `%`: 0 by zero."""
+def _divmod_int(op: str, signed: bool = True):
+    """NumPy's integer `//` or `%`, 0 by zero: signed as Python floors, unsigned LLVM's
+    unsigned division."""
     def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         b = em.builder
         a, d = args
         zero = compare_const(b, "==", d, 0)
         safe = b.select(zero, const_like(d, 1), d)
-        quotient, remainder = divmod_power.divmod_int(b, a, safe)
-        return b.select(zero, const_like(a, 0), quotient if op == "floordiv" else remainder)
-    return routine
-
-
-def _divmod_uint(op: str):
-    """NumPy's unsigned `//` or `%`: LLVM's unsigned division, 0 by zero."""
-    def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-        b = em.builder
-        a, d = args
-        zero = compare_const(b, "==", d, 0)
-        safe = b.select(zero, const_like(d, 1), d)
-        result = b.udiv(a, safe) if op == "floordiv" else b.urem(a, safe)
+        if signed:
+            quotient, remainder = divmod_power.divmod_int(b, a, safe)
+            result = quotient if op == "floordiv" else remainder
+        else:
+            result = b.udiv(a, safe) if op == "floordiv" else b.urem(a, safe)
         return b.select(zero, const_like(a, 0), result)
     return routine
 
@@ -318,7 +311,8 @@ def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
 NUMPY_ROUTINES = {
     "floordiv_float_numpy": _divmod_float("floordiv"), "mod_float_numpy": _divmod_float("mod"),
     "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
-    "floordiv_uint_numpy": _divmod_uint("floordiv"), "mod_uint_numpy": _divmod_uint("mod"),
+    "floordiv_uint_numpy": _divmod_int("floordiv", signed=False),
+    "mod_uint_numpy": _divmod_int("mod", signed=False),
     "fmod_int_numpy": _fmod_int(signed=True), "fmod_uint_numpy": _fmod_int(signed=False),
     "pow_int_numpy": pow_int_numpy, "cast_numpy": _cast,
 }
