@@ -232,7 +232,9 @@ def array_problem(value: Any) -> str:
         return ""
     dtype = value.dtype
     copy = "(a copy: writes to it do not reach the original)"
-    if isinstance(value, (numpy.ma.MaskedArray, numpy.matrix)):
+    masked = sys.modules.get("numpy.ma")  # NumPy imports it lazily, at the cost of a compile:
+    # no masked array exists before it is imported
+    if isinstance(value, numpy.matrix) or (masked and isinstance(value, masked.MaskedArray)):
         return (f"a {type(value).__name__}, which compiled code does not take; pass an ndarray, "
                 "e.g. x.filled(0.0) or np.asarray(x)")
     if not dtype.isnative:
