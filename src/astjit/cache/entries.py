@@ -15,8 +15,9 @@ Saved (`encode`, from a compile made under `objects.pinning`):
   (a Python callback, a container's class ...) is not saved.
 
 Loaded (`decode`, then `link`): the pins are bound to the loading dispatcher's own
-fallback, handler and general entry, the imports registered (symbols.py), the image
-linked by the engine, and a builtin made around it, as `build_entry` makes one.
+fallback, handler and general entry, the code linked without LLVM where it can be
+(native.py, elf.py) and by the engine otherwise (its imports registered by symbols.py),
+and a builtin made around it, as `build_entry` makes one.
 
 Payload: a 4-byte length, that much JSON, then the object code of each part (their
 lengths are in the JSON). No pickle: loading a cache file runs no Python code from it.
@@ -132,32 +133,43 @@ def link(saved: Saved, fallback: Any, handler: Any, general: Any) -> Any | None:
     """A compiled entry (duck-typed as `entry.CompiledEntry`) running the saved machine code,
     its pins bound to the loading dispatcher's `fallback`, error `handler` (wrapped in an
     `ErrorReporter` where the saved one was) and `general` entry; None when it cannot link
-    in this process."""
-    from ..backend.llvm.jit.engine import ObjectImage, engine
-    from ..backend.llvm.runtime import objects
+    in this process. Linked by the ELF linker (native.py) where it can, else by LLVM."""
     from ..backend.llvm.runtime.entry import EntryPins, ErrorReporter, make_builtin
-    from . import runtime
-    from .symbols import provide
+    from ..backend.llvm.runtime.objects import PIN_PREFIX
+    from . import native
 
     meta = saved.meta
-    if not runtime.link(saved.runtime, provide) or not provide(meta["imports"]):
-        return None
     errors = saved.errors
     handler.errors = errors
     if "reporter" in meta["roles"]:
         handler = ErrorReporter(handler, errors, saved.details)
     general = None if meta["general"] else general
     of_role = {"fallback": fallback, "handler": handler, "reporter": handler, "general": general}
-    objects.bind({f"{objects.PIN_PREFIX}{meta['tag']}.{k}": of_role[role]
-                  for k, role in enumerate(meta["roles"])})
-    image = ObjectImage(tuple(saved.objects), tuple(meta["names"]), tuple(meta["imports"]))
-    try:
-        module = engine().load(image)
-    except LookupError:
+    pins = {f"{PIN_PREFIX}{meta['tag']}.{k}": of_role[role] for k, role in enumerate(meta["roles"])}
+    module = native.link(saved, pins) or _link_by_llvm(saved, pins)
+    if module is None:
         return None
     call = make_builtin(module, meta["wrapper"], meta["name"],
                         EntryPins(None, fallback, handler, general))
     return LoadedEntry(call, errors, module, saved.details, meta["general"])
+
+
+def _link_by_llvm(saved: Saved, pins: dict[str, Any]) -> Any | None:
+    """The saved code linked by LLVM's MCJIT (`Engine.load`), or None."""
+    from ..backend.llvm.jit.engine import ObjectImage, engine
+    from ..backend.llvm.runtime import objects
+    from . import runtime
+    from .symbols import provide
+
+    meta = saved.meta
+    if not runtime.link(saved.runtime, provide) or not provide(meta["imports"]):
+        return None
+    objects.bind(pins)
+    image = ObjectImage(tuple(saved.objects), tuple(meta["names"]), tuple(meta["imports"]))
+    try:
+        return engine().load(image)
+    except LookupError:
+        return None
 
 
 @dataclass

@@ -1,54 +1,133 @@
 """What else compiled code depends on: astjit itself, LLVM, NumPy, Python and the CPU.
 
-Machine code is tuned to the host CPU (its name and features, as the engine targets
-them), calls NumPy's C API by the table of the NumPy it was compiled against, and is
-made by one astjit and one LLVM. An entry made under another of any of these is
-foreign: its key differs, so it is never found. astjit's own code is identified by
-its version and the size and modification time of each of its source files, so that
-editing astjit (a development checkout) does not load code an older astjit compiled.
+Machine code is tuned to the host CPU, calls NumPy's C API by the table of the NumPy it
+was compiled against, and is made by one astjit and one LLVM. An entry made under
+another of any of these is foreign: its key differs, so it is never found.
+
+All of it is read without importing llvmlite or NumPy (a warm cache's process needs
+neither for a scalar kernel, and importing them would cost it more than the load):
+- astjit: its version and the size and modification time of each of its source files,
+  so that editing astjit (a development checkout) does not load code an older one
+  compiled;
+- llvmlite: its version (`_version.py`, with its commit) and the size and modification
+  time of its shared library, into which LLVM is linked statically: another LLVM is
+  another library file;
+- NumPy: its version (the imported module's, else its `version.py`);
+- the CPU (`cpu`): on Linux the first processor's vendor, family, model, stepping, name
+  and feature flags from /proc/cpuinfo: LLVM derives the CPU it targets and its
+  features from the same CPUID words (the kernel clears a flag the OS does not
+  support, as LLVM's own check of XCR0 does); elsewhere LLVM's host CPU name and
+  features (llvmlite imported).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.machinery
 import os
-import platform
+import re
 import sys
 from pathlib import Path
 
 FORMAT = 1
 """The version of the entries' layout (store.py, entries.py): part of every key."""
 
+CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+"""The fields of /proc/cpuinfo that name a processor and its features."""
+
 
 @functools.cache
 def fingerprint() -> str:
     """One line naming everything above, for this process (computed once)."""
-    import llvmlite
-    import llvmlite.binding as llvm
-    import numpy
-
     version = sys.modules["astjit"].__version__  # imported by now (an import: a cycle)
     parts = [
         f"format={FORMAT}",
-        f"astjit={version}:{_package_state(Path(__file__).resolve().parent.parent)}",
-        f"llvmlite={llvmlite.__version__}",
-        "llvm=" + ".".join(map(str, llvm.llvm_version_info)),
-        f"numpy={numpy.__version__}",
+        f"astjit={version}:{package_state(Path(__file__).resolve().parent.parent)}",
+        f"llvmlite={llvmlite_state()}",
+        f"numpy={numpy_version()}",
         f"python={sys.version.split()[0]}:{sys.implementation.cache_tag}",
-        f"machine={platform.machine()}",
-        f"cpu={llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}",
+        f"machine={machine()}",
+        f"cpu={cpu()}",
     ]
     return ";".join(parts)
 
 
-def _package_state(root: Path) -> str:
-    """A digest of the size and modification time of every source file of the package."""
+def package_state(root: Path) -> str:
+    """A digest of the path, size and modification time of every source file under `root`."""
     entries = []
-    for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                stat = os.stat(os.path.join(directory, name))
-                entries.append(f"{os.path.relpath(os.path.join(directory, name), root)}:"
-                               f"{stat.st_size}:{stat.st_mtime_ns}")
+    folders = [str(root)]
+    while folders:
+        with os.scandir(folders.pop()) as found:
+            for entry in found:
+                if entry.name.endswith(".py"):
+                    stat = entry.stat()
+                    entries.append(f"{entry.path}:{stat.st_size}:{stat.st_mtime_ns}")
+                elif entry.name != "__pycache__" and entry.is_dir():
+                    folders.append(entry.path)
+    entries.sort()
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
+
+
+def _package_folder(name: str) -> Path | None:
+    spec = importlib.machinery.PathFinder.find_spec(name)
+    locations = None if spec is None else spec.submodule_search_locations
+    return Path(locations[0]) if locations else None
+
+
+def llvmlite_state() -> str:
+    """llvmlite's version and commit, and its library's size and modification time."""
+    folder = _package_folder("llvmlite")
+    if folder is None:
+        return "absent"
+    try:
+        text = (folder / "_version.py").read_text()
+    except OSError:
+        text = ""
+    found = re.findall(r"^version_(?:version|full) = '([^']*)'", text, re.MULTILINE)
+    version = ":".join(found) if found else _imported_version("llvmlite")
+    libraries = sorted((folder / "binding").glob("*llvmlite*"))
+    stats = [f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}" for path in libraries]
+    return ":".join([version, *stats])
+
+
+def numpy_version() -> str:
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        return numpy.__version__
+    folder = _package_folder("numpy")
+    try:
+        text = (folder / "version.py").read_text() if folder is not None else ""
+    except OSError:
+        text = ""
+    found = re.search(r'^version = "([^"]*)"', text, re.MULTILINE)
+    return found.group(1) if found else _imported_version("numpy")
+
+
+def _imported_version(name: str) -> str:
+    """`name.__version__`, importing it: where its version file reads otherwise than above."""
+    return str(__import__(name).__version__)
+
+
+def machine() -> str:
+    return os.uname().machine if hasattr(os, "uname") else sys.platform
+
+
+def cpu() -> str:
+    """The host CPU (see the module's docstring)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            fields = {}
+            for line in file:
+                if not line.strip():
+                    break
+                name, _, value = line.partition(":")
+                if name.strip() in CPU_FIELDS:
+                    fields[name.strip()] = " ".join(value.split())
+    except OSError:
+        fields = {}
+    if "flags" in fields and "model name" in fields:
+        text = ";".join(f"{name}={fields.get(name, '')}" for name in CPU_FIELDS)
+        return "cpuinfo:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+    import llvmlite.binding as llvm
+
+    return f"llvm:{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}"

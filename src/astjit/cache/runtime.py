@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
-
 _ADDRESS = re.compile(r"inttoptr \((?:i64|ptr) \d{6,}")
 """An address embedded in LLVM IR."""
 
@@ -61,6 +59,8 @@ def _embeds_addresses(module) -> bool:
 def link(batches: list[Batch], provide) -> bool:
     """Link the `batches` this process lacks as its runtime (their imports registered by
     `provide`, symbols.py); False when one cannot link here."""
+    import llvmlite.binding as llvm
+
     from ..backend.llvm import shared
     from ..backend.llvm.jit.engine import ObjectImage, engine
 

@@ -44,7 +44,8 @@ from ...ir.types import ArrayType
 from .emitter import FunctionEmitter
 from .lltypes import I32_T, I64_T, STATUS, constant
 from .runtime import gil
-from .runtime.pyapi import MAIN_THREAD, declare
+from .runtime.process import MAIN_THREAD
+from .runtime.pyapi import declare
 from .shared import shared_function
 
 INTERRUPTED = "KeyboardInterrupt"

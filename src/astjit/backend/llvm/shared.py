@@ -26,6 +26,7 @@ itself. (The loops' metadata is loop_metadata.py.)
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Callable
 
@@ -51,6 +52,17 @@ class _Runtime:
 
 
 RUNTIME = _Runtime()
+
+
+def _adopt_loaded() -> None:
+    """The runtime functions the disk cache linked without LLVM before this module was
+    imported (astjit/cache/native.py) are the runtime's: compiled code calls them."""
+    native = sys.modules.get("astjit.cache.native")
+    if native is not None:
+        native.adopt(RUNTIME)
+
+
+_adopt_loaded()
 
 
 def shared_function(module: ir.Module, name: str, fnty: ir.FunctionType,

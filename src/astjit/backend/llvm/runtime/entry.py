@@ -25,14 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..jit.engine import CompiledModule, engine
-from ..lltypes import contains_array
-from . import pyapi
-
-if TYPE_CHECKING:  # the code generator is imported by `build_entry`: a process loading cached
-    # code (astjit/cache) makes builtins with `make_builtin` and never needs it
+if TYPE_CHECKING:  # the code generator and LLVM are imported by `build_entry`: a process
+    # loading cached code (astjit/cache) makes builtins with `make_builtin` and needs neither
     from ....ir.core import Module
     from ..codegen import ErrorSite, LoweredModule
+    from ..jit.engine import CompiledModule
     from .trees import TreeBoundary
 
 METH_FASTCALL = 0x0080
@@ -113,6 +110,8 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     """
     from ....ir.analysis import calls_python, written_parameters
     from ..codegen import emit_module
+    from ..jit.engine import engine
+    from . import pyapi
     from .wrapper import emit_wrapper
 
     first_tier = general is not None and not written_parameters(module) \
@@ -144,6 +143,8 @@ def is_array_module(lowered: LoweredModule) -> bool:
     """Whether a module takes or returns arrays, which `Engine.compile_ir` compiles in two
     parts: loops vectorized, glue lightly (split.py). Scalar code keeps O3 throughout:
     its straight-line arithmetic is a hot path."""
+    from ..lltypes import contains_array
+
     graph = lowered.source.entry_graph
     return any(contains_array(v.type) for v in [*graph.params, *graph.outputs])
 

@@ -16,6 +16,10 @@ to each by a symbol instead, which LLVM resolves when it links the code:
   first used; whoever loads the code binds each name to its own object. Outside
   `pinning`, such an object stays an address: that code is never saved.
 
+`resolve` and `portable_name` need no LLVM (llvmlite is imported where a symbol is
+registered with it): the disk cache's loader finds objects by name without it
+(astjit/cache/native.py).
+
 `declared(text)` adds the declarations of the symbols a printed module uses
 (`external global i8`: only their addresses are used), which the engine parses.
 """
@@ -28,8 +32,6 @@ import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-
-import llvmlite.binding as llvm
 
 OBJECT_PREFIX = "astjit.obj."
 PIN_PREFIX = "astjit.pin."
@@ -95,6 +97,8 @@ def symbol(obj: object) -> str | None:
         return found[0]
     name = portable_name(obj)
     if name is not None:
+        import llvmlite.binding as llvm
+
         with _lock:
             if id(obj) not in _named:
                 llvm.add_symbol(OBJECT_PREFIX + name, id(obj))
@@ -117,6 +121,8 @@ class Pins:
                 return f"{PIN_PREFIX}{self.tag}.{k}"
         self.objects.append(obj)
         name = f"{PIN_PREFIX}{self.tag}.{len(self.objects) - 1}"
+        import llvmlite.binding as llvm
+
         llvm.add_symbol(name, id(obj))
         return name
 
@@ -148,6 +154,8 @@ def register(names: set[str]) -> bool:
 
 def bind(names: dict[str, object]) -> None:
     """Make each symbol of `names` resolve to its object (the caller keeps them alive)."""
+    import llvmlite.binding as llvm
+
     for name, obj in names.items():
         llvm.add_symbol(name, id(obj))
 

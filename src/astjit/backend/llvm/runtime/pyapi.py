@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
-import sys
-import threading
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..lltypes import DOUBLE, I8, I32_T, I64_T
-from . import objects
+from . import objects, process
 
 PTR_BYTES = ctypes.sizeof(ctypes.c_void_p)
 PYOBJ = I8.as_pointer()
@@ -75,38 +72,22 @@ FUNCTIONS: dict[str, ir.FunctionType] = {
 THREAD_FUNCTIONS = ("pthread_self", "pthread_getspecific", "pthread_setspecific",
                     "clock_gettime")
 """What a call running without the GIL asks the C library (runtime/gil.py, interrupts.py)."""
-MAIN_THREAD = "astjit.main_thread"
-"""An i64 holding the main thread's `pthread_self()`, the one thread that runs handlers."""
-RELEASED_KEY = "astjit.released_key"
-"""The `pthread_key_t` (`KEY` wide) of the thread state a compiled call saved when it
-released the GIL (runtime/gil.py): NULL while the call holds it."""
-KEY = ir.IntType(8 * ctypes.sizeof(ctypes.c_uint if sys.platform.startswith("linux")
-                                   else ctypes.c_ulong))
-_main_thread = ctypes.c_uint64()
-_released_key = (ctypes.c_uint if KEY.width == 32 else ctypes.c_ulong)()
-
-
-def _note_main_thread() -> None:
-    _main_thread.value = threading.main_thread().ident or 0
+KEY = ir.IntType(8 * ctypes.sizeof(process.KEY_TYPE))
+"""`pthread_key_t`, the type of `RELEASED_KEY` (process.py)."""
 
 
 @functools.cache
 def register_functions() -> None:
     """Give LLVM the address of every C API function in `FUNCTIONS`, of `THREAD_FUNCTIONS`,
-    `MAIN_THREAD` and `RELEASED_KEY` (once per process; a forked child notes its own main
-    thread)."""
+    `MAIN_THREAD` and `RELEASED_KEY` (once per process: process.py)."""
     for name in FUNCTIONS:
         address = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
         llvm.add_symbol(name, address)
     libc = ctypes.CDLL(None)
     for name in THREAD_FUNCTIONS:
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
-    if libc.pthread_key_create(ctypes.byref(_released_key), None) != 0:
-        raise OSError("pthread_key_create failed: no thread-local key for compiled code")
-    _note_main_thread()
-    os.register_at_fork(after_in_child=_note_main_thread)
-    llvm.add_symbol(MAIN_THREAD, ctypes.addressof(_main_thread))
-    llvm.add_symbol(RELEASED_KEY, ctypes.addressof(_released_key))
+    for name, address in process.thread_state().items():
+        llvm.add_symbol(name, address)
 
 
 def declare(module: ir.Module, name: str) -> ir.Function:
