@@ -45,6 +45,13 @@ def divide(a, b):
 def column_sums(x):
     return np.sum(x * 2.0, axis=0)
 
+def count_down(n):
+    k = 0
+    while n > 0:
+        n -= 1
+        k += n % 7
+    return k
+
 jit_scalar = jit(scalar_kernel, cache=True)
 jit_step = jit(step, cache=True)
 jit_divide = jit(divide, cache=True)
@@ -79,10 +86,37 @@ print("RESULT " + json.dumps(out))
 '''
 
 
-def run_child(directory, code=CHILD, **env):
+SCALAR_CHILD = '''
+import json, sys
+sys.path.insert(0, ".")
+import kernels as k
+
+out = {"scalar": k.jit_scalar(0.5, 100000), "python_scalar": k.scalar_kernel(0.5, 100000),
+       "loaded": all(spec.optimized is None for spec in k.jit_scalar.signatures.values())}
+try:
+    k.jit_divide(1.0, 0.0)
+except ZeroDivisionError as error:
+    out["error"] = str(error)
+out["llvmlite"] = sorted(m for m in sys.modules if m.partition(".")[0] == "llvmlite"
+                        or m == "numpy.ma" or m.startswith("numpy.ma."))
+if len(sys.argv) > 1:  # then compile in the same process: it calls the loaded runtime
+    from astjit import jit
+    from astjit.backend.llvm import shared
+    from astjit.cache import native
+    out["adopted"] = bool(native._runtime) and set(native._runtime) <= shared.RUNTIME.compiled
+    counting = jit(k.count_down, cache=True)
+    out["count"] = [counting(n) for n in (10, 100000)]
+    out["python_count"] = [k.count_down(n) for n in (10, 100000)]
+    out["count_loaded"] = all(s.optimized is None for s in counting.signatures.values())
+print("RESULT " + json.dumps(out))
+'''
+
+
+def run_child(directory, code=CHILD, *arguments, **env):
     environment = dict(os.environ, ASTJIT_CACHE_DIR=str(directory / "cache"), **env)
     environment.pop("ASTJIT_DISABLE_JIT", None)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=directory, env=environment,
+    proc = subprocess.run([sys.executable, "-c", code, *arguments], cwd=directory,
+                          env=environment,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(li for li in reversed(proc.stdout.splitlines()) if li.startswith("RESULT "))
@@ -122,6 +156,23 @@ def test_a_second_process_loads_what_the_first_compiled(project):
     for name in ("scalar", "step", "columns", "columns_t", "error", "grad"):
         assert warm[name] == cold[name], name
     assert "division by zero" in warm["error"]
+
+
+def test_a_warm_scalar_call_links_without_llvm(project):
+    """A process loading scalar code never imports llvmlite (nor NumPy's masked arrays): the
+    ELF linker links it (cache/native.py). Code it compiles afterwards calls the runtime
+    functions it loaded, and is cached in turn."""
+    cold = run_child(project, SCALAR_CHILD)
+    assert not cold["loaded"] and cold["scalar"] == cold["python_scalar"]
+    warm = run_child(project, SCALAR_CHILD)
+    assert warm["loaded"] and warm["llvmlite"] == []
+    assert (warm["scalar"], warm["error"]) == (cold["scalar"], cold["error"])
+    mixed = run_child(project, SCALAR_CHILD, "compile")
+    assert mixed["loaded"] and mixed["adopted"] and not mixed["count_loaded"]
+    assert mixed["count"] == mixed["python_count"]
+    again = run_child(project, SCALAR_CHILD, "compile")
+    assert again["count_loaded"] and again["count"] == mixed["count"]
+    assert again["llvmlite"] == []  # read before compiling
 
 
 def test_damaged_entries_are_compiled_again(project):
@@ -296,3 +347,133 @@ def test_a_loaded_entry_takes_unaligned_arrays_and_writes_them_back(monkeypatch,
     assert loaded(unaligned, 3.0) == 30.0
     assert all(spec.optimized is None for spec in loaded.signatures.values())
     np.testing.assert_array_equal(unaligned, words * 3.0)
+
+
+# ---- the ELF linker (cache/elf.py) ----------------------------------------------------------
+
+LINKED_IR = r'''
+@counter = global i64 5
+@table = internal constant [4 x double] [double 1.5, double 2.5, double 3.5, double 4.5]
+declare i64 @labs(i64)
+define i64 @bump(i64 %x) noinline {
+  %c = load i64, ptr @counter
+  %n = add i64 %c, %x
+  store i64 %n, ptr @counter
+  %a = call i64 @labs(i64 %n)
+  ret i64 %a
+}
+define double @pick(i64 %i) {
+  %p = getelementptr [4 x double], ptr @table, i64 0, i64 %i
+  %v = load double, ptr %p
+  ret double %v
+}
+define i64 @twice(i64 %x) {
+  %a = call i64 @bump(i64 %x)
+  %b = call i64 @bump(i64 %a)
+  ret i64 %b
+}
+'''
+
+
+def object_code(codemodel, reloc, text=LINKED_IR):
+    import llvmlite.binding as llvm
+
+    from astjit.backend.llvm.jit.engine import engine
+
+    machine = engine().target.create_target_machine(codemodel=codemodel, reloc=reloc)
+    return machine.emit_object(llvm.parse_assembly(text))
+
+
+def c_function(name):
+    import ctypes
+
+    return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+
+
+@pytest.mark.parametrize("codemodel, reloc", [("jitdefault", "default"), ("small", "pic"),
+                                              ("large", "pic")])
+def test_the_elf_linker_applies_each_code_models_relocations(codemodel, reloc):
+    """The large model's absolute addresses (what the engine emits), the small PIC model's
+    PC-relative calls and GOT loads, the large PIC model's GOT offsets: the linked
+    functions read and write their globals and call the C library's `labs`."""
+    import ctypes
+
+    from astjit.cache import elf
+
+    image = elf.link([object_code(codemodel, reloc)], {"labs": c_function("labs")}.get)
+    twice = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(image.symbols["twice"])
+    pick = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_int64)(image.symbols["pick"])
+    assert twice(-20) == 0  # counter 5 - 20 = -15, |-15| = 15; then -15 + 15 = 0
+    assert ctypes.c_int64.from_address(image.symbols["counter"]).value == 0
+    assert twice(3) == 6  # 0 + 3 = 3; 3 + 3 = 6
+    assert [pick(i) for i in range(4)] == [1.5, 2.5, 3.5, 4.5]
+
+
+def relocation_tables(obj):
+    from astjit.cache import elf
+
+    parsed = elf._parse(obj)
+    return [s for s in parsed.sections if s.kind == elf.SHT_RELA]
+
+
+def test_the_elf_linker_refuses_what_it_does_not_handle():
+    from astjit.cache import elf
+
+    obj = object_code("jitdefault", "default")
+    resolve = {"labs": c_function("labs")}.get
+    foreign = bytearray(obj)
+    foreign[18:20] = (183).to_bytes(2, "little")  # AArch64
+    unknown = bytearray(obj)
+    table = relocation_tables(obj)[0]
+    unknown[table.offset + 8:table.offset + 12] = (37).to_bytes(4, "little")  # IRELATIVE
+    for damaged in (bytes(foreign), bytes(unknown), obj[:40], b"\x7fELF" + bytes(60)):
+        with pytest.raises(elf.Unsupported):
+            elf.link([damaged], resolve)
+    with pytest.raises(elf.Unresolved, match="labs"):
+        elf.link([obj], {}.get)
+
+
+def mapped(address):
+    with open("/proc/self/maps") as maps:
+        spans = [line.split()[0].split("-") for line in maps]
+    return any(int(low, 16) <= address < int(high, 16) for low, high in spans)
+
+
+def test_linked_memory_is_unmapped_with_its_image():
+    import gc
+
+    from astjit.cache import elf
+
+    image = elf.link([object_code("jitdefault", "default")], {"labs": c_function("labs")}.get)
+    base = image.base
+    assert mapped(base)
+    del image
+    gc.collect()
+    assert not mapped(base)
+
+
+def test_a_foreign_entry_is_not_decoded():
+    """An entry read under another key (a file-name collision, another environment's file
+    put in place) decodes to nothing: the entry is compiled and written again."""
+    from astjit.cache import entries
+
+    meta_key, other = "format=2;one environment", "format=2;another"
+    payload = entries.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
+                                     "runtime": []})
+    blob = len(payload).to_bytes(4, "little") + payload
+    assert entries.decode(blob, meta_key) is not None
+    assert entries.decode(blob, other) is None
+    assert entries.decode(blob[:-3], meta_key) is None
+    assert entries.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
+
+
+def test_an_entry_the_elf_linker_refuses_links_through_llvm(monkeypatch, tmp_path):
+    from astjit.cache import native
+
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    assert jit(closure_reading(6.0), cache=True)(2.0) == 12.0
+    monkeypatch.setattr(native, "link", lambda saved, pins: None)
+    loaded = jit(closure_reading(6.0), cache=True)
+    assert loaded(3.0) == 18.0
+    spec = next(iter(loaded.signatures.values()))
+    assert spec.optimized is None and type(spec.compiled.compiled).__name__ == "CompiledModule"

@@ -15,27 +15,27 @@ usual and its entry written. See docs/caching.md for what is keyed and what is n
 """
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import entries, runtime, store
-from .dependencies import Uncacheable, digest
+from .dependencies import Uncacheable, digest, sha256
 from .environment import fingerprint
 
 
-@dataclass(frozen=True)
 class Place:
     """Where the entry of one specialization lives and the key it must carry."""
 
-    key: str
-    path: Path
+    __slots__ = ("key", "path")
+
+    def __init__(self, key: str, path: Path) -> None:
+        self.key = key
+        self.path = path
 
     @property
     def tag(self) -> str:
         """The entry's name among the pins of the process (`objects.pinning`)."""
-        return hashlib.sha256(self.key.encode()).hexdigest()[:20]
+        return sha256(self.key.encode()).hexdigest()[:20]
 
 
 def place(fn: Any, options: dict, types: tuple) -> Place | None:

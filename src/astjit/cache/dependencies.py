@@ -29,11 +29,18 @@ the environment's versions (environment.py).
 from __future__ import annotations
 
 import builtins
-import hashlib
 import linecache
 import sys
 import types
 from typing import Any
+
+try:  # the C module alone: hashlib also loads OpenSSL, a noticeable part of a cached load
+    from _sha256 import sha256
+except ImportError:  # Python 3.12+ (_sha2), or a build without it
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
 
 LIBRARIES = frozenset({"numpy", "astjit", "math", "cmath", "builtins", "operator", "functools",
                        "scipy", "itertools"})
@@ -53,7 +60,7 @@ def digest(fn: Any) -> str:
 
 class _Walk:
     def __init__(self) -> None:
-        self.hash = hashlib.sha256()
+        self.hash = sha256()
         self.seen: dict[int, int] = {}
         """id of each function hashed -> its number, for recursion (and keeping ids apart)."""
         self.alive: list = []

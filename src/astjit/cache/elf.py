@@ -29,7 +29,6 @@ import struct
 import sys
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 SECTION = struct.Struct("<IIQQQQIIQQ")
@@ -49,13 +48,14 @@ SKIPPED = frozenset({b".eh_frame"})
 
 R_NONE, R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64 = 0, 1, 2, 4, 10, 11, 24
 R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX = 9, 41, 42
-R_GOTOFF64, R_GOTPC32, R_GOTPC64 = 25, 26, 29
+R_GOTOFF64, R_GOTPC32, R_GOT64, R_GOTPC64 = 25, 26, 27, 29
 RELOCATIONS = frozenset({R_NONE, R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64, R_GOTPCREL,
-                         R_GOTPCRELX, R_REX_GOTPCRELX, R_GOTOFF64, R_GOTPC32, R_GOTPC64})
+                         R_GOTPCRELX, R_REX_GOTPCRELX, R_GOTOFF64, R_GOTPC32, R_GOT64,
+                         R_GOTPC64})
 """The relocation types applied; any other refuses the object."""
-WIDE = frozenset({R_64, R_PC64, R_GOTOFF64, R_GOTPC64})
+WIDE = frozenset({R_64, R_PC64, R_GOTOFF64, R_GOT64, R_GOTPC64})
 """The relocations writing 8 bytes (the others write 4)."""
-GOT_RELOCATIONS = frozenset({R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX})
+GOT_RELOCATIONS = frozenset({R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX, R_GOT64})
 STUB = 16
 """Bytes of a branch stub: `jmp *0(%rip)` then the target's 8-byte address (a PLT32 call
 whose target lies beyond 2 GiB goes through one)."""
@@ -73,29 +73,26 @@ class Unresolved(LookupError):
     """An undefined symbol resolves nowhere."""
 
 
-@dataclass
 class _Section:
-    index: int
-    name: bytes
-    kind: int
-    flags: int
-    offset: int
-    size: int
-    align: int
-    link: int
-    info: int
-    place: int = -1
-    """Offset in the image, or -1: not loaded."""
+    __slots__ = ("align", "flags", "info", "kind", "link", "name", "offset", "place", "size")
+
+    def __init__(self, name: bytes, kind: int, flags: int, offset: int, size: int, align: int,
+                 link: int, info: int) -> None:
+        self.name, self.kind, self.flags = name, kind, flags
+        self.offset, self.size, self.align = offset, size, align
+        self.link, self.info = link, info
+        self.place = -1
+        """Offset in the image, or -1: not loaded."""
 
 
-@dataclass
 class _Object:
-    data: bytes
-    sections: list[_Section]
-    symbols: list[tuple[bytes, int, int, int]] = field(default_factory=list)
-    """(name, binding, type, section index) of each symbol, in the symbol table's order."""
-    values: list[int] = field(default_factory=list)
-    """The value (offset in its section) of each symbol."""
+    def __init__(self, data: bytes, sections: list[_Section]) -> None:
+        self.data = data
+        self.sections = sections
+        self.symbols: list[tuple[bytes, int, int, int]] = []
+        """(name, binding, type, section index) of each symbol, in the symbol table's order."""
+        self.values: list[int] = []
+        """The value (offset in its section) of each symbol."""
 
 
 class Image:
@@ -183,7 +180,7 @@ def _parse(data: bytes) -> _Object:
     sections = []
     for k, (name, kind, flags, _, offset, size, link, info, align, _) in enumerate(headers):
         end = data.index(b"\0", names_at + name)
-        section = _Section(k, data[names_at + name:end], kind, flags, offset, size,
+        section = _Section(data[names_at + name:end], kind, flags, offset, size,
                            max(align, 1), link, info)
         if kind in REFUSED_TYPES or flags & SHF_TLS or kind == SHT_REL:
             raise Unsupported(f"section {section.name!r} of type {kind}")
@@ -271,6 +268,8 @@ class _Relocator:
                 return _symbol_address(obj, shndx, obj.values[index], self.base)
             return self.globals[name.decode()]
         address = self.external.get(name)
+        if address is None and name == b"_GLOBAL_OFFSET_TABLE_":
+            address = self.external[name] = self.base + self.got
         if address is None:
             text = name.decode()
             address = self.globals.get(text)
@@ -301,6 +300,9 @@ class _Relocator:
             if kind == R_PLT32 and not -2**31 <= value + addend - place < 2**31:
                 value = self.stub(value)
             self.signed32(at, value + addend - place)
+        elif kind == R_GOT64:
+            struct.pack_into("<Q", self.image, at,
+                             (self.got_slot(value) - self.base - self.got + addend) & (2**64 - 1))
         elif kind in GOT_RELOCATIONS:
             self.signed32(at, self.got_slot(value) + addend - place)
         elif kind == R_32:

@@ -19,15 +19,18 @@ fallback, handler and general entry, the code linked without LLVM where it can b
 (native.py, elf.py) and by the engine otherwise (its imports registered by symbols.py),
 and a builtin made around it, as `build_entry` makes one.
 
-Payload: a 4-byte length, that much JSON, then the object code of each part (their
-lengths are in the JSON). No pickle: loading a cache file runs no Python code from it.
+Payload: a 4-byte length, that much metadata, then the object code of each part (their
+lengths are in the metadata). The metadata is plain values (dicts, lists, strings,
+numbers) in `marshal`'s format, which Python reads without importing anything (json's
+import and its regular expressions cost a cached load more than the rest of decoding;
+the Python version is in the key). No pickle: loading a cache file runs no Python code
+from it.
 """
 from __future__ import annotations
 
-import json
+import marshal
 import struct
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import Loc
 from .runtime import Batch
@@ -35,22 +38,29 @@ from .runtime import Batch
 ROLES = ("fallback", "handler", "reporter", "general")
 
 
-class Site(NamedTuple):
-    """An error site as the handler reads it (`emitter.ErrorSite`'s fields)."""
+class Site(tuple):
+    """An error site as the handler reads it (`emitter.ErrorSite`'s fields): (exc, message,
+    loc). (Not a NamedTuple: making one costs a cached load a noticeable part of its time.)"""
 
-    exc: str
-    message: str
-    loc: Loc | None
+    __slots__ = ()
+
+    def __new__(cls, exc: str, message: str, loc: Loc | None) -> Site:
+        return tuple.__new__(cls, (exc, message, loc))
+
+    exc = property(lambda self: self[0])
+    message = property(lambda self: self[1])
+    loc = property(lambda self: self[2])
 
 
-@dataclass
 class Saved:
     """A decoded entry."""
 
-    meta: dict
-    objects: list[tuple[str, bytes]]
-    """(pipeline, object code) of each part of the entry's module."""
-    runtime: list[Batch]
+    def __init__(self, meta: dict, objects: list[tuple[str, bytes]],
+                 runtime: list[Batch]) -> None:
+        self.meta = meta
+        self.objects = objects
+        """(pipeline, object code) of each part of the entry's module."""
+        self.runtime = runtime
 
     @property
     def errors(self) -> list[Site]:
@@ -102,7 +112,7 @@ def encode(key: str, tag: str, compiled: Any, batches: list[Batch], roles: list[
         "runtime": [[list(batch.names), list(batch.imports)] for batch in batches],
         "sizes": [len(blob) for blob in blobs],
     }
-    text = json.dumps(meta).encode()
+    text = marshal.dumps(meta)
     return b"".join([struct.pack("<I", len(text)), text, *blobs])
 
 
@@ -111,8 +121,8 @@ def decode(payload: bytes, key: str) -> Saved | None:
     file names, or an entry that does not parse)."""
     try:
         (length,) = struct.unpack_from("<I", payload)
-        meta = json.loads(payload[4:4 + length])
-        if meta.get("key") != key:
+        meta = marshal.loads(payload[4:4 + length])
+        if type(meta) is not dict or meta.get("key") != key:
             return None
         blobs, offset = [], 4 + length
         for size in meta["sizes"]:
@@ -125,7 +135,7 @@ def decode(payload: bytes, key: str) -> Saved | None:
         batches = [Batch(tuple(names), tuple(imports), blob)
                    for (names, imports), blob in zip(meta["runtime"], blobs[parts:])]
         return Saved(meta, list(zip(meta["parts"], blobs[:parts])), batches)
-    except (ValueError, KeyError, TypeError, struct.error):
+    except (ValueError, KeyError, TypeError, EOFError, struct.error):
         return None
 
 
@@ -172,17 +182,20 @@ def _link_by_llvm(saved: Saved, pins: dict[str, Any]) -> Any | None:
         return None
 
 
-@dataclass
 class LoadedEntry:
     """A compiled entry loaded from the cache: what `entry.CompiledEntry` offers, but the
-    LLVM IR, which is not kept (compile the function afresh to see it)."""
+    LLVM IR, which is not kept (compile the function afresh to see it). (A plain class:
+    making a dataclass costs a cached load a noticeable part of its time.)"""
 
-    call: Any
-    errors: list[Site]
-    compiled: Any
-    error_details: dict[int, str]
-    general: bool
-    trees: Any = None
+    trees = None
+
+    def __init__(self, call: Any, errors: list[Site], compiled: Any,
+                 error_details: dict[int, str], general: bool) -> None:
+        self.call = call
+        self.errors = errors
+        self.compiled = compiled
+        self.error_details = error_details
+        self.general = general
 
     @property
     def llvm_ir(self) -> str:

@@ -22,14 +22,14 @@ neither for a scalar kernel, and importing them would cost it more than the load
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.machinery
 import os
-import re
 import sys
 from pathlib import Path
 
-FORMAT = 1
+from .dependencies import sha256
+
+FORMAT = 2
 """The version of the entries' layout (store.py, entries.py): part of every key."""
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
@@ -65,7 +65,7 @@ def package_state(root: Path) -> str:
                 elif entry.name != "__pycache__" and entry.is_dir():
                     folders.append(entry.path)
     entries.sort()
-    return hashlib.sha256("\n".join(entries).encode()).hexdigest()[:16]
+    return sha256("\n".join(entries).encode()).hexdigest()[:16]
 
 
 def _package_folder(name: str) -> Path | None:
@@ -83,8 +83,8 @@ def llvmlite_state() -> str:
         text = (folder / "_version.py").read_text()
     except OSError:
         text = ""
-    found = re.findall(r"^version_(?:version|full) = '([^']*)'", text, re.MULTILINE)
-    version = ":".join(found) if found else _imported_version("llvmlite")
+    found = [_assigned(text, "version_version"), _assigned(text, "version_full")]
+    version = ":".join(found) if all(found) else _imported_version("llvmlite")
     libraries = sorted((folder / "binding").glob("*llvmlite*"))
     stats = [f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}" for path in libraries]
     return ":".join([version, *stats])
@@ -99,8 +99,18 @@ def numpy_version() -> str:
         text = (folder / "version.py").read_text() if folder is not None else ""
     except OSError:
         text = ""
-    found = re.search(r'^version = "([^"]*)"', text, re.MULTILINE)
-    return found.group(1) if found else _imported_version("numpy")
+    return _assigned(text, "version") or _imported_version("numpy")
+
+
+def _assigned(text: str, name: str) -> str | None:
+    """The string literal assigned to `name` at the start of a line of `text`, or None."""
+    for line in text.splitlines():
+        left, equals, right = line.partition("=")
+        value = right.strip()
+        if equals and left.strip() == name and len(value) >= 2 and value[0] == value[-1] \
+                and value[0] in "'\"":
+            return value[1:-1]
+    return None
 
 
 def _imported_version(name: str) -> str:
@@ -127,7 +137,7 @@ def cpu() -> str:
         fields = {}
     if "flags" in fields and "model name" in fields:
         text = ";".join(f"{name}={fields.get(name, '')}" for name in CPU_FIELDS)
-        return "cpuinfo:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+        return "cpuinfo:" + sha256(text.encode()).hexdigest()[:32]
     import llvmlite.binding as llvm
 
     return f"llvm:{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}"

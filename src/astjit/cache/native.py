@@ -31,7 +31,6 @@ import ctypes
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from . import elf
 from .runtime import Batch
@@ -46,34 +45,37 @@ _objects: dict[str, object] = {}
 _process = None
 
 
-@dataclass(frozen=True)
 class LoadedPart:
     """A batch's object code, as `jit.engine.Part` shows a part loaded from object code."""
 
-    object: bytes
-    pipeline: str = "loops"
-    module: None = None
+    pipeline = "loops"
+    module = None
+
+    def __init__(self, obj: bytes) -> None:
+        self.object = obj
 
 
-@dataclass
 class LoadedBatch:
     """A runtime batch linked here, shaped as the runtime's modules (`jit.engine.
     CompiledModule`: `addresses`, `imports`, `parts`) for `shared.RUNTIME.modules`."""
 
-    addresses: dict[str, int]
-    imports: tuple[str, ...]
-    parts: tuple[LoadedPart, ...]
-    code: elf.Image = field(repr=False)
-    adopted: bool = False
+    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...],
+                 parts: tuple[LoadedPart, ...], code: elf.Image) -> None:
+        self.addresses = addresses
+        self.imports = imports
+        self.parts = parts
+        self.code = code
+        self.adopted = False
 
 
-@dataclass
 class NativeModule:
     """An entry's code linked here: what `entry.make_builtin` reads of a CompiledModule."""
 
-    addresses: dict[str, int]
-    imports: tuple[str, ...]
-    code: elf.Image = field(repr=False)
+    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...],
+                 code: elf.Image) -> None:
+        self.addresses = addresses
+        self.imports = imports
+        self.code = code
 
 
 def link(saved, pins: dict[str, object]) -> NativeModule | None:

@@ -12,19 +12,20 @@ compiling the batch's LLVM IR again, which would be most of a load.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-_ADDRESS = re.compile(r"inttoptr \((?:i64|ptr) \d{6,}")
+_ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
 
 
-@dataclass(frozen=True)
 class Batch:
     """One runtime module's object code, the functions it defines and what it imports."""
 
-    names: tuple[str, ...]
-    imports: tuple[str, ...]
-    object: bytes
+    __slots__ = ("imports", "names", "object")
+
+    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes) -> None:
+        self.names = names
+        self.imports = imports
+        self.object = obj
 
 
 def needed(imports: tuple[str, ...]) -> list[Batch] | None:
@@ -53,7 +54,7 @@ def _embeds_addresses(module) -> bool:
     runtime/objects.py), so that it would run only in this process. A batch loaded from
     the cache (no IR) was checked where it was compiled."""
     part = module.parts[0]
-    return part.module is not None and _ADDRESS.search(part.llvm_ir_optimized) is not None
+    return part.module is not None and re.search(_ADDRESS, part.llvm_ir_optimized) is not None
 
 
 def link(batches: list[Batch], provide) -> bool:

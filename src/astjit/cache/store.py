@@ -20,13 +20,11 @@ is just compiled again next time.
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import struct
-import tempfile
 from pathlib import Path
 
+from .dependencies import sha256
 from .environment import FORMAT
 
 MAGIC = b"ASTJITC\n"
@@ -44,8 +42,9 @@ def directory() -> Path:
 
 def path_for(label: str, key: str) -> Path:
     """The file of the entry with `key`, named for people by `label` (module.qualname)."""
-    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:80]
-    return directory() / f"{readable}-{hashlib.sha256(key.encode()).hexdigest()[:32]}.astjit"
+    readable = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
+                       for c in label)[:80]
+    return directory() / f"{readable}-{sha256(key.encode()).hexdigest()[:32]}.astjit"
 
 
 def read(path: Path) -> bytes | None:
@@ -60,14 +59,16 @@ def read(path: Path) -> bytes | None:
     magic, version, length, checksum = HEADER.unpack_from(data)
     payload = data[HEADER.size:]
     if magic != MAGIC or version != FORMAT or length != len(payload) \
-            or hashlib.sha256(payload).digest() != checksum:
+            or sha256(payload).digest() != checksum:
         return None
     return payload
 
 
 def write(path: Path, payload: bytes) -> bool:
     """Write the entry atomically (see the module's docstring); whether it was written."""
-    header = HEADER.pack(MAGIC, FORMAT, len(payload), hashlib.sha256(payload).digest())
+    header = HEADER.pack(MAGIC, FORMAT, len(payload), sha256(payload).digest())
+    import tempfile  # a writer's only (a loading process never imports it)
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".astjit")
