@@ -1,15 +1,16 @@
 """Chunk functions: the body of a parallel loop emitted into a function of its own, run over
 chunks of the iteration space by the runtime's `parallel_for` (runtime/threads.py).
 
-`run_chunks(em, n, chunks, body)` emits `body(k, start, stop)` (iterations start..stop-1,
-chunk k) into a new function `i32 chunk(i8* context, i64 k, i64 start, i64 stop)` with the
-emitter's own code (the emitter is pointed at that function meanwhile: `_emitting_into`),
-then calls `parallel_for` and leaves through the failure exit with the status of the lowest
-failing chunk. The body reads whatever it likes of the enclosing function (arrays, shapes,
-strides, stack slots for partial results) as it would inline; afterwards `_capture` finds
-every value of the enclosing function the chunk uses, passes them in a context struct the
-caller fills, and rewrites the uses into loads from it (what LLVM's CodeExtractor does for a
-region, done on llvmlite's IR because the lowerings hold LLVM values in closures).
+`run_chunks(em, n, split, body)` emits `body(k, start, stop)` (iterations start..stop-1,
+chunk k of `split`, `chunk_count`'s) into a new function `i32 chunk(i8* context, i64 k,
+i64 start, i64 stop)` with the emitter's own code (the emitter is pointed at that function
+meanwhile: `_emitting_into`), then calls `parallel_for` and leaves through the failure exit
+with the status of the lowest failing chunk. The body reads whatever it likes of the
+enclosing function (arrays, shapes, strides, stack slots for partial results) as it would
+inline; afterwards `_capture` finds every value of the enclosing function the chunk uses,
+passes them in a context struct the caller fills, and rewrites the uses into loads from it
+(what LLVM's CodeExtractor does for a region, done on llvmlite's IR because the lowerings
+hold LLVM values in closures).
 
 A chunk owns nothing: its failure exit only returns the status (a parallel body makes no
 array), it has its own work counter, and it counts as one loop deep, so no loop in it
@@ -22,14 +23,14 @@ import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from llvmlite import ir
 
 from . import vecmath
 from .emitter import OK
 from .lltypes import BYTES, I32_T, I64_T
-from .runtime.threads import CHUNK, declare_parallel_for, thread_count
+from .runtime.threads import CHUNK, MAX_THREADS, declare_parallel_for, thread_count
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -57,23 +58,52 @@ def outlined(em: FunctionEmitter) -> bool:
     return em.function.function_type == CHUNK
 
 
-def chunk_count(em: FunctionEmitter, n: ir.Value, work: ir.Value | None = None) -> ir.Value:
-    """How many chunks a loop of `n` iterations runs in: the compiling process's thread
-    count (`threads.thread_count`), fewer where a chunk would get under `MIN_CHUNK_WORK`
-    of `work` (the loop's whole work, `n` when None; `min_chunk_work`), at least 1."""
+TAIL_CHUNKS = 2
+"""Shorter chunks per thread after each thread's first (runtime/threads.py `_bounds`: the
+first chunks share three quarters of the loop, these the last quarter), which the thread
+that is ahead takes: each an eighth of a thread's share."""
+
+
+class Split(NamedTuple):
+    """How a loop is split (runtime/threads.py `_bounds`): `chunks` chunks, the first `lead`
+    of them one per thread."""
+
+    lead: ir.Value
+    chunks: ir.Value
+
+
+def chunk_count(em: FunctionEmitter, n: ir.Value, work: ir.Value | None = None) -> Split:
+    """How a loop of `n` iterations is split. The threads (`lead`): the compiling process's
+    thread count (`threads.thread_count`), fewer where a chunk would get under
+    `MIN_CHUNK_WORK` of `work` (the loop's whole work, `n` when None; `min_chunk_work`), at
+    least 1. With two threads or more, and a tail chunk's worth of work and iterations
+    (`TAIL_CHUNKS`), `TAIL_CHUNKS` shorter chunks per thread follow, to even out the
+    threads' ends; at most `MAX_THREADS` chunks in all."""
     b = em.builder
     work = n if work is None else work
-    by_work = b.sdiv(work, ir.Constant(I64_T, min_chunk_work()))
-    count = ir.Constant(I64_T, thread_count())
+    minimum = min_chunk_work()
+    by_work = b.sdiv(work, ir.Constant(I64_T, minimum))
+    threads = thread_count()
+    count = ir.Constant(I64_T, threads)
     count = b.select(b.icmp_signed("<", by_work, count), by_work, count)
     count = b.select(b.icmp_signed("<", n, count), n, count)
-    return b.select(b.icmp_signed("<", count, ir.Constant(I64_T, 1)), ir.Constant(I64_T, 1), count)
+    lead = b.select(b.icmp_signed("<", count, ir.Constant(I64_T, 1)), ir.Constant(I64_T, 1), count)
+    tail = min(TAIL_CHUNKS * threads, MAX_THREADS - threads)
+    if threads < 2 or tail <= 0:
+        return Split(lead, lead)
+    # The last quarter split into `tail` chunks, each of at least `minimum` work and one
+    # iteration: the whole at least 4 * tail times that (overflow-safe: divided).
+    per_chunk = ir.Constant(I64_T, 4 * tail)
+    enough = b.and_(b.icmp_signed(">=", b.sdiv(by_work, per_chunk), ir.Constant(I64_T, 1)),
+                    b.icmp_signed(">=", b.sdiv(n, per_chunk), ir.Constant(I64_T, 1)))
+    enough = b.and_(enough, b.icmp_signed(">", lead, ir.Constant(I64_T, 1)))
+    return Split(lead, b.select(enough, b.add(lead, ir.Constant(I64_T, tail)), lead))
 
 
-def run_chunks(em: FunctionEmitter, n: ir.Value, chunks: ir.Value,
+def run_chunks(em: FunctionEmitter, n: ir.Value, split: Split,
                body: Callable[[ir.Value, ir.Value, ir.Value], None]) -> None:
-    """Run `body(k, start, stop)` over [0, n) split into `chunks` chunks, in parallel; fail
-    with the status of the lowest chunk that failed."""
+    """Run `body(k, start, stop)` over [0, n) split as `split`, in parallel; fail with the
+    status of the lowest chunk that failed."""
     function = ir.Function(em.module, CHUNK, f"{em.function.name}.chunk.{next(_serials)}")
     function.linkage = "internal"
     function.attributes.add("nounwind")
@@ -91,7 +121,8 @@ def run_chunks(em: FunctionEmitter, n: ir.Value, chunks: ir.Value,
     slot = em.alloca(struct)
     for i, value in enumerate(captured):
         b.store(value, b.gep(slot, [ir.Constant(I32_T, 0), ir.Constant(I32_T, i)], inbounds=True))
-    status = b.call(declare_parallel_for(em.module), [function, b.bitcast(slot, BYTES), chunks, n])
+    status = b.call(declare_parallel_for(em.module),
+                    [function, b.bitcast(slot, BYTES), split.lead, split.chunks, n])
     with b.if_then(b.icmp_signed("!=", status, OK), likely=False):
         em.return_status(status)
 

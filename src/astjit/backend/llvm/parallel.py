@@ -46,13 +46,13 @@ def nest(em: FunctionEmitter, node: Node, dims: list[ir.Value], body, label: str
     if not dims or not in_parallel(em, node):
         nests.loop_nest(em, dims, body, label)
         return
-    chunks = chunk_count(em, dims[0], new_arrays.size_of_dims(em.builder, dims))
+    split = chunk_count(em, dims[0], new_arrays.size_of_dims(em.builder, dims))
 
     def chunk(k: ir.Value, start: ir.Value, stop: ir.Value) -> None:
         nests.count_up(em.builder, start, stop,
                        lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)),
                        tuple(f"{label}.{name}" for name in ("head", "body", "done")))
-    run_chunks(em, dims[0], chunks, chunk)
+    run_chunks(em, dims[0], split, chunk)
 
 
 def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: list[ir.Type],
@@ -73,8 +73,8 @@ def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: li
         for j, value in enumerate(partial(start, stop)):
             em.builder.store(value, slot(j, k))
 
-    chunks = chunk_count(em, n, work)
-    run_chunks(em, n, chunks, chunk)
+    split = chunk_count(em, n, work)
+    run_chunks(em, n, split, chunk)
     accs = [em.alloca(t) for t in types]
     for j, acc in enumerate(accs):
         b.store(b.load(slot(j, _i64(0))) if initial is None else initial[j], acc)
@@ -82,7 +82,7 @@ def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: li
     def fold(k: ir.Value) -> None:
         for j, acc in enumerate(accs):
             b.store(combine(j, b.load(acc), b.load(slot(j, k))), acc)
-    nests.count_up(b, _i64(1 if initial is None else 0), chunks, fold,
+    nests.count_up(b, _i64(1 if initial is None else 0), split.chunks, fold,
                    ("partials", "partials.body", "partials.done"))
     return [b.load(acc) for acc in accs]
 

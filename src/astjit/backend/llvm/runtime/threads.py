@@ -1,18 +1,22 @@
 """The runtime of parallel loops: `parallel_for`, which runs a loop's chunks on a pool of
 POSIX threads, and how many threads a parallel loop uses.
 
-`parallel_for(chunk, context, chunks, n)` splits the iterations [0, n) into `chunks` ranges
-in order, of equal length but for the first `n % chunks`, one longer, and runs each as
-`chunk(context, k, start, stop)`: chunk 0 on the calling thread, the others taken one by
-one by the pool's threads (all on the calling thread where the pool has none), and
-returns once all are done. It returns
+`parallel_for(chunk, context, lead, chunks, n)` splits the iterations [0, n) into `chunks`
+ranges in order (`_bounds`) and runs each as `chunk(context, k, start, stop)`: chunk 0 on the
+calling thread, the others taken one by one, in order, by whichever thread is free, the
+pool's or the calling one (all on the calling thread where the pool has none), and returns
+once all are done. Where `chunks` is `lead` (one chunk per thread), the chunks are of equal
+length; else the first `lead`, one per thread, share three quarters of the iterations and
+the others, shorter, the rest: a thread whose first chunk ran slower (costlier iterations,
+a thread woken late or preempted by another process) takes fewer of them, so that the
+threads end together. It returns
 0, or the status of the lowest chunk that failed: that chunk runs again alone, on the
 calling thread, once the others are done, so the error it reports (and the numbers it
 leaves in the module's `error_values`, which chunks failing at once would race on) is the
 one a serial loop meets first. Which thread runs a chunk does not matter: each chunk
 writes its own partial results.
 
-The pool: threads started as calls first need them (up to `chunks - 1`, `pthread_create`,
+The pool: threads started as calls first need them (up to `lead - 1`, `pthread_create`,
 detached), then waiting on a condition variable between calls; the job, the next chunk and
 the count of chunks not done live in globals guarded by one mutex (held only between
 chunks, never while one runs). One call owns the pool at a time: a call that finds it busy
@@ -64,8 +68,8 @@ STOP = "astjit.pool.stop"
 _SYNC_BYTES = 64
 """Room for a pthread_mutex_t or pthread_cond_t (40 and 48 bytes with glibc on x86-64);
 all zeros is the initializer of both."""
-_COUNTERS = ("busy", "active", "next", "chunks", "n", "remaining", "workers", "exhausted",
-             "stopping")
+_COUNTERS = ("busy", "active", "next", "lead", "chunks", "n", "remaining", "workers",
+             "exhausted", "stopping")
 
 
 def thread_count() -> int:
@@ -109,16 +113,17 @@ def _call_runtime(name: str) -> None:
 
 
 def declare_parallel_for(module: ir.Module) -> ir.Function:
-    """`i32 astjit.parallel_for(chunk*, i8* context, i64 chunks, i64 n)` as `module` sees it."""
+    """`i32 astjit.parallel_for(chunk*, i8* context, i64 lead, i64 chunks, i64 n)` as `module`
+    sees it."""
     _register_libc()
-    fnty = ir.FunctionType(STATUS, [CHUNK.as_pointer(), BYTES, I64_T, I64_T])
+    fnty = ir.FunctionType(STATUS, [CHUNK.as_pointer(), BYTES, I64_T, I64_T, I64_T])
     return shared_function(module, "astjit.parallel_for", fnty, _emit_parallel_for)
 
 
 class _Pool:
     """The pool's state, globals of the runtime module touched only under its mutex (the
     pthread calls order them; external linkage keeps LLVM from caching them across those
-    calls): the job (chunk, context, chunks, n), the next chunk to take, how many are not
+    calls): the job (chunk, context, lead, chunks, n), the next chunk to take, how many are not
     done, each one's status, whether a call owns the pool (busy), the workers started."""
 
     def __init__(self, b: ir.IRBuilder):
@@ -158,7 +163,7 @@ class _Pool:
 
     def bounds(self, k: ir.Value) -> tuple[ir.Value, ir.Value]:
         """Chunk k's iterations in the job."""
-        return _bounds(self.b, k, self.get("n"), self.get("chunks"))
+        return _bounds(self.b, k, self.get("n"), self.get("lead"), self.get("chunks"))
 
     def run(self, k: ir.Value) -> None:
         """With the mutex held: run chunk k (the mutex released meanwhile), record its
@@ -185,11 +190,25 @@ class _Pool:
         return self.b.icmp_signed("<", self.get("next"), self.get("chunks"))
 
 
-def _bounds(b: ir.IRBuilder, k: ir.Value, n: ir.Value, chunks: ir.Value
+def _bounds(b: ir.IRBuilder, k: ir.Value, n: ir.Value, lead: ir.Value, chunks: ir.Value
             ) -> tuple[ir.Value, ir.Value]:
-    """Chunk k's iterations [start, stop): n split into `chunks` in order, equal but for the
-    first n % chunks, one longer."""
-    length, extra = b.sdiv(n, chunks), b.srem(n, chunks)
+    """Chunk k's iterations [start, stop), in order: where `chunks` is `lead`, n split
+    equally (`_equal`); else the first `lead` chunks split n - n // 4 equally and the other
+    `chunks - lead` split the last n // 4."""
+    tail = b.select(b.icmp_signed("==", lead, chunks), ir.Constant(I64_T, 0),
+                    b.lshr(n, ir.Constant(I64_T, 2)))
+    head = b.sub(n, tail)
+    in_head = b.icmp_signed("<", k, lead)
+    start, stop = _equal(b, b.select(in_head, k, b.sub(k, lead)), b.select(in_head, head, tail),
+                         b.select(in_head, lead, b.sub(chunks, lead)))
+    offset = b.select(in_head, ir.Constant(I64_T, 0), head)
+    return b.add(start, offset), b.add(stop, offset)
+
+
+def _equal(b: ir.IRBuilder, k: ir.Value, n: ir.Value, parts: ir.Value
+           ) -> tuple[ir.Value, ir.Value]:
+    """Part k of n split into `parts` in order, equal but for the first n % parts, one longer."""
+    length, extra = b.sdiv(n, parts), b.srem(n, parts)
     longer = b.icmp_signed("<", k, extra)
     start = b.add(b.mul(k, length), b.select(longer, k, extra))
     return start, b.add(start, b.add(length, b.zext(longer, I64_T)))
@@ -253,7 +272,8 @@ def _emit_reset(function: ir.Function, b: ir.IRBuilder) -> None:
     b.ret_void()
 
 
-def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, chunks, n) -> None:
+def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, lead, chunks,
+                       n) -> None:
     """Chunk 0.. on the pool and the calling thread; the lowest failing chunk run again."""
     module = function.module
     worker = shared_function(module, "astjit.pool.worker", _START, _emit_worker)
@@ -270,7 +290,7 @@ def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, c
         pool.call("pthread_mutex_unlock", pool.mutex)
 
         def alone(k: ir.Value) -> None:
-            status = b.call(chunk, [context, k, *_bounds(b, k, n, chunks)])
+            status = b.call(chunk, [context, k, *_bounds(b, k, n, lead, chunks)])
             with b.if_then(b.icmp_signed("!=", status, ir.Constant(STATUS, 0))):
                 b.ret(status)
         nests.count_up(b, zero, chunks, alone, ("alone", "alone.body", "alone.done"))
@@ -288,22 +308,20 @@ def _emit_parallel_for(function: ir.Function, b: ir.IRBuilder, chunk, context, c
                 pool.set("workers", b.add(pool.get("workers"), one))
             with not_:  # no more threads: the ones there are take the chunks
                 pool.set("exhausted", one)
-    wanted = b.sub(chunks, one)
+    wanted = b.sub(lead, one)
     _while(b, lambda: b.and_(b.icmp_signed("<", pool.get("workers"), wanted),
                              b.icmp_signed("==", pool.get("exhausted"), zero)),
            start_worker, "start")
     b.store(chunk, pool.chunk)
     b.store(context, pool.context)
-    for name, value in (("chunks", chunks), ("n", n), ("next", one), ("remaining", chunks),
-                        ("active", one)):
+    for name, value in (("lead", lead), ("chunks", chunks), ("n", n), ("next", one),
+                        ("remaining", chunks), ("active", one)):
         pool.set(name, value)
     pool.call("pthread_cond_broadcast", pool.wake)
-    pool.run(zero)  # chunk 0 here, the others on the workers (all here where there are none)
+    pool.run(zero)  # chunk 0 here; the others on whichever thread is free, this one too
 
     def finish() -> None:
-        alone = b.or_(b.icmp_signed("==", pool.get("workers"), zero),
-                      b.icmp_signed("!=", pool.get("stopping"), zero))
-        with b.if_else(b.and_(alone, pool.left())) as (here, wait):
+        with b.if_else(pool.left()) as (here, wait):
             with here:
                 pool.take()
             with wait:
