@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="time to shrink each failure (default: half the budget, 20 to 120 s)")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time())
-    shrink_seconds = args.shrink_seconds if args.shrink_seconds is not None else min(120.0, max(20.0, args.budget / 2))
+    shrink_seconds = args.shrink_seconds
+    if shrink_seconds is None:
+        shrink_seconds = min(120.0, max(20.0, args.budget / 2))
     return run(Options(args.budget, seed, args.out, args.jobs, args.first, args.count, shrink_seconds))
 
 

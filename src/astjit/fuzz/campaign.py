@@ -53,7 +53,8 @@ class Tally:
         return (f"{c['programs']} programs, {c['mismatch']} mismatches, {c['crash'] + c['error']} crashes "
                 f"({c['raised']} raised the same exception, {c['refused']} refused, {c['skipped']} skipped; "
                 f"gradients: {c['grad compared']} compared, {c['grad refused']} refused, "
-                f"{c['grad skipped']} not smooth, {c['grad singular']} NaN at a singular point)")
+                f"{c['grad flat']} flat in floats, {c['grad skipped']} not smooth, "
+                f"{c['grad singular']} NaN at a singular point)")
 
 
 def signature(result: dict) -> tuple:
@@ -62,14 +63,16 @@ def signature(result: dict) -> tuple:
         return (result["verdict"],)
     if result.get("grad", "").startswith("mismatch"):
         return ("mismatch", "gradient")
-    return (result["verdict"], *(" ".join(result.get(side, "").split(":")[0].split()[:2]).replace("returned ", "")
-                                 for side in ("cpython", "compiled")))
+    kinds = (" ".join(result.get(side, "").split(":")[0].split()[:2]).replace("returned ", "")
+             for side in ("cpython", "compiled"))
+    return (result["verdict"], *kinds)
 
 
 def run(options: Options) -> int:
     """Runs the campaign; the exit status: 1 where a program mismatched or crashed."""
     workdir = Path(tempfile.mkdtemp(prefix="astjit-fuzz-"))
-    print(f"astjit.fuzz: seed {options.seed}, budget {options.budget:g} s, {options.jobs} worker(s)", flush=True)
+    print(f"astjit.fuzz: seed {options.seed}, budget {options.budget:g} s, {options.jobs} worker(s)",
+          flush=True)
     tally, deadline = Tally(), time.monotonic() + options.budget
     last = options.first + options.count if options.count is not None else None
     indexes = itertools.count(options.first)
@@ -164,5 +167,5 @@ def report(options: Options, workdir: Path, failure: Failure) -> Path:
 
 
 def outcome_lines(result: dict) -> list[tuple[str, str]]:
-    return [(key, str(result[key]).replace("\n", "\n#   ")) for key in ("verdict", "detail", "cpython", "compiled", "stderr")
-            if key in result]
+    keys = ("verdict", "detail", "cpython", "compiled", "stderr")
+    return [(key, str(result[key]).replace("\n", "\n#   ")) for key in keys if key in result]

@@ -13,7 +13,9 @@ is what the README's "Where astjit differs from CPython" documents:
   array element or reduction is read through `float(...)` / `int(...)`;
 - negative bases to fractional powers (CPython gives a complex): `abs(x) ** y`;
 - `int ** negative int` (astjit raises, CPython gives a float): constant exponents;
-- dynamic indexes into lists and tuples (a refusal): constant indexes.
+- dynamic indexes into lists and tuples (a refusal): constant indexes;
+- the median of an empty array (docs/arrays.md: an IndexError, NumPy's NaN): only of
+  one that is not empty.
 
 Operations that raise are kept on purpose (division by zero, `math.sqrt(-1.0)`,
 `math.exp(1000.0)`, an index out of range, arrays of different lengths): CPython's
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 INT, FLOAT, BOOL = "int", "float", "bool"
 FARR, IARR = "farr", "iarr"           # 1-d float64 / int64 arrays
 ELEM = "elem"                         # a float64 array's element (a NumPy scalar): read as float(v)
+IELEM = "ielem"                       # an int64 array's element: read as int(v)
 TUP, LST, DCT, PAIR = "tup", "lst", "dct", "pair"
 TREES = (TUP, LST, DCT, PAIR)
 ARRAYS = (FARR, IARR)
@@ -39,6 +42,7 @@ FLOAT_CONSTANTS = ("0.0", "1.0", "-1.0", "0.5", "2.5", "-3.75", "0.1", "1e-3", "
                    "-0.0", "3.0")
 MATH_1 = ("sin", "cos", "tanh", "atan", "fabs", "sqrt", "exp", "log", "log1p", "expm1")
 MATH_2 = ("atan2", "hypot", "fmod", "copysign")
+NP_1 = ("sin", "cos", "tanh", "exp", "arctan", "log1p", "expm1")   # libmvec's in kernels: a few ulp
 
 
 @dataclass
@@ -68,7 +72,8 @@ class Helper:
 class Features:
     """What a program uses that loosens the comparison of its results."""
 
-    reassociates: bool = False        # np.sum / np.mean: NumPy sums pairwise, astjit does not
+    reassociates: bool = False        # np.sum / np.mean / np.dot: NumPy sums pairwise, astjit does not;
+                                      # np.sin ... on arrays: libmvec's few ulp (docs/vecmath.md)
     zero_sign_free: bool = False      # np.min / np.max among zeros of both signs (documented)
 
 
@@ -146,6 +151,12 @@ class Expressions:
         for name in scope.of(IARR):
             options.append(lambda name=name: (f"int({name}[{self.index(name, scope, depth)}])", INT_BOUND))
             options.append(lambda name=name: (f"int(np.sum({name}))", 64 * INT_BOUND))
+        for name in scope.of(IELEM):
+            options.append(lambda name=name: (f"int({name})", INT_BOUND))
+        for name in scope.of(FARR):
+            options.append(lambda name=name: (self.count(name, self.float(scope, 2)), 64))
+        for name in scope.of(IARR):
+            options.append(lambda name=name: (self.count(name, self.int_bounded(scope, 2)[0]), 64))
         for name in scope.of(TUP):
             options.append(lambda name=name: (f"{name}[0]", INT_BOUND))
         for name in scope.of(DCT):
@@ -153,6 +164,15 @@ class Expressions:
         for name in scope.of(PAIR):
             options.append(lambda name=name: (f"{name}.b", INT_BOUND))
         return self.rng.choice(options)()
+
+    def count(self, array: str, limit: str) -> str:
+        """An int read from an array by a search or a count (np.argmax of an empty one: ValueError)."""
+        return self.rng.choice([
+            lambda: f"int(np.{self.rng.choice(['argmax', 'argmin'])}({array}))",
+            lambda: f"int(np.sum({array} > {limit}))",
+            lambda: f"int(np.count_nonzero({array} <= {limit}))",
+            lambda: f"int(np.searchsorted(np.sort({array}), {limit}))",
+        ])()
 
     def index(self, array: str, scope: Scope, depth: int) -> str:
         """An index into `array`: mostly in range (or a ZeroDivisionError of an empty one), else any."""
@@ -164,18 +184,22 @@ class Expressions:
     def float(self, scope: Scope, depth: int = 0) -> str:
         if depth >= 3 or self.chance(0.3):
             return self.float_leaf(scope, depth)
-        op = self.rng.choice(["+", "-", "*", "/", "//", "%", "**", "math1", "math2", "abs", "neg",
+        op = self.rng.choice(["+", "-", "*", "/", "//", "%", "**", "math1", "math2", "np1", "abs", "neg",
                               "minmax", "ifexp", "mixed", "call"])
         if op == "call":
             return self.call(FLOAT, scope, depth)
         if op == "ifexp":
-            return f"({self.float(scope, depth + 1)} if {self.bool(scope, depth + 1)} else {self.float(scope, depth + 1)})"
+            a, b = self.float(scope, depth + 1), self.float(scope, depth + 1)
+            return f"({a} if {self.bool(scope, depth + 1)} else {b})"
         a = self.float(scope, depth + 1)
         if op == "math1":
             name = self.rng.choice(MATH_1)
             if name in ("sqrt", "log", "log1p") and self.chance(0.6):  # mostly inside the domain
                 a = f"(abs({a}) + 0.5)"
             return f"math.{name}({a})"
+        if op == "np1":  # NumPy's ufunc on a Python float: NaN or inf where math raises
+            self.features.reassociates = True
+            return f"float(np.{self.rng.choice(NP_1 + ('sqrt', 'log'))}({a}))"
         if op == "abs":
             return f"abs({a})"
         if op == "neg":
@@ -201,11 +225,11 @@ class Expressions:
             options += [lambda: self.rng.choice(scope.of(FLOAT))] * 4
         if scope.of(INT):
             options.append(lambda: f"float({self.rng.choice(scope.of(INT))})")
-        for name in scope.of(ELEM):
+        for name in scope.of(ELEM) + scope.of(IELEM):
             options.append(lambda name=name: f"float({name})")
         for name in scope.of(FARR):
             options.append(lambda name=name: f"float({name}[{self.index(name, scope, depth)}])")
-            options.append(lambda name=name: self.reduction(name))
+            options.append(lambda name=name: self.reduction(name, scope))
         for name in scope.of(TUP):
             options.append(lambda name=name: f"{name}[1]")
         for name in scope.of(LST):
@@ -216,12 +240,19 @@ class Expressions:
             options.append(lambda name=name: f"{name}.a")
         return self.rng.choice(options)()
 
-    def reduction(self, array: str) -> str:
-        name = self.rng.choice(["sum", "mean", "max", "min"])
-        if name in ("sum", "mean"):
-            self.features.reassociates = True
-        else:
+    def reduction(self, array: str, scope: Scope) -> str:
+        """A float from a float array: a reduction (of an empty one: NaN or NumPy's ValueError),
+        a dot product (lengths that differ: ValueError) or a median."""
+        name = self.rng.choice(["sum", "mean", "max", "min", "prod", "std", "dot", "median"])
+        if name in ("max", "min", "median"):
             self.features.zero_sign_free = True
+        else:
+            self.features.reassociates = True
+        if name == "dot":
+            other = self.rng.choice(scope.of(FARR))
+            return f"float({array} @ {other})" if self.chance(0.5) else f"float(np.dot({array}, {other}))"
+        if name == "median":  # of an empty array: NumPy's NaN, astjit's IndexError (docs/arrays.md)
+            return f"(float(np.median({array})) if len({array}) > 0 else -0.5)"
         return f"float(np.{name}({array}))"
 
     # ---- bools -----------------------------------------------------------------------------
@@ -235,9 +266,14 @@ class Expressions:
             return f"({self.float(scope, depth + 1)} {cmp} {self.float(scope, depth + 1)})"
         if choice == 4 and scope.of(BOOL):
             return self.rng.choice(scope.of(BOOL))
+        if choice == 4 and scope.of(FARR):
+            array = self.rng.choice(scope.of(FARR))
+            return f"bool(np.{self.rng.choice(['any', 'all'])}({array} {cmp} {self.float(scope, depth + 1)}))"
         if choice == 5:
-            return f"math.isnan({self.float(scope, depth + 1)})" if self.chance(0.3) else \
-                f"({self.float(scope, depth + 1)} < {self.float(scope, depth + 1)} <= {self.float(scope, depth + 1)})"
+            if self.chance(0.3):
+                return f"math.isnan({self.float(scope, depth + 1)})"
+            a, b, c = (self.float(scope, depth + 1) for _ in range(3))
+            return f"({a} < {b} <= {c})"
         if choice < 8:
             joiner = self.rng.choice(["and", "or"])
             return f"({self.bool(scope, depth + 1)} {joiner} {self.bool(scope, depth + 1)})"
@@ -270,7 +306,32 @@ class Expressions:
             lambda: f"np.where({a} > {number()}, {a}, {number()})",
             lambda: f"({inner()} * {inner()})",
             lambda: f"np.zeros({self.int_bounded(scope, 2)[0]} % 6)",
+            lambda: f"({inner()} / {number()})",  # by zero: inf and NaN, no exception
+            lambda: self.ufunc(inner()),
+            lambda: f"np.clip({inner()}, {number()}, {number()})",
+            lambda: f"{a}[{a} {self.rng.choice(['>', '<=', '!='])} {number()}]",  # a mask
+            lambda: f"{a}[{self.int_bounded(scope, 2)[0]}:{self.int_bounded(scope, 2)[0]}]",
+            lambda: f"np.concatenate(({a}, {inner()}))[:8]",  # cut: a loop must not double it
+            lambda: f"np.{self.rng.choice(['sort', 'cumsum'])}({inner()})",
+            lambda: f"np.linspace({number()}, {number()}, {self.int_bounded(scope, 2)[0]} % 6)",
+            lambda: self.outer(a, self.rng.choice(names)),
+            lambda: f"({self.iarr(scope, 2)} * {number()})" if scope.of(IARR) else a,  # int64 * float
         ])()
+
+    def ufunc(self, array: str) -> str:
+        self.features.reassociates = True
+        return f"np.{self.rng.choice(NP_1)}({array})"
+
+    def outer(self, a: str, b: str) -> str:
+        """A 2-d array by broadcasting (n, 1) against (m,), reduced along one axis (of length 0:
+        np.max's ValueError)."""
+        name = self.rng.choice(["sum", "max", "min"])
+        if name == "sum":
+            self.features.reassociates = True
+        else:
+            self.features.zero_sign_free = True
+        op = self.rng.choice(["+", "-", "*"])
+        return f"np.{name}({a}[:, None] {op} {b}[None, :], axis={self.rng.randrange(2)})"
 
     def iarr(self, scope: Scope, depth: int = 0) -> str:
         names = scope.of(IARR)
@@ -283,29 +344,43 @@ class Expressions:
             lambda: f"{a}[{self.rng.choice(['1:', '::-1', ':2'])}]",
             lambda: f"np.abs({a})",
             lambda: a,
+            lambda: f"({a} {self.rng.choice(['%', '//'])} {self.rng.randint(-3, 3)})",  # by zero: NumPy's 0
+            lambda: f"({a} {self.rng.choice(['%', '//'])} {self.rng.choice(names)})",
+            lambda: f"({a} {self.rng.choice(['&', '|', '^', '>>'])} {self.rng.randint(0, 5)})",
+            lambda: f"np.{self.rng.choice(['maximum', 'minimum'])}({a}, {self.int_stored(scope, 2)})",
+            lambda: f"np.where({a} > {self.rng.randint(-5, 5)}, {a}, -{a})",
+            lambda: f"np.sort({a})",
+            lambda: f"(np.cumsum({a}){REDUCE})",
+            lambda: f"{a}[{a} != {self.rng.randint(-3, 3)}]",
+            lambda: f"np.arange({self.int_bounded(scope, 2)[0]} % 6)",
+            lambda: f"np.concatenate(({a}, {self.rng.choice(names)}))[:8]",
         ])()
 
     # ---- containers ------------------------------------------------------------------------
 
     def tup(self, scope: Scope, depth: int = 0) -> str:
-        return self.tree(TUP, scope, depth) or f"({self.of(INT, scope, depth + 1)}, {self.float(scope, depth + 1)})"
+        return self.tree(TUP, scope, depth) or \
+            f"({self.of(INT, scope, depth + 1)}, {self.float(scope, depth + 1)})"
 
     def lst(self, scope: Scope, depth: int = 0) -> str:
-        return self.tree(LST, scope, depth) or f"[{self.float(scope, depth + 1)}, {self.float(scope, depth + 1)}]"
+        return self.tree(LST, scope, depth) or \
+            f"[{self.float(scope, depth + 1)}, {self.float(scope, depth + 1)}]"
 
     def dct(self, scope: Scope, depth: int = 0) -> str:
         return self.tree(DCT, scope, depth) or \
             f'{{"n": {self.of(INT, scope, depth + 1)}, "w": {self.float(scope, depth + 1)}}}'
 
     def pair(self, scope: Scope, depth: int = 0) -> str:
-        return self.tree(PAIR, scope, depth) or f"Pair({self.float(scope, depth + 1)}, {self.of(INT, scope, depth + 1)})"
+        return self.tree(PAIR, scope, depth) or \
+            f"Pair({self.float(scope, depth + 1)}, {self.of(INT, scope, depth + 1)})"
 
     def tree(self, kind: str, scope: Scope, depth: int) -> str | None:
         """A container variable, a choice between two, or a helper's result; None: build one."""
         names = scope.of(kind)
         if names and self.chance(0.4):
             if self.chance(0.3):
-                return f"({self.rng.choice(names)} if {self.bool(scope, depth + 1)} else {self.rng.choice(names)})"
+                a, b = self.rng.choice(names), self.rng.choice(names)
+                return f"({a} if {self.bool(scope, depth + 1)} else {b})"
             return self.rng.choice(names)
         if depth < 3 and self.chance(0.15) and any(h.result == kind for h in self.helpers):
             return self.call(kind, scope, depth)
@@ -317,9 +392,10 @@ class Expressions:
         """A call of a helper returning `kind`; a leaf where there is none."""
         helpers = [h for h in self.helpers if h.result == kind]
         if not helpers or depth >= 3:
-            return {INT: lambda: self.int_leaf(scope, depth)[0], FLOAT: lambda: self.float_leaf(scope, depth),
-                    BOOL: lambda: f"({self.float_leaf(scope, depth)} > 0.5)"}[kind]() if kind in (INT, FLOAT, BOOL) \
-                else self.of(kind, scope, 3)
+            leaves = {INT: lambda: self.int_leaf(scope, depth)[0],
+                      FLOAT: lambda: self.float_leaf(scope, depth),
+                      BOOL: lambda: f"({self.float_leaf(scope, depth)} > 0.5)"}
+            return leaves[kind]() if kind in leaves else self.of(kind, scope, 3)
         helper = self.rng.choice(helpers)
         args = [self.of(p, scope, depth + 1) for p in helper.params]
         return f"{helper.name}({', '.join(args)})"

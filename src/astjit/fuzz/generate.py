@@ -15,8 +15,22 @@ import math
 import random
 from dataclasses import dataclass
 
-from astjit.fuzz.expressions import (BOOL, DCT, FARR, FLOAT, IARR, INT, INT_BOUND, LST, PAIR, TUP, Expressions,
-                                     Features, Helper, Scope)
+from astjit.fuzz.expressions import (
+    BOOL,
+    DCT,
+    FARR,
+    FLOAT,
+    IARR,
+    INT,
+    INT_BOUND,
+    LST,
+    PAIR,
+    TUP,
+    Expressions,
+    Features,
+    Helper,
+    Scope,
+)
 from astjit.fuzz.statements import Body, write_body
 
 HEADER = '''"""{title}"""
@@ -52,6 +66,7 @@ if __name__ == "__main__":
 PARAM_KINDS = [FLOAT] * 6 + [INT] * 4 + [BOOL, FARR, FARR, IARR, TUP, LST, DCT, PAIR]
 HELPER_RESULTS = [FLOAT] * 4 + [INT] * 3 + [BOOL, TUP, PAIR, FARR]
 ENTRY_RESULTS = [FLOAT] * 8 + [INT] * 2 + [BOOL, FARR, IARR, TUP, LST, DCT, PAIR]
+GRADIENT_SHARE = 0.3      # programs returning a float at generic arguments: their gradients are compared
 FLOAT_ARGS = ("0.0", "-0.0", "1.0", "-1.0", "0.5", "2.0", "-2.5", "3.0", "1e-08", "1e+300", "float('nan')",
               "float('inf')", "-float('inf')")
 
@@ -79,19 +94,21 @@ def program(seed: int, index: int) -> Program:
         functions.append(text)
         helpers.append(helper)
     params = [rng.choice(PARAM_KINDS) for _ in range(rng.randint(1, 5))]
-    result = rng.choice(ENTRY_RESULTS)
+    differentiable = rng.random() < GRADIENT_SHARE
+    result = FLOAT if differentiable else rng.choice(ENTRY_RESULTS)
     text, _ = plain_function(Expressions(rng, helpers, features), "f", result, params, size=rng.randint(2, 7))
     functions.append(text)
-    args = [argument(rng, kind) for kind in params]
-    grad = tuple(i for i, (kind, arg) in enumerate(zip(params, args)) if kind in (FLOAT, FARR) and generic(arg)) \
-        if result == FLOAT else ()
+    args = [argument(rng, kind, generic_only=differentiable) for kind in params]
+    grad = () if result != FLOAT else \
+        tuple(i for i, (kind, arg) in enumerate(zip(params, args)) if kind in (FLOAT, FARR) and generic(arg))
     source = HEADER.format(title=label) + "".join(f"\n\n{text}" for text in functions) + FOOTER.format(
         grad=grad, tolerant=features.reassociates, zero_sign_free=features.zero_sign_free,
         args="".join(f"{arg}, " for arg in args).rstrip(" "))
     return Program(label, source)
 
 
-def plain_function(exprs: Expressions, name: str, result: str, params: list[str], size: int) -> tuple[str, Helper]:
+def plain_function(exprs: Expressions, name: str, result: str, params: list[str],
+                   size: int) -> tuple[str, Helper]:
     names = [f"p{i}" for i in range(len(params))]
     scope = Scope(dict(zip(names, params)))
     lines = write_body(Body(result, exprs), scope, size)
@@ -130,10 +147,15 @@ def generic(source: str) -> bool:
     return math.isfinite(value) and round(value, 2) != value
 
 
-def argument(rng: random.Random, kind: str) -> str:
-    """The source of a random argument of `kind`."""
+def argument(rng: random.Random, kind: str, generic_only: bool = False) -> str:
+    """The source of a random argument of `kind`; `generic_only`: floats with 3 to 6 decimals, not
+    the special values (`generic`: points a gradient is compared at)."""
     def number() -> str:
-        return rng.choice(FLOAT_ARGS) if rng.random() < 0.35 else repr(round(rng.uniform(-10, 10), rng.randint(0, 6)))
+        if generic_only:
+            return repr(round(rng.uniform(-10, 10), rng.randint(3, 6)))
+        if rng.random() < 0.35:
+            return rng.choice(FLOAT_ARGS)
+        return repr(round(rng.uniform(-10, 10), rng.randint(0, 6)))
 
     def integer() -> str:
         return str(rng.randint(-9, 9) if rng.random() < 0.8 else rng.randint(-INT_BOUND + 1, INT_BOUND - 1))

@@ -18,6 +18,7 @@ import importlib.util
 import math
 import signal
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,8 +27,9 @@ import numpy as np
 import astjit
 
 REFERENCE_SECONDS = 5.0      # CPython slower than this: the program is skipped, not judged
-COMPILED_SECONDS = 150.0     # compiling and running (a big program under load: tens of seconds); past it, a hang
+COMPILED_SECONDS = 150.0     # compiling and running (a big program under load: tens of s); past it, a hang
 FD_STEP = 1e-6
+FLAT = "flat"                # a difference quotient of steps all absorbed (`difference_quotient`)
 
 
 class Runaway(BaseException):
@@ -144,10 +146,11 @@ def differ(a, b, where: str = "result", tolerant: bool = False, zero_sign_free: 
     if isinstance(a, np.ndarray):
         if a.dtype != b.dtype or a.shape != b.shape:
             return f"{where}: {b.dtype}{b.shape} vs {a.dtype}{a.shape}"
-        return next(filter(None, (again(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())))),
-                    None)
+        pairs = enumerate(zip(a.tolist(), b.tolist()))
+        return next(filter(None, (again(x, y, f"{where}[{i}]") for i, (x, y) in pairs)), None)
     if isinstance(a, (float, np.floating)):
-        return None if same_float(float(a), float(b), tolerant, zero_sign_free) else f"{where}: {b!r} vs {a!r}"
+        equal = same_float(float(a), float(b), tolerant, zero_sign_free)
+        return None if equal else f"{where}: {b!r} vs {a!r}"
     return None if a == b else f"{where}: {b!r} vs {a!r}"
 
 
@@ -160,9 +163,15 @@ def same_float(a: float, b: float, tolerant: bool, zero_sign_free: bool) -> bool
 
 
 def check_gradient(module, fn, value: float) -> str:
-    """value_and_grad against central differences, where the function is smooth near the point."""
+    """value_and_grad against central differences, where the function is smooth near the point.
+
+    Where every shifted value is bit-equal to the value, the steps were absorbed (`p + 1e299`
+    is flat in floats, not in the reals AD differentiates) or the function is flat: a nonzero
+    derivative there is compared with forward mode's (`jacfwd`) instead, and counted as *flat
+    in floats* where they agree."""
     args = module.make_args()
-    outcome = timed(COMPILED_SECONDS, lambda: astjit.value_and_grad(fn, argnums=module.GRAD_ARGNUMS)(*args))
+    argnums = module.GRAD_ARGNUMS
+    outcome = timed(COMPILED_SECONDS, lambda: astjit.value_and_grad(fn, argnums=argnums)(*args))
     if outcome[0] == "raise":
         if isinstance(outcome[1], astjit.CompileError):
             return "refused: " + first_line(outcome[1])
@@ -170,30 +179,60 @@ def check_gradient(module, fn, value: float) -> str:
     got_value, grads = outcome[1]
     if not same_float(value, float(got_value), module.TOLERANT, module.ZERO_SIGN_FREE):
         return f"mismatch: value_and_grad's value {got_value!r}, CPython {value!r}"
-    checked, singular, args = 0, 0, module.make_args()
-    for argnum, g in zip(module.GRAD_ARGNUMS, grads):
-        where = [(argnum,)] if np.ndim(args[argnum]) == 0 else [(argnum, k) for k in range(len(args[argnum]))]
-        for at, derivative in zip(where, np.ravel(g).tolist()):
-            estimate = difference_quotient(module, fn, at, value)
-            if estimate is None:
-                continue
-            if not math.isfinite(derivative):  # through a point an op is not differentiable at:
-                singular += 1                  # atan2(0.0, 0.0), sqrt(0.0) (AD's NaN, as JAX's)
-                continue
-            checked += 1
-            tolerance = 1e-4 * (1.0 + abs(estimate)) + 1e-8 * abs(value) / FD_STEP
-            if abs(derivative - estimate) > tolerance:
-                return f"mismatch: d/d(argument {'['.join(map(str, at))}{']' * (len(at) - 1)}) is " \
-                       f"{derivative!r}, finite differences {estimate!r}"
-    if checked:
-        return f"compared {checked}"
-    return "singular: a NaN derivative" if singular else "skipped: not smooth here"
+    args = module.make_args()
+    where = [at for argnum in argnums for at in
+             ([(argnum,)] if np.ndim(args[argnum]) == 0 else [(argnum, k) for k in range(len(args[argnum]))])]
+    derivatives = [d for g in grads for d in np.ravel(g).tolist()]
+    counts, forward = Counter(), []
+    for number, (at, derivative) in enumerate(zip(where, derivatives)):
+        estimate, source = difference_quotient(module, fn, at, value), "finite differences"
+        if estimate is None:
+            continue
+        if not math.isfinite(derivative):  # through a point an op is not differentiable at:
+            counts["singular"] += 1        # atan2(0.0, 0.0), sqrt(0.0) (AD's NaN, as JAX's)
+            continue
+        if estimate is FLAT:
+            estimate, kind = 0.0, "compared"
+            if not close(derivative, 0.0, value):  # absorbed steps, or a wrong nonzero derivative
+                forward = forward or forward_derivatives(module, fn)
+                if isinstance(forward, str):
+                    return forward
+                estimate, source, kind = forward[number], "jacfwd (flat in floats here)", "flat"
+            counts[kind] += 1
+        else:
+            counts["compared"] += 1
+        if not close(derivative, estimate, value):
+            return f"mismatch: d/d(argument {'['.join(map(str, at))}{']' * (len(at) - 1)}) is " \
+                   f"{derivative!r}, {source} {estimate!r}"
+    flat = f", {counts['flat']} flat in floats" if counts["flat"] else ""
+    if counts["compared"]:
+        return f"compared {counts['compared']}{flat}"
+    if counts["flat"]:
+        return f"flat in floats: {counts['flat']} derivatives agree with jacfwd"
+    return "singular: a NaN derivative" if counts["singular"] else "skipped: not smooth here"
 
 
-def difference_quotient(module, fn, at: tuple[int, ...], value: float) -> float | None:
+def forward_derivatives(module, fn) -> list[float] | str:
+    """Forward mode's derivatives in the order `check_gradient` walks them, or its verdict
+    where jacfwd raised."""
+    kind, jacobian = timed(COMPILED_SECONDS,
+                           lambda: astjit.jacfwd(fn, argnums=module.GRAD_ARGNUMS)(*module.make_args()))
+    if kind == "raise":
+        if isinstance(jacobian, astjit.CompileError):
+            return "refused: jacfwd: " + first_line(jacobian)
+        return f"mismatch: jacfwd raised {type(jacobian).__name__}: {first_line(jacobian)}"
+    return [d for j in jacobian for d in np.ravel(j).tolist()]
+
+
+def close(derivative: float, estimate: float, value: float) -> bool:
+    return abs(derivative - estimate) <= 1e-4 * (1.0 + abs(estimate)) + 1e-8 * abs(value) / FD_STEP
+
+
+def difference_quotient(module, fn, at: tuple[int, ...], value: float) -> float | str | None:
     """The central difference in argument `at` ((argnum,) or (argnum, element)) at two steps,
-    or None where the function is not smooth there (the one-sided quotients disagree: a kink,
-    a jump, a branch taken) or raises."""
+    FLAT where every shifted value is the value itself (the steps were absorbed), or None where
+    the function is not smooth there (the one-sided quotients disagree: a kink, a jump, a branch
+    taken) or raises."""
     def shifted(delta: float) -> float | None:
         args = list(module.make_args())
         if len(at) == 1:
@@ -204,15 +243,18 @@ def difference_quotient(module, fn, at: tuple[int, ...], value: float) -> float 
         return result if kind == "ok" and type(result) is float and math.isfinite(result) else None
 
     x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
-    estimates = []
+    estimates, flat = [], True
     for h in (FD_STEP * max(1.0, abs(x)), FD_STEP * max(1.0, abs(x)) / 4):
         up, down = shifted(h), shifted(-h)
         if up is None or down is None:
             return None
+        flat = flat and up == down == value
         forward, backward = (up - value) / h, (value - down) / h
         if abs(forward - backward) > 1e-3 * (1.0 + abs(forward) + abs(backward)):
             return None
         estimates.append((up - down) / (2 * h))
+    if flat:
+        return FLAT
     if abs(estimates[0] - estimates[1]) > 1e-4 * (1.0 + abs(estimates[0])):
         return None
     return estimates[1]

@@ -85,7 +85,8 @@ def parents(tree: ast.AST) -> dict[int, tuple[ast.AST, str, int | None]]:
     for parent in ast.walk(tree):
         for name, value in ast.iter_fields(parent):
             if isinstance(value, list):
-                found.update({id(child): (parent, name, i) for i, child in enumerate(value) if isinstance(child, ast.AST)})
+                found.update({id(child): (parent, name, i) for i, child in enumerate(value)
+                              if isinstance(child, ast.AST)})
             elif isinstance(value, ast.AST):
                 found[id(value)] = (parent, name, None)
     return found
@@ -101,7 +102,8 @@ def edits(node: ast.AST) -> list[Callable]:
                 found.append(lambda target, up, name=name, i=i: delete_statement(target, name, i))
                 if any(isinstance(getattr(block[i], b, None), list) for b in BLOCKS):
                     for inner in BLOCKS:
-                        found.append(lambda target, up, name=name, i=i, inner=inner: inline(target, name, i, inner))
+                        found.append(lambda target, up, name=name, i=i, inner=inner:
+                                     inline(target, name, i, inner))
     if isinstance(node, ast.expr):
         children = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
         for k in range(len(children)):
@@ -111,7 +113,8 @@ def edits(node: ast.AST) -> list[Callable]:
 
 def delete_statement(node: ast.AST, name: str, i: int) -> bool:
     block = getattr(node, name)
-    if name == "body" and isinstance(node, ast.FunctionDef) and isinstance(block[i], ast.Return) and i == len(block) - 1:
+    last_return = isinstance(block[i], ast.Return) and i == len(block) - 1
+    if name == "body" and isinstance(node, ast.FunctionDef) and last_return:
         return False  # a function keeps its final return (else it returns None: another failure)
     del block[i]
     if not block and name == "body":

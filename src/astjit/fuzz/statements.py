@@ -12,7 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from astjit.fuzz.expressions import BOOL, ELEM, FARR, FLOAT, IARR, INT, LST, PAIR, TUP, Expressions, Scope
+from astjit.fuzz.expressions import (
+    BOOL,
+    ELEM,
+    FARR,
+    FLOAT,
+    IARR,
+    IELEM,
+    INT,
+    LST,
+    PAIR,
+    TUP,
+    Expressions,
+    Scope,
+)
 
 LOOP_LIMIT = 12
 LOCAL_KINDS = [FLOAT] * 5 + [INT] * 4 + [BOOL, FARR, IARR, TUP, PAIR]
@@ -101,11 +114,11 @@ def statement(body: Body, scope: Scope, indent: str, loops: int, in_loop: bool) 
         lines = [f"{indent}for {index} in range({', '.join(bounds)}):"]
         lines += block(body, inner, indent + "    ", rng.randint(1, 3), loops + 1, in_loop=True)
         return lines + else_clause(body, scope, indent, loops, in_loop)
-    if kind == "for_each" and (scope.of(FARR) or scope.of(LST)):
-        source = rng.choice(scope.of(FARR) + scope.of(LST))
+    if kind == "for_each" and (scope.of(FARR) or scope.of(IARR) or scope.of(LST)):
+        source = rng.choice(scope.of(FARR) + scope.of(IARR) + scope.of(LST))
         element = body.fresh("e")
         inner = scope.child()
-        inner.names[element] = ELEM if scope.names[source] == FARR else FLOAT
+        inner.names[element] = {FARR: ELEM, IARR: IELEM, LST: FLOAT}[scope.names[source]]
         inner.fixed = inner.fixed | {element}
         lines = [f"{indent}for {element} in {source}:"]
         return lines + block(body, inner, indent + "    ", rng.randint(1, 3), loops + 1, in_loop=True)
@@ -126,7 +139,7 @@ def else_clause(body: Body, scope: Scope, indent: str, loops: int, in_loop: bool
 def assignment(body: Body, scope: Scope, indent: str) -> list[str]:
     """A new value for a variable of the enclosing scopes, of its own type."""
     exprs = body.exprs
-    names = [n for n, k in scope.names.items() if n not in scope.fixed and k != ELEM]
+    names = [n for n, k in scope.names.items() if n not in scope.fixed and k not in (ELEM, IELEM)]
     if not names:
         name = body.fresh("v")
         scope.names[name] = FLOAT
@@ -147,5 +160,13 @@ def array_write(body: Body, scope: Scope, indent: str) -> list[str]:
         return assignment(body, scope, indent)
     name = exprs.rng.choice(arrays)
     value = exprs.float(scope, 1) if scope.names[name] == FARR else exprs.int_stored(scope, 1)
-    return [f"{indent}{name}[{exprs.index(name, scope, 1)}] = {value}"]
+    where = exprs.rng.choice(["index"] * 4 + ["add", "slice", "mask"])
+    if where == "slice":  # Python's clamped bounds; a number broadcast over them
+        bounds = [exprs.int_bounded(scope, 2)[0] if exprs.chance(0.7) else "" for _ in range(2)]
+        return [f"{indent}{name}[{':'.join(bounds)}] = {value}"]
+    if where == "mask":
+        limit = exprs.float(scope, 2) if scope.names[name] == FARR else exprs.int_bounded(scope, 2)[0]
+        return [f"{indent}{name}[{name} {exprs.rng.choice(['<', '>=', '=='])} {limit}] = {value}"]
+    operator = "+=" if where == "add" and scope.names[name] == FARR else "="
+    return [f"{indent}{name}[{exprs.index(name, scope, 1)}] {operator} {value}"]
 
