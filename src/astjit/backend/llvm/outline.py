@@ -58,10 +58,12 @@ def outlined(em: FunctionEmitter) -> bool:
     return em.function.function_type == CHUNK
 
 
-TAIL_CHUNKS = 2
-"""Shorter chunks per thread after each thread's first (runtime/threads.py `_bounds`: the
-first chunks share three quarters of the loop, these the last quarter), which the thread
-that is ahead takes: each an eighth of a thread's share."""
+TAIL_CHUNKS = 6
+"""The most shorter chunks per thread after each thread's first (runtime/threads.py
+`_bounds`: the first chunks share three quarters of the loop, these the last quarter),
+which the threads that are ahead take. The threads end at most about one of them apart,
+so they are short (a 24th of a thread's share), but each costs a hand-off (the pool's
+mutex, some microseconds at worst), hence no more."""
 
 
 class Split(NamedTuple):
@@ -76,28 +78,27 @@ def chunk_count(em: FunctionEmitter, n: ir.Value, work: ir.Value | None = None) 
     """How a loop of `n` iterations is split. The threads (`lead`): the compiling process's
     thread count (`threads.thread_count`), fewer where a chunk would get under
     `MIN_CHUNK_WORK` of `work` (the loop's whole work, `n` when None; `min_chunk_work`), at
-    least 1. With two threads or more, and a tail chunk's worth of work and iterations
-    (`TAIL_CHUNKS`), `TAIL_CHUNKS` shorter chunks per thread follow, to even out the
-    threads' ends; at most `MAX_THREADS` chunks in all."""
+    least 1. With two threads or more, up to `TAIL_CHUNKS` shorter chunks per thread
+    follow, to even out the threads' ends: as many as the last quarter of the loop has
+    `MIN_CHUNK_WORK` of work and iterations for, and at most `MAX_THREADS` chunks in all."""
     b = em.builder
     work = n if work is None else work
-    minimum = min_chunk_work()
-    by_work = b.sdiv(work, ir.Constant(I64_T, minimum))
+    by_work = b.sdiv(work, ir.Constant(I64_T, min_chunk_work()))
     threads = thread_count()
     count = ir.Constant(I64_T, threads)
     count = b.select(b.icmp_signed("<", by_work, count), by_work, count)
     count = b.select(b.icmp_signed("<", n, count), n, count)
-    lead = b.select(b.icmp_signed("<", count, ir.Constant(I64_T, 1)), ir.Constant(I64_T, 1), count)
-    tail = min(TAIL_CHUNKS * threads, MAX_THREADS - threads)
-    if threads < 2 or tail <= 0:
+    one = ir.Constant(I64_T, 1)
+    lead = b.select(b.icmp_signed("<", count, one), one, count)
+    most = min(TAIL_CHUNKS * threads, MAX_THREADS - threads)
+    if threads < 2 or most <= 0:
         return Split(lead, lead)
-    # The last quarter split into `tail` chunks, each of at least `minimum` work and one
-    # iteration: the whole at least 4 * tail times that (overflow-safe: divided).
-    per_chunk = ir.Constant(I64_T, 4 * tail)
-    enough = b.and_(b.icmp_signed(">=", b.sdiv(by_work, per_chunk), ir.Constant(I64_T, 1)),
-                    b.icmp_signed(">=", b.sdiv(n, per_chunk), ir.Constant(I64_T, 1)))
-    enough = b.and_(enough, b.icmp_signed(">", lead, ir.Constant(I64_T, 1)))
-    return Split(lead, b.select(enough, b.add(lead, ir.Constant(I64_T, tail)), lead))
+    four = ir.Constant(I64_T, 4)
+    tail = ir.Constant(I64_T, most)
+    for bound in (b.sdiv(by_work, four), b.sdiv(n, four)):
+        tail = b.select(b.icmp_signed("<", bound, tail), bound, tail)
+    tail = b.select(b.icmp_signed(">", lead, one), tail, ir.Constant(I64_T, 0))
+    return Split(lead, b.add(lead, tail))
 
 
 def run_chunks(em: FunctionEmitter, n: ir.Value, split: Split,
