@@ -81,7 +81,7 @@ from llvmlite.binding import ffi
 
 from .. import shared, vecmath
 from ..runtime import objects
-from . import split
+from . import runtime_cache, split
 
 LLVM_LIBM = (
     "sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow", "sqrt", "cbrt", "floor", "ceil",
@@ -156,15 +156,22 @@ class Part:
     machine code that runs) and, when compiled in this process, the optimized module,
     printed on first request: printing costs milliseconds that most compiles never use."""
 
-    def __init__(self, pipeline: str, obj: bytes, module: llvm.ModuleRef | None = None) -> None:
+    def __init__(self, pipeline: str, obj: bytes, module: llvm.ModuleRef | None = None,
+                 text: str | None = None) -> None:
         self.pipeline = pipeline
         self.object = obj
         self.module = module
-        self._text: str | None = None
+        self._text = text
+        """The optimized module's text: printed from `module` on first request, or given
+        (a runtime batch from runtime_cache.py)."""
+
+    @property
+    def has_ir(self) -> bool:
+        return self.module is not None or self._text is not None
 
     @property
     def llvm_ir_optimized(self) -> str:
-        if self.module is None:
+        if self._text is None and self.module is None:
             raise ValueError("this code was loaded from object code (Engine.load): its LLVM IR "
                              "is not kept; compile the function afresh to see it")
         if self._text is None:
@@ -298,6 +305,29 @@ class Engine:
             raise
         compiled = CompiledModule(addresses, parts, time.perf_counter() - start, code)
         weakref.finalize(compiled, close, [part.module for part in parts], context)
+        return compiled
+
+    def compile_shared(self, text: str) -> CompiledModule:
+        """A module of the runtime's shared functions (`compile_runtime`), by the `loops`
+        pipeline: its object code from the runtime cache where it holds this very module
+        (runtime_cache.py), else compiled and stored there."""
+        pipeline = PIPELINES["loops"]
+        key = runtime_cache.key(text, pipeline.name, repr(pipeline))
+        found = None if key is None else runtime_cache.read(key)
+        if found is not None:
+            obj, names, imports, optimized = found
+            try:
+                compiled = self.load(ObjectImage(((pipeline.name, obj),), names, imports))
+            except LookupError:  # an import this process has not registered: compiled here
+                pass
+            else:
+                compiled.parts[0]._text = optimized
+                return compiled
+        compiled = self.compile_ir(text, whole=pipeline.name)
+        if key is not None:
+            part = compiled.parts[0]
+            runtime_cache.write(key, part.object, tuple(compiled.addresses), compiled.imports,
+                                part.llvm_ir_optimized)
         return compiled
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
@@ -501,7 +531,8 @@ def close(modules: list[llvm.ModuleRef], context: llvm.ContextRef) -> None:
 def compile_runtime(sources: tuple[str, ...] = ()) -> None:
     """Compile the shared functions asked for since the last compile, and those `sources`
     (`ObjectImage.runtime`) define that this process has not compiled, and make their
-    names resolve to them in every module compiled or loaded after."""
+    names resolve to them in every module compiled or loaded after. A batch another
+    process compiled is linked from the runtime cache (`Engine.compile_shared`)."""
     runtime = shared.RUNTIME
     with runtime.lock:  # held throughout: no thread compiles a caller before its callees load
         pending, runtime.pending = runtime.pending, None
@@ -511,7 +542,7 @@ def compile_runtime(sources: tuple[str, ...] = ()) -> None:
             if missing:
                 texts.append(split.restricted(text, missing))
         for text in texts:
-            compiled = engine().compile_ir(text, whole="loops")
+            compiled = engine().compile_shared(text)
             for name, address in compiled.addresses.items():
                 llvm.add_symbol(name, address)
                 runtime.compiled.add(name)
@@ -530,10 +561,10 @@ def imports(modules: Iterable[llvm.ModuleRef]) -> tuple[str, ...]:
 def runtime_sources(names: Iterable[str]) -> tuple[str, ...]:
     """LLVM IR defining the runtime's shared functions among `names` and those they call,
     one module per runtime module they come from, in the order those compiled. Those of
-    runtime modules loaded from object code (`Engine.load`), whose IR is not kept, are
-    left out: an image needing them loads where they resolve."""
+    runtime modules loaded from object code without their IR (`Engine.load`) are left
+    out: an image needing them loads where they resolve."""
     with shared.RUNTIME.lock:
-        modules = [m for m in shared.RUNTIME.modules if m.parts[0].module is not None]
+        modules = [m for m in shared.RUNTIME.modules if m.parts[0].has_ir]
     wanted = set(names)
     sources = []
     for compiled in reversed(modules):  # a later module calls the earlier ones' functions
@@ -551,6 +582,6 @@ def runtime_llvm_ir() -> str:
     """The optimized LLVM IR of every shared function compiled so far (for debugging: a
     kernel's own module only declares them); of those loaded from object code, the names."""
     with shared.RUNTIME.lock:
-        return "\n".join(m.llvm_ir_optimized if m.parts[0].module is not None else
+        return "\n".join(m.llvm_ir_optimized if m.parts[0].has_ir else
                          f"; ---- astjit: loaded from object code: {', '.join(m.addresses)}"
                          for m in shared.RUNTIME.modules)

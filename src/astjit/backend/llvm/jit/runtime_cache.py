@@ -1,0 +1,101 @@
+"""The runtime's shared functions as object code on disk, for every later process.
+
+A process compiles the runtime's shared functions its kernels call (unboxing, array
+allocation, copies, BLAS calls, the GIL's and Ctrl-C's helpers: `shared.py`) once, in
+batches (`engine.compile_runtime`), and that was the largest part of its first array
+kernel's first call, and a third of a first scalar loop's (docs/measurements.md).
+Numba ships its helpers precompiled and JAX its runtime; astjit generates its helpers
+per dtype and rank, so it keeps each batch's object code once made, as `jit(f,
+cache=True)` keeps a function's, and links it in later processes instead of
+optimizing it and generating its machine code again.
+
+Key: the SHA-256 of the batch's LLVM IR as the process printed it, the pipeline that
+compiles it (its settings spelled out) and the environment: the disk cache's
+fingerprint (astjit's version and sources, llvmlite, NumPy, Python, the CPU;
+`cache/environment.py`) and LLVM's own name for the host CPU and its features. The
+object code is a function of these alone, so an entry is found only for the very
+module it was made from: an edit of an emitter gives other IR, so another key. A
+batch whose IR embeds something of this process alone (an object's address, a disk
+cache entry's pinned object: `runtime/objects.py`) is never written; the disk
+cache's entries (`cache/runtime.py`) count on a loaded batch embedding none.
+
+Files: `<cache folder>/runtime/<hash>.astjit`, the folder of `jit(f, cache=True)`
+(`cache/store.py`: `ASTJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/astjit`, else
+`~/.cache/astjit`), in its format: checksummed (a damaged file is ignored and written
+again) and written atomically (concurrent processes never see a mix). A folder that
+cannot be written is skipped. Each entry holds the batch's object code, the functions
+it defines, the symbols it imports and its optimized IR (`runtime_llvm_ir` shows it as
+for a batch compiled in the process). `ASTJIT_RUNTIME_CACHE=0` turns it off: every
+process compiles its runtime (docs/caching.md).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import struct
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from ....cache import store
+from ....cache.environment import fingerprint
+
+SWITCH = "ASTJIT_RUNTIME_CACHE"
+FOLDER = "runtime"
+_LOCAL = re.compile(r"inttoptr \((?:i64|ptr) \d{6,}|astjit\.pin\.")
+"""What makes a module's code this process's alone: an address, a pinned object's symbol."""
+_LENGTH = struct.Struct("<Q")
+
+
+@functools.cache
+def _environment() -> str:
+    return (f"{fingerprint()};llvm-cpu={llvm.get_host_cpu_name()}:"
+            f"{llvm.get_host_cpu_features().flatten()}")
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "1") != "0"
+
+
+def key(text: str, pipeline: str, settings: str) -> str | None:
+    """The key of the object code of `text` compiled by `pipeline` (`settings`: everything
+    that pipeline sets), or None where it is not to be stored or read."""
+    if not enabled() or _LOCAL.search(text):
+        return None
+    digest = hashlib.sha256()
+    for part in (_environment(), pipeline, settings, text):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _path(key: str) -> Path:
+    return store.directory() / FOLDER / f"{key[:40]}.astjit"
+
+
+def read(key: str) -> tuple[bytes, tuple[str, ...], tuple[str, ...], str] | None:
+    """(object code, defined functions, imports, optimized IR) stored under `key`, or None:
+    absent, damaged, or another key's."""
+    payload = store.read(_path(key))
+    if payload is None or len(payload) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack_from(payload)
+    try:
+        meta = json.loads(payload[_LENGTH.size:_LENGTH.size + length])
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("key") != key:
+        return None
+    obj = payload[_LENGTH.size + length:]
+    return obj, tuple(meta["names"]), tuple(meta["imports"]), meta["ir"]
+
+
+def write(key: str, obj: bytes, names: tuple[str, ...], imports: tuple[str, ...],
+          optimized: str) -> bool:
+    """Store a batch's object code under `key` (see the module's docstring); whether it was."""
+    meta = json.dumps({"key": key, "names": list(names), "imports": list(imports),
+                       "ir": optimized}).encode()
+    return store.write(_path(key), _LENGTH.pack(len(meta)) + meta + obj)

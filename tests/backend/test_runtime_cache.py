@@ -1,0 +1,77 @@
+"""The runtime cache (backend/llvm/jit/runtime_cache.py): a runtime batch's object code kept on
+disk under the key of its very IR, linked instead of compiled where found, never stored when
+its code is of one process alone, and a damaged file ignored and written again."""
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from astjit.backend.llvm.jit import runtime_cache
+from astjit.backend.llvm.jit.engine import engine
+
+BATCH = """
+define i64 @"astjit.test.runtime_cache.{tag}"(i64 %x) nounwind noinline {{
+entry:
+  %y = mul i64 %x, {factor}
+  ret i64 %y
+}}
+"""
+
+
+def batch(tag: str, factor: int = 3) -> str:
+    return BATCH.format(tag=tag, factor=factor)
+
+
+def call(compiled, tag: str, x: int) -> int:
+    address = compiled.addresses[f"astjit.test.runtime_cache.{tag}"]
+    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(x)
+
+
+@pytest.fixture
+def folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(runtime_cache.SWITCH, raising=False)
+    return tmp_path / runtime_cache.FOLDER
+
+
+def test_a_batch_compiled_once_is_linked_from_its_object_code(folder):
+    compiled = engine().compile_shared(batch("once"))
+    assert compiled.parts[0].module is not None and len(list(folder.iterdir())) == 1
+    loaded = engine().compile_shared(batch("once"))
+    assert loaded.parts[0].module is None  # linked, not compiled
+    assert call(loaded, "once", 7) == call(compiled, "once", 7) == 21
+    assert loaded.llvm_ir_optimized == compiled.llvm_ir_optimized
+    assert loaded.imports == compiled.imports
+
+
+def test_other_ir_is_another_key(folder):
+    engine().compile_shared(batch("other", 3))
+    changed = engine().compile_shared(batch("other", 5))
+    assert changed.parts[0].module is not None and call(changed, "other", 2) == 10
+    assert len(list(folder.iterdir())) == 2
+
+
+def test_a_damaged_entry_is_compiled_and_written_again(folder):
+    engine().compile_shared(batch("damaged"))
+    (path,) = folder.iterdir()
+    data = path.read_bytes()
+    path.write_bytes(data[:-3] + b"XYZ")
+    again = engine().compile_shared(batch("damaged"))
+    assert again.parts[0].module is not None and call(again, "damaged", 1) == 3
+    assert path.read_bytes() == data
+
+
+def test_code_of_one_process_alone_is_never_stored(folder):
+    local = batch("local").replace("mul i64 %x, 3",
+                                   "mul i64 %x, ptrtoint (ptr inttoptr (i64 140000000000 to ptr)"
+                                   " to i64)")
+    assert runtime_cache.key(local, "loops", "") is None
+    engine().compile_shared(local)
+    assert not folder.exists()
+
+
+def test_the_switch_turns_it_off(folder, monkeypatch):
+    monkeypatch.setenv(runtime_cache.SWITCH, "0")
+    engine().compile_shared(batch("off"))
+    assert not folder.exists()
