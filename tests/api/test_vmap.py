@@ -122,6 +122,12 @@ def optimized(fn, *args) -> str:
     return jit(fn).ir(*args, stage="optimized")
 
 
+def loops_over_examples(text: str) -> bool:
+    """Whether vmap's IR is its loop over the examples: example 0 is a call of the
+    function kept out of line (it gives the results' shapes), then a loop calls it."""
+    return "call @vmap[" in text and "noinline=True" in text
+
+
 def assert_matches(got, expected):
     got = got if isinstance(got, tuple) else (got,)
     expected = expected if isinstance(expected, tuple) else (expected,)
@@ -236,18 +242,43 @@ def test_jacfwd_and_hessian_batch_the_basis():
     np.testing.assert_allclose(j[:, 3:], 0.0)
 
 
-# ---- the loop: a function some op of which has no batching rule -----------------------
+# ---- writes, loops; the loop over the examples where a batch cannot hold them ----------
 
-def written(x):  # a write into an array: per example
+def written(x):  # writes into an array the function makes: one array per example
     y = np.zeros(2)
     y[0] = x[0]
     y[1] = np.sum(x)
     return y
 
 
-def test_unbatchable_functions_loop_over_the_examples():
-    x = randn(4, 3)
-    assert "while" in optimized(vmap(written), x)
+def accumulated(w, x):  # a for loop carrying a number per example, a write in the loop
+    t, y = 0.0, np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        t += np.tanh(w[i] * x[i]) ** 2
+        y[i] = t
+    return y * 2.0
+
+
+def shared(w, x):  # writes into the argument every example shares: once per example
+    for i in range(2):
+        w[i] = w[i] + x[i]
+    return np.sum(w)
+
+
+def test_writes_and_loops_batch_without_a_loop_over_the_examples():
+    x, w = randn(4, 3), randn(3)
+    assert "while" not in optimized(vmap(written), x)
     assert_matches(vmap(written)(x), by_loop(written, (x,), 0))
-    v = np.array([0.5, 3.0, 17.0, 1.5])
+    fn = vmap(accumulated, in_axes=(None, 0))
+    assert_matches(fn(w, x), by_loop(accumulated, (w, x), (None, 0)))
+    assert not loops_over_examples(optimized(fn, w, x))  # the function's own loop only
+
+
+def test_what_a_batch_cannot_hold_loops_over_the_examples():
+    v = np.array([0.5, 3.0, 17.0, 1.5])  # a loop on each example's own condition
+    assert loops_over_examples(optimized(vmap(halvings), v))
     np.testing.assert_array_equal(vmap(halvings)(v), [halvings(a) for a in v])
+    w, w_loop, x = np.zeros(3), np.zeros(3), randn(4, 3)
+    got = vmap(shared, in_axes=(None, 0))(w, x)
+    np.testing.assert_allclose(got, [shared(w_loop, e) for e in x], rtol=1e-14)
+    np.testing.assert_allclose(w, w_loop, rtol=1e-14)  # written once per example, in order

@@ -2,7 +2,8 @@
 whole-batch programs, no loop over the examples, for a batched array with unbatched
 indices, batched indices into an unbatched array, both, indices after a slice and indices
 apart; against a Python loop over the examples; `hessian` of a gather batches its basis;
-a scatter of examples into one shared array loops."""
+a scatter into an array the function makes batches it, into an argument every example
+shares loops."""
 import numpy as np
 import pytest
 
@@ -138,14 +139,24 @@ def test_scatters_and_their_gradients_batch_without_a_loop(fn, args, in_axes):
     assert "while" not in jit(vmap(g, in_axes=in_axes)).ir(*args, stage="optimized")
 
 
-def shared_destination(x, v, idx):   # y is the same array for every example
+def shared_destination(x, v, idx):   # y made by the function: one per example
     y = x * 1.0
     y[idx] = v
     return y
 
 
-def test_scatter_of_examples_into_a_shared_array_loops():
+def shared_argument(x, v, idx):      # x itself, every example's: written in turn
+    x[idx] = v
+    return x * 1.0
+
+
+def test_scatter_into_an_array_the_function_makes_batches_it_per_example():
     args, in_axes = (X[0], V, K), (None, 0, 0)
-    assert "while" in jit(vmap(shared_destination, in_axes=in_axes)).ir(*args, stage="optimized")
+    text = jit(vmap(shared_destination, in_axes=in_axes)).ir(*args, stage="optimized")
+    assert "while" not in text
     np.testing.assert_array_equal(vmap(shared_destination, in_axes=in_axes)(*args),
                                   by_loop(shared_destination, args, in_axes))
+    x, x_loop = X[0].copy(), X[0].copy()
+    got = vmap(shared_argument, in_axes=in_axes)(x, V, K)
+    np.testing.assert_array_equal(got, by_loop(shared_argument, (x_loop, V, K), in_axes))
+    np.testing.assert_array_equal(x, x_loop)

@@ -38,6 +38,10 @@ from .vectorize import vectorized_call
 
 EMPTY_BATCH = "vmap needs a batch of at least one example: the result's shape comes from one"
 UNEQUAL_BATCH = "vmap got batched arguments of different lengths along their in_axes"
+SHAPE_PER_EXAMPLE = ("vmap: the examples' results differ in shape (a length that depends on "
+                     "the example's values: np.nonzero, np.unique, x[mask]), and vmap stacks "
+                     "results of one shape; keep one shape per example (np.where(mask, x, 0) "
+                     "for x[mask], a sum over the mask for a sum of the selection)")
 
 
 def batched_graph(graph: Graph, inner: Graph, args: list[Value], in_axes: tuple,
@@ -129,6 +133,7 @@ def looped(graph: Graph, inner: Graph, args: list[Value], in_axes: tuple,
         index = b.op("add", k, b.const(1, I64))
         result = _call(b.graph, inner, _examples(b, given, axes, index), inline=True)
         for leaf, target in zip(_leaves(b, result), targets):
+            _check_shape(b, leaf, target, out_axes)
             _store(b, target, leaf, index, out_axes)
 
     counted_loop(graph, e.op("sub", n, e.const(1, I64)), [*args, *outputs], example, inner)
@@ -208,6 +213,18 @@ def _store(e: GraphBuilder, output: Value, leaf: Value, index: Value, out_axis: 
     else:
         value = leaf if leaf.type == output.type.dtype else e.op("cast", leaf, to=output.type.dtype)
         e.op("array_set", output, value, index)
+
+
+def _check_shape(e: GraphBuilder, leaf: Value, output: Value, out_axis: int) -> None:
+    """Refuse an example whose result leaf has another shape than example 0's (which
+    shaped `output`): a length decided by the example's values (np.nonzero, x[mask])."""
+    if not isinstance(leaf.type, ArrayType):
+        return
+    axis = out_axis % output.type.ndim
+    rest = [k for k in range(output.type.ndim) if k != axis]
+    for k, j in enumerate(rest):
+        differs = e.op("ne", e.op("array_dim", leaf, axis=k), e.op("array_dim", output, axis=j))
+        _raise_if(e, differs, SHAPE_PER_EXAMPLE)
 
 
 def _raise_if(e: GraphBuilder, condition: Value, message: str) -> None:

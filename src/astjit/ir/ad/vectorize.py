@@ -14,14 +14,24 @@ from __future__ import annotations
 
 from ..core import Graph, Node, Value
 from ..ops import OPS
-from ..ops.batching import NotBatchable
+from ..ops.batching import NotBatchable, broadcast, materialized
+from ..ops.table import OpTypeError
 from ..passes.inline import clone_node
-from ..types import ArrayType, ScalarType, TupleType, Type
+from ..types import ArrayType, ScalarType, TupleType, Type, weak
 from .builder import GraphBuilder
 
 REPEATED_EFFECTS = ("tape_new", "tape_push", "tape_get", "tape_len", "tape_clear", "tape_free",
                     "callback")
 """Ops whose effect depends on how often they run, beyond the writes into arrays."""
+MAY_ALIAS = ("tuple", "array_astype", "sum_to_like", "cast")
+"""Ops whose result may be their array operand itself (not as a view op): an array
+they took is not copied for each example (`BatchBuilder.writable`)."""
+NOT_FRESH = ("getitem", "undef", "const", *MAY_ALIAS)
+"""Ops whose array result was not made by the function: an element of a container, or
+an array that may be another one."""
+COPYING_VIEWS = ("array_reshape",)
+"""Views that are copies where the array is not contiguous: a batch of views of a
+view may be one where the example's was not."""
 
 
 def vectorized_call(graph: Graph, callee: Graph, args: list[Value],
@@ -48,10 +58,16 @@ class BatchBuilder(GraphBuilder):
         self.size: Value | None = None
         self.values: dict[Value, tuple[Value, object]] = {}
         self.definitions: dict[Value, Node] = {}
+        self.emitted: list[Node] = []
+        self.params: dict[Value, Value] = {}
+        """A region's parameters (old -> new): writes into them the loop settles."""
 
     def op(self, name: str, *inputs: Value, **attrs) -> Value:
         """A typed node; a scalar operand is cast to the type the op's rule asks."""
-        operand_types, result = OPS[name].rule([v.type for v in inputs], attrs)
+        try:
+            operand_types, result = OPS[name].rule([v.type for v in inputs], attrs)
+        except OpTypeError as error:  # no form of the op for a batch of these operands
+            raise NotBatchable(f"{name}: {error}") from None
         operands = []
         for v, t in zip(inputs, operand_types):
             if v.type != t:
@@ -75,15 +91,154 @@ class BatchBuilder(GraphBuilder):
         ((out, _),) = OPS[node.op].batch(self, node, inputs, flags)
         return out
 
+    def writable(self, dest: Value) -> Value:
+        """The batched form of array `dest` (the function's value), which the function
+        writes a batched value into. An unbatched `dest` is a view of an array the
+        function made (an array of its own per example in a loop): that array is copied
+        once per example, here, with what it holds so far, and it and every view of it
+        are batched from now on. Refused where the array may be seen another way than
+        through those views (an argument every example shares, a container holding it)."""
+        new, flag = self.values[dest]
+        if flag:
+            return new
+        root = self._root(dest)
+        if root is None:
+            self._shared(self._origin(dest), "a write of batched values into an array every "
+                         "example shares")
+        aliases = [v for v, (_, f) in self.values.items()
+                   if not f and isinstance(v.type, ArrayType) and self._root(v) is root]
+        for node in self.emitted:
+            if node.op in MAY_ALIAS and any(v in aliases for v in node.inputs):
+                raise NotBatchable(f"a write into an array that {node.op} may also hold")
+        base = materialized(self, self.values[root][0])
+        for v in aliases:
+            self.values[v] = (self.rebuilt(v, root, base), True)
+        return self.values[dest][0]
+
+    def _check_shared_writes(self, node: Node) -> None:
+        """A write of the same values for every example, run once for the batch: refused
+        where the array is not one the function made (an argument every example shares
+        is written once per example by a loop), else a per-example write's no matter."""
+        if node.op in OPS:
+            if "writes" in OPS[node.op].traits and self._root(node.inputs[0]) is None:
+                self._shared(self._origin(node.inputs[0]),
+                             f"{node.op} into an array every example shares")
+            return
+        if any(n.op in OPS and "writes" in OPS[n.op].traits
+               for region in node.regions for n in region.walk()):
+            for v in node.inputs:
+                if isinstance(v.type, ArrayType) and self._root(v) is None:
+                    self._shared(self._origin(v),
+                                 f"a {node.op} writing an array every example may share")
+
+    def _shared(self, v: Value, why: str):
+        """Refuse a write into `v`, not made here: a region's parameter is for the loop
+        that holds the region to settle (`SharedWrite`)."""
+        if v in self.params:
+            raise SharedWrite(v, why)
+        raise NotBatchable(why)
+
+    def _while(self, node: Node, inputs: list) -> list:
+        """A `while` over the batch: its regions batched for the flags its operands
+        settle at (a carried value batched where the body makes it so; an array the body
+        writes a batched value into, batched before the loop). Its condition must be the
+        same for every example (a condition per example: NotBatchable)."""
+        n = node.attrs["n_invariants"]
+        flags, written = [f for _, f in inputs], set()
+        if any(isinstance(f, tuple) for f in flags):
+            raise NotBatchable("a while carrying a container with a batched part")
+        for _ in range(2 * len(flags) + 2):
+            try:
+                cond, cond_flags = self._region(node.regions[0], flags)
+                body, body_flags = self._region(node.regions[1], flags, n)
+            except SharedWrite as write:
+                k = next(k for r in node.regions for k, p in enumerate(r.params)
+                         if p is write.param)
+                if flags[k] or k in written:
+                    raise NotBatchable(write.why) from None
+                flags[k] = True
+                written.add(k)
+                continue
+            if cond_flags[0]:
+                raise NotBatchable("a while whose condition differs per example")
+            carried = [f or o for f, o in zip(flags[n:], body_flags)]
+            if carried != flags[n:]:
+                flags[n:] = carried
+                continue
+            for k in written:
+                self.writable(node.inputs[k])
+            now = [self.values[v][1] for v in node.inputs]
+            if all(f or not g for f, g in zip(flags, now)):
+                break
+            flags = [f or g for f, g in zip(flags, now)]
+        else:
+            raise NotBatchable("a while whose batched values did not settle")
+        operands = [_copied_per_example(self, new) if want and not flag else new
+                    for (new, flag), want in ((self.values[v], w) for v, w in zip(node.inputs, flags))]
+        types = [p.type for p in body.params[n:]]
+        out = self.graph.add("while", operands, len(node.outputs), attrs=dict(node.attrs),
+                             regions=[cond, body], loc=node.loc, types=types)
+        return list(zip(out.outputs, flags[n:]))
+
+    def _region(self, region: Graph, flags: list, n_invariants: int | None = None):
+        """`region` rewritten for operands batched where `flags` say: the new region and
+        whether each of its outputs is batched. A body's (`n_invariants` given) output is
+        made batched where its carried operand is (the loop's types are the operands')."""
+        params = [Value(p.name, batch_type(p.type) if f else p.type)
+                  for p, f in zip(region.params, flags)]
+        graph = Graph(region.name, params, loc=region.loc)
+        rb = BatchBuilder(graph, region.loc)
+        rb.params = dict(zip(region.params, params))
+        rb.values.update((p, (q, f)) for p, q, f in zip(region.params, params, flags))
+        first = next((q for q, f in zip(params, flags) if f), None)
+        rb.size = rb.op("array_dim", first, axis=0) if first is not None else None
+        for node in region.nodes:
+            rb.emit(node)
+        results = [rb.values[v] for v in region.outputs]
+        graph.outputs = [value for value, _ in results]
+        if n_invariants is not None:
+            for k, (value, flag) in enumerate(results):
+                if flags[n_invariants + k] and not flag:
+                    graph.outputs[k] = _copied_per_example(rb, value)
+        return graph, [flag for _, flag in results]
+
+    def _root(self, v: Value) -> Value | None:
+        """The array made by the function that `v` is a view of, through views that stay
+        views of a batch; None if it is no such array."""
+        origin = self._origin(v)
+        node = self.definitions.get(origin) if origin is not None else None
+        if node is None or node.op in NOT_FRESH or node.op not in OPS:
+            return None
+        return origin
+
+    def _origin(self, v: Value) -> Value | None:
+        """What `v` is a view of, through views that stay views of a batch (None past
+        one that may not)."""
+        node = self.definitions.get(v)
+        while node is not None and "view" in OPS[node.op].traits:
+            if node.op in COPYING_VIEWS and self.definitions.get(node.inputs[0]) is not None \
+                    and "view" in OPS[self.definitions[node.inputs[0]].op].traits \
+                    or node.op == "diag":
+                return None
+            v = node.inputs[0]
+            node = self.definitions.get(v)
+        return v
+
     def emit(self, node: Node) -> None:
         """`node` for the whole batch: a copy if no input is batched, else its rule's nodes."""
         inputs = [self.values[v] for v in node.inputs]
         for v in node.outputs:
             self.definitions[v] = node
+        self.emitted.append(node)
         if not any(_some(flag) for _, flag in inputs):
+            self._check_shared_writes(node)
             mapping = {old: new for old, (new, _) in zip(node.inputs, inputs)}
             self.graph.nodes.append(clone_node(node, mapping))
             self.values.update((v, (mapping[v], False)) for v in node.outputs)
+            return
+        if node.op == "while":
+            results = self._while(node, inputs)
+            self.values.update(zip(node.outputs, results))
             return
         rule = OPS[node.op].batch if node.op in OPS else None
         if rule is None:
@@ -94,6 +249,30 @@ class BatchBuilder(GraphBuilder):
                 raise NotBatchable(f"{node.op} of a batch gives a {new.type}, not a batch of "
                                    f"{old.type}")
             self.values[old] = (new, flag)
+
+
+class SharedWrite(NotBatchable):
+    """A write into a region's parameter that is not batched: the loop holding the region
+    batches the operand before it (if it is an array the function made) and tries again."""
+
+    def __init__(self, param: Value, why: str):
+        super().__init__(why)
+        self.param, self.why = param, why
+
+
+def batch_type(t: Type) -> Type:
+    """The type of a batch of values of type `t`."""
+    if isinstance(t, ArrayType):
+        return ArrayType(t.dtype, t.ndim + 1)
+    if isinstance(t, ScalarType):
+        return ArrayType(weak(t), 1)
+    raise NotBatchable(f"a batch of {t} values")
+
+
+def _copied_per_example(b: BatchBuilder, v: Value) -> Value:
+    """Unbatched `v` as a batch: a loop's operand or result, which the loop may write into
+    (an array copied per example, not a broadcast view)."""
+    return materialized(b, v) if isinstance(v.type, ArrayType) else broadcast(b, v)
 
 
 def _some(flag) -> bool:

@@ -163,6 +163,24 @@ def _get_batch(b, node, ins, batched):
     return each(b.op("array_view", *ins, spec=("s000",) + ("i",) * len(ins[1:]), **attrs))
 
 
+def _set_batch(b, node, ins, batched):
+    """x[i, j] = v into each example: the batch's element column x[:, i, j] assigned; an
+    index per example a scatter at (example, i, j)."""
+    x, v, indices = b.writable(node.inputs[0]), ins[1], ins[2:]
+    if not any(batched[2:]):
+        attrs = {k: a for k, a in node.attrs.items() if k == "boundscheck"}
+        view = b.op("array_view", x, *indices, spec=("s000",) + ("i",) * len(indices), **attrs)
+        return [(b.op("array_assign", view, v), False)]
+    if v.type != x.type.dtype and not isinstance(v.type, ArrayType):
+        v = b.op("cast", v, to=x.type.dtype)
+    elif isinstance(v.type, ArrayType) and v.type.dtype != x.type.dtype:
+        v = b.op("array_astype", v, dtype=x.type.dtype)
+    numbers = b.op("array_arange", b.const(0, I64), b.size)
+    written = b.op("scatter", x, v, numbers, *indices, axis=0, axes=tuple(range(len(ins) - 1)),
+                   accumulate=False)
+    return [(written, False)]
+
+
 def _dim_batch(b, node, ins, batched):
     """An example's length along an axis: the batch's next axis; the same for all."""
     return [(b.op("array_dim", ins[0], axis=node.attrs["axis"] + 1), False)]
@@ -189,7 +207,7 @@ _def("array_get", -1, get_rule, py_array_get, {"*": Routine("array_get")},
          "unit_stride")
 _def("array_set", -1, set_rule, py_array_set, {"*": Routine("array_set")},
      ("raises", "writes", "linear"),
-     expand=_row_write,
+     expand=_row_write, batch=_set_batch,
      no_vjp="reverse mode handles array writes itself (ad/writes.py, ad/sweep.py)",
      doc="x[i, j] = v; inputs [array, value, *indices]; output none; attrs boundscheck, "
          "inbounds, unit_stride")

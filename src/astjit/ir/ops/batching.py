@@ -20,11 +20,19 @@ from typing import Protocol
 
 from ..core import Node, Value
 from ..types import I64, ArrayType
+from .python_scalars import python_scalar_batch
 from .table import OPS
 
 
 class NotBatchable(Exception):
     """What vmap cannot compute on whole batches: it loops over the examples instead."""
+
+
+SHAPE_PER_EXAMPLE = ("{what} gives each example a result of its own length: no batch "
+                     "holds them")
+"""The reason of a rule that refuses a result whose shape depends on the example's values
+(np.nonzero, np.unique, x[mask]): vmap then loops, which works where the function's
+results still have one shape (docs/arrays.md, vmap)."""
 
 
 class Batching(Protocol):
@@ -42,6 +50,11 @@ class Batching(Protocol):
     def rebuilt(self, value: Value, base: Value, new_base: Value) -> Value:
         """`value`, a view of `base` in the function (old values both), made again as a
         view of `new_base`, a batched copy of `base`."""
+
+    def writable(self, dest: Value) -> Value:
+        """The batch of array `dest` (an old value) that a batched value is written into:
+        an unbatched one copied per example with the array it views (NotBatchable where
+        that array is one every example shares)."""
 
 
 def ndim(t) -> int:
@@ -100,13 +113,17 @@ def elementwise(op: str | None = None):
     form): examples broadcast as NumPy broadcasts them, so each batched operand gets unit
     axes up to the largest example rank; unbatched operands align with the last axes as
     they are. A number computed with Python's semantics where one of them raises (1/0,
-    math.sqrt(-1)) is left to the loop: arrays compute as NumPy does."""
+    math.sqrt(-1)) is the array form plus checks that raise Python's errors
+    (python_scalars.py)."""
     def rule(b: Batching, node: Node, ins: list[Value], batched: list[bool]):
-        scalars = not any(isinstance(v.type, ArrayType) for v in node.inputs)
-        if scalars and "raises" in OPS[node.op].traits and not node.attrs.get("numpy"):
-            raise NotBatchable(f"{node.op} of numbers raises as Python's does")
         rank = max(example_ndim(v, f) for v, f in zip(ins, batched))
         operands = [with_rank(b, v, rank) if f else v for v, f in zip(ins, batched)]
+        scalars = not any(isinstance(v.type, ArrayType) for v in node.inputs)
+        if scalars and "raises" in OPS[node.op].traits and not node.attrs.get("numpy"):
+            found = python_scalar_batch(b, node, operands)
+            if found is None:
+                raise NotBatchable(f"{node.op} of numbers raises as Python's does")
+            return each(found)
         return each(b.op(op or node.op, *operands, **without_numpy(node.attrs)))
     return rule
 

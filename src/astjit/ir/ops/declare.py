@@ -4,9 +4,9 @@ The rules an op's declaration gives are composed here, once: an elementwise
 op's type rule is lifted to arrays (`elementwise.lift`) and to NumPy scalars
 (`strong.with_strength`), its VJP rule reduces adjoints to the operands'
 shapes (`vjp.unbroadcasting`), its symbolic shape is the broadcast of its
-operands' (`shape_algebra.broadcast_rule`, unless it declares one), and one
-with an array form batches as that (`batching.elementwise`, unless it declares
-its own rule). Nothing
+operands' (`shape_algebra.broadcast_rule`, unless it declares one), and it
+batches as its array form (`batching.elementwise`, unless it declares its own
+rule). Nothing
 changes an entry after this, so the order in which the modules declaring ops
 are imported does not matter.
 """
@@ -35,7 +35,7 @@ def _def(name, arity, rule, evaluate, llvm, traits=("pure",), *, vjp=None, zero_
     ufunc = ufunc or (numpy[0] if numpy else None)
     if elementwise:
         kw.setdefault("shape", broadcast_rule)  # NumPy broadcasting (ir/shape_algebra.py)
-    if elementwise and ufunc:
+    if elementwise:
         kw.setdefault("batch", batching.elementwise())  # its array form (ops/batching.py)
     typed = with_strength(name, lift(name, rule) if elementwise else rule, traits, ufunc)
     OPS[name] = OpDef(name, arity, typed, evaluate, llvm, traits, **kw,

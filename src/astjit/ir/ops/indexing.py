@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..core import Value
 from ..types import BOOL, I64, NONE, ArrayType
-from .batching import NotBatchable, as_batched, dims, each, with_rank
+from .batching import SHAPE_PER_EXAMPLE, NotBatchable, as_batched, dims, each, with_rank
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -267,12 +267,10 @@ def _gather_adjoint_batch(b, node, ins, batched):
 
 
 def _scatter_batch(b, node, ins, batched):
-    """Into a batched array only (an unbatched one is one array that every example shares):
-    the value as a batch of the gather's shape (a number stays one), placed as
-    `_gather_batch` places a gather."""
-    if not batched[0]:
-        raise NotBatchable("a scatter of batched values into an array every example shares")
-    axis, (x, v, *index) = node.attrs["axis"], ins
+    """Into a batch (an unbatched array the function made is copied per example first,
+    `Batching.writable`): the value as a batch of the gather's shape (a number stays
+    one), placed as `_gather_batch` places a gather."""
+    axis, (x, v, *index) = node.attrs["axis"], [b.writable(node.inputs[0]), *ins[1:]]
     if batched[1] and not isinstance(node.inputs[1].type, ArrayType):
         shape = _example_gather_dims(b, node, ins, batched)
         v = b.op("array_broadcast_to", with_rank(b, v, len(shape)), b.size, *shape)
@@ -295,6 +293,23 @@ def _example_gather_dims(b, node, ins, batched) -> list:
     return x[:axis] + dims(b, v)[1 if f else 0:] + x[axis + k:]
 
 
+def _compress_batch(b, node, ins, batched):
+    """One mask for every example: the selection one axis further in. A mask per example
+    selects a number of elements per example: NotBatchable (each example's own length)."""
+    if batched[1]:
+        raise NotBatchable(SHAPE_PER_EXAMPLE.format(what="x[mask] with a mask per example"))
+    x, m = ins
+    return each(b.op("compress", x, m, axis=node.attrs["axis"] + 1))
+
+
+def _compress_adjoint_batch(b, node, ins, batched):
+    if batched[1]:
+        raise NotBatchable(SHAPE_PER_EXAMPLE.format(what="x[mask] with a mask per example"))
+    g, m, x = ins
+    return each(b.op("compress_adjoint", as_batched(b, g, batched[0]), m,
+                     as_batched(b, x, batched[2]), axis=node.attrs["axis"] + 1))
+
+
 _READS = ("pure", "reads", "allocates", "raises")
 _def("gather", -1, gather_rule, py_gather, {"*": Routine("gather")}, (*_READS, "linear"),
      vjp=_gather_vjp, batch=_gather_batch,
@@ -310,9 +325,10 @@ _def("scatter", -1, scatter_rule, py_scatter, {"*": Routine("scatter")},
      batch=_scatter_batch,
      doc="x[..., idx, ...] = v (attrs accumulate: np.add.at); output none")
 _def("compress", 2, compress_rule, py_compress, {"*": Routine("compress")}, (*_READS, "linear"),
-     vjp=_compress_vjp, doc="x[..., m] at attrs['axis']: the elements a bool mask selects")
+     vjp=_compress_vjp, batch=_compress_batch,
+     doc="x[..., m] at attrs['axis']: the elements a bool mask selects")
 _def("compress_adjoint", 3, compress_adjoint_rule, py_compress_adjoint,
      {"*": Routine("compress_adjoint")}, ("pure", "reads", "allocates"),
-     vjp=_compress_adjoint_vjp, jvp=_compress_adjoint_jvp,
+     vjp=_compress_adjoint_vjp, jvp=_compress_adjoint_jvp, batch=_compress_adjoint_batch,
      doc="zeros like x with g at the places m selects: a compress's adjoint")
 

@@ -29,6 +29,7 @@ diagonal halved.
 from __future__ import annotations
 
 from ..types import F32, F64, I64, ArrayType
+from .batching import each, same_op, with_rank
 from .declare import _def
 from .linalg import swap_last
 from .table import OpTypeError, Routine
@@ -207,17 +208,36 @@ def _solve_shape(node, table):
     return (*batch, a[-2], b[-1])
 
 
+def _solve_batch(b, node, ins, batched):
+    """A stack of systems: the batch axis leads the stack axes. A vector b per example is
+    a column (NumPy takes a 1-d b only as one vector), a smaller operand gets unit stack
+    axes after the batch axis so that the stacks broadcast as each example's do."""
+    (a, rhs), (fa, fb) = ins, batched
+    ra, rb = node.inputs[0].type.ndim, node.inputs[1].type.ndim
+    if rb == 1 and not fb:
+        return each(b.op("linalg_solve", a, rhs))
+    if rb == 1:
+        column = b.op("array_expand_dims", rhs, axes=tuple(range(1, ra - 1)) + (ra,))
+        x = b.op("linalg_solve", with_rank(b, a, ra) if fa else a, column)
+        return each(b.op("array_squeeze", x, axes=(x.type.ndim - 1,)))
+    rank = max(ra, rb)
+    operands = [with_rank(b, v, rank) if f else v for v, f in ((a, fa), (rhs, fb))]
+    return each(b.op("linalg_solve", *operands))
+
+
 _TRAITS = ("raises", "allocates", "reads")
 _def("linalg_solve", 2, solve_rule, py_solve, {"*": Routine("linalg_solve")}, _TRAITS,
-     vjp=_solve_vjp, jvp=_solve_jvp, shape=_solve_shape,
+     vjp=_solve_vjp, jvp=_solve_jvp, shape=_solve_shape, batch=_solve_batch,
      doc="np.linalg.solve(a, b) through LAPACK gesv; stacks of matrices")
 _def("linalg_inv", 1, square_rule("inv"), py_inv, {"*": Routine("linalg_inv")}, _TRAITS,
      vjp=_inv_vjp, jvp=_inv_jvp, shape=lambda node, table: table.shape(node.inputs[0]),
+     batch=same_op,
      doc="np.linalg.inv(a) through LAPACK gesv; stacks of matrices")
 _def("linalg_det", 1, det_rule, py_det, {"*": Routine("linalg_det")}, _TRAITS,
-     vjp=_det_vjp, jvp=_det_jvp, shape=_batch_shape,
+     vjp=_det_vjp, jvp=_det_jvp, shape=_batch_shape, batch=same_op,
      doc="np.linalg.det(a) through LAPACK getrf (NumPy's sign * exp(logdet)); stacks")
 _def("linalg_cholesky", 1, square_rule("cholesky"), py_cholesky,
      {"*": Routine("linalg_cholesky")}, _TRAITS,
      vjp=_cholesky_vjp, jvp=_cholesky_jvp, shape=lambda node, table: table.shape(node.inputs[0]),
+     batch=same_op,
      doc="np.linalg.cholesky(a): the lower factor, through LAPACK potrf; stacks of matrices")

@@ -40,7 +40,7 @@ from __future__ import annotations
 from ..shape_algebra import broadcast
 from ..types import BOOL, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
 from .adjoints import AddIntoView
-from .batching import each, example_ndim, with_rank
+from .batching import SHAPE_PER_EXAMPLE, NotBatchable, each, example_ndim, with_rank
 from .declare import _def
 from .elementwise import numpy_promote
 from .table import OpTypeError, Routine
@@ -257,8 +257,38 @@ _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
      shape=_matmul_shape, batch=_matmul_batch,
      doc="a @ b, np.matmul (stacks of matrices too), np.dot of 1-d/2-d arrays through BLAS; "
          "attrs['kind'] picks the error message")
+def _diag_batch(b, node, ins, batched):
+    """A matrix per example: its diagonal k, a strided slice of each flattened matrix (a
+    view of the batch where it is C-contiguous, as every accumulator reverse mode adds a
+    diagonal's adjoint into is; else of a copy, which reads the same). A vector per
+    example: zero matrices with the vector scattered onto diagonal k. One k for every
+    example (else each its own shape)."""
+    if batched[1]:
+        raise NotBatchable(SHAPE_PER_EXAMPLE.format(what="np.diag(x, k) with a k per example"))
+    x, k = ins
+    zero = b.const(0, I64)
+    row0, col0 = b.op("max", zero, b.op("neg", k)), b.op("max", zero, k)
+    if x.type.ndim == 3:
+        n, m = b.op("array_dim", x, axis=1), b.op("array_dim", x, axis=2)
+        length = b.op("max", zero, b.op("min", b.op("sub", n, row0), b.op("sub", m, col0)))
+        step = b.op("add", m, b.const(1, I64))
+        start = b.op("add", b.op("mul", row0, m), col0)
+        stop = b.op("add", start, b.op("max", zero, b.op("sub", b.op("mul", length, step), m)))
+        flat = b.op("array_reshape", x, b.size, b.op("mul", n, m))
+        return each(b.op("array_view", flat, start, stop, step, spec=("s000", "s111")))
+    n = b.op("array_dim", x, axis=1)
+    size = b.op("add", n, b.op("abs", k))
+    out = b.op("array_new", b.size, size, size, fill=0, dtype=x.type.dtype)
+    i = b.op("array_arange", zero, n)
+    numbers = b.op("array_expand_dims", b.op("array_arange", zero, b.size), axes=(1,))
+    places = [b.op("array_broadcast_to", v, b.size, n)
+              for v in (numbers, b.op("add", i, row0), b.op("add", i, col0))]
+    b.op("scatter", out, x, *places, axis=0, axes=(0, 1, 2), accumulate=False)
+    return each(out)
+
+
 _def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view", "linear"),
-     vjp=_diag_vjp,
+     vjp=_diag_vjp, batch=_diag_batch,
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
 _def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises", "allocates"),
      no_vjp="not differentiable in reverse mode yet",

@@ -30,10 +30,11 @@ from ..types import (
     weak,
 )
 from . import vjp as v
-from .batching import NotBatchable, each, elementwise, same_op
+from .batching import each, elementwise, same_op
 from .complexes import part_type
 from .declare import _def
 from .elementwise import numpy_promote
+from .python_scalars import to_int
 from .semantics import (
     _getitem,
     _undef,
@@ -172,12 +173,33 @@ def _getitem_batch(b, node, ins, batched):
 
 
 def _cast_batch(b, node, ins, batched):
-    """A conversion of a number per example: NumPy's, where it is Python's (not from a
-    float to an int: Python raises for NaN)."""
+    """A conversion of a number per example: NumPy's, which is Python's but from a float
+    to an int (Python's errors for NaN, infinities, out of range: checked)."""
     to, dtype = node.attrs["to"], ins[0].type.dtype
     if to.is_int and dtype.is_float:
-        raise NotBatchable("int() of a float per example")
+        return each(to_int(b, ins[0], to))
     return each(ins[0] if weak(to) == dtype else b.op("array_astype", ins[0], dtype=weak(to)))
+
+
+def _not_batch(b, node, ins, batched):
+    """`not x` of a number per example: x == 0 (NaN is truthy)."""
+    (x,) = ins
+    if x.type.dtype == BOOL:
+        return each(b.op("invert", x))
+    return each(b.op("eq", x, b.const(0, x.type.dtype)))
+
+
+def _add_sat_batch(b, node, ins, batched):
+    """The int64 sum clamped to the int64 range: where the wrapped sum's sign differs from
+    both operands', the bound of the operands' sign."""
+    x, y = ins
+    total = b.op("add", x, y)
+    zero = b.const(0, I64)
+    wrapped = b.op("bitand", b.op("ne", b.op("lt", total, zero), b.op("lt", x, zero)),
+                   b.op("eq", b.op("lt", x, zero), b.op("lt", y, zero)))
+    bound = b.op("where", b.op("lt", x, zero), b.const(-(2 ** 63), I64),
+                 b.const(2 ** 63 - 1, I64))
+    return each(b.op("where", wrapped, bound, total))
 
 
 def _raise_if_batch(b, node, ins, batched):
@@ -232,6 +254,7 @@ _def("sub", 2, arith_rule, operator.sub,
      numpy=("subtract",), cuda=_infix("-"), vjp=lambda e, g, ins, out, needs: [g, e.op("neg", g)])
 _def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, a + b)),
      {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"), zero_derivative="ints only",
+     batch=_add_sat_batch,
      doc="int64 addition clamped to the int64 range: a range() counter's step, which must not wrap")
 _def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mul"),
                                          "b": Builder("and_"), "c": Routine("complex_mul")},
@@ -267,7 +290,8 @@ _def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routin
                                 "u": Routine("mod_uint_numpy")},
      numpy=("remainder", "mod"), vjp=_mod_vjp,
      cuda={"f": CExpr("astjit_mod_float({0}, {1})"), "i": CExpr("astjit_mod_int({0}, {1})")})
-_def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int")},
+_def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int"),
+                                   "c": Routine("complex_pow")},
      _ARITH_RAISES, llvm_numpy={"f": Intrinsic("llvm.pow"), "i": Routine("pow_int_numpy")},
      numpy=("power",), vjp=v.pow_vjp,
      cuda={"f": CExpr("pow({0}, {1})"), "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)")})
@@ -293,7 +317,7 @@ _def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_"), "b": Bu
      cuda={"i": CExpr("(~{0})"), "b": CExpr("(!{0})")},
      doc="~x of an int; of a bool only as NumPy's (~np.True_ is np.False_), ops/strong.py")
 _def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "elementwise"),
-     decide=_decide_not,
+     decide=_decide_not, batch=_not_batch,
      zero_derivative="a bool", cuda={"*": CExpr("(!{0})")})
 
 for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),

@@ -39,7 +39,16 @@ from __future__ import annotations
 
 from ..shape_algebra import ONE, dims_of, like
 from ..types import BOOL, F32, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric, weak
-from .batching import as_batched, each, same_op, shifted, unbatched_operands, with_rank
+from .batching import (
+    SHAPE_PER_EXAMPLE,
+    NotBatchable,
+    as_batched,
+    each,
+    same_op,
+    shifted,
+    unbatched_operands,
+    with_rank,
+)
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -324,9 +333,47 @@ _def("array_astype", 1, astype_rule, py_astype, {"*": Routine("array_astype")},
      ("raises", "allocates", "reads", "linear"), vjp=_astype_vjp, shape=like(0),
      batch=same_op,
      doc="x.astype(dtype): a new array, NumPy's conversions (linear from float to float)")
+def _pack_batch(b, node, ins, batched):
+    """np.array((a, b, ...)) per example: the numbers' batches side by side along a new
+    axis after the batch axis, reshaped to the batch of `shape`."""
+    columns = [b.op("array_expand_dims", as_batched(b, v, f), axes=(1,))
+               for v, f in zip(ins, batched)]
+    rows = b.op("array_concatenate", *columns, axis=1)
+    dims = [b.const(n, I64) for n in node.attrs["shape"]]
+    return each(b.op("array_reshape", rows, b.size, *dims))
+
+
+def _linspace_batch(b, node, ins, batched):
+    """np.linspace of a start and stop per example (one `num`): NumPy's algorithm with
+    each example's step, y = i * step + start ((i / div) * delta where the step is 0,
+    i * delta where div is 0), the last element stop exactly; an int dtype floors."""
+    if batched[2]:
+        raise NotBatchable(SHAPE_PER_EXAMPLE.format(what="np.linspace with a num per example"))
+    compute, (start, stop, num) = node.attrs["compute"], ins
+    start, stop = (b.op("array_expand_dims", as_batched(b, v, f), axes=(1,))
+                   for v, f in zip((start, stop), batched))
+    zero, one = b.const(0, I64), b.const(1, I64)
+    div = b.op("sub", num, one) if node.attrs["endpoint"] else num
+    safe = b.op("cast", b.op("max", div, one), to=compute)
+    i = b.op("array_astype", b.op("array_arange", zero, num), dtype=compute)
+    delta = b.op("sub", stop, start)
+    step = b.op("truediv", delta, safe, numpy=True)
+    spaced = b.op("where", b.op("eq", step, b.const(0.0, compute)),
+                  b.op("mul", b.op("truediv", i, safe), delta), b.op("mul", i, step))
+    y = b.op("add", b.op("where", b.op("gt", div, zero), spaced, b.op("mul", i, delta)), start)
+    if node.attrs["endpoint"]:
+        last = b.op("bitand", b.op("eq", b.op("array_arange", zero, num), b.op("sub", num, one)),
+                    b.op("gt", num, one))
+        y = b.op("where", last, stop, y)
+    dtype = node.attrs["dtype"] or compute
+    if dtype.is_int:
+        y = b.op("numpy_floor", y)
+    return each(y if y.type.dtype == dtype else b.op("array_astype", y, dtype=dtype))
+
+
 _def("array_pack", -1, pack_rule, py_pack, {"*": Routine("array_pack")},
-     ("raises", "allocates", "linear"), vjp=_pack_vjp,
+     ("raises", "allocates", "linear"), vjp=_pack_vjp, batch=_pack_batch,
      doc="np.array((a, b, ...)) of numbers: a new array of `shape`")
 _def("array_linspace", 3, linspace_rule, py_linspace, {"*": Routine("array_linspace")},
-     ("raises", "allocates", "linear"), vjp=_linspace_vjp,
+     ("raises", "allocates", "linear"), vjp=_linspace_vjp, batch=_linspace_batch,
      doc="np.linspace(start, stop, num, endpoint, dtype)")

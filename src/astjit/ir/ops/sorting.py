@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from ..shape_algebra import like
 from ..types import I64, ArrayType, ScalarType, is_numeric
+from .batching import SHAPE_PER_EXAMPLE, NotBatchable, as_batched, each, ndim
 from .declare import _def
 from .table import OpTypeError, Routine
 from .vjp import with_attrs
@@ -104,13 +105,19 @@ def _sort_jvp(e, tangents, ins, out, attrs):
     return e.op("take_along", tangents[0], order, axis=attrs["axis"], scatter=False)
 
 
+def _along_batch(b, node, ins, batched):
+    """Each example sorted (or gathered) along its axis: the batch along that axis + 1."""
+    operands = [as_batched(b, v, f) for v, f in zip(ins, batched)]
+    return each(b.op(node.op, *operands, **{**node.attrs, "axis": node.attrs["axis"] + 1}))
+
+
 _def("sort", 1, sort_rule, py_sort, {"*": Routine("sort")}, ("pure", "reads", "allocates", "raises"),
-     vjp=_sort_vjp, jvp=_sort_jvp, shape=like(0),
+     vjp=_sort_vjp, jvp=_sort_jvp, shape=like(0), batch=_along_batch,
      doc="np.sort(x, axis, kind): attrs axis (non-negative int), kind ('quicksort', "
          "'heapsort', 'stable')")
 _def("argsort", 1, argsort_rule, py_argsort, {"*": Routine("argsort")},
      ("pure", "reads", "allocates", "raises"), zero_derivative="an index", shape=like(0),
-     doc="np.argsort(x, axis, kind): attrs axis (non-negative int), kind")
+     batch=_along_batch, doc="np.argsort(x, axis, kind): attrs axis (non-negative int), kind")
 
 
 # ---- take_along (derivative code) ----------------------------------------------------------
@@ -145,7 +152,7 @@ def _take_along_vjp(e, g, ins, out, needs, attrs):
 
 _def("take_along", 2, take_along_rule, py_take_along, {"*": Routine("take_along")},
      ("pure", "reads", "allocates", "linear"), vjp=_take_along_vjp, shape=like(0),
-     doc="np.take_along_axis(x, idx, axis) (scatter: its adjoint): derivative code")
+     batch=_along_batch, doc="np.take_along_axis(x, idx, axis) (scatter: its adjoint): derivative code")
 
 
 # ---- searchsorted ---------------------------------------------------------------------------
@@ -179,9 +186,33 @@ def py_searchsorted(a, v, *, side: str):
     return found if isinstance(found, _numpy().ndarray) and found.ndim else int(found)
 
 
+def _searchsorted_batch(b, node, ins, batched):
+    """Unbatched `a`: every example's values searched at once (any shape). A batched `a`
+    (a sorted row per example): each value's position is the count of the row's
+    elements before it, NaN greatest ('left': a < v, 'right': a <= v)."""
+    a, v = ins
+    if not batched[0]:
+        return each(b.op("searchsorted", a, v, **node.attrs))
+    rank = ndim(node.inputs[1].type)
+    v = as_batched(b, v, batched[1])
+    rows = b.op("array_expand_dims", a, axes=tuple(range(1, 1 + rank))) if rank else a
+    values = b.op("array_expand_dims", v, axes=(rank + 1,))
+    before = b.op("lt" if node.attrs["side"] == "left" else "le", rows, values)
+    if values.type.dtype.is_float:
+        nan = b.op("isnan", values)
+        if node.attrs["side"] == "right":
+            before = b.op("bitor", before, nan)
+        elif rows.type.dtype.is_float:
+            before = b.op("bitor", before, b.op("bitand", nan, b.op("invert", b.op("isnan", rows))))
+        else:
+            before = b.op("bitor", before, nan)
+    count = b.op("reduce", before, kind="sum", axis=(rank + 1,), keepdims=False)
+    return each(count if count.type.dtype == I64 else b.op("array_astype", count, dtype=I64))
+
+
 _def("searchsorted", 2, searchsorted_rule, py_searchsorted, {"*": Routine("searchsorted")},
      ("pure", "reads", "allocates", "numpy_result"), zero_derivative="an index", shape=like(1),
-     doc="np.searchsorted(a, v, side): attrs side ('left', 'right')")
+     batch=_searchsorted_batch, doc="np.searchsorted(a, v, side): attrs side ('left', 'right')")
 
 
 # ---- unique, nonzero ------------------------------------------------------------------------
@@ -214,9 +245,17 @@ NONZERO_0D = ("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(sc
               "use `arr[cond]`.")
 _UNIQUE = ("the derivative of np.unique() is not supported: differentiate through np.sort() "
            "instead, or wrap the call in astjit.stop_gradient()")
+def _values_decide_length(what: str):
+    """The rule of an op whose result's length depends on the example's values."""
+    def rule(b, node, ins, batched):
+        raise NotBatchable(SHAPE_PER_EXAMPLE.format(what=what))
+    return rule
+
+
 _def("unique_sorted", 1, unique_rule, py_unique_sorted, {"*": Routine("unique_sorted")},
-     ("pure", "reads", "allocates"), no_vjp=_UNIQUE,
+     ("pure", "reads", "allocates"), no_vjp=_UNIQUE, batch=_values_decide_length("np.unique"),
      doc="np.unique of a sorted 1-d array: its distinct elements (one NaN)")
 _def("nonzero", 1, nonzero_rule, py_nonzero, {"*": Routine("nonzero")},
      ("pure", "reads", "allocates"), zero_derivative="an index",
+     batch=_values_decide_length("np.nonzero"),
      doc="np.nonzero(x) as one (x.ndim, count) int64 array: row k the indices along axis k")

@@ -39,7 +39,7 @@ from ..types import BOOL, I64, NONE, ArrayType, ScalarType, is_numeric
 from . import vjp as v
 from .adjoints import AddIntoView
 from .allocation import shape_dims
-from .batching import each, unbatched_operands
+from .batching import each, unbatched_operands, with_rank
 from .declare import _def
 from .table import OpTypeError, Refused, Routine
 
@@ -270,6 +270,14 @@ def _view_batch(b, node, ins, batched):
     return each(b.op("array_view", *ins, **{**node.attrs, "spec": ("s000", *node.attrs["spec"])}))
 
 
+def _assign_batch(b, node, ins, batched):
+    """y[...] = v into each example: a batch of values broadcast as each example's is."""
+    dest, v = b.writable(node.inputs[0]), ins[1]
+    if batched[1]:
+        v = with_rank(b, v, dest.type.ndim - 1)
+    return [(b.op("array_assign", dest, v), False)]
+
+
 def _transpose_batch(b, node, ins, batched):
     return each(b.op("array_permute", ins[0], axes=(0, *range(ins[0].type.ndim - 1, 0, -1))))
 
@@ -303,7 +311,7 @@ _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape
      ("raises", "view", "linear"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
      batch=_reshape_batch, doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
-     ("raises", "writes", "linear"),
+     ("raises", "writes", "linear"), batch=_assign_batch,
      no_vjp="reverse mode handles array writes itself (ad/writes.py)",
      doc="y[...] = v: copy v (broadcast) into the array y")
 _def("augassign", 3, augassign_rule, py_augassign,
