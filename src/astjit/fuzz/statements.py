@@ -2,7 +2,8 @@
 early returns, array writes, container unpacking.
 
 Every program ends: a `while` runs under a fresh counter (`while g < 12 and cond:`, the
-counter stepped first thing in the body, so `continue` cannot skip it), a `for` runs over a
+counter stepped first thing in the body, so `continue` cannot skip it) or walks an array
+(`while k < len(a):`, stepped first too; arrays hold at most 8 elements), a `for` runs over a
 short range, an array or a list, and recursion is bounded by its helper's guard. A name
 keeps one type for the whole function (astjit joins a variable's int and float
 assignments to float, a documented difference), and a name bound inside a block is not read
@@ -63,7 +64,7 @@ def statement(body: Body, scope: Scope, indent: str, loops: int, in_loop: bool) 
     nested = len(indent) < 16
     kinds = ["new"] * 4 + ["assign"] * 4 + ["write"] * 2 + ["unpack"]
     if nested:
-        kinds += ["if"] * 3 + (["while", "for", "for_each"] if loops < 2 else [])
+        kinds += ["if"] * 3 + (["while", "for", "for_each", "walk"] if loops < 2 else [])
     kinds += ["return"]
     if in_loop:
         kinds += ["break", "continue"]
@@ -122,6 +123,16 @@ def statement(body: Body, scope: Scope, indent: str, loops: int, in_loop: bool) 
         inner.fixed = inner.fixed | {element}
         lines = [f"{indent}for {element} in {source}:"]
         return lines + block(body, inner, indent + "    ", rng.randint(1, 3), loops + 1, in_loop=True)
+    if kind == "walk" and (scope.of(FARR) or scope.of(IARR)):  # a while loop indexing an array
+        source = rng.choice(scope.of(FARR) + scope.of(IARR))
+        index, element = body.fresh("k"), body.fresh("e")
+        inner = scope.child()
+        inner.names.update({index: INT, element: ELEM if scope.names[source] == FARR else IELEM})
+        inner.fixed = inner.fixed | {index, element}
+        lines = [f"{indent}{index} = 0", f"{indent}while {index} < len({source}):",
+                 f"{indent}    {index} += 1", f"{indent}    {element} = {source}[{index} - 1]"]
+        lines += block(body, inner, indent + "    ", rng.randint(1, 3), loops + 1, in_loop=True)
+        return lines + else_clause(body, scope, indent, loops, in_loop)
     if kind in ("break", "continue"):
         return [f"{indent}if {exprs.bool(scope)}:", f"{indent}    {kind}"]
     if kind == "return":
