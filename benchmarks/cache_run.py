@@ -3,13 +3,18 @@
 Usage: python benchmarks/cache_run.py [--repeats N]
 
 For the scalar kernels of kernels.py and the MLP training step of array_kernels.py, a
-child process times two spans: `import astjit` + the kernel's module + `jit(f,
-cache=True)` + the first call ("import to result"), and the first call alone. Cold: an
-empty cache folder (the call compiles and writes the entry; a fresh folder each time).
-Warm: the folder the cold runs filled (the call loads). Beside them, Numba's own
-`njit(cache=True)` for the kernels Numba caches by themselves (those calling no other
-Python function). Medians over N processes each; the machine is shared and noisy, so
-the ratios matter more than the times. Writes _build/cache_results.json.
+child process times three spans: `import astjit` + the kernel's module + `jit(f,
+cache=True)` + the first call ("import to result"), `jit` + the first call alone ("first
+call"), and a second call, whose time is the kernel's own run: "load" is the first
+call's time less the second's, what loading (or compiling) adds to the call (several
+kernels run for longer than a warm load takes). Also the load in CPU time of the
+calling thread (`time.thread_time`), which a loaded machine inflates less than wall
+time. Cold: an empty cache folder (the call compiles and writes the entry; a fresh
+folder each time). Warm: the folder the cold runs filled (the call loads). Beside them,
+Numba's own `njit(cache=True)` for the kernels Numba caches by themselves (those
+calling no other Python function). Medians over N processes each; the machine is
+shared and noisy, so the ratios matter more than the times. Writes
+_build/cache_results.json.
 """
 from __future__ import annotations
 
@@ -24,27 +29,23 @@ from pathlib import Path
 
 from engines import BUILD_DIR, HERE
 
-ASTJIT_CHILD = """
+CHILD = """
 import time
 start = time.perf_counter()
-import astjit
+import {engine}
 from {module} import {function}{setup}
-begin = time.perf_counter()
-astjit.jit({function}, cache=True)(*ARGS)
-end = time.perf_counter()
-print(end - start, end - begin)
+begin, cpu = time.perf_counter(), time.thread_time()
+compiled = {jit}({function}, cache=True)
+compiled(*ARGS)
+end, cpu_end = time.perf_counter(), time.thread_time()
+compiled(*ARGS)
+again, cpu_again = time.perf_counter(), time.thread_time()
+print(end - start, end - begin, (end - begin) - (again - end),
+      (cpu_end - cpu) - (cpu_again - cpu_end))
 """
-
-NUMBA_CHILD = """
-import time
-start = time.perf_counter()
-import numba
-from {module} import {function}{setup}
-begin = time.perf_counter()
-numba.njit(cache=True)({function})(*ARGS)
-end = time.perf_counter()
-print(end - start, end - begin)
-"""
+ASTJIT_CHILD = CHILD.replace("{engine}", "astjit").replace("{jit}", "astjit.jit")
+NUMBA_CHILD = CHILD.replace("{engine}", "numba").replace("{jit}", "numba.njit")
+SPANS = ("total", "call", "load", "load_cpu")
 
 CASES = [
     ("pi_sum", "kernels", "pi_sum", "\nARGS = (1_000_000,)", True),
@@ -58,7 +59,7 @@ CASES = [
 """(name, module, function, setup code defining ARGS, whether Numba caches it alone)."""
 
 
-def run(template: str, case: tuple, folder: str, variable: str) -> tuple[float, float]:
+def run(template: str, case: tuple, folder: str, variable: str) -> tuple[float, ...]:
     _, module, function, setup, _ = case
     code = template.format(module=module, function=function, setup=setup)
     env = dict(os.environ, **{variable: folder})
@@ -66,12 +67,11 @@ def run(template: str, case: tuple, folder: str, variable: str) -> tuple[float, 
                           text=True, timeout=600)
     if done.returncode != 0:
         raise RuntimeError(done.stderr.strip().splitlines()[-1])
-    total, call = map(float, done.stdout.split())
-    return total, call
+    return tuple(map(float, done.stdout.split()))
 
 
 def measure(template: str, case: tuple, variable: str, repeats: int) -> dict[str, float]:
-    """Median cold and warm (import to result, first call) over `repeats` processes each."""
+    """Median cold and warm `SPANS` over `repeats` processes each."""
     cold, warm = [], []
     with tempfile.TemporaryDirectory() as keep:
         for _ in range(repeats):
@@ -80,22 +80,23 @@ def measure(template: str, case: tuple, variable: str, repeats: int) -> dict[str
         run(template, case, keep, variable)  # fills the folder the warm runs load from
         for _ in range(repeats):
             warm.append(run(template, case, keep, variable))
-    return {"cold_total": statistics.median(t for t, _ in cold),
-            "cold_call": statistics.median(c for _, c in cold),
-            "warm_total": statistics.median(t for t, _ in warm),
-            "warm_call": statistics.median(c for _, c in warm)}
+    return {f"{kind}_{span}": statistics.median(row[k] for row in rows)
+            for kind, rows in (("cold", cold), ("warm", warm)) for k, span in enumerate(SPANS)}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", nargs="*", help="kernel names (default: all)")
+    parser.add_argument("--no-numba", action="store_true", help="astjit alone")
     args = parser.parse_args(argv)
     results = {}
     print(f"{'kernel':<12} {'engine':<7} {'cold ms':>9} {'warm ms':>9} {'ratio':>6}"
-          f" {'cold call':>10} {'warm call':>10} {'ratio':>6}")
-    for case in CASES:
+          f" {'cold call':>10} {'warm call':>10} {'ratio':>6} {'warm load':>10}"
+          f" {'load CPU':>9}")
+    for case in [c for c in CASES if not args.only or c[0] in args.only]:
         engines = [("astjit", ASTJIT_CHILD, "ASTJIT_CACHE_DIR")]
-        if case[4]:
+        if case[4] and not args.no_numba:
             engines.append(("Numba", NUMBA_CHILD, "NUMBA_CACHE_DIR"))
         for engine, template, variable in engines:
             r = measure(template, case, variable, args.repeats)
@@ -103,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{case[0]:<12} {engine:<7} {r['cold_total'] * 1e3:9.1f}"
                   f" {r['warm_total'] * 1e3:9.1f} {r['cold_total'] / r['warm_total']:6.1f}"
                   f" {r['cold_call'] * 1e3:10.1f} {r['warm_call'] * 1e3:10.1f}"
-                  f" {r['cold_call'] / r['warm_call']:6.1f}", flush=True)
+                  f" {r['cold_call'] / r['warm_call']:6.1f} {r['warm_load'] * 1e3:10.1f}"
+                  f" {r['warm_load_cpu'] * 1e3:9.1f}", flush=True)
     BUILD_DIR.mkdir(exist_ok=True)
     out = Path(BUILD_DIR) / "cache_results.json"
     out.write_text(json.dumps(results, indent=1))

@@ -32,6 +32,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from ..backend.llvm.runtime import objects, process
 from . import elf
 from .runtime import Batch
 
@@ -137,18 +138,23 @@ def adopt(runtime) -> None:
 
 
 def _resolver(pins: dict[str, object]) -> Callable[[str], int | None]:
+    found: dict[str, int] = {}  # one link asks for most names several times
+
     def resolve(name: str) -> int | None:
         if name in pins:
             return id(pins[name])
         address = _runtime.get(name)
         if address is not None:
             return address
+        if name in found:
+            return found[name]
         llvm = sys.modules.get("llvmlite.binding")
         if llvm is not None:
             address = llvm.address_of_symbol(name)
-            if address:
-                return address
-        return _process_symbol(name)
+        address = address or _process_symbol(name)
+        if address:  # not None: `link` may register it (symbols.provide) and ask again
+            found[name] = address
+        return address
 
     return resolve
 
@@ -156,8 +162,6 @@ def _resolver(pins: dict[str, object]) -> Callable[[str], int | None]:
 def _process_symbol(name: str) -> int | None:
     """The address of `name` in this process by the process's state, an object's portable
     name or the dynamic linker; None where none knows it."""
-    from ..backend.llvm.runtime import objects, process
-
     if name.startswith(objects.OBJECT_PREFIX):
         return _object(name)
     if name == process.THREAD_LIMIT:
@@ -177,8 +181,6 @@ def _process_symbol(name: str) -> int | None:
 
 
 def _object(name: str) -> int | None:
-    from ..backend.llvm.runtime import objects
-
     obj = _objects.get(name)
     if obj is None:
         portable = name.removeprefix(objects.OBJECT_PREFIX)
