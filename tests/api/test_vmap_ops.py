@@ -253,6 +253,37 @@ def recurrence(w, x):  # a loop carrying numbers and an array, one trip count fo
     return t
 
 
+def halvings(x):  # a condition per example: it runs while one holds, the others kept
+    n = 0
+    while x > 1.0:
+        x = x / 2.0
+        n += 1
+    return n, x
+
+
+def branches(x, s):  # a condition per example: both branches, each example's chosen
+    if s > 0.5:
+        y = np.tanh(x) * 2.0
+    else:
+        y = x - s
+    return np.sum(y)
+
+
+def guarded(x, i):  # a branch that would raise for the examples not taking it
+    if i < x.shape[0]:
+        return x[i]
+    return -1.0
+
+
+def test_conditions_per_example():
+    v = np.array([0.5, 3.0, 17.0, 1.0, 1e6])
+    check(halvings, (v,), (0,))
+    check(branches, (randn(5, 3), np.array([0.1, 0.9, 0.5, 0.7, -2.0])), (0, 0))
+    x, i = randn(4, 3), np.array([0, 2, 3, 7])
+    assert_matches(vmap(guarded)(x, i), by_loop(guarded, (x, i), (0, 0)))
+    assert loops_over_examples(vmap(guarded), x, i)
+
+
 def test_loops_and_their_gradients_batch():
     w, x = randn(3), randn(4, 6, 3)
     check(recurrence, (w, x), (None, 0))

@@ -160,7 +160,7 @@ class BatchBuilder(GraphBuilder):
                 written.add(k)
                 continue
             if cond_flags[0]:
-                raise NotBatchable("a while whose condition differs per example")
+                return self._masked_while(node, inputs)
             carried = [f or o for f, o in zip(flags[n:], body_flags)]
             if carried != flags[n:]:
                 flags[n:] = carried
@@ -179,6 +179,89 @@ class BatchBuilder(GraphBuilder):
         out = self.graph.add("while", operands, len(node.outputs), attrs=dict(node.attrs),
                              regions=[cond, body], loc=node.loc, types=types)
         return list(zip(out.outputs, flags[n:]))
+
+    def _if(self, node: Node, inputs: list) -> list:
+        """An `if` over the batch. One condition for every example: the branches batched
+        for the captured values' flags (a result batched where either branch's is, the
+        batch size captured too for the other branch to repeat its value). A condition
+        per example: both branches computed for every example and each result chosen
+        per example (`where`), where neither branch can raise or write
+        (`_runs_for_nothing`), else NotBatchable."""
+        (cond, flag), captured = inputs[0], inputs[1:]
+        if any(isinstance(f, tuple) for _, f in captured):
+            raise NotBatchable("an if capturing a container with a batched part")
+        if flag:
+            return self._selected(node, cond, captured)
+        flags = [f for _, f in captured] + [False]
+        operands = [v for v, _ in captured] + [self.size]
+        regions = [_with_param(r, self.size) for r in node.regions]
+        (then, then_flags), (other, other_flags) = (self._region(r, flags) for r in regions)
+        out_flags = [a or b for a, b in zip(then_flags, other_flags)]
+        for graph, got in ((then, then_flags), (other, other_flags)):
+            e = BatchBuilder(graph, node.loc)
+            e.size = graph.params[-1]
+            graph.outputs = [_copied_per_example(e, v) if want and not f else v
+                             for v, f, want in zip(graph.outputs, got, out_flags)]
+        if any(a.type != b.type for a, b in zip(then.outputs, other.outputs)):
+            raise NotBatchable("an if whose branches give values of other types")
+        out = self.graph.add("if", [cond, *operands], len(node.outputs), attrs=dict(node.attrs),
+                             regions=[then, other], loc=node.loc,
+                             types=[v.type for v in then.outputs])
+        return list(zip(out.outputs, out_flags))
+
+    def _selected(self, node: Node, cond: Value, captured: list) -> list:
+        """Both branches of an `if` for every example, each result chosen by its own
+        condition."""
+        if not all(map(_runs_for_nothing, (n for r in node.regions for n in r.walk()))):
+            raise NotBatchable("an if whose condition differs per example, a branch raising "
+                               "or writing for an example that does not take it")
+        results = []
+        for region in node.regions:
+            self.values.update(zip(region.params, captured))
+            for inner in region.nodes:
+                self.emit(inner)
+            results.append([self.values[v] for v in region.outputs])
+        chosen = []
+        for old, (a, fa), (b, fb) in zip(node.outputs, *results):
+            if not isinstance(old.type, (ArrayType, ScalarType)):
+                raise NotBatchable(f"an if per example giving a {old.type}")
+            a, b = (v if f else broadcast(self, v) for v, f in ((a, fa), (b, fb)))
+            extra = tuple(range(1, a.type.ndim))
+            mask = self.op("array_expand_dims", cond, axes=extra) if extra else cond
+            chosen.append((self.op("where", mask, a, b), True))
+        return chosen
+
+    def _masked_while(self, node: Node, inputs: list) -> list:
+        """A `while` whose condition differs per example: it runs while some example's
+        holds, each example's carried values kept once its own condition fails (JAX's
+        way). The body then runs for examples that are done: allowed only where that
+        can neither raise nor write (`_runs_for_nothing`), else NotBatchable."""
+        if not all(map(_runs_for_nothing, (n for r in node.regions for n in r.walk()))):
+            raise NotBatchable("a while whose condition differs per example, its body "
+                               "raising or writing for an example that is done")
+        n = node.attrs["n_invariants"]
+        flags = [f for _, f in inputs[:n]] + [True] * (len(inputs) - n)
+        cond, _ = self._region(node.regions[0], flags)
+        e = BatchBuilder(cond, node.loc)
+        cond.outputs = [e.op("reduce", cond.outputs[0], kind="any", axis=None, keepdims=False)]
+        combined = _then(node.regions[1], node.regions[0])
+        body, out_flags = self._region(combined, flags)
+        e = BatchBuilder(body, node.loc)
+        e.size = e.op("array_dim", body.params[n], axis=0)
+        *news, active = body.outputs
+        kept = []
+        for old, new, flag in zip(body.params[n:], news, out_flags):
+            new = new if flag else _copied_per_example(e, new)
+            extra = tuple(range(1, old.type.ndim))
+            mask = e.op("array_expand_dims", active, axes=extra) if extra else active
+            kept.append(e.op("where", mask, new, old))
+        body.outputs = kept
+        operands = [_copied_per_example(self, new) if want and not flag else new
+                    for (new, flag), want in zip(inputs, flags)]
+        types = [p.type for p in body.params[n:]]
+        out = self.graph.add("while", operands, len(node.outputs), attrs=dict(node.attrs),
+                             regions=[cond, body], loc=node.loc, types=types)
+        return [(v, True) for v in out.outputs]
 
     def _region(self, region: Graph, flags: list, n_invariants: int | None = None):
         """`region` rewritten for operands batched where `flags` say: the new region and
@@ -236,8 +319,8 @@ class BatchBuilder(GraphBuilder):
             self.graph.nodes.append(clone_node(node, mapping))
             self.values.update((v, (mapping[v], False)) for v in node.outputs)
             return
-        if node.op == "while":
-            results = self._while(node, inputs)
+        if node.op in ("while", "if"):
+            results = (self._while if node.op == "while" else self._if)(node, inputs)
             self.values.update(zip(node.outputs, results))
             return
         rule = OPS[node.op].batch if node.op in OPS else None
@@ -267,6 +350,37 @@ def batch_type(t: Type) -> Type:
     if isinstance(t, ScalarType):
         return ArrayType(weak(t), 1)
     raise NotBatchable(f"a batch of {t} values")
+
+
+def _runs_for_nothing(node: Node) -> bool:
+    """Whether `node` may run for an example whose loop is done: no error it could raise
+    (an elementwise op computing as NumPy does, on arrays or NumPy scalars, raises none)
+    and no effect."""
+    opdef = OPS.get(node.op)
+    if opdef is None or "writes" in opdef.traits or node.op in REPEATED_EFFECTS:
+        return False
+    if "raises" not in opdef.traits:
+        return True
+    numpy = node.attrs.get("numpy") or any(isinstance(v.type, ArrayType) for v in node.inputs)
+    return "elementwise" in opdef.traits and bool(numpy)
+
+
+def _with_param(region: Graph, v: Value) -> Graph:
+    """`region` with one more parameter, of `v`'s type, last (unused by its nodes)."""
+    return Graph(region.name, [*region.params, Value(v.name, v.type)], region.nodes,
+                 region.outputs, region.loc)
+
+
+def _then(first: Graph, then: Graph) -> Graph:
+    """A region computing `first`'s outputs and then `then`'s (same parameters): a body
+    followed by the condition on the values it started from."""
+    params = [Value(p.name, p.type) for p in first.params]
+    nodes, outputs = [], []
+    for region in (first, then):
+        mapping = dict(zip(region.params, params))
+        nodes += [clone_node(node, mapping) for node in region.nodes]
+        outputs += [mapping[v] for v in region.outputs]
+    return Graph(first.name, params, nodes, outputs, first.loc)
 
 
 def _copied_per_example(b: BatchBuilder, v: Value) -> Value:
