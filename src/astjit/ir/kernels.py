@@ -11,7 +11,7 @@ dataclass.
 Every consumer gets them with `kernel_of(node)` / `row_group_of(node)` (or
 `fused_attrs` / `rowwise_attrs` where the op is known) and matches on the op. The
 printer shows the fields as attributes: `{ndim=2, reduce='sum', axes=(1,),
-keepdims=True, ones={%m: (1,)}, reuse=%e.1}`. The dataclasses are frozen: a
+keepdims=True, ones={%m: (1,)}, reuse=%e.1}` (or `into=%x`). The dataclasses are frozen: a
 pass that refines one (buffer reuse) replaces it with `dataclasses.replace`.
 """
 from __future__ import annotations
@@ -49,6 +49,9 @@ class Kernel:
     """Per input: its axes known to have length 1 (None for a scalar); None: none known."""
     reuse: tuple[int | None, ...] | None = None
     """Per output: the index of the input whose buffer it may take, or None; None: none."""
+    into: int | None = None
+    """The input an assignment copies the one output into, which the output may be written
+    into directly (passes/into.py), or None."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ def fields_of(attrs: TypedAttrs) -> dict[str, object]:
         shown["ones"] = attrs.ones
     if attrs.reuse is not None:
         shown["reuse"] = attrs.reuse
+    if attrs.into is not None:
+        shown["into"] = attrs.into
     return shown
 
 

@@ -29,7 +29,8 @@ by field; on a call after its arguments), in `ATTR_ORDER` and then by name.
 Values print as literals (`repr`), types by name, graph names as `@name`, and
 the attributes that point at operands by the operands' names: a fused
 node's `reuse` (the input whose buffer each output is written into,
-`reuse=%e.1`, a tuple with `None` when there are several outputs) and `ones`
+`reuse=%e.1`, a tuple with `None` when there are several outputs), `into` (the input
+an assignment copies the output to: `into=%x`) and `ones`
 (the inputs known to have length 1 along some axes: `ones={%m: (1,)}`).
 
 Every attribute that changes what runs is printed, in braces or in the op's
@@ -85,7 +86,7 @@ a derived call (the graph it derives and how, for `ir(stage='grad')`'s side-by-s
 view and for the reverse-mode rule of a gradient's call, ad/derive.py)."""
 
 ATTR_ORDER = ("kind", "op", "ndim", "rows", "reduce", "axis", "axes", "keepdims", "dtype",
-              "fill", "stages", "ones", "reuse")
+              "fill", "stages", "ones", "reuse", "into")
 """Attributes print in this order, then any other by name."""
 
 GRAPH_ATTRS = ("callee", "custom_vjp")
@@ -234,6 +235,9 @@ def _attr_value(node: Node, name: str, value, names: ValueNames) -> str:
         donors = [names[node.inputs[j]] if isinstance(j, int) and 0 <= j < len(node.inputs)
                   else repr(j) for j in value]  # (an index out of range as itself)
         return donors[0] if len(donors) == 1 else "(" + ", ".join(donors) + ")"
+    if node.op == "fused" and name == "into" and isinstance(value, int) \
+            and 0 <= value < len(node.inputs):  # the input an assignment copies the output to
+        return names[node.inputs[value]]
     if node.op == "fused" and name == "ones":  # per input: its axes of length 1
         known = [f"{names[v]}: {format_literal(tuple(axes))}"
                  for v, axes in zip(node.inputs, value) if axes]

@@ -9,8 +9,17 @@ from typing import TYPE_CHECKING, NamedTuple
 from llvmlite import ir
 
 from ...ir.types import ArrayType
-from . import array_layout, loop_metadata, nests, new_arrays
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, element_type, zero
+from . import array_layout, loop_metadata, nests, new_arrays, owned
+from .lltypes import (
+    ARRAY_DATA,
+    ARRAY_OWNER,
+    ARRAY_SHAPE,
+    ARRAY_STRIDES,
+    I1,
+    I64_T,
+    element_type,
+    zero,
+)
 from .shared import shared_function
 
 if TYPE_CHECKING:
@@ -114,6 +123,76 @@ def _at(b, data, strides, indices):
     for index, stride in zip(indices, strides):
         offset = b.add(offset, b.mul(index, stride))
     return b.gep(data, [offset])
+
+
+def _extent(b: ir.IRBuilder, array: ir.Value, t: ArrayType):
+    """(first byte, one past the last byte, empty) of the memory `array`'s elements span."""
+    data = b.ptrtoint(b.extract_value(array, ARRAY_DATA), I64_T)
+    low, high, empty = _i64(0), _i64(0), ir.Constant(I1, 0)
+    for k in range(t.ndim):
+        d = array_layout.dim(b, array, k)
+        reach = b.mul(b.sub(d, _i64(1)), _stride(b, array, k))
+        negative = b.icmp_signed("<", reach, _i64(0))
+        low = b.add(low, b.select(negative, reach, _i64(0)))
+        high = b.add(high, b.select(negative, _i64(0), reach))
+        empty = b.or_(empty, b.icmp_signed("==", d, _i64(0)))
+    item = _i64(array_layout.ITEM_SIZES[t.dtype])
+    return (b.add(data, b.mul(low, item)), b.add(data, b.mul(b.add(high, _i64(1)), item)),
+            empty)
+
+
+def may_overlap(b: ir.IRBuilder, first: ir.Value, first_t: ArrayType, second: ir.Value,
+                second_t: ArrayType) -> ir.Value:
+    """Whether the memory spans of two arrays meet (NumPy's `may_share_memory`: by
+    bounds, so two interleaved views count as overlapping). Views of one array passed as
+    two arguments have two owners, so comparing owners does not tell."""
+    low1, high1, empty1 = _extent(b, first, first_t)
+    low2, high2, empty2 = _extent(b, second, second_t)
+    meet = b.and_(b.icmp_unsigned("<", low1, high2), b.icmp_unsigned("<", low2, high1))
+    return b.and_(meet, b.not_(b.or_(empty1, empty2)))
+
+
+def same_elements(b: ir.IRBuilder, value: ir.Value, dest: ir.Value, ndim: int) -> ir.Value:
+    """Whether two arrays of one ndim are the same elements: one data pointer, one shape,
+    and the same stride along every axis longer than 1."""
+    same = b.icmp_unsigned("==", b.extract_value(value, ARRAY_DATA),
+                           b.extract_value(dest, ARRAY_DATA))
+    for k in range(ndim):
+        d = array_layout.dim(b, dest, k)
+        same = b.and_(same, b.icmp_signed("==", array_layout.dim(b, value, k), d))
+        same = b.and_(same, b.or_(b.icmp_signed("<=", d, _i64(1)),
+                                  b.icmp_signed("==", _stride(b, value, k), _stride(b, dest, k))))
+    return same
+
+
+class Apart(NamedTuple):
+    """An array to read while another is written: itself, or a copy where the two may
+    overlap (`copied`: an i1 saying which, for `release`)."""
+
+    array: ir.Value
+    copied: ir.Value
+
+    def release(self, em: FunctionEmitter) -> None:
+        """Give the copy back, if one was made."""
+        with em.builder.if_then(self.copied, likely=False):
+            owned.release_now(em, self.array)
+
+
+def apart(em: FunctionEmitter, node: Node, value: ir.Value, value_t: ArrayType,
+          written: ir.Value, written_t: ArrayType) -> Apart:
+    """`value`, or a fresh contiguous copy of it where its memory may overlap `written`'s:
+    what a write into `written` then reads from it are the old elements (NumPy copies
+    such an operand too)."""
+    b = em.builder
+    shared = may_overlap(b, value, value_t, written, written_t)
+    before = b.block
+    with b.if_then(shared, likely=False):
+        fresh = contiguous_copy(em, node, value, value_t)
+        copied = b.block
+    source = b.phi(value.type)
+    source.add_incoming(value, before)
+    source.add_incoming(fresh, copied)
+    return Apart(source, shared)
 
 
 def contiguous_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayType) -> ir.Value:

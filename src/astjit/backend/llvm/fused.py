@@ -25,7 +25,10 @@ and the reduced output; the kernel's other values are stored at each point it
 visits. Without one, an output with a donor (attr `reuse`, ir/passes/fuse.py)
 takes the donor input's memory when `_reusable` says so at run time (a new
 reference to its owner, no allocation); that version of the nest reads the
-donor through the very address it writes, so LLVM needs no overlap check.
+donor through the very address it writes, so LLVM needs no overlap check. An output
+an assignment copies into an input (attr `into`, ir/passes/into.py) is written into
+that input's memory the same way, when it has the space's shape and no other input
+may overlap it except as its own elements (else a new array, which the assign copies).
 
 The kernel's scalar ops run with NumPy's semantics, not Python's: the emitter's
 `numpy_semantics` flag makes `FunctionEmitter.emit_leaf` skip the table's error
@@ -45,8 +48,10 @@ from ...ir.types import ArrayType, ScalarType
 from . import (
     array_layout,
     conversions,
+    copies,
     divmod_power,
     loop_metadata,
+    nests,
     new_arrays,
     owned,
     parallel,
@@ -91,8 +96,9 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     def point(unit: bool, same: dict | None = None):
         """The kernel's results at a point of the space (unit: last-axis strides of 1;
         `same`: input index -> the strides to read it with, an output's in its memory)."""
-        def at(indices: list[ir.Value]) -> list[ir.Value]:
-            elements = []
+        def at(indices: list[ir.Value], read: list | None = None) -> list[ir.Value]:
+            """(`read`, when given, receives the inputs' elements.)"""
+            elements = [] if read is None else read
             for j, (value, t, st) in enumerate(zip(args, in_types, strides)):
                 if same and j in same:
                     st = same[j]
@@ -151,7 +157,10 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     """The outputs (new arrays, or inputs' memory: `reuse`), then one nest storing the
     kernel's results at every point."""
     b = em.builder
-    donors = fused_attrs(node).reuse or (None,) * len(node.outputs)
+    spec = fused_attrs(node)
+    if spec.into is not None:
+        return _into(em, node, dims, point, fast, spec.into)
+    donors = spec.reuse or (None,) * len(node.outputs)
     types = [out.type for out in node.outputs]
     if all(d is None for d in donors):
         outputs = [_allocate(em, node, t, dims) for t in types]
@@ -184,6 +193,40 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
             for t, r, f in zip(types, reused, fresh)]
 
 
+def _into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point, fast: ir.Value | None,
+          target: int) -> list[ir.Value]:
+    """The one output written into input `target`'s memory (attr `into`, ir/passes/into.py),
+    read there through the very address written, when it has the space's shape and no
+    other input may overlap it but as its own elements; else a new array."""
+    b = em.builder
+    args = em.values_of(node.inputs)
+    dest, dest_t = args[target], node.inputs[target].type
+    ok = ir.Constant(I1, 1)
+    for axis, d in enumerate(dims):
+        ok = b.and_(ok, b.icmp_signed("==", array_layout.dim(b, dest, axis), d))
+    for j, (value, source) in enumerate(zip(args, node.inputs)):
+        if j != target and isinstance(source.type, ArrayType):
+            apart = b.not_(copies.may_overlap(b, value, source.type, dest, dest_t))
+            if source.type.ndim == dest_t.ndim:
+                apart = b.or_(apart, copies.same_elements(b, value, dest, dest_t.ndim))
+            ok = b.and_(ok, apart)
+    (t,) = [out.type for out in node.outputs]
+    if em.fast_only(ok):
+        written = owned.retained(em, dest)
+        _store_into(em, node, dims, point, fast, written, target)
+        return [written]
+    with b.if_else(ok, likely=True) as (then, otherwise):
+        with then:
+            written = owned.retained(em, dest)
+            _store_into(em, node, dims, point, fast, written, target)
+            written_block = b.block
+        with otherwise:
+            fresh = _allocate(em, node, t, dims)
+            _store_all(em, node, dims, point, fast, [fresh], {})
+            fresh_block = b.block
+    return [em.merge(t, [(written, written_block), (fresh, fresh_block)])]
+
+
 def _allocate(em: FunctionEmitter, node: Node, t: ArrayType, dims: list[ir.Value]) -> ir.Value:
     new_arrays.check_dims(em, node, t.dtype, dims)
     return new_arrays.allocate(em, node, t, dims, zeroed=False)
@@ -208,12 +251,128 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
                 store_element(em, o, t.dtype, st, indices, r)
         parallel.nest(em, node, dims, body, "fused")
 
+    _unit_or_strided(em, fast, nest)
+
+
+def _unit_or_strided(em: FunctionEmitter, fast: ir.Value | None, nest) -> None:
+    """`nest(unit)`: the unit-stride version where `fast` holds (None: always)."""
     if fast is None:
         nest(True)
     elif isinstance(fast, ir.Constant):
         nest(bool(fast.constant))
     else:
         loop_metadata.unit_or_strided(em, fast, nest)
+
+
+BLOCK = 64
+"""Points per block of a kernel that keeps the target's element where a condition fails."""
+
+
+def _store_into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
+                fast: ir.Value | None, dest: ir.Value, target: int) -> None:
+    """The kernel's one result stored into `dest`, the memory of input `target`, at every
+    point. A kernel that keeps the element it read where a condition fails (`x[m] = 0`:
+    `where(m, 0, x)`) stores only where the condition holds: writing back unchanged
+    memory costs as much again as reading it. Its unit-stride version runs the last axis
+    in blocks of `BLOCK` points: a loop over the block finds whether any condition holds
+    (an `or` reduction, vectorized), and only then a second loop stores the block's
+    results (vector stores of the selects; a vector masked store per element, which is
+    what LLVM makes of a conditional store, is slow on many CPUs)."""
+    b = em.builder
+    ndim = len(dims)
+    strides = [b.extract_value(dest, [ARRAY_STRIDES, j]) for j in range(ndim)]
+    dtype = node.outputs[0].type.dtype
+    keeps = _keeps_element(node.regions[0], target)
+
+    def nest(unit: bool) -> None:
+        st = strides[:-1] + [_i64(1)] if unit else strides
+        at = point(unit, {target: st})
+
+        def store(indices: list[ir.Value]) -> None:
+            (result,) = at(indices)
+            store_element(em, dest, dtype, st, indices, result)
+
+        def one(indices: list[ir.Value]) -> None:
+            read: list[ir.Value] = []
+            (result,) = at(indices, read)
+            kept = _kept_where(b, result, read[target])
+            if kept is None:
+                store_element(em, dest, dtype, st, indices, result)
+                return
+            with b.if_then(kept[0]):
+                store_element(em, dest, dtype, st, indices, kept[1])
+
+        if not keeps:
+            parallel.nest(em, node, dims, store, "fused")
+            return
+        if not (unit and ndim):
+            parallel.nest(em, node, dims, one, "fused")
+            return
+        n = dims[-1]
+
+        def changed(indices: list[ir.Value]) -> ir.Value:
+            read: list[ir.Value] = []
+            (result,) = at(indices, read)
+            kept = _kept_where(b, result, read[target])
+            return ir.Constant(I1, 1) if kept is None else kept[0]
+
+        def block(indices: list[ir.Value]) -> None:
+            *outer, q = indices
+            start = b.mul(q, _i64(BLOCK), flags=["nsw"])
+            stop = b.add(start, _i64(BLOCK), flags=["nsw"])
+            stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+            found = _any(b, start, stop, lambda i: changed([*outer, i]))
+            with b.if_then(found):
+                nests.count_up(b, start, stop, lambda i: store([*outer, i]),
+                               ("fused.block", "fused.block.body", "fused.block.done"))
+        blocks = b.sdiv(b.add(n, _i64(BLOCK - 1), flags=["nsw"]), _i64(BLOCK))
+        parallel.nest(em, node, [*dims[:-1], blocks], block, "fused")
+
+    _unit_or_strided(em, fast, nest)
+
+
+def _any(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, condition) -> ir.Value:
+    """Whether `condition(i)` holds for some i in range(start, stop): a loop or-reducing
+    every one (no early exit, so that LLVM vectorizes it)."""
+    before = b.block
+    head, body, done = (b.function.append_basic_block(f"fused.any.{name}")
+                        for name in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i, found = b.phi(I64_T), b.phi(I1)
+    i.add_incoming(start, before)
+    found.add_incoming(ir.Constant(I1, 0), before)
+    b.cbranch(b.icmp_signed("<", i, stop), body, done)
+    b.position_at_end(body)
+    more = b.or_(found, condition(i))
+    i.add_incoming(b.add(i, _i64(1), flags=["nsw"]), b.block)
+    found.add_incoming(more, b.block)
+    loop_metadata.no_runtime_unroll(b.branch(head))
+    b.position_at_end(done)
+    return found
+
+
+def _keeps_element(kernel, target: int) -> bool:
+    """Whether the kernel's one result is a `select` whose one side is the element of
+    input `target` it read (`where(m, 0, x)` into x)."""
+    (result,) = kernel.outputs
+    node = next((n for n in kernel.nodes if result in n.outputs), None)
+    old = kernel.params[target]
+    return node is not None and node.op == "select" and (node.inputs[1] is old) != (
+        node.inputs[2] is old)
+
+
+def _kept_where(b: ir.IRBuilder, result: ir.Value, old: ir.Value):
+    """(condition, new value) when `result` is a select between a new value and `old`,
+    the element already in memory: the store then only where the condition holds."""
+    if not isinstance(result, ir.SelectInstr):
+        return None
+    condition, then, otherwise = result.operands
+    if otherwise is old and then is not old:
+        return condition, then
+    if then is old and otherwise is not old:
+        return b.not_(condition), otherwise
+    return None
 
 
 def _reusable(em: FunctionEmitter, donor: ir.Value, dims: list[ir.Value]) -> ir.Value:

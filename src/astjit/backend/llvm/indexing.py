@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from ...ir.ops.indexing import MASK_MISMATCH
 from ...ir.types import BOOL, I64, ArrayType
-from . import array_layout, nests, new_arrays
+from . import array_layout, copies, nests, new_arrays
 from . import messages as msg
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, zero
 from .scans import _convert, _load, _pointer, _store
@@ -179,10 +179,22 @@ def _scatter_into(em: FunctionEmitter, node: Node, target: ir.Value, t: ArrayTyp
 
 
 def scatter(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """The value and index arrays are read from copies where they may share memory with
+    the target (`x[idx] = x[::-1]`, `a[a] = 0`): every element read is an old one."""
     view, value, *indices = args
+    t = node.inputs[0].type
     _check_all(em, node, view, indices)
-    _scatter_into(em, node, view, node.inputs[0].type, value, node.inputs[1].type, indices,
+    operands = [value, *indices]
+    copies_ = {}
+    for j, (v, source) in enumerate(zip(operands, node.inputs[1:])):
+        if isinstance(source.type, ArrayType):
+            copies_[j] = copies.apart(em, node, v, source.type, view, t)
+            operands[j] = copies_[j].array
+    value, *indices = operands
+    _scatter_into(em, node, view, t, value, node.inputs[1].type, indices,
                   node.attrs["accumulate"])
+    for made in copies_.values():
+        made.release(em)
     return zero(node.outputs[0].type)
 
 

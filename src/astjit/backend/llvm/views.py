@@ -127,7 +127,8 @@ def _shape_text(parts: list[str]) -> str:
 
 def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """y[...] = v: a number stored everywhere, or an array copied with broadcasting
-    (through a temporary copy when both share an owner, so overlap reads old values)."""
+    (through a temporary copy when their memory may overlap, so that overlap reads old
+    values; not at all when v is y's own elements)."""
     b = em.builder
     dest, value = args
     dest_t, value_t = node.inputs[0].type, node.inputs[1].type
@@ -155,19 +156,22 @@ def array_assign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
         em.fail_with_values(node, bad, "ValueError", CANNOT_BROADCAST, detail, values)
     else:
         em.fail_if(node, bad, "ValueError", CANNOT_BROADCAST)
-    shared = b.icmp_unsigned("==", b.extract_value(value, ARRAY_OWNER),
-                             b.extract_value(dest, ARRAY_OWNER))
-    before = b.block
-    with b.if_then(shared, likely=False):
-        fresh = copies.contiguous_copy(em, node, value, value_t)
-        copied = b.block
-    source = b.phi(value.type)
-    source.add_incoming(value, before)
-    source.add_incoming(fresh, copied)
-    copies.copy(em, source, value_t, dest, dest_t)
-    with b.if_then(shared, likely=False):
-        owned.release_now(em, source)
+    if value_t.ndim != dest_t.ndim:
+        _copy_through_overlap(em, node, value, value_t, dest, dest_t)
+        return zero(node.outputs[0].type)
+    # y[...] = y, or the result of a kernel that wrote into y (fused.py `into`): nothing to do
+    with b.if_then(b.not_(copies.same_elements(b, value, dest, dest_t.ndim)), likely=True):
+        _copy_through_overlap(em, node, value, value_t, dest, dest_t)
     return zero(node.outputs[0].type)
+
+
+def _copy_through_overlap(em: FunctionEmitter, node: Node, value, value_t: ArrayType, dest,
+                          dest_t: ArrayType) -> None:
+    """dest[...] = value (broadcast, shapes checked), through a temporary copy of value
+    when the two may share memory, so that every element read is an old one."""
+    source = copies.apart(em, node, value, value_t, dest, dest_t)
+    copies.copy(em, source.array, value_t, dest, dest_t)
+    source.release(em)
 
 
 def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

@@ -19,6 +19,7 @@ from .fills import fold_fills
 from .fold import fold_constants
 from .fuse import fuse_elementwise
 from .inline import inline_calls
+from .into import write_into_targets
 from .rowfuse import fuse_rows
 from .shapes import resolve_sums_to_like
 from .simplify import simplify
@@ -38,7 +39,7 @@ ROUND = PASSES[1:]
 """The passes repeated after inlining."""
 FINAL: list[tuple[str, Pass]] = [("shapes", resolve_sums_to_like), ("fills", fold_fills),
                                  ("fuse", fuse_elementwise), ("transposes", commute_transposes),
-                                 ("rowfuse", fuse_rows),
+                                 ("rowfuse", fuse_rows), ("into", write_into_targets),
                                  ("versioning", version_loops), ("simplify", simplify),
                                  ("cse", eliminate_common_subexpressions),
                                  ("dce", eliminate_dead_code)]
@@ -46,7 +47,8 @@ FINAL: list[tuple[str, Pass]] = [("shapes", resolve_sums_to_like), ("fills", fol
 reduction become that (shapes.py), `full_like(a, c) + s` one filled array (fills.py), then
 elementwise array ops become `fused` nodes (fuse.py), those of transposed arrays
 kernels on the arrays in memory order, their results transposed (transposes.py), those
-sharing their outer axes row groups (rowfuse.py), counted loops checked once for their indices
+sharing their outer axes row groups (rowfuse.py), kernels whose result an assignment
+copies into one of their inputs marked to write there (into.py), counted loops checked once for their indices
 (versioning.py); then the kernels' scalar ops and the checks are simplified and merged, and
 the constants they copied dropped."""
 MAX_ROUNDS = 4

@@ -123,6 +123,18 @@ def from_bool(t: Term) -> bool:
     return t.op == "cast" and is_bool(t.x)
 
 
+def _lone_array_operand(t: Term) -> Term | None:
+    """The one array operand of an elementwise array op whose other operands are scalars
+    (its result has that operand's shape), or None. A mask check of `x[x < c]` then
+    compares `x`'s length with itself, and the mask fuses into the write."""
+    if t.node is None or not is_array_elementwise(t.node):
+        return None
+    arrays = [k for k, v in enumerate(t.node.inputs) if isinstance(v.type, ArrayType)]
+    if len(arrays) != 1 or t.node.inputs[arrays[0]].type.ndim != t.type.ndim:
+        return None
+    return t.arg(arrays[0])
+
+
 COMMUTATIVE = " ".join(name for name, op in OPS.items() if "commutative" in op.traits)
 When = Callable[[Term], bool]
 Then = Callable[[Term], Any]
@@ -182,6 +194,9 @@ RULES: list[tuple[str, When, Then]] = [
      lambda e: e.x.arg(e.node.attrs["axis"])),                        # np.zeros((n, m)).shape[1] = m
     ("array_dim", lambda e: e.x.op == "array_new_like",
      lambda e: Apply("array_dim", e.x.x, axis=e.node.attrs["axis"])),  # zeros_like(a).shape = a.shape
+    ("array_dim", lambda e: _lone_array_operand(e.x) is not None,
+     lambda e: Apply("array_dim", _lone_array_operand(e.x),
+                     axis=e.node.attrs["axis"])),                     # (x < c).shape = x.shape
     ("array_transpose", lambda e: e.x.op == "array_transpose",
      lambda e: e.x.x),                                     # (a.T).T = a: the same memory, shape, strides
     ("cast", lambda e: e.x.type == e.type, lambda e: e.x),                    # T(x: T) = x
