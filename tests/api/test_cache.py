@@ -74,6 +74,7 @@ m = np.arange(12.0).reshape(3, 4)
 out = {"scalar": k.jit_scalar(0.5, 10), "python_scalar": k.scalar_kernel(0.5, 10),
        "step": k.jit_step(w, x, 0.1).tolist(), "columns": k.jit_columns(m).tolist()}
 out["loaded"] = [loaded(k.jit_scalar), loaded(k.jit_step), loaded(k.jit_columns)]
+out["llvmlite"] = "llvmlite" in sys.modules  # array code too: NumPy's table, SciPy's BLAS
 out["columns_t"] = k.jit_columns(m.T).tolist()  # a transposed view: may leave the first tier
 try:
     k.jit_divide(1.0, 0.0)
@@ -152,6 +153,7 @@ def test_a_second_process_loads_what_the_first_compiled(project):
     assert len(entries(project)) >= 4  # one per specialization (jit_columns has two)
     warm = run_child(project)
     assert warm["loaded"] == [True, True, True] and warm["loaded_divide"] and warm["loaded_grad"]
+    assert cold["llvmlite"] and not warm["llvmlite"]
     assert not cold["loaded_grad"]
     for name in ("scalar", "step", "columns", "columns_t", "error", "grad"):
         assert warm[name] == cold[name], name
@@ -465,6 +467,13 @@ def test_a_foreign_entry_is_not_decoded():
     assert entries.decode(blob, other) is None
     assert entries.decode(blob[:-3], meta_key) is None
     assert entries.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
+
+
+def test_the_loader_names_libmvec_as_the_code_generator_does():
+    from astjit.backend.llvm import vecmath
+    from astjit.cache import native
+
+    assert native.LIBMVEC == vecmath.LIBRARY
 
 
 def test_an_entry_the_elf_linker_refuses_links_through_llvm(monkeypatch, tmp_path):

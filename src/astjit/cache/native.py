@@ -10,14 +10,16 @@ the ELF linker (elf.py), resolving what the code imports in this order:
 - the process's own state (runtime/process.py: the main thread, the released-GIL key,
   the stack limit function);
 - objects by portable name (`astjit.obj.<name>`, runtime/objects.py `resolve`);
+- NumPy's C API table and SciPy's BLAS capsules (runtime/capsules.py), libmvec's vector
+  math;
 - any other name by the dynamic linker (dlsym over the process: the C API, the C and
   math libraries, pthreads).
 
-Names none of these knows (NumPy's C API table, BLAS and LAPACK capsules, libmvec, NumPy's
-sort kernels, a type's `tp_alloc`) are registered by `symbols.provide`, which imports
-llvmlite (not LLVM's target, nor MCJIT) and the registrars of the code generator's
-runtime, and then read from LLVM's table. A refused link (elf.Unsupported, an unknown
-symbol, a host that is not x86-64 Linux) returns None: the caller links through LLVM.
+Names none of these knows (LAPACK, NumPy's sort kernels, a type's `tp_alloc`) are
+registered by `symbols.provide`, which imports llvmlite (not LLVM's target, nor MCJIT)
+and the registrars of the code generator's runtime, and then read from LLVM's table. A
+refused link (elf.Unsupported, an unknown symbol, a host that is not x86-64 Linux)
+returns None: the caller links through LLVM.
 
 Runtime batches linked here are the process's runtime (kept for the process, like
 compiled ones). The compile side learns of them through `adopt`, which registers their
@@ -32,7 +34,8 @@ import sys
 import threading
 from collections.abc import Callable
 
-from ..backend.llvm.runtime import objects, process
+from ..backend.llvm.runtime import capsules, objects, process
+from ..errors import CompileError
 from . import elf
 from .runtime import Batch
 
@@ -44,6 +47,9 @@ _batches: list[LoadedBatch] = []
 _objects: dict[str, object] = {}
 """Objects found by portable name, kept alive under their symbol."""
 _process = None
+_libmvec = None
+LIBMVEC = "libmvec.so.1"
+"""glibc's vector math library (`vecmath.LIBRARY`, which imports llvmlite)."""
 
 
 class LoadedPart:
@@ -51,6 +57,7 @@ class LoadedPart:
 
     pipeline = "loops"
     module = None
+    has_ir = False
 
     def __init__(self, obj: bytes) -> None:
         self.object = obj
@@ -168,16 +175,43 @@ def _process_symbol(name: str) -> int | None:
         return process.thread_stack_limit_address()
     if name in (process.MAIN_THREAD, process.RELEASED_KEY):
         return process.thread_state()[name]
+    if name.startswith("astjit.PyArray_"):
+        return _numpy(name.removeprefix("astjit."))
+    if name.startswith("astjit.blas."):
+        try:
+            return capsules.blas_addresses().get(name.removeprefix("astjit.blas."))
+        except CompileError:
+            return None
     if name.startswith("astjit"):
         return None
-    global _process
+    global _process, _libmvec
     if _process is None:
         _process = ctypes.CDLL(None)
+    library = _process
+    if name.startswith("_ZGV"):  # libmvec's vector variants
+        if _libmvec is None:
+            try:
+                _libmvec = ctypes.CDLL(LIBMVEC)
+            except OSError:
+                return None
+        library = _libmvec
     try:
-        function = getattr(_process, name)
+        function = getattr(library, name)
     except AttributeError:
         return None
     return ctypes.cast(function, ctypes.c_void_p).value
+
+
+def _numpy(name: str) -> int | None:
+    """An entry of NumPy's C API table. The compile that wrote the entry checked the table of
+    this NumPy version (numpy_api.api; the version is in the key), so it is read, not
+    checked again."""
+    if "numpy" not in sys.modules:  # code taking arrays: NumPy is imported
+        return None
+    try:
+        return capsules.numpy_addresses().get(name)
+    except (ImportError, AttributeError):
+        return None
 
 
 def _object(name: str) -> int | None:

@@ -22,7 +22,8 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ....errors import CompileError
-from .blas import _capsule_pointer, _spelled_out, cython_module, declare_routine
+from .blas import declare_routine
+from .capsules import capsule_pointer, cython_module, spelled_out
 
 SIGNATURES: dict[str, str] = {
     "dgesv": "void (int *, int *, double *, int *, int *, double *, int *, int *)",
@@ -45,8 +46,8 @@ def api() -> dict[str, int]:
     addresses = {}
     for name, expected in SIGNATURES.items():
         capsule = cython_lapack.__pyx_capi__.get(name)
-        address, signature = _capsule_pointer(capsule) if capsule is not None else (0, "")
-        if _spelled_out(signature) != expected or not address:
+        address, signature = capsule_pointer(capsule) if capsule is not None else (0, "")
+        if spelled_out(signature) != expected or not address:
             raise CompileError(f"SciPy's LAPACK {name} has the signature '{signature}', not "
                                f"'{expected}'; np.linalg functions cannot be compiled")
         addresses[name] = address

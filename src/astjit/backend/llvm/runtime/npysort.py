@@ -32,7 +32,7 @@ from llvmlite import ir
 from ....errors import CompileError
 from ....ir.types import NUMPY_NAMES, ScalarType
 from ..lltypes import I32_T, I64_T
-from .numpy_api import _capsule, _table_address
+from .capsules import numpy_capsule, table_address
 
 GET_ARRFUNCS = 365
 """`_PyDataType_GetArrFuncs` in `PyArray_API` (NumPy 2.x)."""
@@ -55,7 +55,7 @@ def _arrfuncs(name: str) -> int:
     if int(numpy.__version__.split(".")[0]) < 2:
         raise CompileError(f"sorting in compiled code calls NumPy 2's sort kernels; this is "
                            f"NumPy {numpy.__version__}")
-    table = _table_address(_capsule())
+    table = table_address(numpy_capsule())
     get = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(
         ctypes.c_void_p.from_address(table + 8 * GET_ARRFUNCS).value)
     return get(id(numpy.dtype(name)))

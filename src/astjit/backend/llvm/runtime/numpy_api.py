@@ -3,8 +3,8 @@
 NumPy publishes its C functions as a table of pointers behind the capsule
 `numpy._core._multiarray_umath._ARRAY_API` (`numpy.core.multiarray._ARRAY_API`
 before NumPy 2). Extension modules index it with the numbers in
-`numpy/__multiarray_api.h`; these entries have had the same numbers since
-NumPy 1.7 and still do in NumPy 2.x:
+`numpy/__multiarray_api.h` (`capsules.NUMPY_INDICES`, read without LLVM there); these
+entries have had the same numbers since NumPy 1.7 and still do in NumPy 2.x:
 
     index  entry                               C signature
     0      PyArray_GetNDArrayCVersion          unsigned int (void): the ABI version
@@ -48,12 +48,8 @@ from ....errors import CompileError
 from ....ir.types import F64, I64, NUMERIC_RANK, ScalarType
 from ....ir.types import NUMPY_NAMES as DTYPE_NAMES
 from ..lltypes import I32_T, I64_T
+from . import capsules
 from .pyapi import PYOBJ, object_constant
-
-INDICES = {"PyArray_GetNDArrayCVersion": 0, "PyArray_Type": 2, "PyArray_DescrFromType": 45,
-           "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183,
-           "PyArray_GetNDArrayCFeatureVersion": 211, "PyArray_SetBaseObject": 282}
-"""Entry name -> its index in `PyArray_API` (numpy/__multiarray_api.h, NumPy 1.7 to 2.x)."""
 
 DIMS = I64_T.as_pointer()
 FUNCTIONS: dict[str, ir.FunctionType] = {
@@ -85,36 +81,16 @@ class NumpyApi:
     api_version: int
 
 
-def _capsule():
-    try:
-        from numpy._core import _multiarray_umath as module
-    except ImportError:  # NumPy 1.x
-        from numpy.core import multiarray as module
-    return module._ARRAY_API
-
-
-def _table_address(capsule) -> int:
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.argtypes, get_name.restype = [ctypes.py_object], ctypes.c_char_p
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.argtypes, get_pointer.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
-    return get_pointer(capsule, get_name(capsule))
-
-
 @functools.cache
 def api() -> NumpyApi:
     """The table, verified by calling each entry once; its functions registered with LLVM."""
     try:
         import numpy
-        capsule = _capsule()
+        addresses = capsules.numpy_addresses()
     except (ImportError, AttributeError) as exc:  # pragma: no cover - arrays imply numpy
         raise CompileError("making arrays in compiled code needs NumPy's C API") from exc
-    table = _table_address(capsule)
-    if not table:  # pragma: no cover
+    if not addresses:  # pragma: no cover
         raise CompileError("NumPy's C API table (_ARRAY_API) is empty")
-    size = ctypes.sizeof(ctypes.c_void_p)
-    addresses = {name: ctypes.c_void_p.from_address(table + size * index).value
-                 for name, index in INDICES.items()}
     descriptors = {t: numpy.dtype(name) for t, name in NUMPY_NAMES.items()}
     result = NumpyApi(addresses, numpy.ndarray, descriptors, *_versions(addresses))
     problem = _verify(result, numpy)

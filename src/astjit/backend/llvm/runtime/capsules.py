@@ -1,0 +1,145 @@
+"""C functions other extensions publish in capsules, found with ctypes alone.
+
+NumPy publishes its C API as a table of pointers behind the capsule `_ARRAY_API`
+(numpy_api.py says which entries compiled code calls and how they are checked); SciPy's
+`cython_blas` and `cython_lapack` publish each routine as a capsule in `__pyx_capi__`,
+named by its C signature (blas.py, lapack.py). The addresses are read here, without LLVM:
+the modules that declare these functions to LLVM register them, and the disk cache's
+loader links cached code to them without importing llvmlite (astjit/cache/native.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import re
+import sys
+
+from ....errors import CompileError
+
+NUMPY_INDICES = {"PyArray_GetNDArrayCVersion": 0, "PyArray_Type": 2, "PyArray_DescrFromType": 45,
+                 "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183,
+                 "PyArray_GetNDArrayCFeatureVersion": 211, "PyArray_SetBaseObject": 282}
+"""Entry name -> its index in `PyArray_API` (numpy/__multiarray_api.h, NumPy 1.7 to 2.x)."""
+
+
+def numpy_capsule():
+    try:
+        from numpy._core import _multiarray_umath as module
+    except ImportError:  # NumPy 1.x
+        from numpy.core import multiarray as module
+    return module._ARRAY_API
+
+
+def table_address(capsule) -> int:
+    """The pointer a capsule holds."""
+    return capsule_pointer(capsule)[0]
+
+
+def numpy_addresses() -> dict[str, int]:
+    """The `NUMPY_INDICES` entries of NumPy's table, unchecked (numpy_api.api checks them)."""
+    table = table_address(numpy_capsule())
+    size = ctypes.sizeof(ctypes.c_void_p)
+    return {name: ctypes.c_void_p.from_address(table + size * index).value
+            for name, index in NUMPY_INDICES.items()} if table else {}
+
+
+BLAS_SIGNATURES: dict[str, str] = {
+    "dgemm": "void (char *, char *, int *, int *, int *, double *, double *, int *, double *, "
+             "int *, double *, double *, int *)",
+    "dgemv": "void (char *, int *, int *, double *, double *, int *, double *, int *, double *, "
+             "double *, int *)",
+    "ddot": "double (int *, double *, int *, double *, int *)",
+}
+BLAS_SIGNATURES.update({"s" + name[1:]: text.replace("double", "float")
+                        for name, text in list(BLAS_SIGNATURES.items())})
+"""The C signature each routine compiled code calls must have (Cython's typedefs spelled out)."""
+
+
+def spelled_out(name: str) -> str:
+    """A capsule name with Cython's typedefs of double and float spelled out."""
+    return re.sub(r"__pyx_t_\w*?cython_(?:blas|lapack)_([ds])\b",
+                  lambda m: "double" if m.group(1) == "d" else "float", name)
+
+
+def capsule_pointer(capsule) -> tuple[int, str]:
+    """The pointer a capsule holds and its name ("" for a capsule without: NumPy's table)."""
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.argtypes, get_name.restype = [ctypes.py_object], ctypes.c_char_p
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.argtypes, get_pointer.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+    name = get_name(capsule)
+    return get_pointer(capsule, name), (name or b"").decode()
+
+
+def cython_module(name: str):
+    """SciPy's extension module `scipy.linalg.<name>` (cython_blas, cython_lapack), loaded from
+    its file without importing the `scipy.linalg` package, whose import takes longer than
+    compiling a small function, or than loading one from the disk cache (astjit/cache);
+    the package's own where it is imported already."""
+    full = f"scipy.linalg.{name}"
+    if full in sys.modules:
+        return sys.modules[full]
+    import scipy
+
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(scipy.__path__[0], "linalg", name + suffix)
+        if os.path.exists(path):
+            spec = importlib.util.spec_from_file_location(full, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    return importlib.import_module(full)
+
+
+@functools.cache
+def blas_addresses() -> dict[str, int]:
+    """BLAS routine name -> address of SciPy's, each capsule's signature checked against
+    `BLAS_SIGNATURES` and ddot, sdot and dgemm called once (`verify_blas`); CompileError
+    where SciPy is missing or differs (once per process)."""
+    try:
+        cython_blas = cython_module("cython_blas")
+    except ImportError as exc:
+        raise CompileError("matrix products in compiled code call SciPy's BLAS: "
+                           "install scipy (pip install scipy)") from exc
+    addresses = {}
+    for name, expected in BLAS_SIGNATURES.items():
+        capsule = cython_blas.__pyx_capi__.get(name)
+        if capsule is None:
+            raise CompileError(f"SciPy's cython_blas has no {name}; matrix products cannot "
+                               "be compiled")
+        address, signature = capsule_pointer(capsule)
+        if spelled_out(signature) != expected or not address:
+            raise CompileError(f"SciPy's {name} has the signature '{signature}', not "
+                               f"'{expected}'; matrix products cannot be compiled")
+        addresses[name] = address
+    problem = verify_blas(addresses)
+    if problem:
+        raise CompileError(f"SciPy's BLAS does not compute as expected ({problem}); matrix "
+                           "products cannot be compiled")
+    return addresses
+
+
+def verify_blas(addresses: dict[str, int]) -> str | None:
+    """Call ddot, sdot and dgemm once through ctypes on small inputs; what is wrong, or None."""
+    c_int, p = ctypes.c_int, ctypes.POINTER
+    for name, c_real in (("ddot", ctypes.c_double), ("sdot", ctypes.c_float)):
+        dot = ctypes.CFUNCTYPE(c_real, p(c_int), p(c_real), p(c_int), p(c_real),
+                               p(c_int))(addresses[name])
+        x, y = (c_real * 3)(1.0, 2.0, 3.0), (c_real * 3)(4.0, 5.0, 6.0)
+        got = dot(ctypes.byref(c_int(3)), x, ctypes.byref(c_int(1)), y, ctypes.byref(c_int(1)))
+        if got != 32.0:
+            return f"{name}([1, 2, 3], [4, 5, 6]) gave {got}, not 32"
+    d = ctypes.c_double
+    gemm = ctypes.CFUNCTYPE(None, p(ctypes.c_char), p(ctypes.c_char), *[p(c_int)] * 3, p(d), p(d),
+                            p(c_int), p(d), p(c_int), p(d), p(d), p(c_int))(addresses["dgemm"])
+    a, b, c = (d * 4)(1.0, 2.0, 3.0, 4.0), (d * 4)(5.0, 6.0, 7.0, 8.0), (d * 4)()
+    two, char = ctypes.byref(c_int(2)), lambda letter: ctypes.byref(ctypes.c_char(letter))
+    gemm(char(b"T"), char(b"N"), two, two, two, ctypes.byref(d(1.0)), a, two, b, two,
+         ctypes.byref(d(0.0)), c, two)
+    if list(c) != [17.0, 39.0, 23.0, 53.0]:  # column-major [[1, 2], [3, 4]] @ [[5, 7], [6, 8]]
+        return f"dgemm gave {list(c)}"
+    return None
