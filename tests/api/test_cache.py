@@ -428,7 +428,10 @@ def test_the_elf_linker_refuses_what_it_does_not_handle():
     unknown = bytearray(obj)
     table = relocation_tables(obj)[0]
     unknown[table.offset + 8:table.offset + 12] = (37).to_bytes(4, "little")  # IRELATIVE
-    for damaged in (bytes(foreign), bytes(unknown), obj[:40], b"\x7fELF" + bytes(60)):
+    scrambled = bytearray(obj)
+    scrambled[table.offset:table.offset + 48] = b"\xff" * 48  # symbol indices past the table
+    for damaged in (bytes(foreign), bytes(unknown), bytes(scrambled), obj[:40],
+                    b"\x7fELF" + bytes(60)):
         with pytest.raises(elf.Unsupported):
             elf.link([damaged], resolve)
     with pytest.raises(elf.Unresolved, match="labs"):

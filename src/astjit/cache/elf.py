@@ -118,6 +118,13 @@ def supported_host() -> bool:
 
 def link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Image:
     """The objects linked together into this process (see the module's docstring)."""
+    try:
+        return _link(objects, resolve)
+    except (ValueError, IndexError, KeyError, struct.error) as exc:  # a malformed object
+        raise Unsupported(f"malformed object: {exc!r}") from exc
+
+
+def _link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Image:
     parsed = [_parse(data) for data in objects]
     code_size = data_size = stubs = got = 0
     for obj in parsed:  # code first, then data, each section at its alignment
