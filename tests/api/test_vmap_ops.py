@@ -284,9 +284,21 @@ def test_conditions_per_example():
     assert loops_over_examples(vmap(guarded), x, i)
 
 
+def summed(w, x):
+    t = 0.0
+    for i in range(x.shape[0]):
+        t += np.tanh(w[i] * x[i]) ** 2
+    return t
+
+
 def test_loops_and_their_gradients_batch():
     w, x = randn(3), randn(4, 6, 3)
     check(recurrence, (w, x), (None, 0))
-    g = grad(recurrence)
+    g = grad(recurrence)  # its tape records h, a value per example: the loop
     fn = vmap(g, in_axes=(None, 0))
     np.testing.assert_allclose(fn(w, x), np.stack([g(w, e) for e in x]), rtol=1e-10)
+    g = grad(summed)
+    fn = vmap(g, in_axes=(None, 0))
+    np.testing.assert_allclose(fn(w, x[:, 0]), np.stack([g(w, e) for e in x[:, 0]]),
+                               rtol=1e-12)
+    assert not loops_over_examples(fn, w, x[:, 0])  # its tape records the counter only

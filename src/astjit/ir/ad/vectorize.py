@@ -8,7 +8,9 @@ its op's batching rule (`OpDef.batch`, ops/batching.py) builds. It returns the r
 and whether it is batched (for a tuple, a tuple of such flags), or raises
 `NotBatchable` (ops/batching.py), having appended nothing, where an op has no rule
 for its operands or where running the function once per batch instead of once per
-example would change what it does (a write into an array, a tape, a callback).
+example would change what it does (a write into an array every example shares, a
+callback). A write of batched values into an array the function made batches that
+array (`BatchBuilder.writable`); `while` and `if` are rewritten region by region.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from ..passes.inline import clone_node
 from ..types import ArrayType, ScalarType, TupleType, Type, weak
 from .builder import GraphBuilder
 
-REPEATED_EFFECTS = ("tape_new", "tape_push", "tape_get", "tape_len", "tape_clear", "tape_free",
-                    "callback")
-"""Ops whose effect depends on how often they run, beyond the writes into arrays."""
+REPEATED_EFFECTS = ("callback",)
+"""Ops whose effect depends on how often they run, beyond the writes into arrays. (A
+differentiated loop's tapes are values: with what they record the same for every
+example, as a counter, they are made once; a batched value to record has no rule.)"""
 MAY_ALIAS = ("tuple", "array_astype", "sum_to_like", "cast")
 """Ops whose result may be their array operand itself (not as a view op): an array
 they took is not copied for each example (`BatchBuilder.writable`)."""
@@ -101,10 +104,13 @@ class BatchBuilder(GraphBuilder):
         new, flag = self.values[dest]
         if flag:
             return new
-        root = self._root(dest)
+        root, origin = self._root(dest), self._origin(dest)
+        if origin is None:
+            raise NotBatchable("a write through a view of a batch that may be a copy (a "
+                               "reshape of a view, np.diag)")
         if root is None:
-            self._shared(self._origin(dest), "a write of batched values into an array every "
-                         "example shares")
+            self._shared(origin, "a write of batched values into an array every example "
+                         "shares")
         aliases = [v for v, (_, f) in self.values.items()
                    if not f and isinstance(v.type, ArrayType) and self._root(v) is root]
         for node in self.emitted:
