@@ -85,8 +85,13 @@ def llvmlite_state() -> str:
         text = ""
     found = [_assigned(text, "version_version"), _assigned(text, "version_full")]
     version = ":".join(found) if all(found) else _imported_version("llvmlite")
-    libraries = sorted((folder / "binding").glob("*llvmlite*"))
-    stats = [f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}" for path in libraries]
+    try:
+        with os.scandir(folder / "binding") as found:  # not glob: its pattern costs more
+            libraries = sorted((entry.name, entry.stat()) for entry in found
+                               if "llvmlite" in entry.name and not entry.name.endswith(".py"))
+    except OSError:
+        libraries = []
+    stats = [f"{name}:{stat.st_size}:{stat.st_mtime_ns}" for name, stat in libraries]
     return ":".join([version, *stats])
 
 
