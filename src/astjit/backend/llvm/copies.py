@@ -89,11 +89,16 @@ def _copy(element: ir.Type, ndim: int, src_ndim: int):
         align = element.width // 8 if isinstance(element, ir.IntType) else \
             (8 if element == ir.DoubleType() else 4)
 
-        def body(indices):
-            value = b.load(_at(b, source, src_strides, indices[lead:]), align=align)
-            b.store(value, _at(b, dest, dest_strides, indices), align=align)
+        def copier(src_strides, dest_strides):
+            def body(indices):
+                value = b.load(_at(b, source, src_strides, indices[lead:]), align=align)
+                b.store(value, _at(b, dest, dest_strides, indices), align=align)
+            return body
+        body = copier(src_strides, dest_strides)
         if ndim >= 2:
             _unrolled_short_last_axis(fn, b, dims, body)
+        if src_ndim:
+            _reversed_last_axis(fn, b, dims, src_strides, dest_strides, copier)
         nests.loop_nest(_Site(b), list(dims), body, "copy")
         b.ret_void()
     fnty = ir.FunctionType(ir.VoidType(), [element.as_pointer()] * 2 +
@@ -115,6 +120,24 @@ def _unrolled_short_last_axis(fn: ir.Function, b: ir.IRBuilder, dims, body) -> N
             _Site(b), list(dims[:-1]), lambda outer: [
                 body([*outer, _i64(j)]) for j in range(length)], f"copy{length}"))
         b.ret_void()
+    b.position_at_end(generic)
+
+
+def _reversed_last_axis(fn: ir.Function, b: ir.IRBuilder, dims, src_strides, dest_strides,
+                        copier) -> None:
+    """Where the source steps back by one element along the last axis and the destination
+    forward by one (`np.ascontiguousarray(a[:, ::-1])`, `np.flip`), the copy with those
+    strides constant, which LLVM vectorizes (a vector load reversed by a shuffle; the
+    general nest's loop is vectorized only for strides it can check to be 1); the builder
+    is left where the other strides go on."""
+    generic = fn.append_basic_block("copy.forward")
+    backward = fn.append_basic_block("copy.backward")
+    b.cbranch(b.and_(b.icmp_signed("==", src_strides[-1], _i64(-1)),
+                     b.icmp_signed("==", dest_strides[-1], _i64(1))), backward, generic)
+    b.position_at_end(backward)
+    body = copier([*src_strides[:-1], _i64(-1)], [*dest_strides[:-1], _i64(1)])
+    nests.loop_nest(_Site(b), list(dims), body, "copy.reversed")
+    b.ret_void()
     b.position_at_end(generic)
 
 
