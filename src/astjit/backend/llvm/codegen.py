@@ -210,35 +210,51 @@ def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
 def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     """A natural loop (`emit_loop`); an outermost counted one whose trip count may be long
-    in two versions: as it is, without signal checks, where it is short, else in chunks
-    with the checks between them (`interrupts.long_trip`, `emit_chunked_loop`)."""
+    in versions: as it is, without signal checks, where it is short, else in chunks with
+    the checks between them (`interrupts.long_trip`, `emit_chunked_loop`), the chunks'
+    body told its counter's range where it is small (`LongTrip.assume_small`)."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
     trip = interrupts.long_trip(em, node, invariants, initial)
     if trip is None:
         return emit_loop(em, node, invariants, initial)
-    versions = [em.function.append_basic_block(n) for n in ("while.long", "while.short")]
     merge = em.function.append_basic_block("while.merged")
-    em.builder.cbranch(trip.long, *versions)
     incoming = []
-    for block, chunked in zip(versions, (trip, None)):
-        em.builder.position_at_end(block)
-        outs = emit_chunked_loop(em, node, invariants, initial, chunked) if chunked \
-            else emit_loop(em, node, invariants, initial, checked=False)
-        incoming.append((outs, em.builder.block))
-        em.builder.branch(merge)
+
+    def version(name: str, emit) -> ir.Block:
+        block = em.function.append_basic_block(name)
+        with em.builder.goto_block(block):
+            outs = emit()
+            incoming.append((outs, em.builder.block))
+            em.builder.branch(merge)
+        return block
+
+    def chunked(bounded: bool):
+        return lambda: emit_chunked_loop(em, node, invariants, initial, trip, bounded)
+
+    short = version("while.short", lambda: emit_loop(em, node, invariants, initial, checked=False))
+    if trip.small is None:
+        em.builder.cbranch(trip.long, version("while.long", chunked(False)), short)
+    else:
+        long = em.function.append_basic_block("while.long")
+        em.builder.cbranch(trip.long, long, short)
+        with em.builder.goto_block(long):
+            em.builder.cbranch(trip.small, version("while.long.small", chunked(True)),
+                               version("while.long.any", chunked(False)))
     em.builder.position_at_end(merge)
     return [em.merge(out.type, [(outs[i], block) for outs, block in incoming])
             for i, out in enumerate(node.outputs)]
 
 
 def emit_chunked_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
-                      initial: list[ir.Value], trip: interrupts.LongTrip) -> list[ir.Value]:
+                      initial: list[ir.Value], trip: interrupts.LongTrip,
+                      bounded: bool = False) -> list[ir.Value]:
     """The long version of a counted loop: the unchecked loop over chunks of its counter's
     range, the signal handlers run after each chunk it ran to the end of. A chunk's loop
     keeps one exit, whose condition LLVM reads as the smaller of two trip counts, so it
-    vectorizes as the short version does; a check inside it would not."""
+    vectorizes as the short version does; a check inside it would not. Where `bounded`,
+    its body is told the counter's range (`LongTrip.assume_small`)."""
     preheader = em.builder.block
     header, more, end = (em.function.append_basic_block(n)
                          for n in ("chunks.next", "chunks.more", "chunks.end"))
@@ -248,7 +264,8 @@ def emit_chunked_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value
     for phi, value in zip(carried, initial):
         phi.add_incoming(value, preheader)
     chunk_end = trip.chunk_end(em.builder, carried[trip.position])
-    outs = emit_loop(em, node, invariants, carried, checked=False, limit=(trip, chunk_end))
+    outs = emit_loop(em, node, invariants, carried, checked=False, limit=(trip, chunk_end),
+                     bounded=bounded)
     em.builder.cbranch(trip.within(em.builder, outs[trip.position], chunk_end), end, more)
     em.builder.position_at_end(more)
     interrupts.run_handlers(em, node)
@@ -261,10 +278,12 @@ def emit_chunked_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value
 
 def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
               initial: list[ir.Value], checked: bool = True,
-              limit: tuple[interrupts.LongTrip, ir.Value] | None = None) -> list[ir.Value]:
+              limit: tuple[interrupts.LongTrip, ir.Value] | None = None,
+              bounded: bool = False) -> list[ir.Value]:
     """Header phis, the cond region, the body region, one exit; its back-edge counts work,
     and an outermost loop's checks for signals unless not `checked` (interrupts.py). With
-    a `limit`, the loop also stops where its counter reaches the chunk's end."""
+    a `limit`, the loop also stops where its counter reaches the chunk's end, and where
+    `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
     preheader = em.builder.block
     header, body, end = (em.function.append_basic_block(n)
                          for n in ("while.cond", "while.body", "while.end"))
@@ -281,6 +300,8 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
         cond = em.builder.and_(cond, trip.within(em.builder, carried[trip.position], chunk_end))
     em.builder.cbranch(cond, body, end)
     em.builder.position_at_end(body)
+    if bounded:
+        limit[0].assume_small(em.builder, carried[limit[0].position])
     updated = em.emit_graph(body_region, invariants + carried)
     em.loop_depth -= 1
     interrupts.at_back_edge(em, node, checked)

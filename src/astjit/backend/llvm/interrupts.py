@@ -28,7 +28,10 @@ loops, calls or arrays in it comes in two versions (`long_trip`): a check in it 
 stop LLVM from vectorizing it (docs/measurements.md), so where its trip count, known when
 it starts, is at most `LONG_TRIP`, it runs without checks; beyond, it runs in chunks of
 `LONG_TRIP` iterations, each the unchecked loop with its counter also bounded by the
-chunk's end, and the handlers run between two chunks. (Where the count cannot be bounded,
+chunk's end, and the handlers run between two chunks; where an i64 counter counts up
+from 1 or more to at most `SMALL_COUNT`, the chunks' body is told so (`LongTrip.
+assume_small`: LLVM cannot bound a chunk's counter, and keeps the checks that bound
+excludes, which stop it vectorizing). (Where the count cannot be bounded,
 as for a float counter, the loop checks its counter of work as every other loop does.) Where the count is
 over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
 """
@@ -59,6 +62,9 @@ ARRAY_WORK = 1 << 12
 
 LONG_TRIP = 1 << 20
 """The most iterations a flat counted loop runs unchecked: about 0.1 s at 100 ns each."""
+
+SMALL_COUNT = (1 << 31) - 1
+"""The largest counter of a chunked loop's `small` version (`LongTrip.assume_small`)."""
 
 RELEASE_TRIP = 1 << 14
 """The fewest iterations of a flat counted loop before which the call releases the GIL
@@ -112,13 +118,26 @@ class LongTrip:
     position: int
     """The counter's position among the loop's carried values."""
     step: int
+    small: ir.Value | None = None
+    """The i1 "the counter stays in [1, SMALL_COUNT]" (an i64 counter counting up from 1 or
+    more to at most SMALL_COUNT), or None where that cannot hold."""
+
+    def assume_small(self, builder: ir.IRBuilder, count: ir.Value) -> None:
+        """Tell LLVM, in the body of the `small` version, that `count` is in [1,
+        SMALL_COUNT], as it is there. Of a chunk's counter, whose start is the previous
+        chunk's end, LLVM proves nothing, so it keeps the checks that range excludes
+        (`1 / (k * k)`'s ZeroDivisionError, as `k * k` wraps to 0 at 2^32), and a loop
+        with such a check does not vectorize; the short version's counter, from a known
+        start for a known number of iterations, it bounds itself."""
+        assume = builder.module.globals.get("llvm.assume") or ir.Function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(1)]), "llvm.assume")
+        for test, value in ((">=", 1), ("<=", SMALL_COUNT)):
+            builder.call(assume, [builder.icmp_unsigned(test, count, ir.Constant(count.type, value))])
 
     def chunk_end(self, builder: ir.IRBuilder, count: ir.Value) -> ir.Value:
         """Where a chunk of `LONG_TRIP` iterations from `count` ends (saturated: never
         past the counter type's end)."""
-        width = count.type.width
-        add = builder.module.globals.get(f"llvm.sadd.sat.i{width}") or ir.Function(
-            builder.module, ir.FunctionType(count.type, [count.type] * 2), f"llvm.sadd.sat.i{width}")
+        add = _intrinsic(builder.module, "sadd.sat", count.type)
         return builder.call(add, [count, ir.Constant(count.type, LONG_TRIP * self.step)])
 
     def within(self, builder: ir.IRBuilder, count: ir.Value, end: ir.Value) -> ir.Value:
@@ -159,7 +178,13 @@ def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
 
     with builder.if_then(beyond(RELEASE_TRIP), likely=False):
         gil.release_here(builder)
-    return LongTrip(beyond(LONG_TRIP), position - n_inv, step)
+    small = None
+    if 0 < step <= SMALL_COUNT and start.type == I64_T and not (
+            isinstance(start, ir.Constant) and start.constant < 1):  # `range(n)`: no use
+        # In the body, start <= counter < bound (<= bound for `le`); a step past it cannot wrap.
+        small = builder.and_(builder.icmp_signed(">=", start, ir.Constant(I64_T, 1)),
+                             builder.icmp_signed("<=", bound, ir.Constant(I64_T, SMALL_COUNT - 1)))
+    return LongTrip(beyond(LONG_TRIP), position - n_inv, step, small)
 
 
 def _outside_value(cond, value, invariants: list[ir.Value]) -> ir.Value | None:
@@ -260,6 +285,12 @@ def _emit_released(fn: ir.Function, b: ir.IRBuilder) -> None:
     raised = b.call(check, [])
     b.call(declare(module, "PyEval_SaveThread"), [])
     b.ret(raised)
+
+
+def _intrinsic(module: ir.Module, name: str, type_: ir.IntType) -> ir.Function:
+    """LLVM's binary integer intrinsic `name` on `type_` (`sadd.sat`)."""
+    full = f"llvm.{name}.i{type_.width}"
+    return module.globals.get(full) or ir.Function(module, ir.FunctionType(type_, [type_] * 2), full)
 
 
 def _libc(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
