@@ -1,18 +1,32 @@
-"""Routine lowerings of complex arithmetic, as NumPy computes it (npymath's formulas).
+"""Routine lowerings of complex arithmetic and functions, as NumPy computes them.
 
 A complex is a vector of its two parts (lltypes.py), so `+`, `-` and unary `-` are
 the float instructions themselves (the op table names `fadd` ...); these routines
 are the rest: `*` by the schoolbook formula, `/` by Smith's method (NumPy's loops:
 no spurious overflow, and a zero divisor gives the infinities and NaNs NumPy's do),
 `==`/`!=` of both parts, `abs` as `hypot`, the parts, the conjugate, the angle.
+
+The elementary functions (`np.exp`, `np.log`, `np.sqrt`, the trigonometric and
+hyperbolic functions and their inverses) are calls of the C library's C99 complex
+functions (`cexp`, `casinf` ...): NumPy's npymath calls those very functions where
+the C library has them (glibc does), so results, branch cuts, signed zeros and
+special values are NumPy's bit for bit. The others are NumPy's own formulas
+(umath's `nc_log2`, `nc_log10`, `nc_exp2`, `nc_log1p`, `nc_expm1`, npymath's
+`npy_cpow`), written here on the parts. complex64 computes with the float
+functions (`cexpf`), as NumPy does.
 """
 from __future__ import annotations
 
+import functools
+import math
 from typing import TYPE_CHECKING
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
+from .compare import is_finite, is_inf, is_nan
 from .conversions import complex_parts, pack_complex
+from .lltypes import DOUBLE
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -21,18 +35,24 @@ if TYPE_CHECKING:
 
 def complex_mul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """(a + bi)(c + di) = (ac - bd) + (ad + bc)i."""
-    b = em.builder
-    (ar, ai), (br, bi) = complex_parts(b, args[0]), complex_parts(b, args[1])
-    real = b.fsub(b.fmul(ar, br), b.fmul(ai, bi))
-    imag = b.fadd(b.fmul(ar, bi), b.fmul(ai, br))
-    return pack_complex(b, args[0].type, real, imag)
+    return _mul(em.builder, args[0].type, args[0], args[1])
 
 
 def complex_div(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """Smith's division, as NumPy's `nc_quot` loops: scale by the larger part of the
-    divisor; a zero divisor divides each part by its magnitude (inf or NaN)."""
-    b = em.builder
-    (ar, ai), (br, bi) = complex_parts(b, args[0]), complex_parts(b, args[1])
+    """Smith's division, as NumPy's `nc_quot` loops."""
+    return _smith_div(em.builder, args[0], args[1])
+
+
+def _mul(b: ir.IRBuilder, ty: ir.Type, x: ir.Value, y: ir.Value) -> ir.Value:
+    (xr, xi), (yr, yi) = complex_parts(b, x), complex_parts(b, y)
+    return pack_complex(b, ty, b.fsub(b.fmul(xr, yr), b.fmul(xi, yi)),
+                        b.fadd(b.fmul(xr, yi), b.fmul(xi, yr)))
+
+
+def _smith_div(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x / y by Smith's method: scale by the larger part of the divisor; a zero divisor
+    divides each part by its magnitude (inf or NaN)."""
+    (ar, ai), (br, bi) = complex_parts(b, x), complex_parts(b, y)
     fabs = b.module.declare_intrinsic("llvm.fabs", [br.type])
     abs_r, abs_i = b.call(fabs, [br]), b.call(fabs, [bi])
     one, zero = ir.Constant(br.type, 1.0), ir.Constant(br.type, 0.0)
@@ -51,7 +71,7 @@ def complex_div(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     first = b.fcmp_ordered(">=", abs_r, abs_i)
     real = b.select(by_zero, real0, b.select(first, real1, real2))
     imag = b.select(by_zero, imag0, b.select(first, imag1, imag2))
-    return pack_complex(b, args[0].type, real, imag)
+    return pack_complex(b, x.type, real, imag)
 
 
 def complex_eq(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -102,8 +122,216 @@ def real_angle(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     return em.call_libm("atan2", [ir.Constant(x.type, 0.0), x])
 
 
+# ---- the C library's complex functions ------------------------------------------------
+
+@functools.cache
+def _packed_float_abi() -> bool:
+    """Whether a `float complex` travels packed in one vector register (x86-64's SysV ABI:
+    clang declares `<2 x float> @cexpf(<2 x float>)`); elsewhere (AArch64) it is two floats,
+    as a `double complex` is everywhere: `{double, double} @cexp(double, double)`."""
+    return llvm.get_process_triple().startswith("x86_64")
+
+
+def call_c99(em: FunctionEmitter, name: str, zs: list[ir.Value]) -> ir.Value:
+    """The C library's complex function `name` (`cexp`; `cexpf` for complex64) of `zs`,
+    called as C passes complex numbers; readnone: compiled code never reads errno."""
+    b = em.builder
+    ty = zs[0].type
+    part = ty.element
+    c_name = name if part == DOUBLE else name + "f"
+    packed = part != DOUBLE and _packed_float_abi()
+    fn = em.module.globals.get(c_name)
+    if fn is None:
+        if packed:
+            fnty = ir.FunctionType(ty, [ty] * len(zs))
+        else:
+            fnty = ir.FunctionType(ir.LiteralStructType([part, part]), [part] * (2 * len(zs)))
+        fn = ir.Function(em.module, fnty, c_name)
+        fn.attributes.add("nounwind")
+        fn.attributes.add("readnone")
+    if packed:
+        return b.call(fn, zs)
+    result = b.call(fn, [p for z in zs for p in complex_parts(b, z)])
+    return pack_complex(b, ty, b.extract_value(result, 0), b.extract_value(result, 1))
+
+
+def _c99(name: str):
+    """The routine calling the C library's `name` on the operand."""
+    def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+        return call_c99(em, name, args)
+    routine.__doc__ = f"NumPy's complex function: the C library's `{name}` (npymath's)."
+    return routine
+
+
+C99_FUNCTIONS = ("cexp", "clog", "csqrt", "csin", "ccos", "ctan", "csinh", "ccosh", "ctanh",
+                 "casin", "cacos", "catan", "casinh", "cacosh", "catanh")
+"""The complex functions NumPy takes from the C library (npymath's `npy_cexp` ... call
+them where it has them), each the op table's `Routine(name)`."""
+
+
+def _scaled(em: FunctionEmitter, z: ir.Value, factor: float) -> ir.Value:
+    """Both parts of z times the real constant `factor` (rounded to z's part type)."""
+    b = em.builder
+    real, imag = complex_parts(b, z)
+    k = ir.Constant(real.type, factor)
+    return pack_complex(b, z.type, b.fmul(real, k), b.fmul(imag, k))
+
+
+def complex_log2(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """umath's nc_log2: clog(z), both parts times log2(e)."""
+    return _scaled(em, call_c99(em, "clog", args), 1.0 / math.log(2.0))
+
+
+def complex_log10(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """umath's nc_log10: clog(z), both parts times log10(e) (not C's clog10, which rounds
+    differently)."""
+    return _scaled(em, call_c99(em, "clog", args), math.log10(math.e))
+
+
+def complex_exp2(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """umath's nc_exp2: cexp of both parts times ln 2."""
+    return call_c99(em, "cexp", [_scaled(em, args[0], math.log(2.0))])
+
+
+def complex_log1p(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """umath's nc_log1p: log(hypot(re + 1, im)) + atan2(im, re + 1) i."""
+    b = em.builder
+    real, imag = complex_parts(b, args[0])
+    shifted = b.fadd(real, ir.Constant(real.type, 1.0))
+    magnitude = em.call_libm("hypot", [shifted, imag])
+    return pack_complex(b, args[0].type, em.call_intrinsic("llvm.log", [magnitude]),
+                        em.call_libm("atan2", [imag, shifted]))
+
+
+def complex_expm1(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """umath's nc_expm1: expm1(re) cos(im) - 2 sin(im/2)^2 + exp(re) sin(im) i."""
+    b = em.builder
+    real, imag = complex_parts(b, args[0])
+    half = em.call_intrinsic("llvm.sin", [b.fdiv(imag, ir.Constant(imag.type, 2.0))])
+    twice_sq = b.fmul(b.fmul(ir.Constant(half.type, 2.0), half), half)
+    re = b.fsub(b.fmul(em.call_libm("expm1", [real]), em.call_intrinsic("llvm.cos", [imag])),
+                twice_sq)
+    im = b.fmul(em.call_intrinsic("llvm.exp", [real]), em.call_intrinsic("llvm.sin", [imag]))
+    return pack_complex(b, args[0].type, re, im)
+
+
+def complex_isnan(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.isnan of a complex: either part NaN."""
+    real, imag = complex_parts(em.builder, args[0])
+    return em.builder.or_(is_nan(em.builder, real), is_nan(em.builder, imag))
+
+
+def complex_isinf(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.isinf of a complex: either part infinite (inf + nan i is infinite)."""
+    real, imag = complex_parts(em.builder, args[0])
+    return em.builder.or_(is_inf(em.builder, real), is_inf(em.builder, imag))
+
+
+def complex_isfinite(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.isfinite of a complex: both parts finite."""
+    real, imag = complex_parts(em.builder, args[0])
+    return em.builder.and_(is_finite(em.builder, real), is_finite(em.builder, imag))
+
+
+# ---- np.power: npymath's npy_cpow -----------------------------------------------------
+
+def complex_pow(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """`a ** b` of complexes, as npymath's npy_cpow: b == 0 gives 1; a == 0 gives 0 for
+    re(b) > 0, else NaN + NaN i; a real integer b in (-100, 100) multiplies (square and
+    multiply, then 1 / that by Smith's division for a negative b); the rest is the C
+    library's cpow. One function per complex type, called (the integer power loops)."""
+    fn = _cpow_function(em.module, args[0].type)
+    return em.builder.call(fn, args)
+
+
+def _cpow_function(module: ir.Module, ty: ir.Type) -> ir.Function:
+    name = f"astjit.cpow.{ty.element}"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ty, [ty, ty]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    a, e = fn.args
+    part = ty.element
+    zero, one = ir.Constant(part, 0.0), ir.Constant(part, 1.0)
+    nan = ir.Constant(part, math.nan)
+    (ar, ai), (br, bi) = complex_parts(b, a), complex_parts(b, e)
+    one_c = pack_complex(b, ty, one, zero)
+
+    def ret_if(cond, value_of):
+        then, rest = fn.append_basic_block(), fn.append_basic_block()
+        b.cbranch(cond, then, rest)
+        b.position_at_end(then)
+        b.ret(value_of())
+        b.position_at_end(rest)
+
+    def both_zero(x, y):
+        return b.and_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("==", y, zero))
+
+    ret_if(both_zero(br, bi), lambda: one_c)
+    ret_if(both_zero(ar, ai), lambda: b.select(
+        b.fcmp_ordered(">", br, zero), pack_complex(b, ty, zero, zero),
+        pack_complex(b, ty, nan, nan)))
+    i64 = ir.IntType(64)
+    small = b.and_(b.fcmp_ordered(">", br, ir.Constant(part, -100.0)),
+                   b.fcmp_ordered("<", br, ir.Constant(part, 100.0)))
+    integral = b.and_(b.fcmp_ordered("==", bi, zero), small)
+    n = b.fptosi(b.select(integral, br, zero), i64)
+    integral = b.and_(integral, b.fcmp_ordered("==", b.sitofp(n, part), br))
+    power, general = fn.append_basic_block("power"), fn.append_basic_block("general")
+    b.cbranch(integral, power, general)
+
+    b.position_at_end(general)
+    libm = _LibmShim(b, module)
+    b.ret(call_c99(libm, "cpow", [a, e]))
+
+    b.position_at_end(power)
+    mul = functools.partial(_mul, b, ty)
+    ret_if(b.icmp_signed("==", n, ir.Constant(i64, 1)), lambda: a)
+    ret_if(b.icmp_signed("==", n, ir.Constant(i64, 2)), lambda: mul(a, a))
+    ret_if(b.icmp_signed("==", n, ir.Constant(i64, 3)), lambda: mul(a, mul(a, a)))
+    # square and multiply over |n|'s bits, from aa = 1 + 0i
+    count = b.select(b.icmp_signed("<", n, ir.Constant(i64, 0)), b.neg(n), n)
+    entry = b.block
+    loop, done = fn.append_basic_block("bits"), fn.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    acc, base, mask = b.phi(ty), b.phi(ty), b.phi(i64)
+    acc.add_incoming(one_c, entry)
+    base.add_incoming(a, entry)
+    mask.add_incoming(ir.Constant(i64, 1), entry)
+    bit = b.icmp_signed("!=", b.and_(count, mask), ir.Constant(i64, 0))
+    acc_next = b.select(bit, mul(acc, base), acc)
+    mask_next = b.shl(mask, ir.Constant(i64, 1))
+    base_next = mul(base, base)
+    acc.add_incoming(acc_next, loop)
+    base.add_incoming(base_next, loop)
+    mask.add_incoming(mask_next, loop)
+    b.cbranch(b.icmp_signed("<", count, mask_next), done, loop)
+    b.position_at_end(done)
+    inverse = _smith_div(b, one_c, acc_next)
+    b.ret(b.select(b.fcmp_ordered("<", br, zero), inverse, acc_next))
+    return fn
+
+
+class _LibmShim:
+    """What `call_c99` uses of an emitter (its builder and module), for the code of a
+    function this module defines itself."""
+
+    def __init__(self, builder: ir.IRBuilder, module: ir.Module):
+        self.builder, self.module = builder, module
+
+
 ROUTINES = {"complex_mul": complex_mul, "complex_div": complex_div, "complex_eq": complex_eq,
             "complex_ne": complex_ne, "complex_abs": complex_abs, "complex_real": complex_real,
             "complex_imag": complex_imag, "real_imag": real_imag, "complex_conj": complex_conj,
-            "complex_angle": complex_angle, "real_angle": real_angle}
+            "complex_angle": complex_angle, "real_angle": real_angle,
+            **{name: _c99(name) for name in C99_FUNCTIONS},
+            "complex_log2": complex_log2, "complex_log10": complex_log10,
+            "complex_exp2": complex_exp2, "complex_log1p": complex_log1p,
+            "complex_expm1": complex_expm1, "complex_isnan": complex_isnan,
+            "complex_isinf": complex_isinf, "complex_isfinite": complex_isfinite,
+            "complex_pow": complex_pow}
 """The complex routines of the op table (`Routine(name)`)."""

@@ -87,11 +87,17 @@ def finish(em: FunctionEmitter, kind: str, acc: ir.Value, count: ir.Value) -> ir
     step = REDUCTIONS[kind].finish
     if step is None:
         return acc
-    if isinstance(acc.type, ir.VectorType):  # a complex: both parts divided
-        part = em.builder.sitofp(count, acc.type.element)
-        return _apply(em, step, [acc, em.builder.insert_element(
-            em.builder.insert_element(ir.Constant(acc.type, None), part, _i32(0)), part, _i32(1))])
-    return _apply(em, step, [acc, em.builder.sitofp(count, acc.type)])
+    return _apply(em, step, [acc, _divisor(em.builder, count, acc.type)])
+
+
+def _divisor(b: ir.IRBuilder, count: ir.Value, ty: ir.Type) -> ir.Value:
+    """The int `count` as a value of accumulator type `ty`; of a complex, in both parts (so
+    that both are divided)."""
+    if isinstance(ty, ir.VectorType):
+        part = b.sitofp(count, ty.element)
+        return b.insert_element(b.insert_element(ir.Constant(ty, None), part, _i32(0)), part,
+                                _i32(1))
+    return b.sitofp(count, ty)
 
 
 def _i32(value: int) -> ir.Constant:
@@ -329,7 +335,7 @@ def _finish_all(em: FunctionEmitter, kind: str, out: ir.Value, t: ScalarType, si
     """The finishing step in accumulate mode, on every output element (a mean's division)."""
     b = em.builder
     data = b.extract_value(out, ARRAY_DATA)
-    divisor = b.sitofp(count, lltype(t))
+    divisor = _divisor(b, count, lltype(t))
 
     def body(indices: list[ir.Value]) -> None:
         pointer = b.gep(data, indices, inbounds=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..core import Graph, Node, Value
 from ..ops import OPS, ZERO_DERIVATIVE
 from ..types import ArrayType, ScalarType, TupleType, Type
-from .errors import NotDifferentiableError
+from .errors import NotDifferentiableError, refuse_complex
 from .writes import VIEW_OPS, WRITE_OPS, region_bindings
 
 TUPLE_OPS = frozenset({"tuple", "getitem"})
@@ -122,6 +122,8 @@ def _mark_leaf(node: Node, active: set[Value]) -> None:
         why = opdef.no_vjp if opdef is not None and opdef.no_vjp else "it has no derivative rule"
         raise NotDifferentiableError(f"cannot differentiate '{node.op}' in reverse mode: {why}",
                                      node.op, node.loc)
+    if node.op not in CUT_OPS:
+        refuse_complex(node, writes=node.op in WRITE_OPS)
     _mark_outputs(node.outputs, active, node.op not in CUT_OPS)
 
 

@@ -35,6 +35,7 @@ from .derived_graphs import (
     mapped_leaves,
     tuple_of,
 )
+from .errors import holds_complex
 
 
 def gradient(module: Module, wrt: list[int]) -> str:
@@ -94,16 +95,30 @@ def _tree_gradient(module: Module, wrt: list[int]) -> str:
     return outer.name
 
 
+def refuse_complex_params(graph: Graph) -> None:
+    """A complex argument is refused where jvp and vjp take every argument: taken as an int's
+    (ignored, a zero cotangent) its derivative would be silently wrong."""
+    for param in graph.params:
+        if holds_complex(param.type):
+            raise DifferentiationError(
+                f"cannot differentiate with respect to argument '{param.name}' of type "
+                f"{param.type}: complex arguments have no derivative yet", graph.loc,
+                hint="pass the real and imaginary parts as two float arguments (docs/arrays.md)")
+
+
 def check_float_params(graph: Graph, wrt: list[int]) -> None:
     for i in wrt:
         param = graph.params[i]
         t = param.type
         if t not in (F64, F32) and not (isinstance(t, ArrayType) and t.dtype in (F64, F32)):
+            hint = ("complex arguments have no gradient yet (docs/arrays.md): pass the real and "
+                    "imaginary parts as two float arguments" if holds_complex(t) else
+                    "pass a float (2.0, not 2) or a float array, or leave this argument out of "
+                    "argnums")
             raise DifferentiationError(
                 f"cannot differentiate with respect to argument '{param.name}' of type "
                 f"{param.type}: only float and float array arguments have a gradient",
-                graph.loc, hint="pass a float (2.0, not 2) or a float array, or leave this "
-                "argument out of argnums")
+                graph.loc, hint=hint)
     output = graph.outputs[0].type
     if output not in (F64, F32) and not wrt == []:
         raise DifferentiationError(f"cannot take the gradient of a function returning {output}: "
@@ -149,6 +164,7 @@ def jvp_core(module: Module, n_primals: int) -> str:
     from .forward_rules import copy_array
 
     inner = module.entry_graph
+    refuse_complex_params(inner)
     wrt = [i for i, p in enumerate(inner.params) if differentiable(p.type)]
     core = module.graphs[forward_core(module, inner.name, wrt)]
     tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
@@ -174,6 +190,7 @@ def pullback(module: Module) -> str:
     from .forward_rules import zeros_like
 
     inner = module.entry_graph
+    refuse_complex_params(inner)
     args = [Value(p.name, p.type) for p in inner.params]
     dot = Graph(f"{inner.name}.dot", [*args, Value("ct", inner.outputs[0].type)], loc=inner.loc)
     mapping = dict(zip(inner.params, args))

@@ -30,6 +30,7 @@ from __future__ import annotations
 from ..core import Graph, Node, Value
 from ..ops import OPS, ZERO_DERIVATIVE
 from ..types import ArrayType, ScalarType, TapeType, TupleType, Type
+from .errors import refuse_complex
 
 CONSTANT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
 """Leaf ops whose result never carries a tangent."""
@@ -73,10 +74,13 @@ def _propagate(graph: Graph, active: set[Value]) -> None:
         elif node.op in CONSTANT_OPS:
             continue
         elif any(v in active for v in node.inputs):  # a leaf op or a call
+            writes = node.op in OPS and "writes" in OPS[node.op].traits
+            if node.op in OPS:
+                refuse_complex(node, writes)
             _mark(node.outputs, active)
             if node.op == "call":  # the callee may write into any array it is given
                 _mark([v for v in node.inputs if isinstance(v.type, ArrayType)], active)
-            elif node.op in OPS and "writes" in OPS[node.op].traits:
+            elif writes:
                 _mark(node.inputs[:1], active)
 
 

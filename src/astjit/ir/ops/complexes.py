@@ -9,10 +9,10 @@ adjoint), so these ops are differentiable only through a real operand.
 """
 from __future__ import annotations
 
-from ..types import BOOL, C64, F32, F64, I64, ScalarType
+from ..types import BOOL, C64, F32, F64, I64, ScalarType, is_numeric, promote
 from . import vjp as v
 from .declare import _def
-from .table import CExpr, Routine, _numeric, float_rule
+from .table import CExpr, OpTypeError, Routine, _numeric, float_rule
 
 _ELEMENTWISE = ("pure", "elementwise")
 
@@ -32,6 +32,29 @@ def _part_rule(types, attrs):
     if t == BOOL and not t.strong and attrs.get("numpy"):
         return [I64], I64
     return [t], part_type(t)
+
+
+def float_or_complex_rule(types, attrs):
+    """A math function NumPy also computes on complex numbers (np.exp, np.power ...): of a
+    complex a complex of its precision, else `float_rule`'s float. A `math` function
+    (attr `scalar_function`) is Python's, which raises TypeError for a complex: refused,
+    naming NumPy's function, which computes it."""
+    if not any(is_numeric(t) and t.is_complex for t in types):
+        return float_rule(types, attrs)
+    _numeric(types, "this math function")
+    if attrs.get("scalar_function"):
+        raise OpTypeError(f"{attrs['scalar_function']}() takes real numbers (Python's raises "
+                          "TypeError for a complex); use the NumPy function "
+                          f"(np.{attrs['scalar_function'].removeprefix('math.')}"
+                          " or its NumPy name), which computes it on complex numbers")
+    t = promote(*types)
+    return [t] * len(types), t
+
+
+def complex_pred_rule(types, attrs):
+    """np.isnan/isinf/isfinite: a bool, of a complex too (`float_or_complex_rule`'s operands)."""
+    operands, _ = float_or_complex_rule(types, attrs)
+    return operands, BOOL
 
 
 def _conj_rule(types, attrs):

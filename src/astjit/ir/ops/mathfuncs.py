@@ -14,6 +14,7 @@ from ...errors import TypingError
 from ..core import Node
 from ..types import BOOL, ArrayType, numpy_promote, weak
 from . import vjp as v
+from .complexes import complex_pred_rule, float_or_complex_rule
 from .declare import _def
 from .elementwise import computation_type
 from .table import (
@@ -26,7 +27,6 @@ from .table import (
     Routine,
     _numeric,
     arith_rule,
-    float_pred_rule,
     float_rule,
     unary_arith_rule,
 )
@@ -34,10 +34,14 @@ from .table import (
 _MATH = ("pure", "raises", "elementwise", "math")
 
 
-def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="math1"):
+def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="math1",
+           complex_=None):
     """A unary `math` function on floats, `math.<name>`, and NumPy's `np.<numpy>`; `vjp`
-    gives x's adjoint from (e, g, x, out)."""
-    _def(name, 1, float_rule, fn, {"f": lowering}, _MATH, check=check, can_overflow=can_overflow,
+    gives x's adjoint from (e, g, x, out); `complex_`: the routine computing NumPy's function
+    on a complex (backend/llvm/complexes.py), where NumPy has one."""
+    rule = float_or_complex_rule if complex_ else float_rule
+    llvm = {"f": lowering, "c": Routine(complex_)} if complex_ else {"f": lowering}
+    _def(name, 1, rule, fn, llvm, _MATH, check=check, can_overflow=can_overflow,
          cuda={"f": CExpr(f"{name}({{0}})")},
          python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp))
 
@@ -54,45 +58,65 @@ def _one_minus_sq(e, x):
 
 
 _math1("sqrt", math.sqrt, Intrinsic("llvm.sqrt"), "sqrt",
-       lambda e, g, x, out: v.div(e, e.op("mul", g, v.c(e, 0.5, g)), out))
+       lambda e, g, x, out: v.div(e, e.op("mul", g, v.c(e, 0.5, g)), out),
+       complex_="csqrt")
 _math1("exp", math.exp, Intrinsic("llvm.exp"), "exp",
-       lambda e, g, x, out: e.op("mul", g, out), can_overflow=True)
+       lambda e, g, x, out: e.op("mul", g, out), can_overflow=True,
+       complex_="cexp")
 _math1("exp2", math.exp2, Intrinsic("llvm.exp2"), "exp2",
        lambda e, g, x, out: e.op("mul", g, e.op("mul", out, v.c(e, math.log(2.0), out))),
-       can_overflow=True)
+       can_overflow=True,
+       complex_="complex_exp2")
 _math1("expm1", math.expm1, LibCall("expm1"), "expm1",
-       lambda e, g, x, out: e.op("mul", g, e.op("add", out, v.c(e, 1.0, out))), can_overflow=True)
-_math1("log", math.log, Intrinsic("llvm.log"), "log", lambda e, g, x, out: v.div(e, g, x))
+       lambda e, g, x, out: e.op("mul", g, e.op("add", out, v.c(e, 1.0, out))), can_overflow=True,
+       complex_="complex_expm1")
+_math1("log", math.log, Intrinsic("llvm.log"), "log", lambda e, g, x, out: v.div(e, g, x),
+       complex_="clog")
 _math1("log2", math.log2, Intrinsic("llvm.log2"), "log2",
-       lambda e, g, x, out: v.div(e, g, e.op("mul", x, v.c(e, math.log(2.0), x))))
+       lambda e, g, x, out: v.div(e, g, e.op("mul", x, v.c(e, math.log(2.0), x))),
+       complex_="complex_log2")
 _math1("log10", math.log10, Intrinsic("llvm.log10"), "log10",
-       lambda e, g, x, out: v.div(e, g, e.op("mul", x, v.c(e, math.log(10.0), x))))
+       lambda e, g, x, out: v.div(e, g, e.op("mul", x, v.c(e, math.log(10.0), x))),
+       complex_="complex_log10")
 _math1("log1p", math.log1p, LibCall("log1p"), "log1p",
-       lambda e, g, x, out: v.div(e, g, e.op("add", x, v.c(e, 1.0, x))))
+       lambda e, g, x, out: v.div(e, g, e.op("add", x, v.c(e, 1.0, x))),
+       complex_="complex_log1p")
 _math1("sin", math.sin, Intrinsic("llvm.sin"), "sin",
-       lambda e, g, x, out: e.op("mul", g, e.op("cos", x)))
+       lambda e, g, x, out: e.op("mul", g, e.op("cos", x)),
+       complex_="csin")
 _math1("cos", math.cos, Intrinsic("llvm.cos"), "cos",
-       lambda e, g, x, out: e.op("neg", e.op("mul", g, e.op("sin", x))))
+       lambda e, g, x, out: e.op("neg", e.op("mul", g, e.op("sin", x))),
+       complex_="ccos")
 _math1("tan", math.tan, LibCall("tan"), "tan",
-       lambda e, g, x, out: e.op("mul", g, e.op("add", v.c(e, 1.0, out), v.sq(e, out))))
+       lambda e, g, x, out: e.op("mul", g, e.op("add", v.c(e, 1.0, out), v.sq(e, out))),
+       complex_="ctan")
 _math1("asin", math.asin, LibCall("asin"), "arcsin",
-       lambda e, g, x, out: v.div(e, g, e.op("sqrt", _one_minus_sq(e, x))))
+       lambda e, g, x, out: v.div(e, g, e.op("sqrt", _one_minus_sq(e, x))),
+       complex_="casin")
 _math1("acos", math.acos, LibCall("acos"), "arccos",
-       lambda e, g, x, out: e.op("neg", v.div(e, g, e.op("sqrt", _one_minus_sq(e, x)))))
+       lambda e, g, x, out: e.op("neg", v.div(e, g, e.op("sqrt", _one_minus_sq(e, x)))),
+       complex_="cacos")
 _math1("atan", math.atan, LibCall("atan"), "arctan",
-       lambda e, g, x, out: v.div(e, g, e.op("add", v.c(e, 1.0, x), v.sq(e, x))))
+       lambda e, g, x, out: v.div(e, g, e.op("add", v.c(e, 1.0, x), v.sq(e, x))),
+       complex_="catan")
 _math1("sinh", math.sinh, LibCall("sinh"), "sinh",
-       lambda e, g, x, out: e.op("mul", g, e.op("cosh", x)), can_overflow=True)
+       lambda e, g, x, out: e.op("mul", g, e.op("cosh", x)), can_overflow=True,
+       complex_="csinh")
 _math1("cosh", math.cosh, LibCall("cosh"), "cosh",
-       lambda e, g, x, out: e.op("mul", g, e.op("sinh", x)), can_overflow=True)
+       lambda e, g, x, out: e.op("mul", g, e.op("sinh", x)), can_overflow=True,
+       complex_="ccosh")
 _math1("tanh", math.tanh, LibCall("tanh"), "tanh",
-       lambda e, g, x, out: e.op("mul", g, _one_minus_sq(e, out)))
+       lambda e, g, x, out: e.op("mul", g, _one_minus_sq(e, out)),
+       complex_="ctanh")
 _math1("asinh", math.asinh, LibCall("asinh"), "arcsinh",
-       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("add", v.sq(e, x), v.c(e, 1.0, x)))))
+       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("add", v.sq(e, x), v.c(e, 1.0, x)))),
+       complex_="casinh")
 _math1("acosh", math.acosh, LibCall("acosh"), "arccosh",
-       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("sub", v.sq(e, x), v.c(e, 1.0, x)))))
+       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("sub", v.sq(e, x), v.c(e, 1.0, x)))),
+       complex_="cacosh")
 _math1("atanh", math.atanh, LibCall("atanh"), "arctanh",
-       lambda e, g, x, out: v.div(e, g, _one_minus_sq(e, x)))
+       lambda e, g, x, out: v.div(e, g, _one_minus_sq(e, x)),
+       complex_="catanh")
 
 
 def _erf_adjoint(e, g, x, out):
@@ -168,7 +192,8 @@ _math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow",
        can_overflow=True, doc="math.pow(a, b): floats, Python's errors (np.power is `pow`)")
 
 for _name, _fn in [("isnan", math.isnan), ("isinf", math.isinf), ("isfinite", math.isfinite)]:
-    _def(_name, 1, float_pred_rule, _fn, {"f": Routine(_name)}, ("pure", "elementwise", "math"),
+    _def(_name, 1, complex_pred_rule, _fn, {"f": Routine(_name), "c": Routine(f"complex_{_name}")},
+         ("pure", "elementwise", "math"),
          cuda={"f": CExpr(f"{_name}({{0}})")},
          python=(f"math.{_name}",), numpy=(_name,), zero_derivative="a bool")
 

@@ -171,6 +171,9 @@ def reduce_rule(types, attrs):
         raise OpTypeError(f"unknown reduction {kind!r}")
     if not isinstance(t, ArrayType):
         raise OpTypeError(f"np.{kind}() needs an array here, got {t}")
+    if t.dtype.is_complex and "c" not in REDUCTIONS[kind].combine:
+        raise OpTypeError(f"np.{kind}() of a complex array is not supported yet "
+                          "(docs/arrays.md: complex)")
     axes = normalize_axes(attrs.get("axis"), t.ndim)
     return [t], result_type(kind, accumulated(attrs, t.dtype), t.ndim, axes,
                             bool(attrs.get("keepdims")), attrs.get("dtype") is not None)

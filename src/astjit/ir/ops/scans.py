@@ -113,6 +113,9 @@ def scan_dtype(attrs, x: ArrayType):
 def scan_rule(types, attrs):
     x = _array(types, "cum" + attrs["kind"])
     _axes(attrs, x, "cum" + attrs["kind"])
+    if x.dtype.is_complex:
+        raise OpTypeError(f"np.cum{attrs['kind']}() of a complex array is not supported yet "
+                          "(docs/arrays.md: complex)")
     return [x], ArrayType(scan_dtype(attrs, x), 1 if attrs.get("axis") is None else x.ndim)
 
 

@@ -75,7 +75,10 @@ def _squares(e, x, axes, keepdims, dtype, mask=None):
         m = div(e, e.op("reduce", zeroed, kind="sum", axis=axes, keepdims=True, dtype=dtype), count)
         d = e.op("sub", zeroed, m)
         d = select(e, e.op("eq", x, x), d, e.const(0.0, _scalar_type(d)))
-    return e.op("reduce", e.op("mul", d, d), kind="sum", axis=axes, keepdims=keepdims)
+    squares = e.op("mul", d, d)
+    if _scalar_type(d).is_complex:  # NumPy's |d|^2: the real part of d * conj(d)
+        squares = e.op("real", e.op("mul", d, e.op("conj", d)))
+    return e.op("reduce", squares, kind="sum", axis=axes, keepdims=keepdims)
 
 
 def _var(e, x, ddof, axes, keepdims, dtype):
@@ -187,6 +190,9 @@ def _check(types, attrs) -> tuple[int, ...]:
         raise OpTypeError(f"np.{kind}() needs an array here, got {x}")
     if ddof not in (I64, F64):
         raise OpTypeError(f"ddof= of np.{kind}() must be an int or a float, got {ddof}")
+    if x.dtype.is_complex and kind.startswith("nan"):  # the NaN tests here are a float's
+        raise OpTypeError(f"np.{kind}() of a complex array is not supported yet "
+                          "(docs/arrays.md: complex)")
     return normalize_axes(attrs.get("axis"), x.ndim)
 
 

@@ -248,6 +248,8 @@ def truth_rule(types, attrs):
 def float_rule(types, attrs):
     _numeric(types, "this math function")
     t = promote(*types)
+    if t.is_complex:  # not its real part: Python's math and these NumPy functions refuse one
+        raise OpTypeError(f"this math function takes real numbers, got {t}")
     t = t if t.is_float else F64
     return [t] * len(types), t
 
