@@ -118,7 +118,9 @@ def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
     if all(resolve(name) is not None for name in batch.names):
         return
     image = elf.link([batch.object], resolve)
-    addresses = {name: image.symbols[name] for name in batch.names}
+    addresses = {name: image.symbols.get(name) for name in batch.names}
+    if not all(addresses.values()):
+        raise elf.Unsupported("a runtime batch without the functions its entry names")
     _batches.append(LoadedBatch(addresses, batch.imports, (LoadedPart(batch.object),), image))
     _runtime.update(addresses)
     shared = sys.modules.get("astjit.backend.llvm.shared")
