@@ -4,6 +4,7 @@ NumPy's time alone, faster fused).
 
     python benchmarks/index_run.py                  # every case, about 20 s
     python benchmarks/index_run.py gather add_at    # some of them
+    python benchmarks/index_run.py --cpu            # CPU time, not wall time (a loaded machine)
 
 Single-threaded, like array_run.py. Each case is checked against NumPy's result on fresh
 copies of its arguments before timing; the writes then run again and again on the same
@@ -13,14 +14,15 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from interleaved import interleaved_medians, ratio_line  # noqa: E402
 
 from astjit import jit  # noqa: E402
-from interleaved import interleaved_medians, ratio_line  # noqa: E402
 
 N = 10 ** 6
 
@@ -74,6 +76,9 @@ CASES = [(gather, "x"), (gather_sum, "x"), (gather_rows, "a"), (gather_columns, 
 
 
 def main(only: list[str]) -> None:
+    clock = time.perf_counter
+    if "--cpu" in only:  # CPU time: steadier than wall time on a loaded machine
+        only, clock = [name for name in only if name != "--cpu"], time.process_time
     inputs = _inputs()
     print(f"{'case':22s} {'NumPy':>10s} {'astjit':>10s} {'astjit/NumPy':>13s}")
     for fn, kind in CASES:
@@ -84,7 +89,7 @@ def main(only: list[str]) -> None:
         got = compiled(*[np.copy(a) for a in inputs[kind]])
         assert np.shape(got) == np.shape(want) and np.allclose(got, want), fn.__name__
         args = [np.copy(a) for a in inputs[kind]]
-        print(ratio_line(fn.__name__, 22, *interleaved_medians(fn, compiled, args)))
+        print(ratio_line(fn.__name__, 22, *interleaved_medians(fn, compiled, args, clock=clock)))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ astjit's median time per call over NumPy's (issue 14: each within 1.2x NumPy's t
 
     python benchmarks/shape_run.py                  # every function, about 20 s
     python benchmarks/shape_run.py roll repeat      # some of them
+    python benchmarks/shape_run.py --cpu            # CPU time, not wall time (a loaded machine)
 
 Single-threaded, like array_run.py. Each function is checked against NumPy's result
 (shape, dtype, values) before timing; views cost no copy in either engine.
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from interleaved import interleaved_medians, ratio_line  # noqa: E402
 
 from astjit import jit  # noqa: E402
-from interleaved import interleaved_medians, ratio_line  # noqa: E402
 
 N = 10 ** 6
 
@@ -72,6 +74,9 @@ CASES = [(concatenate, "ab"), (concatenate_axis1, "ab"), (stack, "ab"), (hstack,
 
 
 def main(only: list[str]) -> None:
+    clock = time.perf_counter
+    if "--cpu" in only:  # CPU time: steadier than wall time on a loaded machine
+        only, clock = [name for name in only if name != "--cpu"], time.process_time
     inputs = _inputs()
     print(f"{'function':20s} {'NumPy':>10s} {'astjit':>10s} {'astjit/NumPy':>13s}")
     for fn, kind in CASES:
@@ -82,7 +87,7 @@ def main(only: list[str]) -> None:
         want, got = fn(*args), compiled(*args)
         assert got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want), \
             fn.__name__
-        print(ratio_line(fn.__name__, 20, *interleaved_medians(fn, compiled, args)))
+        print(ratio_line(fn.__name__, 20, *interleaved_medians(fn, compiled, args, clock=clock)))
 
 
 if __name__ == "__main__":
