@@ -234,3 +234,20 @@ def test_masked_write_gradients():
     np.testing.assert_allclose(gx, central_difference(masked_value_loss, (x, v), 0), rtol=1e-6)
     np.testing.assert_allclose(gv, central_difference(masked_value_loss, (x, v), 1), rtol=1e-6,
                                atol=1e-9)
+
+
+def test_parallel_kernels_write_in_place(monkeypatch):
+    """jit(parallel=True): each chunk runs its own blocks (a chunk per few points)."""
+    monkeypatch.setenv("ASTJIT_MIN_CHUNK_WORK", "1")
+
+    def fills(x, a, y):
+        x[x < 0.5] = 0.0
+        a[a > 0.2] = 2.0
+        x += y
+        return x, a
+    compiled = jit(fills, parallel=True)
+    for n, shape in ((5, (3, 7)), (300, (5, 130)), (1000, (2, 64))):
+        args = [values(np.float64, s, n) for s in (n, shape, n)]
+        want, got = fills(*[np.copy(v) for v in args]), compiled(*[np.copy(v) for v in args])
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)

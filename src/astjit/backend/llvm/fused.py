@@ -293,6 +293,7 @@ def _store_into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
             store_element(em, dest, dtype, st, indices, result)
 
         def one(indices: list[ir.Value]) -> None:
+            b = em.builder  # (a parallel chunk's body is emitted by a builder of its own)
             read: list[ir.Value] = []
             (result,) = at(indices, read)
             kept = _kept_where(b, result, read[target])
@@ -311,12 +312,14 @@ def _store_into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         n = dims[-1]
 
         def changed(indices: list[ir.Value]) -> ir.Value:
+            b = em.builder
             read: list[ir.Value] = []
             (result,) = at(indices, read)
             kept = _kept_where(b, result, read[target])
             return ir.Constant(I1, 1) if kept is None else kept[0]
 
         def block(indices: list[ir.Value]) -> None:
+            b = em.builder
             *outer, q = indices
             start = b.mul(q, _i64(BLOCK), flags=["nsw"])
             stop = b.add(start, _i64(BLOCK), flags=["nsw"])
