@@ -280,8 +280,9 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
               initial: list[ir.Value], checked: bool = True,
               limit: tuple[interrupts.LongTrip, ir.Value] | None = None,
               bounded: bool = False) -> list[ir.Value]:
-    """Header phis, the cond region, the body region, one exit; its back-edge counts work,
-    and an outermost loop's checks for signals unless not `checked` (interrupts.py). With
+    """Header phis, the cond region, the body region, one exit; its back-edge counts work
+    (or, nested and stepping an int, its exit: `interrupts.counts_after`), and an
+    outermost loop's checks for signals unless not `checked` (interrupts.py). With
     a `limit`, the loop also stops where its counter reaches the chunk's end, and where
     `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
     preheader = em.builder.block
@@ -293,6 +294,7 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     for phi, value in zip(carried, initial):
         phi.add_incoming(value, preheader)
     cond_region, body_region = node.regions
+    after = interrupts.counts_after(em, node)
     em.loop_depth += 1
     (cond,) = em.emit_graph(cond_region, invariants + carried)
     if limit is not None:
@@ -304,11 +306,13 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
         limit[0].assume_small(em.builder, carried[limit[0].position])
     updated = em.emit_graph(body_region, invariants + carried)
     em.loop_depth -= 1
-    interrupts.at_back_edge(em, node, checked)
+    interrupts.at_back_edge(em, node, checked and after is None)
     for phi, value in zip(carried, updated):
         phi.add_incoming(value, em.builder.block)
     em.builder.branch(header)
     em.builder.position_at_end(end)
+    if after is not None:
+        interrupts.count_after(em, node, after, initial, carried)
     return carried
 
 

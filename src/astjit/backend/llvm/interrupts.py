@@ -45,7 +45,7 @@ from llvmlite import ir
 from ...ir.core import Node
 from ...ir.types import ArrayType
 from .emitter import FunctionEmitter
-from .lltypes import I32_T, I64_T, STATUS, constant
+from .lltypes import I32_T, I64_T, STATUS, constant, lltype
 from .runtime import gil
 from .runtime.process import MAIN_THREAD
 from .runtime.pyapi import declare
@@ -86,9 +86,10 @@ def weight(node: Node) -> int:
 
 def at_back_edge(em: FunctionEmitter, node: Node, checked: bool = True) -> None:
     """At the back-edge of `node` (a `while`): count its work; check for signals where it
-    is an outermost loop (and not the unchecked version of a short counted one)."""
+    is an outermost loop (and not the unchecked version of a short counted one). A nested
+    loop that steps an int of its own counts its work after it ends (`counted_after`)."""
     if em.numpy_semantics or not checked:
-        return  # a loop of a fused kernel's body, or `long_trip`'s short version
+        return  # a loop of a fused kernel's body, `long_trip`'s short version, or counted after
     builder = em.builder
     slot = _work_counter(em)
     work = builder.add(builder.load(slot), ir.Constant(I64_T, weight(node)))
@@ -98,6 +99,43 @@ def at_back_edge(em: FunctionEmitter, node: Node, checked: bool = True) -> None:
                              likely=False):
             builder.store(ir.Constant(I64_T, 0), slot)
             run_handlers(em, node)
+
+
+def counts_after(em: FunctionEmitter, node: Node) -> tuple[int, int] | None:
+    """For a nested loop (emitted inside another) that steps a carried int by a constant
+    every iteration (`for j in range(m)`'s j, a `total += 1`): that value's position among
+    its carried values and its step, so that its work is counted once, after it ends
+    (`count_after`), from how far the value went, rather than by an add at each back-edge.
+    That add is an instruction in a loop that may be a handful (collatz's inner loop); its
+    count only spaces the outer loop's checks, which `count_after` does as well (off by the
+    iteration a `break` leaves). None for an outermost loop, which checks at its
+    back-edge, and for a loop stepping no int."""
+    if em.numpy_semantics or not em.loop_depth:
+        return None
+    for position in range(node.attrs["n_invariants"], len(node.regions[0].params)):
+        step = _step(node, position)
+        if step and isinstance(lltype(node.outputs[position - node.attrs["n_invariants"]].type),
+                               ir.IntType):
+            return position - node.attrs["n_invariants"], step
+    return None
+
+
+def count_after(em: FunctionEmitter, node: Node, stepped: tuple[int, int],
+                initial: list[ir.Value], final: list[ir.Value]) -> None:
+    """After nested loop `node`: add its work, its stepped int's distance over its step
+    times its iterations' weight, to the invocation's counter (`counts_after`)."""
+    builder = em.builder
+    position, step = stepped
+    start, end = initial[position], final[position]
+    distance = builder.sub(end, start)
+    if distance.type.width < 64:
+        distance = builder.sext(distance, I64_T)
+    elif distance.type.width > 64:
+        distance = builder.trunc(distance, I64_T)
+    iterations = builder.sdiv(distance, ir.Constant(I64_T, step))
+    slot = _work_counter(em)
+    work = builder.mul(iterations, ir.Constant(I64_T, weight(node)))
+    builder.store(builder.add(builder.load(slot), work), slot)
 
 
 def _work_counter(em: FunctionEmitter) -> ir.Value:
@@ -213,17 +251,28 @@ def counter(loop: Node) -> tuple[int, Node, int] | None:
         if t is None or t.op not in ("lt", "le", "gt", "ge") or t.inputs[0] not in cond.params:
             continue
         position = cond.params.index(t.inputs[0])
-        step = made.get(body.outputs[position - n_inv]) if position >= n_inv else None
-        if step is None or step.op not in ("add", "add_sat", "sub") \
-                or body.params[position] not in step.inputs:
-            continue
-        other = step.inputs[1] if step.inputs[0] is body.params[position] else step.inputs[0]
-        by = made.get(other)
-        value = by.attrs["value"] if by is not None and by.op == "const" else None
-        if type(value) is not int or step.op == "sub" and step.inputs[0] is not body.params[position]:
-            continue  # not a step by an int constant (c - i does not step)
-        return position, t, -value if step.op == "sub" else value
+        step = _step(loop, position) if position >= n_inv else None
+        if step is not None:
+            return position, t, step
     return None
+
+
+def _step(loop: Node, position: int) -> int | None:
+    """The constant int by which the body steps the carried value at `position` (among the
+    cond's params; past the invariants), on every iteration; None where it does not."""
+    cond, body = loop.regions
+    n_inv = loop.attrs["n_invariants"]
+    made = {out: node for region in (cond, body) for node in region.nodes for out in node.outputs}
+    step = made.get(body.outputs[position - n_inv])
+    if step is None or step.op not in ("add", "add_sat", "sub") \
+            or body.params[position] not in step.inputs:
+        return None
+    other = step.inputs[1] if step.inputs[0] is body.params[position] else step.inputs[0]
+    by = made.get(other)
+    value = by.attrs["value"] if by is not None and by.op == "const" else None
+    if type(value) is not int or step.op == "sub" and step.inputs[0] is not body.params[position]:
+        return None  # not a step by an int constant (c - i does not step)
+    return -value if step.op == "sub" else value
 
 
 def run_handlers(em: FunctionEmitter, node: Node) -> None:
