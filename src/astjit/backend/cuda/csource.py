@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import struct
 
+from ...errors import CompileError
 from ...ir.types import BOOL, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType
 
 C_TYPES: dict[ScalarType, str] = {F64: "double", F32: "float", I64: "long long", I32: "int",
@@ -25,6 +26,9 @@ def c_type(t: ScalarType) -> str:
     for ir_type, name in C_TYPES.items():
         if ir_type == t:
             return name
+    if getattr(t, "is_complex", False):
+        raise CompileError(f"the GPU backend has no kernels of complex numbers ({t}) yet: "
+                           "compile this function for the CPU (docs/arrays.md: complex)")
     raise KeyError(f"no C type for {t}")
 
 
