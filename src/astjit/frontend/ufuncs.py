@@ -93,8 +93,8 @@ _COMPOSED = {
     "clip": (3, _clip),
     "sign": (1, _sign),
     "logical_not": (1, lambda c, a: c.op("eq", a, c.const(0))),
-    "logical_and": (2, lambda c, a, b: c.op("where", _truth(c, a), _truth(c, b), c.const(False))),
-    "logical_or": (2, lambda c, a, b: c.op("where", _truth(c, a), c.const(True), _truth(c, b))),
+    "logical_and": (2, lambda c, a, b: c.op("bitand", _truth(c, a), _truth(c, b))),
+    "logical_or": (2, lambda c, a, b: c.op("bitor", _truth(c, a), _truth(c, b))),
     "logical_xor": (2, lambda c, a, b: c.op("ne", _truth(c, a), _truth(c, b))),
 }
 """NumPy functions that are compositions of the ops (their semantics, gradients and

@@ -45,6 +45,7 @@ import functools
 
 from ..types import (
     BOOL,
+    NUMPY_DTYPES,
     NUMPY_NAMES,
     ArrayType,
     ScalarType,
@@ -121,12 +122,24 @@ def _array_plan(op: str, types: TypeKey) -> Plan:
     else:
         operands, result = opdef.scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)
+    if expected != NUMPY_NAMES[result.name] and opdef.array_rule is None:
+        operands, result = in_numpy_dtype(op, len(types), expected) or (operands, result)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
         raise OpTypeError(f"'{op}' of ({shown}) is not supported yet: NumPy gives "
                           f"{expected}, which compiled code does not compute")
     ndim = max(t.ndim for t in types if isinstance(t, ArrayType))
     return Plan(tuple(operands), result, ndim)
+
+
+def in_numpy_dtype(op: str, arity: int, expected: str):
+    """(operand types, result type) of `op` computed in the dtype named `expected`, NumPy's
+    result dtype, where promotion gave another one: NumPy picks the ufunc loop its operands
+    cast to safely, so np.sin of int16 computes in float32 and np.mod of bools in int8,
+    where Python's rule at the promoted type would give float64 and int64. None where
+    compiled code has no such dtype (float16)."""
+    loop = NUMPY_DTYPES.get(expected)
+    return None if loop is None else OPS[op].scalar_rule([ScalarType(loop)] * arity, {})
 
 
 def numpy_result_dtype(op: str, types: tuple[Type, ...]) -> str:

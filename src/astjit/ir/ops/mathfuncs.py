@@ -276,12 +276,14 @@ def _scalar_where(inference, node, inputs, out):
 
 
 _def("minimum", 2, arith_rule, _np_minimum,
-     {"f": Routine("np_minimum"), "i": Routine("min"), "b": Routine("min")},
+     {"f": Routine("np_minimum"), "i": Routine("min"), "u": Intrinsic("llvm.umin"),
+      "b": Routine("min")},
      ("pure", "elementwise"), numpy=("minimum",), vjp=v.min_max_vjp("lt"),
      cuda={"*": CExpr("astjit_minimum({0}, {1})")},
      doc="np.minimum: the smaller, NaN if either is NaN, b on a tie (not commutative: -0.0 and 0.0)")
 _def("maximum", 2, arith_rule, _np_maximum,
-     {"f": Routine("np_maximum"), "i": Routine("max"), "b": Routine("max")},
+     {"f": Routine("np_maximum"), "i": Routine("max"), "u": Intrinsic("llvm.umax"),
+      "b": Routine("max")},
      ("pure", "elementwise"), numpy=("maximum",), vjp=v.min_max_vjp("gt"),
      cuda={"*": CExpr("astjit_maximum({0}, {1})")},
      doc="np.maximum: the larger, NaN if either is NaN, b on a tie")

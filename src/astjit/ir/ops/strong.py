@@ -48,7 +48,7 @@ from ..types import (
     strong,
     weak,
 )
-from .elementwise import BOOL_LOGIC, has_array, numpy_result_dtype
+from .elementwise import BOOL_LOGIC, has_array, in_numpy_dtype, numpy_result_dtype
 from .table import OPS, OpTypeError
 
 NUMPY_ONLY = ("where", "real", "imag")
@@ -90,6 +90,8 @@ def scalar_plan(op: str, types: TypeKey) -> tuple[list[Type], Type]:
     else:
         operands, result = OPS[op].scalar_rule([c] * len(types), {})
     expected = numpy_result_dtype(op, types)
+    if expected != NUMPY_NAMES[result.name]:
+        operands, result = in_numpy_dtype(op, len(types), expected) or (operands, result)
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
         raise OpTypeError(f"'{op}' of ({shown}) is not supported yet: NumPy gives {expected}, "
