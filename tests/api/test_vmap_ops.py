@@ -210,8 +210,13 @@ def converted(s):
     return int(float(s) * 2.0)
 
 
+def divided(s):
+    return 1.0 / float(s) + 7 // int(s)
+
+
 @pytest.mark.parametrize("fn,bad,exc,message", [
     (domain, 0.5, ValueError, "math domain error"),
+    (divided, 0.0, ZeroDivisionError, "division by zero"),
     (converted, np.nan, ValueError, "cannot convert float NaN to integer"),
     (converted, np.inf, OverflowError, "cannot convert float infinity to integer"),
     (converted, 1e300, OverflowError, "too large")])

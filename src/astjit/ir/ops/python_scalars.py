@@ -34,7 +34,6 @@ MATH_RANGE = _message_of(lambda: math.exp(1000.0))
 DIVISION = {("truediv", True): _message_of(lambda: 1.0 / _zero),
             ("floordiv", True): _message_of(lambda: 1.0 // _zero),
             ("mod", True): _message_of(lambda: 1.0 % _zero),
-            ("truediv", False): _message_of(lambda: 1 / int(_zero)),
             ("floordiv", False): _message_of(lambda: 1 // int(_zero)),
             ("mod", False): _message_of(lambda: 1 % int(_zero))}
 ZERO_NEGATIVE_POWER = _message_of(lambda: float_pow(0.0, -1.0))
@@ -135,7 +134,7 @@ def _math1(b, scalar_op: str, op: str, operands: list, attrs: dict):
 def _division(b, op: str, operands: list, attrs: dict):
     """A division by zero is Python's ZeroDivisionError (message by the operands' kind)."""
     divisor = operands[1]
-    floats = any(_dtype(v).is_float for v in operands)
+    floats = op == "truediv" or any(_dtype(v).is_float for v in operands)  # as compiled
     zero = b.const(0.0 if _dtype(divisor).is_float else 0, _dtype(divisor))
     raise_if_any(b, b.op("eq", divisor, zero), "ZeroDivisionError", DIVISION[op, floats])
     return b.op(op, *operands, **attrs)
