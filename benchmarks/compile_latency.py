@@ -2,7 +2,14 @@
 
 Each measurement runs in a fresh child process, so nothing of the kernel is warm:
 no trace, no type inference, no machine code of it exists yet (astjit's disk
-cache is off, as it is by default, and so are Numba's and JAX's). The engine is
+cache of functions, `cache=True`, is off, as it is by default, and so are Numba's
+and JAX's). astjit's runtime cache, on by default (docs/caching.md), keeps the
+object code of the runtime's shared helpers (unboxing, allocation, copies, BLAS
+calls), as Numba and JAX ship theirs precompiled: `--runtime-cache warm` (the
+default) measures astjit as it runs once anything has used those helpers before:
+the children share one folder (`_build/runtime_cache`), filled by one untimed child
+per kernel first; `cold` gives each astjit child an empty folder, as on the very
+first use of an installation (or with ASTJIT_RUNTIME_CACHE=0). The engine is
 imported and initialised first by compiling and calling one unrelated trivial
 function (`_warm_up`), so what is timed is the kernel's own compile, not
 LLVM's or XLA's start-up. The compile is the first call minus the second
@@ -24,9 +31,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Callable
@@ -38,6 +47,8 @@ TARGET = 0.5
 SOFTMAX_ROWS = 2048
 """At 4096 rows XLA hands the whole softmax to YNNPACK and generates no code."""
 RESULTS_JSON = BUILD_DIR / "compile_latency.json"
+RUNTIME_CACHE = BUILD_DIR / "runtime_cache"
+"""The astjit children's cache folder in `--runtime-cache warm` runs."""
 
 
 def _warm(x):
@@ -154,28 +165,36 @@ def kernels() -> list[tuple[str, str]]:
             + [("grad", c.name) for c in GRAD_CASES])
 
 
-def run_child(engine: str, group: str, name: str, timeout: float) -> dict:
+def run_child(engine: str, group: str, name: str, timeout: float, runtime_cache: str) -> dict:
+    """One child's result; astjit's with the cache folder `--runtime-cache` asks for."""
     command = [sys.executable, str(HERE / "compile_latency.py"), "--child", engine, group, name]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=HERE)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:g} s"}
+    with tempfile.TemporaryDirectory(prefix="astjit-cold-") as empty:
+        folder = RUNTIME_CACHE if runtime_cache == "warm" else empty
+        environment = dict(os.environ, ASTJIT_CACHE_DIR=str(folder))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  cwd=HERE, env=environment)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:g} s"}
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["?"])[-1]
         return {"error": f"child exited {done.returncode}: {tail}"[:160]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(group: str, name: str, repeats: int, timeout: float) -> dict:
-    """Median first-call compile per engine over `repeats` children, engines interleaved."""
+def measure(group: str, name: str, repeats: int, timeout: float, runtime_cache: str) -> dict:
+    """Median first-call compile per engine over `repeats` children, engines interleaved
+    (after one untimed astjit child, which fills a warm runtime cache)."""
     seconds: dict[str, list[float]] = {e: [] for e in ENGINES}
     cpu: dict[str, list[float]] = {e: [] for e in ENGINES}
     errors: dict[str, str] = {}
+    if runtime_cache == "warm":
+        run_child("astjit", group, name, timeout, runtime_cache)
     for _ in range(repeats):
         for engine in ENGINES:
             if engine in errors:
                 continue
-            got = run_child(engine, group, name, timeout)
+            got = run_child(engine, group, name, timeout, runtime_cache)
             if "error" in got:
                 errors[engine] = got["error"]
             else:
@@ -198,7 +217,7 @@ def fmt_ms(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds * 1e3:.1f} ms"
 
 
-def report(rows: list[dict]) -> str:
+def report(rows: list[dict], runtime_cache: str) -> str:
     lines = [f"{'kernel':<24}{'astjit':>11}{'Numba':>11}{'JAX':>11}  astjit/min  (CPU time)"
              f"  target ≤ {TARGET}"]
     for r in rows:
@@ -216,8 +235,15 @@ def report(rows: list[dict]) -> str:
     lines.append(f"Each figure: median over fresh child processes of (first call - second call) in "
                  f"wall time (the ratio in process CPU time beside it), "
                  f"after the engine compiled one unrelated trivial function; softmax at "
-                 f"{SOFTMAX_ROWS} rows, where JAX generates code (at 4096 it calls a library).")
+                 f"{SOFTMAX_ROWS} rows, where JAX generates code (at 4096 it calls a library). "
+                 f"astjit's runtime cache {RUNTIME_NOTE[runtime_cache]}.")
     return "\n".join(lines)
+
+
+RUNTIME_NOTE = {
+    "warm": "warm: the runtime's helpers linked from object code an earlier process made",
+    "cold": "cold: every child compiles the runtime's helpers it calls",
+}
 
 
 def main() -> None:
@@ -228,6 +254,8 @@ def main() -> None:
     parser.add_argument("--only", metavar="NAME", action="append",
                         help="measure only this kernel (repeatable)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child")
+    parser.add_argument("--runtime-cache", choices=tuple(RUNTIME_NOTE), default="warm",
+                        help="astjit's runtime cache: shared and filled first, or empty")
     options = parser.parse_args()
     if options.child:
         print(json.dumps(child(*options.child)))
@@ -237,10 +265,14 @@ def main() -> None:
         if options.only and name not in options.only:
             continue
         print(f"  {group}:{name} ...", file=sys.stderr)
-        rows.append(measure(group, name, options.repeats, options.timeout))
-    print(report(rows))
+        rows.append(measure(group, name, options.repeats, options.timeout,
+                            options.runtime_cache))
+    print(report(rows, options.runtime_cache))
     BUILD_DIR.mkdir(exist_ok=True)
-    RESULTS_JSON.write_text(json.dumps({"target": TARGET, "results": rows}, indent=1))
+    results = RESULTS_JSON.with_name("compile_latency_cold.json") if \
+        options.runtime_cache == "cold" else RESULTS_JSON
+    results.write_text(json.dumps({"target": TARGET, "runtime_cache": options.runtime_cache,
+                                        "results": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,22 @@
 """The runtime cache (backend/llvm/jit/runtime_cache.py): a runtime batch's object code kept on
 disk under the key of its very IR, linked instead of compiled where found, never stored when
-its code is of one process alone, and a damaged file ignored and written again."""
+its code is of one process alone, a damaged file ignored and written again; a shared
+function asked for by name links its stored batch without being emitted, or is emitted
+where that batch does not link."""
 from __future__ import annotations
 
 import ctypes
 
+import llvmlite.binding as llvm
 import pytest
+from llvmlite import ir
 
 from astjit.backend.llvm.jit import runtime_cache
-from astjit.backend.llvm.jit.engine import engine
+from astjit.backend.llvm.jit.engine import compile_runtime, engine
+from astjit.backend.llvm.shared import RUNTIME, shared_function
+
+I64 = ir.IntType(64)
+FNTY = ir.FunctionType(I64, [I64])
 
 BATCH = """
 define i64 @"astjit.test.runtime_cache.{tag}"(i64 %x) nounwind noinline {{
@@ -75,3 +83,36 @@ def test_the_switch_turns_it_off(folder, monkeypatch):
     monkeypatch.setenv(runtime_cache.SWITCH, "0")
     engine().compile_shared(batch("off"))
     assert not folder.exists()
+
+
+def emit_times(factor: int, calls: list):
+    """A shared function's body: x * factor (recording that it was emitted)."""
+    def emit(function, builder, x):
+        calls.append(function.name)
+        builder.ret(builder.mul(x, ir.Constant(I64, factor)))
+    return emit
+
+
+def test_a_function_found_by_name_is_linked_without_emitting_it(folder):
+    name = "astjit.test.runtime_cache.named"
+    engine().compile_shared(batch("named"), {name: frozenset()})
+    assert runtime_cache.find(name).names == (name,)
+    calls = []
+    shared_function(ir.Module(), name, FNTY, emit_times(3, calls))
+    compile_runtime()
+    assert calls == [] and name in RUNTIME.compiled
+    address = llvm.address_of_symbol(name)
+    assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(5) == 15
+
+
+def test_a_found_batch_that_does_not_link_is_emitted_after_all(folder, monkeypatch):
+    name = "astjit.test.runtime_cache.unlinkable"
+    stored = runtime_cache.Stored("0" * 64, b"", (name,), ("astjit.test.nowhere",), "",
+                                  {name: ()})
+    monkeypatch.setattr(runtime_cache, "find", lambda wanted: stored if wanted == name else None)
+    calls = []
+    shared_function(ir.Module(), name, FNTY, emit_times(4, calls))
+    compile_runtime()
+    assert calls == [name] and name in RUNTIME.compiled
+    address = llvm.address_of_symbol(name)
+    assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(5) == 20

@@ -29,8 +29,11 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from llvmlite import ir
+
+from .jit import runtime_cache
 
 
 class _Runtime:
@@ -44,11 +47,25 @@ class _Runtime:
         self.lock = threading.RLock()
         self.references: dict[str, frozenset[str]] = {}
         """Name -> the functions its body refers to (runtime/gil.py reads what it calls)."""
+        self.found: dict[str, Request] = {}
+        """Functions asked for since the last compile and not emitted: a batch of the runtime
+        cache defines them (`jit.runtime_cache.find`), linked before the next compile."""
 
     def pending_module(self) -> ir.Module:
         if self.pending is None:
             self.pending = ir.Module(name=f"astjit.runtime.{len(self.compiled)}")
         return self.pending
+
+
+@dataclass(frozen=True)
+class Request:
+    """A shared function asked for and found in the runtime cache: how to emit it all the
+    same, should its batch not link."""
+
+    stored: runtime_cache.Stored
+    fnty: ir.FunctionType
+    emit: Callable[..., None]
+    cold: bool
 
 
 RUNTIME = _Runtime()
@@ -79,15 +96,45 @@ def shared_function(module: ir.Module, name: str, fnty: ir.FunctionType,
     with RUNTIME.lock:
         if module is RUNTIME.pending:  # a helper's own helper
             return _define(module, name, fnty, emit, cold=cold, inline=False)
-        if name not in RUNTIME.compiled:
-            pending = RUNTIME.pending_module()
-            if pending.globals.get(name) is None:
-                _define(pending, name, fnty, emit, cold=cold, inline=False)
+        if name not in RUNTIME.compiled and name not in RUNTIME.found and (
+                RUNTIME.pending is None or RUNTIME.pending.globals.get(name) is None):
+            stored = _stored_batch(name)
+            if stored is None:
+                _define(RUNTIME.pending_module(), name, fnty, emit, cold=cold, inline=False)
+            else:
+                RUNTIME.found[name] = Request(stored, fnty, emit, cold)
     declaration = ir.Function(module, fnty, name)
     declaration.attributes.add("nounwind")
     if cold:
         declaration.attributes.add("cold")
     return declaration
+
+
+def _stored_batch(name: str) -> runtime_cache.Stored | None:
+    """The runtime cache's batch defining `name` (one of those already found, else read), its
+    functions' references taken as the process's, or None."""
+    stored = next((r.stored for r in RUNTIME.found.values() if name in r.stored.references),
+                  None) or runtime_cache.find(name)
+    if stored is not None:
+        for defined, references in stored.references.items():
+            RUNTIME.references.setdefault(defined, frozenset(references))
+    return stored
+
+
+def found_imports() -> tuple[str, ...]:
+    """What the batches found since the last compile import (`RUNTIME.found`): emitting
+    their functions would have registered it, so the compile's caller registers it by name
+    (cache/symbols.py) before the compile links them."""
+    with RUNTIME.lock:
+        return tuple(sorted({name for request in RUNTIME.found.values()
+                             for name in request.stored.imports}))
+
+
+def define_pending(name: str, request: Request) -> None:
+    """Emit a found function into the pending module after all (its batch did not link)."""
+    pending = RUNTIME.pending_module()
+    if pending.globals.get(name) is None:
+        _define(pending, name, request.fnty, request.emit, cold=request.cold, inline=False)
 
 
 def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[..., None], *,

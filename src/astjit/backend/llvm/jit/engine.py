@@ -307,27 +307,34 @@ class Engine:
         weakref.finalize(compiled, close, [part.module for part in parts], context)
         return compiled
 
-    def compile_shared(self, text: str) -> CompiledModule:
+    def compile_shared(self, text: str,
+                       references: dict[str, frozenset[str]] | None = None) -> CompiledModule:
         """A module of the runtime's shared functions (`compile_runtime`), by the `loops`
         pipeline: its object code from the runtime cache where it holds this very module
-        (runtime_cache.py), else compiled and stored there."""
+        (runtime_cache.py), else compiled and stored there, with the `references` of its
+        functions emitted here (`shared.RUNTIME.references`: `runtime_cache.find`)."""
         pipeline = PIPELINES["loops"]
         key = runtime_cache.key(text, pipeline.name, repr(pipeline))
-        found = None if key is None else runtime_cache.read(key)
-        if found is not None:
-            obj, names, imports, optimized = found
+        stored = None if key is None else runtime_cache.read(key)
+        if stored is not None:
             try:
-                compiled = self.load(ObjectImage(((pipeline.name, obj),), names, imports))
+                return self.load_stored(stored)
             except LookupError:  # an import this process has not registered: compiled here
                 pass
-            else:
-                compiled.parts[0]._text = optimized
-                return compiled
         compiled = self.compile_ir(text, whole=pipeline.name)
         if key is not None:
-            part = compiled.parts[0]
-            runtime_cache.write(key, part.object, tuple(compiled.addresses), compiled.imports,
-                                part.llvm_ir_optimized)
+            part, names = compiled.parts[0], tuple(compiled.addresses)
+            known = {n: tuple(sorted(references[n])) for n in names if n in (references or {})}
+            runtime_cache.write(runtime_cache.Stored(key, part.object, names, compiled.imports,
+                                                     part.llvm_ir_optimized, known))
+        return compiled
+
+    def load_stored(self, stored: runtime_cache.Stored) -> CompiledModule:
+        """A runtime batch of the runtime cache linked (`load`; LookupError where it cannot
+        link here), keeping its optimized IR."""
+        compiled = self.load(ObjectImage(((PIPELINES["loops"].name, stored.object),),
+                                         stored.names, stored.imports))
+        compiled.parts[0]._text = stored.optimized
         return compiled
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
@@ -535,18 +542,43 @@ def compile_runtime(sources: tuple[str, ...] = ()) -> None:
     process compiled is linked from the runtime cache (`Engine.compile_shared`)."""
     runtime = shared.RUNTIME
     with runtime.lock:  # held throughout: no thread compiles a caller before its callees load
+        _link_found(runtime)
         pending, runtime.pending = runtime.pending, None
-        texts = [] if pending is None else [str(pending)]
+        texts = [] if pending is None else [(str(pending), runtime.references)]
         for text in sources:
             missing = set(split.definitions(text)) - runtime.compiled
             if missing:
-                texts.append(split.restricted(text, missing))
-        for text in texts:
-            compiled = engine().compile_shared(text)
-            for name, address in compiled.addresses.items():
-                llvm.add_symbol(name, address)
-                runtime.compiled.add(name)
-            runtime.modules.append(compiled)
+                texts.append((split.restricted(text, missing), None))
+        for text, references in texts:
+            _adopt(runtime, engine().compile_shared(text, references))
+
+
+def _link_found(runtime: shared._Runtime) -> None:
+    """Link the runtime cache's batches that `shared.shared_function` found for functions
+    it then did not emit (`RUNTIME.found`; what they import registered by the caller:
+    `shared.found_imports`); where one does not link here, emit those functions after
+    all, into the pending module."""
+    found, runtime.found = runtime.found, {}
+    batches = {request.stored.key: request.stored for request in found.values()}
+    for key, stored in batches.items():
+        if set(stored.names) <= runtime.compiled:
+            continue
+        try:
+            compiled = engine().load_stored(stored)
+        except LookupError:
+            for name, request in found.items():
+                if request.stored.key == key:
+                    shared.define_pending(name, request)
+            continue
+        _adopt(runtime, compiled)
+
+
+def _adopt(runtime: shared._Runtime, compiled: CompiledModule) -> None:
+    """Make `compiled`'s functions the runtime's: every module compiled after calls them."""
+    for name, address in compiled.addresses.items():
+        llvm.add_symbol(name, address)
+        runtime.compiled.add(name)
+    runtime.modules.append(compiled)
 
 
 def imports(modules: Iterable[llvm.ModuleRef]) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -72,13 +73,34 @@ def key(text: str, pipeline: str, settings: str) -> str | None:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class Stored:
+    """One stored batch."""
+
+    key: str
+    object: bytes
+    names: tuple[str, ...]
+    """The functions it defines."""
+    imports: tuple[str, ...]
+    optimized: str
+    """Its optimized LLVM IR."""
+    references: dict[str, tuple[str, ...]]
+    """Name -> what its body refers to (`shared.RUNTIME.references`), for each function of
+    a batch of functions emitted in the process that stored it; empty for one made of
+    another's IR (`ObjectImage.runtime`)."""
+
+
 def _path(key: str) -> Path:
     return store.directory() / FOLDER / f"{key[:40]}.astjit"
 
 
-def read(key: str) -> tuple[bytes, tuple[str, ...], tuple[str, ...], str] | None:
-    """(object code, defined functions, imports, optimized IR) stored under `key`, or None:
-    absent, damaged, or another key's."""
+def _name_path(name: str) -> Path:
+    digest = hashlib.sha256(f"{_environment()}\0{name}".encode()).hexdigest()
+    return store.directory() / FOLDER / "names" / f"{digest[:40]}.astjit"
+
+
+def read(key: str) -> Stored | None:
+    """The batch stored under `key`, or None: absent, damaged, or another key's."""
     payload = store.read(_path(key))
     if payload is None or len(payload) < _LENGTH.size:
         return None
@@ -89,13 +111,34 @@ def read(key: str) -> tuple[bytes, tuple[str, ...], tuple[str, ...], str] | None
         return None
     if not isinstance(meta, dict) or meta.get("key") != key:
         return None
-    obj = payload[_LENGTH.size + length:]
-    return obj, tuple(meta["names"]), tuple(meta["imports"]), meta["ir"]
+    return Stored(key, payload[_LENGTH.size + length:], tuple(meta["names"]),
+                  tuple(meta["imports"]), meta["ir"],
+                  {name: tuple(refs) for name, refs in meta["references"].items()})
 
 
-def write(key: str, obj: bytes, names: tuple[str, ...], imports: tuple[str, ...],
-          optimized: str) -> bool:
-    """Store a batch's object code under `key` (see the module's docstring); whether it was."""
-    meta = json.dumps({"key": key, "names": list(names), "imports": list(imports),
-                       "ir": optimized}).encode()
-    return store.write(_path(key), _LENGTH.pack(len(meta)) + meta + obj)
+def write(stored: Stored) -> bool:
+    """Store a batch under its key and, for each function whose references it has, the key
+    under the function's name (`find`) unless a smaller batch has it: a process that asks
+    for a function links its whole batch, and what the batch imports (SciPy's BLAS for a
+    matrix product) is loaded with it; whether the batch was stored."""
+    meta = json.dumps({"key": stored.key, "names": list(stored.names),
+                       "imports": list(stored.imports), "ir": stored.optimized,
+                       "references": {n: list(r) for n, r in stored.references.items()}})
+    if not store.write(_path(stored.key), _LENGTH.pack(len(meta)) + meta.encode() + stored.object):
+        return False
+    for name in stored.references:
+        known = find(name)
+        if known is None or len(known.names) > len(stored.names):
+            store.write(_name_path(name), stored.key.encode())
+    return True
+
+
+def find(name: str) -> Stored | None:
+    """The stored batch that defines the runtime's function `name` in this environment (the
+    last one stored), or None. A name stands for one body (shared.py), so the batch is
+    the one this process would compile; it spares the process even emitting the body."""
+    if not enabled():
+        return None
+    payload = store.read(_name_path(name))
+    stored = None if payload is None else read(payload.decode(errors="replace"))
+    return stored if stored is not None and name in stored.references else None

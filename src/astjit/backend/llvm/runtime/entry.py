@@ -108,9 +108,11 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     fit goes, untouched, to `general(*args)`, which should run it on the general
     tier (`emitter.FunctionEmitter.fast_only`). Without, the general tier.
     """
+    from ....cache import symbols
     from ....ir.analysis import calls_python, written_parameters
     from ..codegen import emit_module
     from ..jit.engine import engine
+    from ..shared import found_imports
     from . import pyapi
     from .wrapper import emit_wrapper
 
@@ -129,6 +131,7 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     lowered.entry_function.linkage = "internal"
     llvm_ir = lowered.text
     pyapi.register_functions()
+    symbols.provide(found_imports())  # the runtime cache's batches, linked by compile_ir
     compiled = engine().compile_ir(llvm_ir, arrays=is_array_module(lowered))
     call = make_builtin(compiled, wrapper_name, module.entry,
                         EntryPins(None, fallback, error_handler, general, trees))
