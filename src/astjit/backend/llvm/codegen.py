@@ -285,6 +285,16 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     outermost loop's checks for signals unless not `checked` (interrupts.py). With
     a `limit`, the loop also stops where its counter reaches the chunk's end, and where
     `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
+    outermost = checked and not em.loop_depth and not em.numpy_semantics
+    if outermost:  # the handlers' call outside the loop: LLVM unrolls no loop with a call
+        resume_from = em.builder.block
+        resume = em.function.append_basic_block("while.resume")
+        em.builder.branch(resume)
+        em.builder.position_at_end(resume)
+        resumed = [em.builder.phi(value.type) for value in initial]
+        for phi, value in zip(resumed, initial):
+            phi.add_incoming(value, resume_from)
+        initial = resumed
     preheader = em.builder.block
     header, body, end = (em.function.append_basic_block(n)
                          for n in ("while.cond", "while.body", "while.end"))
@@ -306,10 +316,19 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
         limit[0].assume_small(em.builder, carried[limit[0].position])
     updated = em.emit_graph(body_region, invariants + carried)
     em.loop_depth -= 1
-    interrupts.at_back_edge(em, node, checked and after is None)
+    due = interrupts.at_back_edge(em, node, checked and after is None)
     for phi, value in zip(carried, updated):
         phi.add_incoming(value, em.builder.block)
-    em.builder.branch(header)
+    if due is None:
+        em.builder.branch(header)
+    else:
+        checks = em.function.append_basic_block("while.checks")
+        em.builder.cbranch(due, checks, header)
+        em.builder.position_at_end(checks)
+        interrupts.run_due(em, node)
+        for phi, value in zip(initial, updated):
+            phi.add_incoming(value, em.builder.block)
+        em.builder.branch(resume)
     em.builder.position_at_end(end)
     if after is not None:
         interrupts.count_after(em, node, after, initial, carried)

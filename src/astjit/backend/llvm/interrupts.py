@@ -20,8 +20,10 @@ The call costs more than a short loop iteration, so it is made once per `CHECK_I
 units of work, counted in a per-invocation counter (a stack slot LLVM keeps in a
 register): every loop's back-edge adds its iteration's weight, 1 plus `ARRAY_WORK` per
 node of its body making an array; a function's outermost loops check the counter at
-theirs. A loop nested in another is not checked (its outer loop checks between its runs),
-nor are a callee's loops while it runs (it checks its own outermost loops).
+theirs, from which a check due leaves the loop for a block that runs the handlers and
+re-enters it (codegen.emit_loop: LLVM unrolls no loop that holds a call). A loop nested
+in another is not checked (its outer loop checks between its runs), nor are a callee's
+loops while it runs (it checks its own outermost loops).
 
 An outermost loop that counts (`for i in range(n)`, `while i < n: ... i += 1`) without
 loops, calls or arrays in it comes in two versions (`long_trip`): a check in it would
@@ -84,21 +86,26 @@ def weight(node: Node) -> int:
                                 for n in region.walk() for v in n.outputs)
 
 
-def at_back_edge(em: FunctionEmitter, node: Node, checked: bool = True) -> None:
+def at_back_edge(em: FunctionEmitter, node: Node, checked: bool = True) -> ir.Value | None:
     """At the back-edge of `node` (a `while`): count its work; check for signals where it
     is an outermost loop (and not the unchecked version of a short counted one). A nested
     loop that steps an int of its own counts its work after it ends (`counted_after`)."""
     if em.numpy_semantics or not checked:
-        return  # a loop of a fused kernel's body, `long_trip`'s short version, or counted after
+        return None  # a loop of a fused kernel's body, `long_trip`'s short version, or counted after
     builder = em.builder
     slot = _work_counter(em)
     work = builder.add(builder.load(slot), ir.Constant(I64_T, weight(node)))
     builder.store(work, slot)
     if not em.loop_depth:
-        with builder.if_then(builder.icmp_unsigned(">=", work, ir.Constant(I64_T, CHECK_INTERVAL)),
-                             likely=False):
-            builder.store(ir.Constant(I64_T, 0), slot)
-            run_handlers(em, node)
+        return builder.icmp_unsigned(">=", work, ir.Constant(I64_T, CHECK_INTERVAL))
+    return None
+
+
+def run_due(em: FunctionEmitter, node: Node) -> None:
+    """Where an outermost loop's work reached `CHECK_INTERVAL` (`at_back_edge`): reset
+    it and run the handlers."""
+    em.builder.store(ir.Constant(I64_T, 0), _work_counter(em))
+    run_handlers(em, node)
 
 
 def counts_after(em: FunctionEmitter, node: Node) -> tuple[int, int] | None:
