@@ -14,6 +14,7 @@ RNG = np.random.default_rng(0)
 
 def same(got, expected, rtol=1e-10):
     assert np.shape(got) == np.shape(expected), (np.shape(got), np.shape(expected))
+    assert isinstance(got, np.generic) == isinstance(expected, np.generic), (got, expected)
     assert np.asarray(got).dtype == np.asarray(expected).dtype, (type(got), type(expected))
     assert isinstance(got, np.ndarray) == isinstance(expected, np.ndarray)
     tol = 1e-4 if np.asarray(expected).dtype == np.float32 else rtol
@@ -204,6 +205,8 @@ def test_norm_matches_numpy(ord_, axis, keepdims):
         if len(shape) == 2 and axis is None and ord_ not in (None, "fro", 1, -1, np.inf, -np.inf):
             continue  # NumPy: a matrix norm (the SVD's, or no such order)
         same(jit(norm)(laid_out(x, "strided")), np.linalg.norm(x, ord_, axis, keepdims))
+        for z in (x + 1j * RNG.standard_normal(shape), (x - 2j * x).astype(np.complex64)):
+            same(jit(norm)(z), np.linalg.norm(z, ord_, axis, keepdims))  # |z|, of z's real type
     f32 = RNG.standard_normal((3, 4)).astype(np.float32)
     if axis is not None or ord_ in (None, "fro", 1, -1, np.inf, -np.inf):
         same(jit(norm)(f32), np.linalg.norm(f32, ord_, axis, keepdims))

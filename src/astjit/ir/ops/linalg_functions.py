@@ -24,7 +24,7 @@ reshaped sizes may appear in np.dot's message).
 """
 from __future__ import annotations
 
-from ..types import BOOL, F32, F64, I64, ArrayType
+from ..types import BOOL, C64, C128, F32, F64, I64, ArrayType, ScalarType, strong
 from .declare import _def
 from .shape_functions import _Emitter as Emitter
 from .table import OpTypeError, Refused
@@ -99,11 +99,19 @@ def _reduce(em: Emitter, x, kind: str, axes, keepdims: bool):
 
 
 def _two_norm(em: Emitter, x, axes, keepdims: bool):
-    return em.op("sqrt", _reduce(em, em.op("mul", x, x), "sum", axes, keepdims))
+    """sqrt(sum(|x|^2)): of a complex x, |x|^2 is real(x)^2 + imag(x)^2 (NumPy's)."""
+    if x.type.dtype.is_complex:
+        re, im = em.op("real", x), em.op("imag", x)
+        squares = em.op("add", em.op("mul", re, re), em.op("mul", im, im))
+    else:
+        squares = em.op("mul", x, x)
+    return em.op("sqrt", _reduce(em, squares, "sum", axes, keepdims))
 
 
 def norm(em: Emitter, x, ord, axis, keepdims: bool):
-    x = _float(em, x)
+    """NumPy's norm, of the float type NumPy gives (a complex's real one)."""
+    x = em.as_array(x)
+    x = x if x.type.dtype.is_complex else _float(em, x)
     n = x.type.ndim
     if axis is None:
         if ord is None:
@@ -128,7 +136,8 @@ def _vector_norm(em: Emitter, x, ord, axes, keepdims: bool):
     if ord in (inf, -inf):
         return _reduce(em, em.op("abs", x), "max" if ord > 0 else "min", axes, keepdims)
     if ord == 0:
-        nonzero = em.astype(em.op("ne", x, em.const(0.0)), x.type.dtype)
+        real = {C64: F32, C128: F64}.get(x.type.dtype, x.type.dtype)
+        nonzero = em.astype(em.op("ne", x, em.const(0.0)), real)
         return _reduce(em, nonzero, "sum", axes, keepdims)
     if ord == 1:
         return _reduce(em, em.op("abs", x), "sum", axes, keepdims)
@@ -308,6 +317,8 @@ def _expand(inference, node, inputs, out):
     else:
         name = function.partition(".")[2]
         result = em.op(f"linalg_{name}", _matrices(em, inputs[0], name))
+    if isinstance(result.type, ScalarType) and not result.type.strong:
+        result = em.op("cast", result, to=strong(result.type))  # NumPy's is a NumPy scalar
     result.name = result.name or node.outputs[0].name
     return [result]
 
