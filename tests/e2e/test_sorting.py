@@ -226,6 +226,31 @@ def test_order_statistics(dtype):
     check(quantiles, np.array([[1e308, 1e308, -np.inf, np.inf, 3.0, 1.0]]), exact=False)
 
 
+def medians(x):
+    return np.median(x), np.median(x, axis=0), np.median(x, axis=-1, keepdims=True)
+
+
+def complex_percentile(x):
+    return np.percentile(x, 50.0)
+
+
+def complex_quantile(x):
+    return np.quantile(x, 0.5, axis=0)
+
+
+@pytest.mark.parametrize("dtype", (np.complex128, np.complex64))
+def test_complex_medians_and_refused_quantiles(dtype):
+    rng = np.random.default_rng(5)
+    for shape in ((3, 5), (4, 4)):
+        z = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+        check(medians, z, exact=False)  # complex, of z's dtype: the middle ones' mean
+    for fn in (complex_percentile, complex_quantile):
+        with pytest.raises(TypeError):
+            fn(z)  # NumPy's "a must be an array of real numbers"
+        with pytest.raises(CompileError, match="NumPy raises TypeError"):
+            jit(fn)(z)
+
+
 def out_of_range(x):
     return np.quantile(x, 1.5)
 

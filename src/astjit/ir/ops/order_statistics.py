@@ -13,7 +13,8 @@ of a sorted copy, with NumPy's arithmetic (numpy/lib/_function_base_impl.py):
   takes the element at `v` itself, of x's dtype, as NumPy's integer path;
 - a lane whose last sorted element is NaN gives that NaN (NumPy's NaN check).
 
-Int and bool arrays give float64, float32 arrays float32 (float64 where q is a NumPy
+Int and bool arrays give float64, float32 arrays float32, complex ones their own dtype
+(the median only: NumPy refuses a complex quantile, and so does compiled code) (float64 where q is a NumPy
 float64, as NumPy's promotion of a strong q). `keepdims` keeps the axis (all axes for
 `axis=None`) with length 1. The gradient is that of the parts: the sort's permutation
 and the interpolation weights (a median's adjoint goes to the middle element, or half to
@@ -46,6 +47,8 @@ def _to(em, v, t: ScalarType):
 
 
 def _float_type(x: ArrayType, q) -> ScalarType:
+    if x.dtype.is_complex:
+        return x.dtype  # a complex median is complex (NumPy's mean of the middle ones)
     t = F32 if x.dtype == F32 else F64
     if q is not None and not isinstance(q.type, ArrayType) and q.type.strong and q.type.is_float:
         return F64  # a NumPy float64 q promotes a float32 array's result
@@ -100,6 +103,10 @@ def order_statistic(em, function: str, x, q, attrs: dict):
     if x.type.dtype == BOOL and function != "median":
         em.fail(f"np.{function}() of a bool array: NumPy raises TypeError (numpy boolean "
                 "subtract)", "convert it first: x.astype(np.float64)")
+    if x.type.dtype.is_complex and function != "median":
+        em.fail(f"np.{function}() of a complex array: NumPy raises TypeError (a must be an "
+                "array of real numbers)", "take the quantiles of "
+                "x.real and x.imag, or of np.abs(x)")
     axis, keepdims, ndim = attrs.get("axis"), bool(attrs.get("keepdims")), x.type.ndim
     if isinstance(axis, tuple):
         if len(axis) != 1:
