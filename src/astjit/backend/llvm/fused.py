@@ -461,13 +461,31 @@ def _cast(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 
 def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """NumPy's integer a ** b: a negative b is a ValueError whatever a is."""
+    """NumPy's integer a ** b: a negative b is a ValueError whatever a is (an unsigned b is
+    never negative: uint8 255 is 255, not -1)."""
     a, b = args
     if isinstance(b, ir.Constant) and b.constant >= 0:
         return divmod_power.pow_by_constant(em.builder, a, b.constant)
-    em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError",
-               msg.NUMPY_INT_NEGATIVE_POWER)
+    exponent = node.inputs[1].type
+    if not getattr(exponent, "dtype", exponent).is_unsigned:
+        em.fail_if(node, compare_const(em.builder, "<", b, 0), "ValueError",
+                   msg.NUMPY_INT_NEGATIVE_POWER)
     return divmod_power.pow_loop(em, a, b)
+
+
+def pow_float_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's float a ** b: C pow, but sqrt where the exponent is 0.5 and NumPy computes
+    that as sqrt (`sqrt_at_half`, ops/scalar.py `_pow_operands`): -0.0 ** 0.5 is -0.0 and
+    -inf ** 0.5 NaN there. A constant exponent picks one here; a run-time one selects
+    (LLVM hoists its loop-invariant compare)."""
+    a, b = args
+    power = em.call_intrinsic("llvm.pow", [a, b])
+    if not node.attrs.get("sqrt_at_half"):
+        return power
+    if isinstance(b, ir.Constant):
+        return em.call_intrinsic("llvm.sqrt", [a]) if b.constant == 0.5 else power
+    half = compare_const(em.builder, "==", b, 0.5)
+    return em.builder.select(half, em.call_intrinsic("llvm.sqrt", [a]), power)
 
 
 NUMPY_ROUTINES = {
@@ -476,6 +494,6 @@ NUMPY_ROUTINES = {
     "floordiv_uint_numpy": _divmod_int("floordiv", signed=False),
     "mod_uint_numpy": _divmod_int("mod", signed=False),
     "fmod_int_numpy": _fmod_int(signed=True), "fmod_uint_numpy": _fmod_int(signed=False),
-    "pow_int_numpy": pow_int_numpy, "cast_numpy": _cast,
+    "pow_int_numpy": pow_int_numpy, "pow_float_numpy": pow_float_numpy, "cast_numpy": _cast,
 }
 """The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""
