@@ -177,28 +177,6 @@ def no_complex(s, fn, args, outcome):
     return None
 
 
-def numpy_sqrt_fast_path(s, fn, args, outcome):
-    """NumPy computes `x ** 0.5` with a scalar exponent as sqrt(x) (-0.0 and NaN from -0.0 and
-    -inf), but as C pow (0.0 and inf) when the exponent is an array; astjit's np.power is
-    always C pow (not yet in the README)."""
-    if s.ops != {"pow"} or not isinstance(outcome, Value) \
-            or not isinstance(outcome.value, (np.ndarray, np.generic)):
-        return None
-    base, exponent = (np.asarray(x) for x in args)
-    if exponent.ndim or exponent != 0.5:
-        return None
-    which = (base == 0) | np.isneginf(base)
-    if not which.any():
-        return None
-    with np.errstate(all="ignore"):  # an array exponent: NumPy's C pow loop
-        c_pow = np.power(base[..., None], np.full(base.shape + (2,), exponent))[..., 0]
-    if not isinstance(outcome.value, np.ndarray):
-        return Value(type(outcome.value)(c_pow))
-    fixed = outcome.value.copy()
-    fixed[which] = c_pow.astype(fixed.dtype)[which]
-    return Value(fixed)
-
-
 def numpy_dtype_astjit_lacks(s, fn, args, outcome):
     """NumPy's float16 and int8 results (np.sqrt(True), math of bool arrays,
     np.floor_divide of bools) are refused. README: "Combinations NumPy computes differently
@@ -230,26 +208,11 @@ def numpy_bool_arithmetic(s, fn, args, outcome):
     return None
 
 
-def negative_shift_raises(s, fn, args, outcome):
-    """A shift of a NumPy int by a negative count raises ValueError, as Python's does (NumPy
-    gives 0). README: "Shifts of NumPy ints by a negative count raise ValueError"."""
-    if s.ops & {"lshift", "rshift"} and len(args) == 2 and not isinstance(args[1], np.ndarray) \
-            and _is_int(args[1]) and not isinstance(args[0], np.ndarray) and args[1] < 0 \
-            and all(_is_int(x) for x in args):
-        return Raised(ValueError, "negative shift count")
-    return None
-
-
-SHIFTS = frozenset({"lshift", "rshift"})
-
-
 def numpy_not_compiled_yet(s, fn, args, outcome):
-    """`<<` and `>>` on integer arrays and np.fmod of integers are refused. README: "NumPy
-    functions not compiled yet are refused"."""
+    """np.fmod of integers is refused. README: "NumPy functions not compiled yet are
+    refused"."""
     ints = all(_is_int(x) or (isinstance(x, np.ndarray) and x.dtype.kind in "iu") for x in args)
-    if isinstance(outcome, Value) and ((s.ops & SHIFTS and ints and any(
-            isinstance(x, np.ndarray) and x.dtype.kind in "iu" for x in args))
-            or ("fmod" in s.ops and s.family == "numpy" and ints)):
+    if isinstance(outcome, Value) and "fmod" in s.ops and s.family == "numpy" and ints:
         return Refused("not supported yet")
     return None
 
@@ -275,8 +238,7 @@ def zero_sign_of_min_max_reduction(s, fn, args, outcome):
 
 KEPT = (numpy_not_compiled_yet, zero_sign_of_min_max_reduction, scalar_conversion_of_array,
         int64_wraps, int_negative_power, no_complex, mixed_via_float64, min_max_promoted,
-        numpy_dtype_astjit_lacks, numpy_bool_arithmetic, negative_shift_raises,
-        numpy_sqrt_fast_path)
+        numpy_dtype_astjit_lacks, numpy_bool_arithmetic)
 """The kept differences, in the order they are tried; the first that applies decides."""
 
 REFUSAL_IS_FINE = (TypeError, np.exceptions.AxisError)

@@ -59,6 +59,20 @@ template <typename T> __device__ __forceinline__ T astjit_mod_int(T a, T b) {
 template <typename T> __device__ __forceinline__ T astjit_abs_int(T a) {
     return a < 0 ? (T)(0ULL - (unsigned long long)a) : a;
 }
+// NumPy's shifts (npy_lshift, npy_rshift): a count read as unsigned at or past the width
+// gives 0, or for >> of a negative signed value -1.
+template <typename T> __device__ __forceinline__ T astjit_lshift(T a, T b) {
+    return (unsigned long long)b < sizeof(T) * 8 ? (T)((unsigned long long)a << b) : (T)0;
+}
+template <typename T> __device__ __forceinline__ T astjit_rshift(T a, T b) {
+    if ((unsigned long long)b < sizeof(T) * 8) return (T)(a >> b);
+    return a < (T)0 ? (T)-1 : (T)0;
+}
+// NumPy's float power: sqrt where the exponent is one number for every element and is 0.5
+// (NumPy's loop's fast path: -0.0 ** 0.5 is -0.0, -inf ** 0.5 NaN), else C pow.
+template <typename T> __device__ __forceinline__ T astjit_pow_float(T a, T b, int uniform) {
+    return (uniform && b == (T)0.5) ? sqrt(a) : pow(a, b);
+}
 __device__ __forceinline__ long long astjit_pow_int(long long a, long long b, int* error) {
     if (b < 0) {
         atomicCAS(error, 0, 1);  // NumPy: integers to negative integer powers

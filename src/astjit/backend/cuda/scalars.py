@@ -44,7 +44,19 @@ def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarTy
     if not isinstance(template, CExpr):
         raise CompileError(f"'{op}' cannot run {where}", loc)
     value = c_literal(attrs["value"], result) if op == "const" else ""
-    return template.template.format(*operands, T=c_type(result), value=value)
+    return template.template.format(*operands, T=c_type(result), value=value,
+                                    attrs=_AttrFlags(attrs))
+
+
+class _AttrFlags(dict):
+    """A node's attrs as C int literals for a template's `{attrs[name]}`: 1 where set, 0
+    where false or absent (pow's `sqrt_at_half`, ops/scalar.py)."""
+
+    def __init__(self, attrs: dict):
+        super().__init__({k: int(bool(v)) for k, v in attrs.items() if isinstance(v, bool)})
+
+    def __missing__(self, key):
+        return 0
 
 
 def needs_error_flag(region: Graph) -> bool:

@@ -88,6 +88,27 @@ def rshift(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     return builder.ashr(a, builder.select(builder.icmp_unsigned(">", b, last), last, b))
 
 
+def lshift_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's a << b (npy_lshift): 0 once b, read as unsigned, reaches the width (a
+    negative count too)."""
+    a, b = args
+    builder, width = em.builder, a.type.width
+    shifted = builder.shl(a, builder.and_(b, const_like(b, width - 1)))
+    too_far = builder.icmp_unsigned(">=", b, const_like(b, width))
+    return builder.select(too_far, const_like(a, 0), shifted)
+
+
+def rshift_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's a >> b (npy_rshift): arithmetic for signed a, the sign (0 or -1) once b, read
+    as unsigned, reaches the width; logical for unsigned a, 0 there."""
+    a, b = args
+    builder, last = em.builder, const_like(b, a.type.width - 1)
+    if node.inputs[0].type.kind == "u":
+        shifted = builder.lshr(a, builder.and_(b, last))
+        return builder.select(builder.icmp_unsigned(">", b, last), const_like(a, 0), shifted)
+    return builder.ashr(a, builder.select(builder.icmp_unsigned(">", b, last), last, b))
+
+
 def abs_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """abs(a), wrapping: abs(INT64_MIN) is INT64_MIN."""
     (a,) = args
@@ -178,7 +199,8 @@ def math_pow(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 ROUTINES = {
     "floordiv_int": floordiv_int, "mod_int": mod_int, "pow_int": pow_int,
-    "lshift": lshift, "rshift": rshift, "abs_int": abs_int, "min": py_min, "max": py_max,
+    "lshift": lshift, "rshift": rshift, "lshift_numpy": lshift_numpy,
+    "rshift_numpy": rshift_numpy, "abs_int": abs_int, "min": py_min, "max": py_max,
     "np_minimum": np_minimum, "np_maximum": np_maximum,
     "truediv": truediv, "floordiv_float": floordiv_float, "mod_float": mod_float,
     "pow_float": pow_float, "math_pow": math_pow,

@@ -241,7 +241,22 @@ def complex_pow(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     multiply, then 1 / that by Smith's division for a negative b); the rest is the C
     library's cpow. One function per complex type, called (the integer power loops)."""
     fn = _cpow_function(em.module, args[0].type)
-    return em.builder.call(fn, args)
+    if not node.attrs.get("sqrt_at_half"):
+        return em.builder.call(fn, args)
+    # `z ** 0.5` of an array and a Python float is NumPy's csqrt (ops/scalar.py _pow_operands)
+    b = em.builder
+    br, bi = complex_parts(b, args[1])
+    half = b.and_(b.fcmp_ordered("==", br, ir.Constant(br.type, 0.5)),
+                  b.fcmp_ordered("==", bi, ir.Constant(bi.type, 0.0)))
+    with b.if_else(half) as (then, otherwise):
+        with then:
+            root, root_block = call_c99(em, "csqrt", args[:1]), b.block
+        with otherwise:
+            power, power_block = b.call(fn, args), b.block
+    result = b.phi(args[0].type)
+    result.add_incoming(root, root_block)
+    result.add_incoming(power, power_block)
+    return result
 
 
 def _cpow_function(module: ir.Module, ty: ir.Type) -> ir.Function:

@@ -473,12 +473,27 @@ def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     return divmod_power.pow_loop(em, a, b)
 
 
+def pow_float_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's float a ** b: C pow, but sqrt where the exponent is 0.5 and NumPy computes
+    that as sqrt (`sqrt_at_half`, ops/scalar.py `_pow_operands`): -0.0 ** 0.5 is -0.0 and
+    -inf ** 0.5 NaN there. A constant exponent picks one here; a run-time one selects
+    (LLVM hoists its loop-invariant compare)."""
+    a, b = args
+    power = em.call_intrinsic("llvm.pow", [a, b])
+    if not node.attrs.get("sqrt_at_half"):
+        return power
+    if isinstance(b, ir.Constant):
+        return em.call_intrinsic("llvm.sqrt", [a]) if b.constant == 0.5 else power
+    half = compare_const(em.builder, "==", b, 0.5)
+    return em.builder.select(half, em.call_intrinsic("llvm.sqrt", [a]), power)
+
+
 NUMPY_ROUTINES = {
     "floordiv_float_numpy": _divmod_float("floordiv"), "mod_float_numpy": _divmod_float("mod"),
     "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
     "floordiv_uint_numpy": _divmod_int("floordiv", signed=False),
     "mod_uint_numpy": _divmod_int("mod", signed=False),
     "fmod_int_numpy": _fmod_int(signed=True), "fmod_uint_numpy": _fmod_int(signed=False),
-    "pow_int_numpy": pow_int_numpy, "cast_numpy": _cast,
+    "pow_int_numpy": pow_int_numpy, "pow_float_numpy": pow_float_numpy, "cast_numpy": _cast,
 }
 """The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""

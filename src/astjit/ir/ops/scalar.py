@@ -17,6 +17,7 @@ from ..types import (
     BOTTOM,
     F32,
     F64,
+    I8,
     I64,
     INT_OR_BOOL,
     NONE,
@@ -33,7 +34,7 @@ from . import vjp as v
 from .batching import each, elementwise, same_op
 from .complexes import part_type
 from .declare import _def
-from .elementwise import numpy_promote
+from .elementwise import computation_type, numpy_promote
 from .python_scalars import to_int
 from .semantics import (
     _getitem,
@@ -290,15 +291,71 @@ _def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routin
                                 "u": Routine("mod_uint_numpy")},
      numpy=("remainder", "mod"), vjp=_mod_vjp,
      cuda={"f": CExpr("astjit_mod_float({0}, {1})"), "i": CExpr("astjit_mod_int({0}, {1})")})
-_def("pow", 2, arith_rule, py_pow, {"f": Routine("pow_float"), "i": Routine("pow_int"),
+
+
+def _pow_operands(inference, node, attrs, inputs, out):
+    """Marks the NumPy powers computed as sqrt where the exponent is 0.5 (`sqrt_at_half`).
+    Of floats, those whose exponent is one number for every element: an array to a scalar
+    or 0-d exponent, np.power of scalars (NumPy's loop's fast path for an exponent of
+    stride 0); sqrt differs from pow at -0.0 (-0.0) and -inf (NaN). `**` of NumPy scalars
+    is their scalar math, pow. Of complexes, `**` of an array to a Python float (NumPy's
+    `fast_scalar_power`), csqrt where npy_cpow differs (-4 ** 0.5 is 2j, not 1.2e-16+2j).
+    Decided once where `numpy` is set: a graph typed again has it on every NumPy-scalar
+    power (the attr is left out where false and `numpy` unset, as on Python's powers)."""
+    if "sqrt_at_half" not in attrs:
+        base, exponent = (v.type for v in inputs)
+        if any(getattr(t, "dtype", t).is_complex for t in (base, exponent)):
+            half = (isinstance(base, ArrayType) and exponent == F64 and not exponent.strong
+                    and not attrs.get("numpy"))
+        else:
+            half = getattr(exponent, "ndim", 0) == 0 and (
+                isinstance(base, ArrayType) or bool(attrs.get("numpy")))
+        if half or attrs.get("numpy"):
+            attrs["sqrt_at_half"] = half
+    return inputs
+
+
+def _pow(a, b, sqrt_at_half=False):
+    """Python's `**`. `sqrt_at_half` changes nothing here: it marks NumPy's powers, which the
+    interpreter and the folder compute with NumPy itself (arrays, NumPy scalars)."""
+    return py_pow(a, b)
+
+
+_def("pow", 2, arith_rule, _pow, {"f": Routine("pow_float"), "i": Routine("pow_int"),
                                    "c": Routine("complex_pow")},
-     _ARITH_RAISES, llvm_numpy={"f": Intrinsic("llvm.pow"), "i": Routine("pow_int_numpy")},
-     numpy=("power",), vjp=v.pow_vjp,
-     cuda={"f": CExpr("pow({0}, {1})"), "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)")})
-_def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")},
-     ("pure", "raises", "operator"), ufunc="left_shift", zero_derivative="ints only")
-_def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")},
-     ("pure", "raises", "operator"), ufunc="right_shift", zero_derivative="ints only")
+     _ARITH_RAISES, llvm_numpy={"f": Routine("pow_float_numpy"),
+                                "i": Routine("pow_int_numpy")},
+     numpy=("power",), vjp=v.pow_vjp, operands=_pow_operands,
+     cuda={"f": CExpr("astjit_pow_float({0}, {1}, {attrs[sqrt_at_half]})"),
+           "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)")})
+
+
+def _shift_on_arrays(types):
+    """`<<`, `>>` of arrays: NumPy's loop for NEP 50's promotion of the operands, bools as
+    int8 (np.left_shift of bools is int8); of floats NumPy's TypeError."""
+    c = computation_type(types)
+    if not c.is_int and c != BOOL:
+        shown = ", ".join(map(str, types))
+        raise OpTypeError(f"shifts need integer or bool arrays, got ({shown}) (NumPy raises "
+                          f"TypeError: ufunc not supported for the input types, which "
+                          f"promote to {c}); convert with .astype(np.int64) first")
+    t = I8 if c == BOOL else c
+    return [t] * len(types), t
+
+
+_SHIFT = ("pure", "raises", "elementwise", "operator")
+_def("lshift", 2, int_only_rule, py_shift_left, {"i": Routine("lshift")}, _SHIFT,
+     llvm_numpy={"i": Routine("lshift_numpy")}, numpy=("left_shift",),
+     array_rule=_shift_on_arrays, zero_derivative="ints only",
+     cuda={"i": CExpr("astjit_lshift({0}, {1})")},
+     doc="a << b: Python's (ValueError for a negative count) on Python ints; NumPy's "
+         "npy_lshift on arrays and NumPy scalars (0 for a count at or past the width)")
+_def("rshift", 2, int_only_rule, py_shift_right, {"i": Routine("rshift")}, _SHIFT,
+     llvm_numpy={"i": Routine("rshift_numpy"), "u": Routine("rshift_numpy")},
+     numpy=("right_shift",), array_rule=_shift_on_arrays, zero_derivative="ints only",
+     cuda={"i": CExpr("astjit_rshift({0}, {1})")},
+     doc="a >> b: Python's on Python ints; NumPy's npy_rshift on arrays and NumPy scalars "
+         "(the sign, 0 or -1, for a count at or past the width; unsigned logical)")
 for _name, _fn, _instruction, _c in [("bitand", operator.and_, "and_", "&"),
                                      ("bitor", operator.or_, "or_", "|"),
                                      ("bitxor", operator.xor, "xor", "^")]:

@@ -55,10 +55,6 @@ NUMPY_ONLY = ("where", "real", "imag")
 """Ops with a NumPy function that is no ufunc: np.where of scalars is a 0-d array (ir/infer.py),
 np.real and np.imag of a Python scalar its own `.real`/`.imag` (a Python scalar)."""
 
-PYTHON_EVALUATED = ("lshift", "rshift")
-"""Typed as NumPy's, computed as Python's: the same for counts in [0, 64) and beyond
-(wrapped); a negative count raises ValueError as in Python (NumPy gives 0)."""
-
 STRENGTH_TRAITS = frozenset({"operator", "math", "numpy_result"})
 """The traits saying how an op treats NumPy scalars: 'operator' (a Python operator: NumPy's
 semantics when an operand is a NumPy scalar), 'math' (a `math` function: Python's whatever
@@ -71,7 +67,7 @@ reduction, a dot product)."""
 def numpy_semantics(op: str, types: list[Type], attrs: dict) -> bool:
     """Whether a leaf node of `op` on operands of `types` computes as NumPy does on scalars."""
     opdef = OPS[op]
-    if not _numpy_function(opdef) or op in PYTHON_EVALUATED or has_array(types):
+    if not _numpy_function(opdef) or has_array(types):
         return False
     return bool(attrs.get("numpy")) or "operator" in opdef.traits and any(map(is_strong, types))
 

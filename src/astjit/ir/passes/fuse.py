@@ -297,7 +297,10 @@ def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value,
         op = "select" if m.op == "where" else m.op
         if plan.result == BOOL and all(t == BOOL for t in plan.operands):
             op = BOOL_LOGIC.get(op, op)  # NumPy's bool + bool is or
-        out = kernel.add(op, args, loc=m.loc, names=[m.outputs[0].name], types=[plan.result])
+        # NumPy's powers computed as sqrt at 0.5 (ops/scalar.py `_pow_operands`)
+        attrs = {"sqrt_at_half": True} if m.attrs.get("sqrt_at_half") else {}
+        out = kernel.add(op, args, attrs=attrs, loc=m.loc, names=[m.outputs[0].name],
+                         types=[plan.result])
         env[m.outputs[0]] = out.outputs[0]
     if reduce is not None:
         inside = {id(m) for m in members} | {id(reduce)}
