@@ -58,7 +58,9 @@ CONVERTS_ARRAYS = frozenset({"cast", "min", "max", "not"})
 which CPython does for 0-d and size-1 arrays only; with the `math` functions they are refused
 for any array (rule `scalar_conversion_of_array`)."""
 
-KNOWN_DTYPES = {"float64", "float32", "int64", "int32", "bool"}
+KNOWN_DTYPES = {"float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                "uint32", "uint64", "complex64", "complex128", "bool"}
+"""The dtypes compiled code computes in (ir/types.py NUMPY_DTYPES): not float16."""
 
 
 def _is_int(x) -> bool:
