@@ -60,7 +60,7 @@ def test_spelling_matches_python(case: Case, functions):
         if isinstance(got, Refused):
             refusal = got  # types decide a refusal: the other inputs need no new compile
         checked += size_of(want)
-        why = differs(s, want, got)
+        why = differs(s, want, got, before)
         if why is None and mutated(before, args):
             why = "the call changed its arguments"
         if why is not None:
