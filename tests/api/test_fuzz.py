@@ -109,6 +109,29 @@ def test_a_step_absorbed_in_floats_is_checked_against_forward_mode(tmp_path):
     assert result["grad"] == "flat in floats: 1 derivatives agree with jacfwd", result
 
 
+STEEP_FLOOR = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
+                                     "    return (x * 1e10 + cube(1.5)) // 1.0")
+HUGE_FLOOR = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
+                                    "    return (x * 1e20 + cube(1.5)) // 3.0")
+
+
+def test_a_floor_of_a_steep_function_is_checked_against_forward_mode(tmp_path):
+    # (x * 1e10) // 1.0 is constant a few ulps of x either side: derivative 0 (AD, jacfwd),
+    # where differences see a slope of 1e10 (program 162 of seed 2, shrunk)
+    (tmp_path / "fz_steep.py").write_text(STEEP_FLOOR)
+    result = judge(load(tmp_path / "fz_steep.py"))
+    assert result["verdict"] == "ok", result
+    assert result["grad"] == "flat in floats: 1 derivatives agree with jacfwd", result
+
+
+def test_a_floor_past_two_to_the_52_is_not_compared(tmp_path):
+    # every float there is an integer: a floor is its argument in floats (program 162 of seed 2)
+    (tmp_path / "fz_huge.py").write_text(HUGE_FLOOR)
+    result = judge(load(tmp_path / "fz_huge.py"))
+    assert result["verdict"] == "ok", result
+    assert result["grad"].startswith("skipped: not smooth here"), result
+
+
 def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_path):
     (tmp_path / "fz_crash.py").write_text(CRASHING)
     (tmp_path / "fz_fine.py").write_text(WRONG.replace("len(CALLS)", "1"))

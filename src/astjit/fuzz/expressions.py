@@ -346,7 +346,8 @@ class Expressions:
             lambda: a,
             lambda: f"({a} {self.rng.choice(['%', '//'])} {self.rng.randint(-3, 3)})",  # by zero: NumPy's 0
             lambda: f"({a} {self.rng.choice(['%', '//'])} {self.rng.choice(names)})",
-            lambda: f"({a} {self.rng.choice(['&', '|', '^'])} {self.rng.randint(0, 5)})",  # shifts: refused
+            lambda: f"({a} {self.rng.choice(['&', '|', '^'])} {self.rng.randint(0, 5)})",
+            lambda: f"({a} {self.rng.choice(['<<', '>>'])} {self.rng.randint(-2, 70)})",  # 0/-1 past 63
             lambda: f"np.{self.rng.choice(['maximum', 'minimum'])}({a}, {self.int_stored(scope, 2)})",
             lambda: f"np.where({a} > {self.rng.randint(-5, 5)}, {a}, -{a})",
             lambda: f"np.sort({a})",

@@ -162,13 +162,21 @@ def same_float(a: float, b: float, tolerant: bool, zero_sign_free: bool) -> bool
     return tolerant and math.isfinite(a) and abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
+INTEGRAL_FLOATS = 2.0 ** 52
+"""From here on every float is an integer: `g(x) // 1.0`, `floor(g(x))` are g itself in
+floats, so differences see g's slope where AD (as JAX) gives a floor's 0."""
+
+
 def check_gradient(module, fn, value: float) -> str:
     """value_and_grad against central differences, where the function is smooth near the point.
 
     Where every shifted value is bit-equal to the value, the steps were absorbed (`p + 1e299`
     is flat in floats, not in the reals AD differentiates) or the function is flat: a nonzero
     derivative there is compared with forward mode's (`jacfwd`) instead, and counted as *flat
-    in floats* where they agree."""
+    in floats* where they agree. So is a derivative that differences contradict where the
+    function is constant a few ulps either side (`flat_nearby`): a piecewise-constant function
+    of a steep one (`g(x) // 1.0` with g' ~ 1e10) has steps far finer than the differences'
+    and derivative 0 (AD's, JAX's) where differences see g's slope."""
     args = module.make_args()
     argnums = module.GRAD_ARGNUMS
     outcome = timed(COMPILED_SECONDS, lambda: astjit.value_and_grad(fn, argnums=argnums)(*args))
@@ -199,8 +207,16 @@ def check_gradient(module, fn, value: float) -> str:
                     return forward
                 estimate, source, kind = forward[number], "jacfwd (flat in floats here)", "flat"
             counts[kind] += 1
+        elif not close(derivative, estimate, value) and flat_nearby(module, fn, at, value):
+            forward = forward or forward_derivatives(module, fn)
+            if isinstance(forward, str):
+                return forward
+            estimate, source = forward[number], "jacfwd (piecewise constant here)"
+            counts["flat"] += 1
         else:
             counts["compared"] += 1
+        if not close(derivative, estimate, value) and abs(value) >= INTEGRAL_FLOATS:
+            return "skipped: not smooth here (past 2**52 a floor is its argument)"
         if not close(derivative, estimate, value):
             return f"mismatch: d/d(argument {'['.join(map(str, at))}{']' * (len(at) - 1)}) is " \
                    f"{derivative!r}, {source} {estimate!r}"
@@ -210,6 +226,24 @@ def check_gradient(module, fn, value: float) -> str:
     if counts["flat"]:
         return f"flat in floats: {counts['flat']} derivatives agree with jacfwd"
     return "singular: a NaN derivative" if counts["singular"] else "skipped: not smooth here"
+
+
+def flat_nearby(module, fn, at: tuple[int, ...], value: float) -> bool:
+    """Whether the function is bit-equal to `value` a few ulps of the argument `at` either side
+    (locally constant: a floor, `//` or round of what the argument moves)."""
+    x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
+    for ulps in (4, 64):
+        for sign in (1.0, -1.0):
+            args = list(module.make_args())
+            moved = x + sign * ulps * math.ulp(x)
+            if len(at) == 1:
+                args[at[0]] = type(args[at[0]])(moved)
+            else:
+                args[at[0]][at[1]] = moved
+            kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
+            if kind != "ok" or type(result) is not float or result != value:
+                return False
+    return True
 
 
 def forward_derivatives(module, fn) -> list[float] | str:
