@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+from array_checks import assert_same_array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -137,15 +138,7 @@ def same(want, got, where):
         for k, (w, g) in enumerate(zip(want, got)):
             same(w, g, f"{where}[{k}]")
         return
-    assert type(got) is type(want), (where, type(got), type(want))
-    want, got = np.asarray(want), np.asarray(got)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape), \
-        (where, got.dtype, got.shape, want.dtype, want.shape)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want, err_msg=where)
-    else:
-        tol = 1e-5 if want.dtype in (np.float32, np.complex64) else 1e-10
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
+    assert_same_array(want, got, where, 1e-5, 1e-10)
 
 
 def assert_like_numpy(text, a):

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 import pytest
+from array_checks import assert_same_array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -203,15 +204,7 @@ def assert_like_numpy(name, args):
         assert status == "raised" and type(error) is type(want), (where, error, want)
         return
     assert status == "ok", (where, "NumPy raised", want, "compiled code gave", got)
-    assert type(got) is type(want), (where, type(got), type(want))
-    want, got = np.asarray(want), np.asarray(got)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape), \
-        (where, got.dtype, got.shape, want.dtype, want.shape)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want, err_msg=where)
-    else:
-        tol = 2e-6 if want.dtype in (np.float32, np.complex64) else 1e-12
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
+    assert_same_array(want, got, where, 2e-6, 1e-12)
 
 
 @pytest.mark.parametrize(

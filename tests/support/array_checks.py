@@ -5,6 +5,8 @@ import gc
 import sys
 import tracemalloc
 
+import numpy as np
+
 from astjit.frontend import lower_function
 from astjit.ir.infer import infer_types
 from astjit.ir.passes.ownership import check_array_ownership
@@ -152,3 +154,17 @@ def assert_interpreter_agrees_on_gradient(grad, fn, args, argnums):
                                  tuple(float_copies(args, np.float64)), {})
     for c, i in zip(compiled, interpreted):
         np.testing.assert_allclose(c, i, rtol=1e-12, atol=1e-12)
+
+
+def assert_same_array(want, got, where, tol_single, tol_double):
+    """`got` is NumPy's `want`: the same type, dtype and shape; ints and bools equal, floats and
+    complexes within `tol_single` (float32, complex64) or `tol_double`, NaN where NumPy's is."""
+    assert type(got) is type(want), (where, type(got), type(want))
+    want, got = np.asarray(want), np.asarray(got)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape), \
+        (where, got.dtype, got.shape, want.dtype, want.shape)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=where)
+    else:
+        tol = tol_single if want.dtype in (np.float32, np.complex64) else tol_double
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
