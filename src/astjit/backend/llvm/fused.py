@@ -479,11 +479,11 @@ def pow_float_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
     -inf ** 0.5 NaN there. A constant exponent picks one here; a run-time one selects
     (LLVM hoists its loop-invariant compare)."""
     a, b = args
+    if node.attrs.get("sqrt_at_half") and isinstance(b, ir.Constant) and b.constant == 0.5:
+        return em.call_intrinsic("llvm.sqrt", [a])
     power = em.call_intrinsic("llvm.pow", [a, b])
-    if not node.attrs.get("sqrt_at_half"):
+    if not node.attrs.get("sqrt_at_half") or isinstance(b, ir.Constant):
         return power
-    if isinstance(b, ir.Constant):
-        return em.call_intrinsic("llvm.sqrt", [a]) if b.constant == 0.5 else power
     half = compare_const(em.builder, "==", b, 0.5)
     return em.builder.select(half, em.call_intrinsic("llvm.sqrt", [a]), power)
 
