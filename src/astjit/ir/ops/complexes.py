@@ -2,15 +2,21 @@
 
 Each takes any number (NumPy's do): of a complex its part, conjugate or argument,
 of a real number what NumPy gives (`np.real(x)` is x, `np.imag(x)` a zero of x's
-type, `np.angle(x)` 0 or pi). Complex arithmetic itself (`+ - * /`, `abs`, `==`)
+type, `np.angle(x)` 0 or pi). Of a complex *array*, `np.real`/`np.imag` (and the
+`.real`/`.imag` attributes) are NumPy's views, not copies: type inference replaces
+them by `complex_part {part}`, a float array over the complex buffer (stride twice
+the complex one, the imaginary part one float further), so a write through it
+(`np.real(z)[:] = 0`) writes z, as in NumPy. Complex arithmetic itself (`+ - * /`, `abs`, `==`)
 is the arithmetic ops' 'c' lowerings (ir/ops/scalar.py). A complex value has no
 derivative here: reverse mode treats complex values as it treats ints (no
 adjoint), so these ops are differentiable only through a real operand.
 """
 from __future__ import annotations
 
-from ..types import BOOL, C64, F32, F64, I64, ScalarType, is_numeric, promote
+from ..core import Node
+from ..types import BOOL, C64, F32, F64, I64, ArrayType, ScalarType, is_numeric, promote
 from . import vjp as v
+from .batching import each
 from .declare import _def
 from .table import CExpr, OpTypeError, Routine, _numeric, float_rule
 
@@ -68,6 +74,27 @@ def _angle_rule(types, attrs):
     return float_rule(types, attrs)
 
 
+def _part_view(part: int):
+    """The `expand` of np.real/np.imag: of a complex array the view `complex_part`; np.real
+    of a real array is the array itself (NumPy's `x.real is x`)."""
+    def expand(inference, node, inputs, out):
+        t = inputs[0].type
+        if isinstance(t, ArrayType) and not t.dtype.is_complex and part == 0:
+            return [inputs[0]]
+        if not (isinstance(t, ArrayType) and t.dtype.is_complex):
+            return None
+        return inference.infer_leaf(Node("complex_part", [], node.outputs, attrs={"part": part},
+                                         loc=node.loc), inputs, out)
+    return expand
+
+
+def _part_view_rule(types, attrs):
+    t = types[0]
+    if not (isinstance(t, ArrayType) and t.dtype.is_complex):
+        raise OpTypeError(f"complex_part needs a complex array, got {t}")
+    return [t], ArrayType(part_type(t.dtype), t.ndim)
+
+
 def _numpy(name: str):
     def evaluate(x):
         import numpy
@@ -78,10 +105,12 @@ def _numpy(name: str):
 
 _def("real", 1, _part_rule, _numpy("real"),
      {"c": Routine("complex_real"), "*": Routine("identity")}, _ELEMENTWISE, numpy=("real",),
+     expand=_part_view(0),
      cuda={"c": CExpr("astjit_real({0})"), "*": CExpr("{0}")},
      vjp=v.unary(lambda e, g, x, out: g), doc="np.real(z): the real part (x itself if real)")
 _def("imag", 1, _part_rule, _numpy("imag"),
      {"c": Routine("complex_imag"), "*": Routine("real_imag")}, _ELEMENTWISE, numpy=("imag",),
+     expand=_part_view(1),
      cuda={"c": CExpr("astjit_imag({0})"), "*": CExpr("(({T})0)")},
      zero_derivative="of a real operand a constant zero; complex values have no adjoint",
      doc="np.imag(z): the imaginary part (0 if real)")
@@ -94,3 +123,10 @@ _def("angle", 1, _angle_rule, _numpy("angle"),
      cuda={"c": CExpr("astjit_angle({0})"), "f": CExpr("atan2(({T})0, {0})")},
      zero_derivative="of a real operand a step function; complex values have no adjoint",
      doc="np.angle(z): atan2(imag, real)")
+_def("complex_part", 1, _part_view_rule, lambda z, part: z.imag if part else z.real,
+     {"*": Routine("complex_part_view")}, ("pure", "view"),
+     zero_derivative="complex values have no adjoint",
+     shape=lambda node, table: table.shape(node.inputs[0]),
+     batch=lambda b, node, ins, batched: each(b.op("complex_part", ins[0], **node.attrs)),
+     doc="np.real(z)/np.imag(z) of a complex array: a float view of the part attrs['part'] "
+         "(0 real, 1 imaginary) over z's memory")
