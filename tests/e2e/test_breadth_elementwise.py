@@ -228,6 +228,54 @@ def test_bools_compute_in_numpys_dtype():
         assert_like_numpy(name, (a, b))
 
 
+# ---- remainders bit for bit ------------------------------------------------------------------
+
+def edge_floats(dtype):
+    """A float dtype's edges (zeros, infinities, NaN, extremes, subnormals, quotients near
+    2**53) and numbers of every magnitude, integral ones and tenths."""
+    fi = np.finfo(dtype)
+    with np.errstate(over="ignore"):
+        edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -3.0, 6.0, -6.0,
+                          0.1, -0.1, fi.max, -fi.max, fi.tiny, -fi.tiny, fi.smallest_subnormal,
+                          -fi.smallest_subnormal, 2.0 ** 52, 2.0 ** 53, -2.0 ** 54, 7.5, -2.5,
+                          1 - 2.0 ** -53, 1 + 2.0 ** -52], dtype=dtype)
+    rng = np.random.default_rng(5)
+    spread = np.concatenate([rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300),
+                             rng.integers(-50, 50, 300), rng.integers(-50, 50, 300) * 0.1])
+    with np.errstate(over="ignore"):
+        spread = spread.astype(dtype)
+    return (np.concatenate([np.repeat(edges, len(edges)), spread, spread * dtype(3)]),
+            np.concatenate([np.tile(edges, len(edges)), spread[::-1], np.roll(spread, 7)]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_remainders_are_numpys_bits(dtype):
+    """np.fmod, np.mod and np.floor_divide of floats give NumPy's bits (-0.0, inf, and NaN
+    where NumPy's is NaN): the compiled fmod computes most remainders without libm's call."""
+    a, b = edge_floats(dtype)
+    unsigned = np.uint64 if dtype == np.float64 else np.uint32
+    for name in ("fmod", "mod", "floor_divide"):
+        with np.errstate(all="ignore"):
+            want = getattr(np, name)(a, b)
+            got = compiled(name, 2)(a, b)
+        assert got.dtype == want.dtype
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), name
+        differ = np.flatnonzero(got.view(unsigned)[~nan] != want.view(unsigned)[~nan])
+        assert not differ.size, (name, a[~nan][differ[:4]], b[~nan][differ[:4]])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint64])
+def test_int_fmod_at_the_extremes(dtype):
+    """np.fmod of ints at the extremes: the lowest value by -1 is 0, by zero is 0."""
+    info = np.iinfo(dtype)
+    edges = np.array(sorted({info.min, info.min + 1, info.min // 2, 0, 1, 7, info.max,
+                             info.max - 1} | ({-7, -1} if info.min else set())), dtype=dtype)
+    a, b = np.repeat(edges, len(edges)), np.tile(edges, len(edges))
+    with np.errstate(all="ignore"):
+        assert_same_array(np.fmod(a, b), compiled("fmod", 2)(a, b), f"fmod {dtype}", 0, 0)
+
+
 # ---- gradients and tangents against central differences -------------------------------------
 
 SMOOTH = {  # name: (the loss's term, an input row in the function's smooth domain)

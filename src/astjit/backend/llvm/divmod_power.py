@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from .compare import all_of, compare_const, const_like
+from .compare import all_of, compare_const, const_like, is_nan
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -33,15 +33,16 @@ def divmod_int(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> tuple[ir.Valu
 def divmod_float(em: FunctionEmitter, vx: ir.Value, wx: ir.Value) -> tuple[ir.Value, ir.Value]:
     """CPython's `_float_div_mod(vx, wx)` for wx != 0: (floor quotient, remainder)."""
     builder = em.builder
-    mod = builder.frem(vx, wx)
+    mod = fmod_float(em, vx, wx)
     div = builder.fdiv(builder.fsub(vx, mod), wx)
-    mod_nonzero = builder.fcmp_unordered("!=", mod, const_like(mod, 0))
-    signs_differ = builder.xor(compare_const(builder, "<", wx, 0),
-                               compare_const(builder, "<", mod, 0))
-    adjust = builder.and_(mod_nonzero, signs_differ)
+    # Each select's condition is one comparison, which x86 blends; a conjunction of
+    # comparisons it branches on, at random on data of mixed signs. `adjust`: mod is
+    # nonzero and not NaN, its sign not wx's (NaN mod, e.g. by a zero wx, stays as it is).
+    adjust = builder.fcmp_ordered("!=", copysign(em, mod, wx), mod)
     div = builder.select(adjust, builder.fsub(div, const_like(div, 1)), div)
     mod = builder.select(adjust, builder.fadd(mod, wx), mod)
-    mod = builder.select(mod_nonzero, mod, copysign(em, const_like(wx, 0), wx))
+    # Now mod has wx's sign (a zero mod takes it too), but for a NaN, kept bit for bit.
+    mod = builder.select(is_nan(builder, mod), mod, copysign(em, mod, wx))
     # Snap the quotient to an integer; a zero quotient takes the sign of vx / wx.
     floordiv = em.call_intrinsic("llvm.floor", [div])
     rounds_up = compare_const(builder, ">", builder.fsub(div, floordiv), 0.5)
@@ -49,6 +50,65 @@ def divmod_float(em: FunctionEmitter, vx: ir.Value, wx: ir.Value) -> tuple[ir.Va
     div_nonzero = builder.fcmp_unordered("!=", div, const_like(div, 0))
     zero_quotient = copysign(em, const_like(div, 0), builder.fdiv(vx, wx))
     return builder.select(div_nonzero, floordiv, zero_quotient), mod
+
+
+def fmod_float(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
+    """C's fmod(a, b), exact, as NumPy's fmod, remainder and floor_divide compute it, without
+    libm's call where the quotient's magnitude is below 2**p (p the mantissa's bits: 53 for
+    doubles) and b is finite.
+
+    There q = trunc(a / b) is the true quotient truncated, or one more in magnitude where
+    the division rounded up to the next integer (it never rounds below the truncated
+    quotient, an integer it can represent), and fma(-q, b, a) is exact: the remainder, or
+    for the overshot q the remainder less b in a's direction, whose bits lie within b's.
+    Adding that b back is exact too, and the result takes a's sign (an exact zero as well:
+    fmod(-6.0, 3.0) is -0.0). Elsewhere (inf or NaN operands, a zero or infinite b, huge
+    quotients) libm's fmod, a call the vectorizer cannot widen: the branch costs the loop
+    its vectorization, and saves a call per element."""
+    builder = em.builder
+    ratio = builder.fdiv(a, b)
+    bits = 53 if a.type == ir.DoubleType() else 24
+    fast = builder.and_(
+        builder.fcmp_ordered("<", _intrinsic(builder, "llvm.fabs", [ratio]),
+                             const_like(ratio, 2.0 ** bits)),
+        builder.fcmp_ordered("<", _intrinsic(builder, "llvm.fabs", [b]),
+                             const_like(b, float("inf"))))
+    with builder.if_else(fast, likely=True) as (exact, general):
+        with exact:
+            quotient = _intrinsic(builder, "llvm.trunc", [ratio])
+            remainder = _intrinsic(builder, "llvm.fma", [builder.fneg(quotient), b, a])
+            # nonzero with the sign not a's: one comparison, which x86 blends
+            overshot = builder.fcmp_ordered(
+                "!=", _intrinsic(builder, "llvm.copysign", [remainder, a]), remainder)
+            remainder = builder.select(overshot, builder.fadd(
+                remainder, _intrinsic(builder, "llvm.copysign", [b, a])), remainder)
+            exact_result = _intrinsic(builder, "llvm.copysign", [remainder, a])
+            exact_block = builder.block
+        with general:
+            general_result = builder.call(_libm_fmod(builder.module, a.type), [a, b])
+            general_block = builder.block
+    result = builder.phi(a.type)
+    result.add_incoming(exact_result, exact_block)
+    result.add_incoming(general_result, general_block)
+    return result
+
+
+def _intrinsic(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    """An intrinsic itself, never the vector-math call `em.call_intrinsic` may make."""
+    ty = args[0].type
+    fnty = ir.FunctionType(ty, [a.type for a in args])
+    return builder.call(builder.module.declare_intrinsic(name, [ty], fnty), args)
+
+
+def _libm_fmod(module: ir.Module, ty: ir.Type) -> ir.Function:
+    """libm's fmod or fmodf: a call LLVM keeps where it is (it may set errno), not the
+    `frem` instruction, which it would compute for every element of a vectorized loop."""
+    name = "fmod" if ty == ir.DoubleType() else "fmodf"
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ty, [ty, ty]), name)
+        fn.attributes.add("nounwind")
+    return fn
 
 
 def copysign(em: FunctionEmitter, magnitude: ir.Value, sign: ir.Value) -> ir.Value:

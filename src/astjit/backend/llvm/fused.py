@@ -410,12 +410,15 @@ def _divmod_float(op: str):
     def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         b = em.builder
         a, d = args
-        zero = compare_const(b, "==", d, 0)
         quotient, remainder = divmod_power.divmod_float(em, a, d)
         if op == "floordiv":
-            return b.select(zero, b.fdiv(a, d), quotient)
-        return b.select(zero, b.frem(a, d), remainder)
+            return b.select(compare_const(b, "==", d, 0), b.fdiv(a, d), quotient)
+        return remainder  # by zero fmod's NaN, as NumPy's npy_divmod returns it
     return routine
+
+
+def _fmod_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    return divmod_power.fmod_float(em, *args)
 
 
 def _divmod_int(op: str, signed: bool = True):
@@ -436,17 +439,24 @@ def _divmod_int(op: str, signed: bool = True):
 
 
 def _fmod_int(signed: bool):
-    """NumPy's integer fmod: C's remainder, 0 by zero (and for a signed one by -1, where
-    the remainder is 0 but the instruction may trap on the lowest value)."""
+    """NumPy's integer fmod: C's remainder, 0 by zero.
+
+    A signed one divides the magnitudes unsigned and gives the remainder a's sign: by -1
+    that is 0 without the trap `srem` has at the lowest value, and LLVM's 64-bit division,
+    which takes a 32-bit divide where both operands' upper halves are zero, chooses it
+    by the operands' magnitudes, not their signs: on mixed-sign data `srem`'s choice was
+    mispredicted at every other element (benchmarks/breadth_run.py `fmod_int`)."""
     def routine(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         b = em.builder
         a, d = args
-        unsafe = compare_const(b, "==", d, 0)
-        if signed:
-            unsafe = b.or_(unsafe, compare_const(b, "==", d, -1))
-        safe = b.select(unsafe, const_like(d, 1), d)
-        remainder = b.srem(a, safe) if signed else b.urem(a, safe)
-        return b.select(unsafe, const_like(a, 0), remainder)
+        zero = compare_const(b, "==", d, 0)
+        if not signed:
+            return b.select(zero, const_like(a, 0), b.urem(a, b.select(zero, const_like(d, 1), d)))
+        negative = compare_const(b, "<", a, 0)
+        magnitude = b.select(negative, b.neg(a), a)
+        divisor = b.select(compare_const(b, "<", d, 0), b.neg(d), d)
+        remainder = b.urem(magnitude, b.select(zero, const_like(d, 1), divisor))
+        return b.select(zero, const_like(a, 0), b.select(negative, b.neg(remainder), remainder))
     return routine
 
 
@@ -493,7 +503,8 @@ NUMPY_ROUTINES = {
     "floordiv_int_numpy": _divmod_int("floordiv"), "mod_int_numpy": _divmod_int("mod"),
     "floordiv_uint_numpy": _divmod_int("floordiv", signed=False),
     "mod_uint_numpy": _divmod_int("mod", signed=False),
-    "fmod_int_numpy": _fmod_int(signed=True), "fmod_uint_numpy": _fmod_int(signed=False),
+    "fmod_float_numpy": _fmod_float, "fmod_int_numpy": _fmod_int(signed=True),
+    "fmod_uint_numpy": _fmod_int(signed=False),
     "pow_int_numpy": pow_int_numpy, "pow_float_numpy": pow_float_numpy, "cast_numpy": _cast,
 }
 """The routines of the ops' NumPy-semantics lowerings (`OpDef.llvm_numpy`)."""

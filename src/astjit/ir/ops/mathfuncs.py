@@ -182,7 +182,7 @@ def _numpy_fmod(a, b):
 
 
 _def("numpy_fmod", 2, arith_rule, _numpy_fmod,
-     {"f": LibCall("fmod", vector=False), "i": Routine("fmod_int_numpy"),
+     {"f": Routine("fmod_float_numpy"), "i": Routine("fmod_int_numpy"),
       "u": Routine("fmod_uint_numpy")}, ("pure", "elementwise"), numpy=("fmod",),
      vjp=_fmod_vjp, cuda={"f": CExpr("fmod({0}, {1})"), "i": CExpr("astjit_fmod_int({0}, {1})")},
      doc="np.fmod: C's remainder (the sign of a) in the operands' type; an int by zero is 0 "
