@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 def complex_mul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """(a + bi)(c + di) = (ac - bd) + (ad + bc)i."""
-    return _mul(em.builder, args[0].type, args[0], args[1])
+    return multiply(em.builder, args[0], args[1])
 
 
 def complex_div(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -43,9 +43,10 @@ def complex_div(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     return _smith_div(em.builder, args[0], args[1])
 
 
-def _mul(b: ir.IRBuilder, ty: ir.Type, x: ir.Value, y: ir.Value) -> ir.Value:
+def multiply(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x * y of two complexes of one type (also a reduction's step: np.prod, np.cumprod)."""
     (xr, xi), (yr, yi) = complex_parts(b, x), complex_parts(b, y)
-    return pack_complex(b, ty, b.fsub(b.fmul(xr, yr), b.fmul(xi, yi)),
+    return pack_complex(b, x.type, b.fsub(b.fmul(xr, yr), b.fmul(xi, yi)),
                         b.fadd(b.fmul(xr, yi), b.fmul(xi, yr)))
 
 
@@ -303,7 +304,7 @@ def _cpow_function(module: ir.Module, ty: ir.Type) -> ir.Function:
     b.ret(call_c99(libm, "cpow", [a, e]))
 
     b.position_at_end(power)
-    mul = functools.partial(_mul, b, ty)
+    mul = functools.partial(multiply, b)
     ret_if(b.icmp_signed("==", n, ir.Constant(i64, 1)), lambda: a)
     ret_if(b.icmp_signed("==", n, ir.Constant(i64, 2)), lambda: mul(a, a))
     ret_if(b.icmp_signed("==", n, ir.Constant(i64, 3)), lambda: mul(a, mul(a, a)))

@@ -42,10 +42,11 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
-from ...ir.ops import Builder, Intrinsic
+from ...ir.ops import Builder, Intrinsic, Routine
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import array_layout, loop_metadata, nests, new_arrays, parallel, vecmath
+from .complexes import multiply
 from .lltypes import ARRAY_DATA, I8, I64_T, constant, lltype
 
 if TYPE_CHECKING:
@@ -66,8 +67,15 @@ def identity(kind: str, t: ScalarType) -> ir.Constant:
     return constant(t, REDUCTIONS[kind].start(t))
 
 
-def _apply(em: FunctionEmitter, descriptor: Builder | Intrinsic, args: list[ir.Value]) -> ir.Value:
+COMBINE_ROUTINES = {"complex_mul": multiply}
+"""The `Routine` combine steps of the reduction rows: `step(builder, acc, x)`."""
+
+
+def _apply(em: FunctionEmitter, descriptor: Builder | Intrinsic | Routine,
+           args: list[ir.Value]) -> ir.Value:
     match descriptor:
+        case Routine(name):
+            return COMBINE_ROUTINES[name](em.builder, *args)
         case Builder(method, extra, flags):
             kwargs = {"flags": flags} if flags else {}
             return getattr(em.builder, method)(*extra, *args, **kwargs)

@@ -26,6 +26,8 @@ from llvmlite import ir
 from ...ir.ops.scans import EMPTY_ARG, scan_dtype
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
 from . import array_layout, loop_metadata, nests, new_arrays
+from .complexes import multiply
+from .conversions import complex_cast
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type, lltype
 from .reduction_nests import Register
 
@@ -257,6 +259,8 @@ def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: Scala
     ty = lltype(target)
     if source == target:
         return value
+    if source.is_complex or target.is_complex:
+        return complex_cast(b, value, source, target)
     if target.is_float:
         if source.is_float:
             return b.fpext(value, ty) if target == F64 else b.fptrunc(value, ty)
@@ -266,8 +270,11 @@ def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: Scala
 
 
 def _combine(b: ir.IRBuilder, kind: str, t: ScalarType, acc: ir.Value, x: ir.Value) -> ir.Value:
+    """acc + x or acc * x (a complex's `fadd` adds both parts; its product is complexes.py's)."""
     if kind == "sum":
-        return b.fadd(acc, x) if t.is_float else b.add(acc, x)
+        return b.fadd(acc, x) if t.is_float or t.is_complex else b.add(acc, x)
+    if t.is_complex:
+        return multiply(b, acc, x)
     return b.fmul(acc, x) if t.is_float else b.mul(acc, x)
 
 

@@ -81,8 +81,9 @@ class ReductionKind:
     """NumPy has no identity for it: reducing nothing raises ValueError (`empty_message`)."""
     reference: str
     """The NumPy function the interpreter runs (`py_reduce`)."""
-    combine: dict[str, Builder | Intrinsic]
-    """LLVM: the accumulator after taking in an element, `op(acc, x)`."""
+    combine: dict[str, Builder | Intrinsic | Routine]
+    """LLVM: the accumulator after taking in an element, `op(acc, x)` (a `Routine`: a
+    function of the builder and both, backend/llvm/reduction_nests.py's `COMBINE_ROUTINES`)."""
     finish: Builder | None
     """LLVM: the result from the accumulator, `op(acc, count)` with the count converted to
     the accumulator's float type; None: the accumulator itself."""
@@ -324,8 +325,9 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
                   cuda_combine={"*": CExpr("astjit_reduce_min({0}, {1})"),
                                 "b": CExpr("({0} & {1})")},
                   jvp=_extremum_jvp),
-    ReductionKind("prod", ("prod",), "multiply", _sum_dtype, {"f": 1.0, "i": 1}, False, "prod",
-                  {"f": Builder("fmul", flags=("reassoc",)), "i": Builder("mul")}, None, None,
+    ReductionKind("prod", ("prod",), "multiply", _sum_dtype, {"f": 1.0, "i": 1, "c": 1 + 0j},
+                  False, "prod", {"f": Builder("fmul", flags=("reassoc",)), "i": Builder("mul"),
+                                   "c": Routine("complex_mul")}, None, None,
                   False, _prod_vjp, cuda_combine={"*": CExpr("({0} * {1})")}, jvp=_prod_jvp),
     ReductionKind("any", ("any",), "logical_or", lambda t: BOOL, {"b": 0}, False, "any",
                   {"b": Builder("or_")}, None, None, False, _no_derivative,

@@ -102,9 +102,13 @@ _def("arg_reduce", 1, arg_rule, py_arg_reduce, {"*": Routine("arg_reduce")},
 # ---- cumsum, cumprod ---------------------------------------------------------------------
 
 def scan_dtype(attrs, x: ArrayType):
-    """The result's dtype: `dtype=`, else int64 for bool and int, the float itself."""
+    """The result's dtype: `dtype=`, else int64 for bool and int, the float (complex) itself."""
     dtype = attrs.get("dtype")
-    if dtype is not None and x.dtype.is_float and not dtype.is_float:
+    if dtype is not None and x.dtype.is_complex and not dtype.is_complex:
+        raise OpTypeError(f"cum{attrs['kind']}() of a complex array to {dtype} is not supported "
+                          "(NumPy drops the imaginary parts, with a ComplexWarning): take "
+                          "np.real of the result instead")
+    if dtype is not None and x.dtype.is_float and not (dtype.is_float or dtype.is_complex):
         raise OpTypeError(f"cum{attrs['kind']}() of a float array to {dtype} is not supported: "
                           "convert the result instead")
     return dtype or _sum_dtype(x.dtype)
@@ -113,9 +117,6 @@ def scan_dtype(attrs, x: ArrayType):
 def scan_rule(types, attrs):
     x = _array(types, "cum" + attrs["kind"])
     _axes(attrs, x, "cum" + attrs["kind"])
-    if x.dtype.is_complex:
-        raise OpTypeError(f"np.cum{attrs['kind']}() of a complex array is not supported yet "
-                          "(docs/arrays.md: complex)")
     return [x], ArrayType(scan_dtype(attrs, x), 1 if attrs.get("axis") is None else x.ndim)
 
 

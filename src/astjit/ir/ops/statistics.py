@@ -23,7 +23,7 @@ ops it knows: the gradients are those of the parts (a NaN's adjoint is 0).
 from __future__ import annotations
 
 from ..core import Node, Value
-from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, strong
+from ..types import BOOL, C64, F32, F64, I64, ArrayType, ScalarType, strong
 from .declare import _def
 from .reductions import normalize_axes
 from .table import OpTypeError, Refused
@@ -47,8 +47,14 @@ class _Expansion:
 
 
 def _float_of(x: Value, dtype: ScalarType | None) -> ScalarType:
-    """The float type NumPy computes a var / nanmean of `x` in."""
-    return dtype or (F32 if x.type.dtype == F32 else F64)
+    """The float type NumPy computes a var / nanmean of `x` in (a complex's part's)."""
+    return dtype or (F32 if x.type.dtype in (F32, C64) else F64)
+
+
+def _inexact(x: Value) -> bool:
+    """Whether `x` may hold NaNs (NumPy's inexact dtypes: a complex is NaN where either
+    part is, np.isnan's and `x != x`'s NaN)."""
+    return x.type.dtype.is_float or x.type.dtype.is_complex
 
 
 def _scalar_type(v: Value) -> ScalarType:
@@ -100,7 +106,7 @@ def _nan_parts(e, x, axes, dtype):
 
 def _nanvar(e, x, ddof, axes, keepdims, dtype):
     """NumPy's: var of the non-NaN elements; NaN where count - ddof <= 0."""
-    if not x.type.dtype.is_float:
+    if not _inexact(x):
         return _var(e, x, ddof, axes, keepdims, dtype)
     zeroed, count = _nan_parts(e, x, axes, dtype)
     s = _squares(e, x, axes, keepdims, dtype, (zeroed, count))
@@ -113,7 +119,7 @@ def _nanvar(e, x, ddof, axes, keepdims, dtype):
 
 def _nanmean(e, x, ddof, axes, keepdims, dtype):
     """The sum of the non-NaN elements over their count (0 / 0: NaN)."""
-    if not x.type.dtype.is_float:
+    if not _inexact(x):
         return e.op("reduce", x, kind="mean", axis=axes, keepdims=keepdims, dtype=dtype)
     t = _float_of(x, dtype)
     zeroed = select(e, e.op("isnan", x), e.const(0.0, x.type.dtype), x)
@@ -125,7 +131,7 @@ def _nanmean(e, x, ddof, axes, keepdims, dtype):
 def _nan_replaced(kind: str, fill: float):
     """nansum / nanprod: the reduction with NaNs replaced by its identity `fill`."""
     def rule(e, x, ddof, axes, keepdims, dtype):
-        if x.type.dtype.is_float:
+        if _inexact(x):
             x = select(e, e.op("isnan", x), e.const(fill, x.type.dtype), x)
         return e.op("reduce", x, kind=kind, axis=axes, keepdims=keepdims, dtype=dtype)
     rule.__doc__ = f"np.{kind} with each NaN replaced by {fill}."
@@ -190,9 +196,6 @@ def _check(types, attrs) -> tuple[int, ...]:
         raise OpTypeError(f"np.{kind}() needs an array here, got {x}")
     if ddof not in (I64, F64):
         raise OpTypeError(f"ddof= of np.{kind}() must be an int or a float, got {ddof}")
-    if x.dtype.is_complex and kind.startswith("nan"):  # the NaN tests here are a float's
-        raise OpTypeError(f"np.{kind}() of a complex array is not supported yet "
-                          "(docs/arrays.md: complex)")
     return normalize_axes(attrs.get("axis"), x.ndim)
 
 
