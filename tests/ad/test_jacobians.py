@@ -108,6 +108,22 @@ def test_hessian():
     np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
 
 
+def biased_layer(w, x):
+    return np.sum(np.tanh(x @ w[:6].reshape((2, 3)) + w[6:]) ** 2)
+
+
+def test_hessian_of_a_biased_layer_stays_on_the_first_tier():
+    """jacfwd of a bias's gradient sums a batch of (n, 1, k) adjoints (`sum_to_like`), which
+    the first tier's unit-stride version takes: compiled once, not again for the general tier."""
+    w, x = randn(9), randn(5, 2)
+    f = jit(hessian(biased_layer))
+    H = f(w, x)
+    np.testing.assert_allclose(H, numeric_jacobian(jacrev(biased_layer), (w, x), 0),
+                               rtol=1e-5, atol=1e-7)
+    types = f.dispatcher.signature.types_of(f.dispatcher.signature.bind((w, x), {}))
+    assert not f.dispatcher.specializations[types].compiled.general
+
+
 def jacobian_inside(x, W):
     return np.sum(jacfwd(field)(x, W) ** 2) + np.sum(jacrev(field, argnums=1)(x, W))
 

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.types import F32, ArrayType, ScalarType
+from ...ir.ops.complexes import part_type
+from ...ir.types import ArrayType, ScalarType
 from . import array_layout, loop_metadata, nests, new_arrays, owned
-from .lltypes import ARRAY_DATA, ARRAY_STRIDES, DOUBLE, I1, I64_T, element_type
+from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -56,11 +57,22 @@ def _address(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value],
 
 
 def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: ScalarType) -> ir.Value:
-    """A float of type `source` as one of type `target`."""
+    """A float or complex of type `source` as one of type `target` (a complex to a float: its
+    real part, the adjoint of a real operand; a float to a complex: with a zero imaginary part)."""
     if source == target:
         return value
-    return b.fptrunc(value, element_type(target)) if target == F32 else \
+    if source.is_complex and not target.is_complex:
+        return _convert(b, b.extract_element(value, _i32(0)), part_type(source), target)
+    if target.is_complex and not source.is_complex:
+        real = _convert(b, value, source, part_type(target))
+        return b.insert_element(ir.Constant(element_type(target), None), real, _i32(0))
+    narrower = target.bits < source.bits
+    return b.fptrunc(value, element_type(target)) if narrower else \
         b.fpext(value, element_type(target))
+
+
+def _i32(value: int) -> ir.Constant:
+    return ir.Constant(ir.IntType(32), value)
 
 
 def _load(b: ir.IRBuilder, array: ir.Value, t: ArrayType, indices: list[ir.Value]) -> ir.Value:
@@ -103,14 +115,15 @@ def sum_to_like(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
 def _sum_all(em: FunctionEmitter, g: ir.Value, g_t: ArrayType, target: ScalarType) -> ir.Value:
     """The sum of all of `g`'s elements, as a `target` scalar."""
     b = em.builder
-    total = em.alloca(DOUBLE)
-    b.store(ir.Constant(DOUBLE, 0.0), total)
+    wide = ScalarType("c128") if g_t.dtype.is_complex else ScalarType("f64")
+    total = em.alloca(element_type(wide))
+    b.store(ir.Constant(element_type(wide), None), total)
 
     def add(ix):
-        value = _convert(b, _load(b, g, g_t, ix), g_t.dtype, ScalarType("f64"))
+        value = _convert(b, _load(b, g, g_t, ix), g_t.dtype, wide)
         b.store(b.fadd(b.load(total), value, flags=FLAGS), total)
     nests.loop_nest(em, _dims(b, g, g_t.ndim), add, "sum")
-    return _convert(b, b.load(total), ScalarType("f64"), target)
+    return _convert(b, b.load(total), wide, target)
 
 
 def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.Value,
@@ -126,8 +139,9 @@ def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.
 
     def nest(unit: bool) -> None:
         def add(ix):
-            target = ix[lead:] if unit else \
-                [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
+            target = [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
+            if unit and target:  # the last axis kept: its index as is, the others' selects invariant
+                target[-1] = ix[-1]
             pointer = _address(b, out, target, unit)
             element = b.load(_address(b, g, ix, unit), align=array_layout.ITEM_SIZES[g_t.dtype])
             value = _convert(b, element, g_t.dtype, x_t.dtype)
@@ -135,11 +149,13 @@ def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.
                     align=align)
         nests.loop_nest(em, g_dims, add, "sum_to")
 
-    # The common case, a bias's gradient (leading axes summed away, the rest kept):
-    # `out[j] += g[i, j]` with unit steps, which the loop vectorizer takes.
+    # The common case, a bias's gradient (leading axes summed away, or axes of length 1
+    # in `x`, the last axis kept): `out[j] += g[i, j]` with unit steps, which the loop
+    # vectorizer takes. A batch of biases' gradients (`x` of shape (n, 1, k), vmap and
+    # jacfwd of a gradient) is this case too, so a first tier takes it.
     fast = b.icmp_signed("==", b.extract_value(g, [ARRAY_STRIDES, g_t.ndim - 1]), _i64(1))
-    for k, d in enumerate(x_dims):
-        fast = b.and_(fast, b.icmp_signed("==", d, g_dims[lead + k]))
+    if x_dims:
+        fast = b.and_(fast, b.icmp_signed("==", x_dims[-1], g_dims[-1]))
     loop_metadata.unit_or_strided(em, fast, nest)
     return out
 
@@ -184,7 +200,7 @@ def zero_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value
     b = em.builder
     acc, view = args
     t = node.inputs[1].type
-    zero_value = ir.Constant(element_type(t.dtype), 0.0)
+    zero_value = ir.Constant(element_type(t.dtype), None)
 
     def store_zero(ix):
         b.store(zero_value, _address(b, view, ix), align=array_layout.ITEM_SIZES[t.dtype])
