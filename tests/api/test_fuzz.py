@@ -145,6 +145,24 @@ def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_p
     assert fine["verdict"] == "ok", fine
 
 
+def test_a_hang_is_cpu_time_not_waiting(tmp_path):
+    """A worker spinning past the timeout's CPU seconds is a hang; one that only waits
+    (as on a loaded machine) for longer than the timeout is not."""
+    fine = WRONG.replace("len(CALLS)", "1")
+    (tmp_path / "fz_start.py").write_text(fine)
+    (tmp_path / "fz_wait.py").write_text("import time\ntime.sleep(4.0)\n" + fine)
+    (tmp_path / "fz_spin.py").write_text("while True:\n    pass\n" + fine)
+    worker = Worker()
+    try:  # the first program pays for the worker's start-up (importing astjit, compiling)
+        assert worker.judge(tmp_path / "fz_start.py", "fz_start", timeout=120)["verdict"] == "ok"
+        waited = worker.judge(tmp_path / "fz_wait.py", "fz_wait", timeout=2.0)
+        spun = worker.judge(tmp_path / "fz_spin.py", "fz_spin", timeout=2.0)
+    finally:
+        worker.close()
+    assert waited["verdict"] == "ok", waited
+    assert spun["verdict"] == "crash" and "no verdict within the timeout" in spun["detail"], spun
+
+
 def test_shrinking_keeps_what_still_fails():
     source = textwrap.dedent('''
         def h0(p0):

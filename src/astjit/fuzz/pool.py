@@ -1,20 +1,34 @@
 """The parent's side of a worker process (`fuzz.worker`): send a program, read its verdict.
 
-A worker that dies while judging (a crash), or takes longer than the timeout (a hang:
-it is killed), turns into a `Died` verdict for that program; the next request starts a
+A worker that dies while judging (a crash), or spends more than the timeout's CPU time on
+one program (a hang: it is killed), turns into a `Died` verdict for that program; the next request starts a
 fresh worker. Workers are also replaced every `RECYCLE` programs: compiled machine code
 stays mapped until its process exits (README, "Tests and benchmarks").
 """
 from __future__ import annotations
 
 import json
+import os
 import select
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 RECYCLE = 150
+POLL_SECONDS = 1.0
+WALL_FACTOR = 20             # a worker starved of the CPU is still stopped after this many timeouts
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process `pid` has used, from /proc; None off Linux."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Worker:
@@ -35,11 +49,29 @@ class Worker:
             self.proc.stdin.flush()
         except BrokenPipeError:
             return self.died("the worker had exited")
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        ready = self.wait(timeout)
         line = self.proc.stdout.readline() if ready else ""
         if not line:
             return self.died("no verdict within the timeout" if not ready else "the worker died")
         return json.loads(line)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the worker answered before spending `timeout` seconds of CPU time.
+
+        CPU time, as the worker's own timers count it (`judge.timed`): a loaded machine
+        stretches the wall clock, and a slow answer is not a hang. The wall clock still
+        bounds the wait, at WALL_FACTOR timeouts.
+        """
+        start_wall, start_cpu = time.monotonic(), cpu_seconds(self.proc.pid)
+        while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], POLL_SECONDS)
+            if ready:
+                return True
+            wall = time.monotonic() - start_wall
+            cpu = cpu_seconds(self.proc.pid)
+            spent = wall if cpu is None or start_cpu is None else cpu - start_cpu
+            if spent > timeout or wall > WALL_FACTOR * timeout:
+                return False
 
     def died(self, what: str) -> dict:
         proc = self.proc
