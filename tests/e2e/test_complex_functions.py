@@ -207,18 +207,6 @@ def test_statistics_like_numpy(dtype):
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.complex64 else 1e-12)
 
 
-def complex_matmul(z):
-    return z @ z
-
-
-@pytest.mark.parametrize("fn", [complex_matmul], ids=lambda f: f.__name__)
-def test_unsupported_complex_reductions_are_refused(fn):
-    """Not computed yet: a CompileError saying so when the function compiles (they crashed
-    in LLVM, or took a complex NaN for a number)."""
-    with pytest.raises(CompileError, match="complex"):
-        jit(fn)(np.array([[1 + 1j, 2 - 1j], [np.nan, 1j]]))
-
-
 # ---- derivatives: refused through complex numbers (docs/arrays.md) ---------------------------
 
 def real_of_product(z, x):

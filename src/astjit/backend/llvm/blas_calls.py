@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from llvmlite import ir
 
-from ...ir.types import F64, ArrayType, ScalarType
+from ...ir.types import C64, C128, F32, F64, ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays, owned
+from .conversions import complex_cast
 from .lltypes import (
     ARRAY_DATA,
     ARRAY_OWNER,
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from .emitter import FunctionEmitter
 
 INT32_MAX = 2 ** 31 - 1
+BLAS_PREFIXES = {F64: "d", F32: "s", C128: "z", C64: "c"}
+"""The letter BLAS names its routines of a dtype by (`dgemm`, `zgemm`)."""
 TOO_LARGE = "array dimensions too large for BLAS (more than 2**31 - 1)"
 
 
@@ -92,7 +95,10 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
     def body(indices):
         value = b.load(address(b, source, source_strides, indices),
                        align=array_layout.ITEM_SIZES[t.dtype])
-        value = b.fpext(value, target) if t.dtype.is_float else b.sitofp(value, target)
+        if dtype.is_complex:
+            value = complex_cast(b, value, t.dtype, dtype)
+        else:
+            value = b.fpext(value, target) if t.dtype.is_float else b.sitofp(value, target)
         b.store(value, address(b, fresh, fresh_strides, indices),
                 align=array_layout.ITEM_SIZES[dtype])
     nests.loop_nest(em, dims, body, "convert")
@@ -181,7 +187,7 @@ class Call:
 
     def __init__(self, builder: ir.IRBuilder, dtype: ScalarType):
         self.builder, self.dtype = builder, dtype
-        self.prefix = "d" if dtype == F64 else "s"
+        self.prefix = BLAS_PREFIXES[dtype]
 
     def slot(self, value: ir.Value) -> ir.Value:
         with self.builder.goto_entry_block():

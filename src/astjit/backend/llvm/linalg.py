@@ -59,6 +59,7 @@ from .blas_calls import (
     vector_args,
     vector_readable,
 )
+from .complex_products import complex_dot
 from .factorizations import ROUTINES as LAPACK_ROUTINES
 from .lltypes import ARRAY_DATA, I1, I8, I32_T, I64_T, constant
 from .product_kernels import int_kernel, mismatch_message
@@ -97,8 +98,10 @@ def matmul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         return stacked_product(em, node, a, b)
     dtype = out_t.dtype if isinstance(out_t, ArrayType) else out_t
     sizes = check_inner(em, node, a, b)
-    if not dtype.is_float:
+    if not (dtype.is_float or dtype.is_complex):
         return int_product(em, node, a, b, sizes)
+    if not isinstance(out_t, ArrayType) and dtype.is_complex:
+        return complex_dot(em, node, a, b, dtype)
     if not isinstance(out_t, ArrayType):
         return blas_dot(em, node, a, b, dtype, sizes[1])
     return blas_product(em, node, a, b, out_t, sizes)

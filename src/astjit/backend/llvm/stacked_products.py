@@ -124,10 +124,11 @@ def stacked_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -
     lengths, (m, k, n) = check_shapes(em, node, x, y, out_batch)
     core = [d for d in (m, n) if d is not None]
     new_arrays.check_dims(em, node, dtype, lengths + core)
-    out = new_arrays.allocate(em, node, out_t, lengths + core, zeroed=not dtype.is_float)
+    inexact = dtype.is_float or dtype.is_complex  # BLAS's (zgemm for a complex)
+    out = new_arrays.allocate(em, node, out_t, lengths + core, zeroed=not inexact)
     result = Stack(builder, out, out_t.ndim)
     result.core, result.batch = len(core), out_batch
-    if not dtype.is_float:
+    if not inexact:
         def int_item(indices):
             item = result.item(builder, out_t, indices)
             strides = [byte_stride(builder, item, k) for k in range(len(core))]

@@ -83,9 +83,6 @@ def matmul_rule(types, attrs):
                               "matrix product (ops/linalg_functions.py), not this node")
         if t.dtype == BOOL:
             raise OpTypeError(f"{name} of bool arrays is not supported yet: convert them first")
-        if t.dtype.is_complex:
-            raise OpTypeError(f"{name} of complex arrays is not supported yet: write the "
-                              "products and np.sum (docs/arrays.md: complex)")
     dtype = numpy_promote([a.dtype, b.dtype], [])
     ndim = product_ndim(a.ndim, b.ndim)
     return [a, b], (dtype if ndim == 0 else ArrayType(dtype, ndim))

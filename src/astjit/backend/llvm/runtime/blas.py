@@ -44,7 +44,9 @@ from .pyapi import VOID
 FLOAT = ir.FloatType()
 C_TYPES = {"void": VOID, "double": DOUBLE, "float": FLOAT, "char *": I8.as_pointer(),
            "int *": I32_T.as_pointer(), "double *": DOUBLE.as_pointer(),
-           "float *": FLOAT.as_pointer()}
+           "float *": FLOAT.as_pointer(),
+           "double complex *": ir.VectorType(DOUBLE, 2).as_pointer(),
+           "float complex *": ir.VectorType(FLOAT, 2).as_pointer()}
 
 
 def function_type(signature: str) -> ir.FunctionType:

@@ -56,11 +56,16 @@ BLAS_SIGNATURES: dict[str, str] = {
 }
 BLAS_SIGNATURES.update({"s" + name[1:]: text.replace("double", "float")
                         for name, text in list(BLAS_SIGNATURES.items())})
+BLAS_SIGNATURES.update({prefix + name: BLAS_SIGNATURES["d" + name].replace("double", part)
+                        for prefix, part in (("z", "double complex"), ("c", "float complex"))
+                        for name in ("gemm", "gemv")})
 """The C signature each routine compiled code calls must have (Cython's typedefs spelled out)."""
 
 
 def spelled_out(name: str) -> str:
-    """A capsule name with Cython's typedefs of double and float spelled out."""
+    """A capsule name with Cython's typedefs of double and float (and their complexes:
+    `__pyx_t_double_complex`) spelled out."""
+    name = re.sub(r"__pyx_t_(double|float)_complex\b", r"\1 complex", name)
     return re.sub(r"__pyx_t_\w*?cython_(?:blas|lapack)_([ds])\b",
                   lambda m: "double" if m.group(1) == "d" else "float", name)
 
