@@ -125,6 +125,8 @@ def _nanmean(e, x, ddof, axes, keepdims, dtype):
     zeroed = select(e, e.op("isnan", x), e.const(0.0, x.type.dtype), x)
     total = e.op("reduce", zeroed, kind="sum", axis=axes, keepdims=keepdims, dtype=dtype)
     count = e.op("reduce", e.op("eq", x, x), kind="sum", axis=axes, keepdims=keepdims, dtype=t)
+    if _scalar_type(total).is_complex:  # NumPy's division (`div`'s fdiv takes real numbers)
+        return e.op("truediv", total, count)
     return div(e, total, count)
 
 
