@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import entries, runtime, store
+from . import entries, store
 from .dependencies import Uncacheable, digest, sha256
 from .environment import fingerprint
 
@@ -62,6 +62,8 @@ def write(where: Place, compiled: Any, pinned: list) -> bool:
     where.tag)`, which pinned `pinned`); whether it was written. Not written: code that
     pinned objects other than its fallback, handler and general entry, or that calls
     runtime functions not found as object code of this process's runtime."""
+    from . import runtime  # a writer's only
+
     roles = entries.roles_of(pinned, compiled.call.__self__)
     batches = runtime.needed(compiled.compiled.imports)
     if roles is None or batches is None:

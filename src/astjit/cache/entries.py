@@ -33,9 +33,20 @@ import struct
 from typing import Any
 
 from ..errors import Loc
-from .runtime import Batch
 
 ROLES = ("fallback", "handler", "reporter", "general")
+
+
+class Batch:
+    """One runtime module's object code, the functions it defines and what it imports
+    (runtime.py: the runtime's shared functions an entry calls, carried with it)."""
+
+    __slots__ = ("imports", "names", "object")
+
+    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes) -> None:
+        self.names = names
+        self.imports = imports
+        self.object = obj
 
 
 class Site(tuple):
@@ -144,7 +155,7 @@ def link(saved: Saved, fallback: Any, handler: Any, general: Any) -> Any | None:
     its pins bound to the loading dispatcher's `fallback`, error `handler` (wrapped in an
     `ErrorReporter` where the saved one was) and `general` entry; None when it cannot link
     in this process. Linked by the ELF linker (native.py) where it can, else by LLVM."""
-    from ..backend.llvm.runtime.entry import EntryPins, ErrorReporter, make_builtin
+    from ..backend.llvm.runtime.builtin import EntryPins, ErrorReporter, make_builtin
     from ..backend.llvm.runtime.objects import PIN_PREFIX
     from . import native
 

@@ -6,9 +6,15 @@ another of any of these is foreign: its key differs, so it is never found.
 
 All of it is read without importing llvmlite or NumPy (a warm cache's process needs
 neither for a scalar kernel, and importing them would cost it more than the load):
-- astjit: its version and the size and modification time of each of its source files,
-  so that editing astjit (a development checkout) does not load code an older one
-  compiled;
+- astjit: its version and the state of its files (`package_state`). Installed from a
+  wheel (its `.dist-info` beside the package, whose RECORD lists the package's files
+  with their SHA-256): RECORD's content, one small file, which every install, upgrade
+  or reinstall of another build rewrites. Otherwise (an editable install, a
+  development checkout, a folder on `sys.path`): the size and modification time of
+  each of its source files, so that editing astjit never loads code an older one
+  compiled; a stat per file (about 240), where no cheaper test is safe: an editor
+  that rewrites a file in place changes neither its folder's modification time nor
+  anything but that file's own stat;
 - llvmlite: its version (`_version.py`, with its commit) and the size and modification
   time of its shared library, into which LLVM is linked statically: another LLVM is
   another library file;
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import importlib.machinery
+import marshal
 import os
 import sys
 from pathlib import Path
@@ -42,7 +49,7 @@ def fingerprint() -> str:
     version = sys.modules["astjit"].__version__  # imported by now (an import: a cycle)
     parts = [
         f"format={FORMAT}",
-        f"astjit={version}:{package_state(Path(__file__).resolve().parent.parent)}",
+        f"astjit={version}:{package_state(os.path.dirname(os.path.dirname(__file__)))}",
         f"llvmlite={llvmlite_state()}",
         f"numpy={numpy_version()}",
         f"python={sys.version.split()[0]}:{sys.implementation.cache_tag}",
@@ -52,20 +59,45 @@ def fingerprint() -> str:
     return ";".join(parts)
 
 
-def package_state(root: Path) -> str:
-    """A digest of the path, size and modification time of every source file under `root`."""
-    entries = []
-    folders = [str(root)]
+def package_state(root: str) -> str:
+    """A digest of astjit's files under `root`: its wheel's RECORD where it was installed
+    from one, else each source file's path, size and modification time (see the module's
+    docstring)."""
+    record = installed_record(root)
+    if record is not None:
+        return "record:" + sha256(record).hexdigest()[:16]
+    return "files:" + sha256(marshal.dumps(source_stats(root))).hexdigest()[:16]
+
+
+def installed_record(root: str) -> bytes | None:
+    """The RECORD of the wheel `root` (the package's folder) was installed from, or None: no
+    `.dist-info` of this version beside it, or one whose RECORD does not list the package's
+    own files (an editable install's lists a `.pth` file, or a finder, instead)."""
+    folder, name = os.path.split(root)
+    version = sys.modules["astjit"].__version__
+    try:
+        with open(os.path.join(folder, f"{name}-{version}.dist-info", "RECORD"), "rb") as file:
+            record = file.read()
+    except OSError:
+        return None
+    return record if f"\n{name}/__init__.py,".encode() in b"\n" + record else None
+
+
+def source_stats(root: str) -> list[tuple[str, int, int]]:
+    """(path, size, modification time in ns) of every `.py` file under `root`, sorted."""
+    stats = []
+    folders = [root]
     while folders:
         with os.scandir(folders.pop()) as found:
             for entry in found:
-                if entry.name.endswith(".py"):
+                name = entry.name
+                if name.endswith(".py"):
                     stat = entry.stat()
-                    entries.append(f"{entry.path}:{stat.st_size}:{stat.st_mtime_ns}")
-                elif entry.name != "__pycache__" and entry.is_dir():
+                    stats.append((entry.path, stat.st_size, stat.st_mtime_ns))
+                elif name != "__pycache__" and entry.is_dir():
                     folders.append(entry.path)
-    entries.sort()
-    return sha256("\n".join(entries).encode()).hexdigest()[:16]
+    stats.sort()
+    return stats
 
 
 def _package_folder(name: str) -> Path | None:

@@ -34,10 +34,10 @@ import sys
 import threading
 from collections.abc import Callable
 
-from ..backend.llvm.runtime import capsules, objects, process
+from ..backend.llvm.runtime import objects, process
 from ..errors import CompileError
 from . import elf
-from .runtime import Batch
+from .entries import Batch
 
 _lock = threading.RLock()
 _runtime: dict[str, int] = {}
@@ -180,6 +180,8 @@ def _process_symbol(name: str) -> int | None:
     if name.startswith("astjit.PyArray_"):
         return _numpy(name.removeprefix("astjit."))
     if name.startswith("astjit.blas."):
+        from ..backend.llvm.runtime import capsules  # array code's only
+
         try:
             return capsules.blas_addresses().get(name.removeprefix("astjit.blas."))
         except CompileError:
@@ -210,6 +212,8 @@ def _numpy(name: str) -> int | None:
     checked again."""
     if "numpy" not in sys.modules:  # code taking arrays: NumPy is imported
         return None
+    from ..backend.llvm.runtime import capsules
+
     try:
         return capsules.numpy_addresses().get(name)
     except (ImportError, AttributeError):

@@ -13,19 +13,10 @@ from __future__ import annotations
 
 import re
 
+from .entries import Batch
+
 _ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
-
-
-class Batch:
-    """One runtime module's object code, the functions it defines and what it imports."""
-
-    __slots__ = ("imports", "names", "object")
-
-    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes) -> None:
-        self.names = names
-        self.imports = imports
-        self.object = obj
 
 
 def needed(imports: tuple[str, ...]) -> list[Batch] | None:

@@ -4,15 +4,10 @@ The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
 the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
 LLVM module, so that LLVM inlines the graph into it where it optimizes the
 module whole), `engine().compile_ir` (LLVM's pipelines and machine code; array
-code in two parts: `is_array_module`), then
-`PyCFunction_NewEx` on a PyMethodDef pointing at the wrapper. The builtin's
-`__self__` is an `EntryPins` that owns the PyMethodDef, the fallback, the
-error handler and the general-tier callable (whose addresses the machine code
-embeds), and the compiled code itself (`CompiledModule`, whose machine code is
-unmapped when it is collected), so they live exactly as long as the builtin does. When some error
-site reports numbers (an array index out of bounds), the wrapper calls an
-`ErrorReporter` around the handler, which puts the numbers into the message
-of the exception the handler raises.
+code in two parts: `is_array_module`), then `builtin.make_builtin`: a builtin
+whose `__self__` (`EntryPins`) keeps the fallback, the error handler (an
+`ErrorReporter` where some error site reports numbers), the general-tier
+callable and the compiled code alive exactly as long as the builtin.
 
 A returned array (or a tuple holding some) is an owned reference the wrapper
 hands to the caller: the ndarray compiled code made or retained, or a new
@@ -20,49 +15,18 @@ view of it (see `wrapper`).
 """
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .builtin import EntryPins, ErrorReporter, make_builtin
 
 if TYPE_CHECKING:  # the code generator and LLVM are imported by `build_entry`: a process
-    # loading cached code (astjit/cache) makes builtins with `make_builtin` and needs neither
+    # loading cached code (astjit/cache) makes builtins with builtin.py and needs neither
     from ....ir.core import Module
     from ..codegen import ErrorSite, LoweredModule
     from ..jit.engine import CompiledModule
     from .trees import TreeBoundary
-
-METH_FASTCALL = 0x0080
-METH_KEYWORDS = 0x0002
-
-
-class PyMethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
-
-
-_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
-_new_builtin.argtypes = [ctypes.POINTER(PyMethodDef), ctypes.py_object, ctypes.c_void_p]
-_new_builtin.restype = ctypes.py_object
-
-
-class EntryPins:
-    """What a compiled entry's machine code points at, kept alive by the builtin."""
-
-    __slots__ = ("code", "error_handler", "fallback", "general", "method_def", "trees")
-
-    def __init__(self, method_def: PyMethodDef | None, fallback: Any, error_handler: Any,
-                 general: Any = None, trees: TreeBoundary | None = None):
-        self.method_def = method_def
-        self.fallback = fallback
-        self.error_handler = error_handler
-        self.general = general
-        self.trees = trees
-        self.code: CompiledModule | None = None
-        """The machine code the builtin runs (set by `make_builtin`)."""
-
-    def __repr__(self) -> str:
-        return f"<astjit entry {self.method_def.ml_name.decode()}>"
 
 
 @dataclass
@@ -150,47 +114,3 @@ def is_array_module(lowered: LoweredModule) -> bool:
 
     graph = lowered.source.entry_graph
     return any(contains_array(v.type) for v in [*graph.params, *graph.outputs])
-
-
-class ErrorReporter:
-    """The handler the wrapper calls when some sites report numbers: `(status, *values)`.
-
-    It calls `error_handler(status)`. For a site with a detail template, the
-    exception that raises has the site's fixed message (wherever the handler put
-    it in its text) replaced by the template filled with the numbers:
-    "index out of bounds for axis 0" becomes NumPy's "index 7 is out of bounds
-    for axis 0 with size 5". What the handler returns is returned.
-    """
-
-    __slots__ = ("details", "errors", "handler")
-
-    def __init__(self, handler: Callable, errors: list[ErrorSite], details: dict[int, str]):
-        self.handler = handler
-        self.errors = errors
-        self.details = details
-
-    def __call__(self, status: int, *values: int) -> Any:
-        detail = self.details.get(status)
-        if detail is None:
-            return self.handler(status)
-        try:
-            return self.handler(status)
-        except Exception as exc:
-            text = exc.args[0] if len(exc.args) == 1 else None
-            message = self.errors[status - 1].message
-            if isinstance(text, str) and message in text:
-                exc.args = (text.replace(message, detail.format(*values), 1),)
-            raise
-
-    def __repr__(self) -> str:
-        return f"ErrorReporter({self.handler!r})"
-
-
-def make_builtin(compiled: CompiledModule, wrapper: str, name: str, pins: EntryPins) -> Callable:
-    """A builtin function object calling `compiled`'s METH_FASTCALL | METH_KEYWORDS function
-    `wrapper`, its `self` `pins` (which gets the PyMethodDef, and keeps `compiled`)."""
-    doc = f"astjit-compiled {name}".encode()
-    pins.code = compiled
-    pins.method_def = PyMethodDef(name.encode(), compiled.addresses[wrapper],
-                                  METH_FASTCALL | METH_KEYWORDS, doc)
-    return _new_builtin(ctypes.byref(pins.method_def), pins, None)

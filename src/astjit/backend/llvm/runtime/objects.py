@@ -31,7 +31,6 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 OBJECT_PREFIX = "astjit.obj."
 PIN_PREFIX = "astjit.pin."
@@ -42,7 +41,9 @@ _named: dict[int, tuple[str, object]] = {}
 """id -> (symbol, the object, kept alive so that its id is never another's)."""
 _lock = threading.Lock()
 _local = threading.local()
-_REFERENCE = re.compile(r'@"(astjit\.(?:obj|pin)\.[^"]*)"')
+_REFERENCE = r'@"(astjit\.(?:obj|pin)\.[^"]*)"'
+"""A symbol's reference in printed IR (a pattern, compiled by `re` on first use: the disk
+cache's loader imports this module and never prints IR)."""
 
 
 def portable_name(obj: object) -> str | None:
@@ -108,12 +109,13 @@ def symbol(obj: object) -> str | None:
     return None if pins is None else pins.symbol(obj)
 
 
-@dataclass
 class Pins:
-    """The objects without portable names one compile used, in order of first use."""
+    """The objects without portable names one compile used, in order of first use. (A plain
+    class: this module is on the disk cache's load path, where making a dataclass costs.)"""
 
-    tag: str
-    objects: list = field(default_factory=list)
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.objects: list = []
 
     def symbol(self, obj: object) -> str:
         for k, known in enumerate(self.objects):
@@ -162,7 +164,7 @@ def bind(names: dict[str, object]) -> None:
 
 def referenced(text: str) -> set[str]:
     """The object and pin symbols a printed module refers to."""
-    return set(_REFERENCE.findall(text))
+    return set(re.findall(_REFERENCE, text))
 
 
 def declared(text: str) -> str:
