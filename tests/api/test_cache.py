@@ -6,14 +6,16 @@ ASTJIT_CACHE_DIR and a timeout); the file format and the keys are also checked i
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import astjit
 from astjit import cache, jit
-from astjit.cache import store
+from astjit.cache import environment, store
 from astjit.cache.dependencies import Uncacheable, digest
 
 MODULE = '''
@@ -268,6 +270,40 @@ def test_the_folder_is_chosen_by_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("ASTJIT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert store.directory() == tmp_path / "xdg" / "astjit"
+
+
+def test_astjit_is_keyed_by_its_files_or_by_its_wheels_record(tmp_path):
+    """A checkout: every source file's size and modification time, so an in-place edit
+    (the folder's own time unchanged) changes the key; installed from a wheel: RECORD."""
+    version = astjit.__version__
+    package = tmp_path / "checkout" / "astjit"
+    (package / "ir").mkdir(parents=True)
+    (package / "__init__.py").write_text("x = 1\n")
+    (package / "ir" / "core.py").write_text("y = 2\n")
+    checkout = environment.package_state(str(package))
+    assert checkout.startswith("files:")
+    folder_time = os.stat(package / "ir").st_mtime_ns
+    with open(package / "ir" / "core.py", "r+") as file:  # in place, as some editors write
+        file.write("y = 3\n")
+    os.utime(package / "ir" / "core.py", ns=(1, 10**18))
+    assert os.stat(package / "ir").st_mtime_ns == folder_time
+    edited = environment.package_state(str(package))
+    assert edited != checkout
+    (package / "ir" / "new.py").write_text("")
+    assert environment.package_state(str(package)) not in (checkout, edited)
+
+    site = tmp_path / "site"
+    shutil.copytree(package, site / "astjit")
+    info = site / f"astjit-{version}.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("astjit/__init__.py,sha256=abc,6\nastjit/ir/core.py,sha256=d,6\n")
+    installed = environment.package_state(str(site / "astjit"))
+    assert installed.startswith("record:")
+    (info / "RECORD").write_text("astjit/__init__.py,sha256=abd,6\nastjit/ir/core.py,sha256=d,6\n")
+    assert environment.package_state(str(site / "astjit")) not in (installed, checkout)
+    # an editable install's dist-info lists a .pth file, not the package: the files count
+    (info / "RECORD").write_text("__editable__.astjit.pth,sha256=abc,15\n")
+    assert environment.package_state(str(site / "astjit")).startswith("files:")
 
 
 def closure_reading(value):
