@@ -182,9 +182,11 @@ def jvp_core(module: Module, n_primals: int) -> str:
     return outer.name
 
 
-def pullback(module: Module) -> str:
+def pullback(module: Module, wrt: list[int] | None = None) -> str:
     """(one cotangent per argument) for the arguments, then a cotangent `ct` of the result:
-    the gradient of <ct, f(args)> (reverse mode), zeros for arguments with no float."""
+    the gradient of <ct, f(args)> (reverse mode), zeros for arguments with no float. With
+    `wrt` (float arguments), their cotangents alone, in order: a Jacobian's passes compute
+    no cotangent nobody reads (dead array code stays: it may raise)."""
     from .builder import GraphBuilder
     from .forward_activity import differentiable
     from .forward_rules import zeros_like
@@ -199,7 +201,8 @@ def pullback(module: Module) -> str:
                                   dot.params[-1])]
     module.graphs[dot.name] = dot
     entry, module.entry = module.entry, dot.name
-    floats = [i for i, p in enumerate(inner.params) if differentiable(p.type)]
+    floats = [i for i, p in enumerate(inner.params)
+              if differentiable(p.type) and (wrt is None or i in wrt)]
     core = module.graphs[gradient(module, floats)]
     module.entry = entry
     params = [Value(p.name, p.type) for p in dot.params]
@@ -208,7 +211,8 @@ def pullback(module: Module) -> str:
     result = call(graph, core, params)
     graph.outputs = [e.op("tuple", *(item(graph, result, floats.index(i) + 1, like=p.type)
                                      if i in floats else zeros_like(e, p)
-                                     for i, p in enumerate(params[:-1])))]
+                                     for i, p in enumerate(params[:-1])
+                                     if wrt is None or i in wrt))]
     module.graphs[graph.name] = graph
     return graph.name
 
@@ -254,8 +258,8 @@ def jacobians(module: Module, spec: tuple) -> str:
         found = [forward_jacobian(outer, inner, module.graphs[forward_core(module, inner.name, [i])],
                                   i, outer.params, writes) for i in wrt]
     else:
-        found = reverse_jacobians(outer, inner, module.graphs[pullback(module)], list(wrt),
-                                  outer.params)
+        vjp = module.graphs[pullback(module, list(wrt))]
+        found = reverse_jacobians(outer, inner, vjp, list(wrt), outer.params)
     outer.outputs = [found[0] if single else tuple_of(outer, found)]
     module.graphs[outer.name] = outer
     return outer.name

@@ -102,13 +102,14 @@ def _batched_forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int,
 def reverse_jacobians(graph: Graph, inner: Graph, vjp: Graph, wrt: list[int],
                       args: list[Value]) -> list[Value]:
     """The Jacobians of `inner`'s result w.r.t. `args[i]` for each i of `wrt`, built in
-    `graph` from `vjp` (`inner`'s params, then a cotangent -> one cotangent per param)."""
+    `graph` from `vjp` (`inner`'s params, then a cotangent -> the cotangent of each param
+    of `wrt`, in order: cores.pullback)."""
     e = GraphBuilder(graph, inner.loc)
     result = _result_type(inner)
+    if isinstance(inner.outputs[0].type, ScalarType):  # the gradient: no pass for the shape
+        cotangents = _call(graph, vjp, [*args, e.const(1.0, inner.outputs[0].type)])
+        return [e.op("getitem", cotangents, index=k) for k in range(len(wrt))]
     out = _call(graph, inner, args)
-    if isinstance(out.type, ScalarType):
-        cotangents = _call(graph, vjp, [*args, e.const(1.0, out.type)])
-        return [e.op("getitem", cotangents, index=i) for i in wrt]
     m, out_dims = _dims(e, out)
     jacobians, rows = [], []
     for i in wrt:
@@ -122,8 +123,8 @@ def reverse_jacobians(graph: Graph, inner: Graph, vjp: Graph, wrt: list[int],
         targets, dims = inv[len(args) + 1:len(args) + 1 + len(wrt)], inv[len(args) + 1 + len(wrt):]
         b.op("array_set", basis, b.const(1.0, out.type.dtype), k)
         cotangents = _call(b.graph, vjp, [*given, b.op("array_reshape", basis, *dims)])
-        for i, target in zip(wrt, targets):
-            c = b.op("getitem", cotangents, index=i)
+        for j, target in enumerate(targets):
+            c = b.op("getitem", cotangents, index=j)
             if isinstance(c.type, ArrayType):
                 b.op("array_assign", b.op("array_view", target, k, spec=("i",)),
                      b.op("array_reshape", c, _dims(b, c)[0]))
