@@ -11,7 +11,7 @@ from llvmlite import ir
 from ...ir.types import BOOL
 from . import array_layout
 from .emitter import MAX_ERROR_VALUES
-from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I64_T
+from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I8, I64_T, lltype
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -99,8 +99,15 @@ def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
 
 
 def load_element(em, array, dtype, strides, indices):
-    """The element of `array` at `indices` read with element `strides` (a bool as i1)."""
+    """The element of `array` at `indices` read with element `strides` (a bool as i1; a
+    complex part by part, `_parts`)."""
     b = em.builder
+    if dtype.is_complex:
+        ty = lltype(dtype)
+        real, imag = _parts(b, _address(b, array, strides, indices), ty)
+        align = array_layout.ITEM_SIZES[dtype] // 2
+        value = b.insert_element(ir.Constant(ty, None), b.load(real, align=align), _I32_0)
+        return b.insert_element(value, b.load(imag, align=align), _I32_1)
     value = b.load(_address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])
     if dtype == BOOL:
         return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
@@ -110,6 +117,24 @@ def load_element(em, array, dtype, strides, indices):
 def store_element(em, array, dtype, strides, indices, value):
     """Store `value` into `array` at `indices` with element `strides`."""
     b = em.builder
+    if dtype.is_complex:
+        real, imag = _parts(b, _address(b, array, strides, indices), value.type)
+        align = array_layout.ITEM_SIZES[dtype] // 2
+        b.store(b.extract_element(value, _I32_0), real, align=align)
+        b.store(b.extract_element(value, _I32_1), imag, align=align)
+        return
     if dtype == BOOL:
         value = b.zext(value, I8)
     b.store(value, _address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])
+
+
+_I32_0, _I32_1 = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
+
+
+def _parts(b: ir.IRBuilder, pointer: ir.Value, ty: ir.VectorType) -> tuple[ir.Value, ir.Value]:
+    """Pointers to a complex element's two parts. A kernel reads and writes a complex as its
+    two floats, not as one `<2 x double>`: the loop vectorizer widens scalar accesses
+    (an interleaved group) but not vector-typed ones, so this is what lets a complex
+    kernel (np.abs(z), z * w) vectorize."""
+    floats = b.bitcast(pointer, ty.element.as_pointer())
+    return floats, b.gep(floats, [ir.Constant(ir.IntType(64), 1)], inbounds=True)
