@@ -109,6 +109,7 @@ TESTED_ELSEWHERE = {
     "array_get": "x[i] (test_array_views.py)", "array_set": "x[i] = v (test_array_views.py)",
     "array_view": "slices (test_array_views.py)", "array_transpose": "x.T (test_array_views.py)",
     "array_reshape": "x.reshape (test_array_views.py)",
+    "complex_part": "np.real/np.imag, z.real/z.imag of complex arrays: views (test_complex_views.py)",
     "array_assign": "y[...] = v (test_augmented_assignment.py)",
     "augassign": "x op= v on arrays, in place (test_augmented_assignment.py)",
     "array_dim": "x.shape[i] (test_frontend_arrays.py)",
