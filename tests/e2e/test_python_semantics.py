@@ -276,3 +276,35 @@ def scaled_by_flag(x, n):
 def test_gradient_through_a_bool_or_int():
     for n in (-2, 0, 3):
         assert grad(scaled_by_flag)(1.5, n) == 2 * 1.5 * (True if n > 0 else n)
+
+
+def zero_mod(y):
+    return 0.0 % y
+
+
+def zero_floordiv(y):
+    return 0.0 // y
+
+
+def zero_fmod(y):
+    return math.fmod(0.0, y)
+
+
+def negative_zero_mod(y):
+    return -0.0 % y, -0.0 // y
+
+
+def zero_fmod_of_array(y):
+    return np.fmod(np.zeros(3), y), np.remainder(np.zeros(3), y)
+
+
+# A constant zero dividend: LLVM folds libm's fmod(0.0, y) to 0.0 once it knows y != 0, a NaN y
+# included (fuzz seed 20261205, program 747: a Pair's field 0.0 where CPython's was nan)
+@pytest.mark.parametrize("y", [float("nan"), float("inf"), -float("inf"), 2.5, -2.5])
+def test_a_zero_dividend_keeps_nan_and_signs(y):
+    for fn in (zero_mod, zero_floordiv, zero_fmod, negative_zero_mod):
+        want, got = fn(y), astjit.jit(fn)(y)
+        assert repr(got) == repr(want), (fn.__name__, y)
+    for want, got in zip(zero_fmod_of_array(y), astjit.jit(zero_fmod_of_array)(y)):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -85,7 +85,11 @@ def fmod_float(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
             exact_result = _intrinsic(builder, "llvm.copysign", [remainder, a])
             exact_block = builder.block
         with general:
-            general_result = builder.call(_libm_fmod(builder.module, a.type), [a, b])
+            # a NaN operand's NaN chosen here, not left to the call: LLVM's libcall
+            # simplifier folds fmod(0.0, b) to 0.0 wherever it knows b != 0, NaN b included
+            general_result = builder.select(
+                builder.fcmp_unordered("uno", a, b), builder.fadd(a, b),
+                builder.call(_libm_fmod(builder.module, a.type), [a, b]))
             general_block = builder.block
     result = builder.phi(a.type)
     result.add_incoming(exact_result, exact_block)
