@@ -84,3 +84,16 @@ def test_cumsum_of_complex_to_a_float_is_refused():
 
     with pytest.raises(CompileError, match="np.real"):
         jit(cumsum_to_float)(np.array([1 + 1j]))
+
+
+def argmax_of_complex(z):
+    return np.argmax(z)
+
+
+def test_orderings_of_complex_are_refused():
+    """NumPy orders complexes lexicographically (np.max, np.argmax): refused, by name (argmax
+    was an internal crash)."""
+    from astjit.errors import CompileError
+
+    with pytest.raises(CompileError, match="argmax"):
+        jit(argmax_of_complex)(np.array([1 + 1j, 2j]))

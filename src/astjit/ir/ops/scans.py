@@ -57,6 +57,9 @@ def _array(types, what: str) -> ArrayType:
 def arg_rule(types, attrs):
     x = _array(types, "arg" + attrs["kind"])
     axes = _axes(attrs, x, "arg" + attrs["kind"])
+    if x.dtype.is_complex:  # NumPy orders complexes lexicographically; np.max refuses them too
+        raise OpTypeError(f"np.arg{attrs['kind']}() of a complex array is not supported yet "
+                          "(docs/arrays.md: complex)")
     keepdims = bool(attrs.get("keepdims"))
     if not keepdims and (x.ndim == 0 or attrs.get("axis") is None or x.ndim == 1):
         return [x], I64
