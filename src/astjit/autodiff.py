@@ -33,7 +33,8 @@ class DerivedSpec:
     """The function differentiated: a Python function or another derived function."""
     params: tuple[str, ...]
     derive: tuple
-    """(kind, argnums, single) for "grad", "value_and_grad", "jacfwd" and "jacrev";
+    """(kind, argnums, single) for "grad", "value_and_grad", "jacfwd" and "jacrev" (then
+    True for grad and value_and_grad with `holomorphic=True`);
     ("jvp", n_primals) or ("vjp", n_primals); ("vmap", in_axes, out_axes): read by
     ir.ad.derive."""
     loc: Loc | None = None
@@ -113,7 +114,7 @@ def _rebuild_derived(base: Any, derive: tuple) -> Derived:
     if kind == "vmap":
         return _vmapped(base, derive[1], derive[2])
     wrt, single = derive[1], derive[2]
-    return _derive(base, kind, wrt[0] if single else wrt)
+    return _derive(base, kind, wrt[0] if single else wrt, *derive[3:])
 
 
 def _unstarted(*args: Any, **kwargs: Any) -> Any:
@@ -161,7 +162,8 @@ def _argnum_tuple(argnums: int | tuple[int, ...], n_params: int, name: str) -> t
 
 
 @functools.cache
-def _derive(fn: Any, kind: str, argnums: int | tuple[int, ...]) -> Derived:
+def _derive(fn: Any, kind: str, argnums: int | tuple[int, ...], holomorphic: bool = False
+            ) -> Derived:
     params = _params_of(fn)
     name = getattr(fn, "__name__", "f")
     if kind == "jvp":
@@ -171,20 +173,26 @@ def _derive(fn: Any, kind: str, argnums: int | tuple[int, ...]) -> Derived:
         return Derived(fn, f"vjp({name})", params + ("cotangent",), ("vjp", len(params)))
     wrt = _argnum_tuple(argnums, len(params), name)
     single = isinstance(argnums, int)
-    return Derived(fn, f"{kind}({name})", params, (kind, wrt, single))
+    spec = (kind, wrt, single, True) if holomorphic else (kind, wrt, single)
+    return Derived(fn, f"{kind}({name})", params, spec)
 
 
 _GRADS: dict = {}
 """(function, argnums) -> grad(function, argnums): the fast path of `grad(f)(x)` in a loop."""
 
 
-def grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+def grad(fn: Callable, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+         ) -> Derived:
     """The gradient of scalar-valued `fn` with respect to its arguments `argnums`.
 
     An int `argnums` gives a float; a tuple gives a tuple of floats. The
-    arguments differentiated must be floats: a gradient with respect to an
-    int or a bool is a TypeError naming the parameter.
+    arguments differentiated must be floats or complex numbers: a gradient with respect
+    to an int or a bool is a TypeError naming the parameter. Of a complex argument z =
+    x + iy, JAX's df/dx - i df/dy; `holomorphic=True`: `fn` returns a complex, its
+    arguments are complex, and the result is f'(z) (docs/arrays.md: gradients).
     """
+    if holomorphic:
+        return _derive(_unwrap(fn), "grad", argnums, True)
     try:
         return _GRADS[fn, argnums]
     except KeyError:
@@ -192,9 +200,10 @@ def grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
         return derived
 
 
-def value_and_grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+def value_and_grad(fn: Callable, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+                   ) -> Derived:
     """Like `grad`, but returns `(fn(*args), gradient)` from one compiled pass."""
-    return _derive(_unwrap(fn), "value_and_grad", argnums)
+    return _derive(_unwrap(fn), "value_and_grad", argnums, bool(holomorphic))
 
 
 def jvp(fn: Callable, primals: tuple, tangents: tuple) -> tuple:

@@ -33,7 +33,7 @@ from ..core import Graph, Node, Value
 from ..ops import OPS, ZERO_DERIVATIVE
 from ..types import ArrayType, ScalarType, TupleType, Type
 from .errors import NotDifferentiableError, refuse_complex
-from .writes import VIEW_OPS, WRITE_OPS, region_bindings
+from .writes import READ_VIEW_OPS, VIEW_OPS, WRITE_OPS, region_bindings
 
 TUPLE_OPS = frozenset({"tuple", "getitem"})
 """Leaf ops the reverse sweep differentiates by hand: they move values, not numbers."""
@@ -42,11 +42,11 @@ CUT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
 
 
 def is_differentiable(t: Type | None) -> bool:
-    """Whether values of type `t` hold floats, and so can have an adjoint."""
+    """Whether values of type `t` hold floats or complex numbers, and so can have an adjoint."""
     if isinstance(t, ScalarType):
-        return t.is_float
+        return t.is_float or t.is_complex
     if isinstance(t, ArrayType):
-        return t.dtype.is_float
+        return t.dtype.is_float or t.dtype.is_complex
     if isinstance(t, TupleType):
         return any(is_differentiable(e) for e in t.elements)
     return False
@@ -68,7 +68,7 @@ def active_values(graph: Graph, active_params: list[Value]) -> set[Value]:
 def _alias_parents(graph: Graph, parents: dict[Value, Value]) -> dict[Value, Value]:
     """Each view -> the array it views, each region parameter -> the value it receives."""
     for node in graph.nodes:
-        if node.op in VIEW_OPS or node.op == "array_reshape":
+        if node.op in VIEW_OPS or node.op in READ_VIEW_OPS:
             parents[node.outputs[0]] = node.inputs[0]
         for region, params, inputs in region_bindings(node):
             parents.update(zip(params, inputs))
@@ -123,7 +123,7 @@ def _mark_leaf(node: Node, active: set[Value]) -> None:
         raise NotDifferentiableError(f"cannot differentiate '{node.op}' in reverse mode: {why}",
                                      node.op, node.loc)
     if node.op not in CUT_OPS:
-        refuse_complex(node, writes=node.op in WRITE_OPS)
+        refuse_complex(node)
     _mark_outputs(node.outputs, active, node.op not in CUT_OPS)
 
 

@@ -3,14 +3,16 @@
 A rule writes `e.op("mul", g, x)` and gets the typed result Value; the
 result type comes from the op's own type rule in `ops/`, and the operands
 must already have the types that rule asks for (derivative code works on
-values of one float type, so it never needs casts).
+values of one float type, so it never needs casts). An op on a complex scalar computes
+as NumPy's (attr `numpy`), as the frontend's does: a complex is always a NumPy scalar.
 """
 from __future__ import annotations
 
 from ...errors import Loc
 from ..core import Graph, Value
 from ..ops import OPS
-from ..types import Type
+from ..ops.strong import numpy_semantics
+from ..types import ScalarType, Type
 
 
 class GraphBuilder:
@@ -21,7 +23,11 @@ class GraphBuilder:
         self.loc = loc
 
     def op(self, name: str, *inputs: Value, **attrs) -> Value:
-        operand_types, result = OPS[name].rule([v.type for v in inputs], attrs)
+        types = [v.type for v in inputs]
+        if any(isinstance(t, ScalarType) and t.is_complex for t in types) and \
+                numpy_semantics(name, types, {"numpy": True}):
+            attrs["numpy"] = True  # a complex is a NumPy scalar: NumPy's op (ops/strong.py)
+        operand_types, result = OPS[name].rule(types, attrs)
         if list(operand_types) != [v.type for v in inputs]:
             raise TypeError(f"{name} of {[str(v.type) for v in inputs]} needs {operand_types}")
         return self.graph.add(name, list(inputs), attrs=attrs, loc=self.loc, types=[result]).outputs[0]

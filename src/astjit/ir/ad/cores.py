@@ -18,10 +18,14 @@ from ..passes.dce import eliminate_dead_code
 from ..passes.fold import fold_constants
 from ..passes.inline import clone_node
 from ..types import (
+    C64,
+    C128,
     F32,
     F64,
     ArrayType,
+    ScalarType,
     TupleType,
+    Type,
     strong,
 )
 from .derived_graphs import (
@@ -29,6 +33,7 @@ from .derived_graphs import (
     call,
     gather_leaves,
     is_float,
+    is_inexact,
     item,
     leaf_params,
     leaf_reads,
@@ -38,13 +43,14 @@ from .derived_graphs import (
 from .errors import holds_complex
 
 
-def gradient(module: Module, wrt: list[int]) -> str:
-    """Graph returning (value, d/d wrt[0], ...): reverse mode, or forward mode per argument."""
+def gradient(module: Module, wrt: list[int], output: str = "real") -> str:
+    """Graph returning (value, d/d wrt[0], ...): reverse mode, or forward mode per argument.
+    `output`: the result the function must have (`check_params`)."""
     from .reverse import NotDifferentiableError, reverse_graph
 
     if any(isinstance(module.entry_graph.params[i].type, TupleType) for i in wrt):
-        return _tree_gradient(module, wrt)
-    check_float_params(module.entry_graph, wrt)
+        return _tree_gradient(module, wrt, output)
+    check_params(module.entry_graph, wrt, output)
     try:
         return reverse_graph(module, module.entry, wrt)
     except NotDifferentiableError as error:
@@ -54,7 +60,7 @@ def gradient(module: Module, wrt: list[int]) -> str:
     return _gradient_by_forward_mode(module, wrt)
 
 
-def _tree_gradient(module: Module, wrt: list[int]) -> str:
+def _tree_gradient(module: Module, wrt: list[int], output: str) -> str:
     """(value, d/d wrt[0], ...) where some arguments are containers (docs/trees.md): the
     gradient of a graph taking their leaves as parameters, gathered back into each
     container's structure; a leaf that is not a float gets 0 (None stays None)."""
@@ -74,12 +80,12 @@ def _tree_gradient(module: Module, wrt: list[int]) -> str:
     # an adjoint goes to its leaf, not through a zero-filled tuple of adjoints.
     eliminate_dead_code(fold_constants(Module(graphs={flat.name: flat}, entry=flat.name)))
     module.graphs[flat.name] = flat
-    flat_wrt = [j for i in wrt for j in spans[i] if is_float(flat.params[j].type)]
+    flat_wrt = [j for i in wrt for j in spans[i] if is_inexact(flat.params[j].type)]
     for i in wrt:
         if not any(j in flat_wrt for j in spans[i]):
-            check_float_params(inner, [i])  # says why (a container without float leaves)
+            check_params(inner, [i], output)  # says why (a container without float leaves)
     module.entry = flat.name
-    core = module.graphs[gradient(module, flat_wrt)]
+    core = module.graphs[gradient(module, flat_wrt, output)]
     module.entry = inner.name
     outer = Graph(f"{inner.name}.treegrad", [Value(p.name, p.type) for p in inner.params],
                   loc=inner.loc)
@@ -95,34 +101,39 @@ def _tree_gradient(module: Module, wrt: list[int]) -> str:
     return outer.name
 
 
-def refuse_complex_params(graph: Graph) -> None:
-    """A complex argument is refused where jvp and vjp take every argument: taken as an int's
-    (ignored, a zero cotangent) its derivative would be silently wrong."""
-    for param in graph.params:
-        if holds_complex(param.type):
-            raise DifferentiationError(
-                f"cannot differentiate with respect to argument '{param.name}' of type "
-                f"{param.type}: complex arguments have no derivative yet", graph.loc,
-                hint="pass the real and imaginary parts as two float arguments (docs/arrays.md)")
-
-
-def check_float_params(graph: Graph, wrt: list[int]) -> None:
+def check_params(graph: Graph, wrt: list[int], output: str = "real") -> None:
+    """DifferentiationError unless the arguments `wrt` are floats or complex numbers (arrays
+    of them) and the result is what `output` says: "real" a float (`grad`), "complex" a
+    complex, every argument `wrt` one too (`grad(f, holomorphic=True)`), "any" either (a
+    pullback's inner product). JAX's rules, and its messages' substance."""
     for i in wrt:
         param = graph.params[i]
         t = param.type
-        if t not in (F64, F32) and not (isinstance(t, ArrayType) and t.dtype in (F64, F32)):
-            hint = ("complex arguments have no gradient yet (docs/arrays.md): pass the real and "
-                    "imaginary parts as two float arguments" if holds_complex(t) else
-                    "pass a float (2.0, not 2) or a float array, or leave this argument out of "
-                    "argnums")
+        if output == "complex" and not holds_complex(t):
+            raise DifferentiationError(
+                f"grad with holomorphic=True needs complex arguments, but argument "
+                f"'{param.name}' is {t}", graph.loc,
+                hint="pass a complex number (np.complex128(x)), or leave out holomorphic=True")
+        if not is_inexact(t):
             raise DifferentiationError(
                 f"cannot differentiate with respect to argument '{param.name}' of type "
-                f"{param.type}: only float and float array arguments have a gradient",
-                graph.loc, hint=hint)
-    output = graph.outputs[0].type
-    if output not in (F64, F32) and not wrt == []:
-        raise DifferentiationError(f"cannot take the gradient of a function returning {output}: "
-                                   "the result must be a float", graph.loc)
+                f"{param.type}: only float and complex arguments (and arrays of them) have a "
+                "gradient", graph.loc,
+                hint="pass a float (2.0, not 2) or a float array, or leave this argument out of "
+                     "argnums")
+    result = graph.outputs[0].type
+    if not wrt:
+        return
+    if output == "real" and result not in (F64, F32):
+        hint = ("for the derivative of a holomorphic function, pass holomorphic=True; "
+                "else differentiate np.real or np.abs of the result" if holds_complex(result)
+                else "")
+        raise DifferentiationError(f"cannot take the gradient of a function returning {result}: "
+                                   "the result must be a float", graph.loc, hint=hint)
+    if output == "complex" and not (isinstance(result, ScalarType) and result.is_complex):
+        raise DifferentiationError(
+            f"grad with holomorphic=True needs a complex result, but the function returns "
+            f"{result}", graph.loc, hint="leave out holomorphic=True for a float result")
 
 
 def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
@@ -130,18 +141,38 @@ def _gradient_by_forward_mode(module: Module, wrt: list[int]) -> str:
     inner = module.entry_graph
     outer = Graph(f"{inner.name}.fwdgrad", [Value(p.name, p.type) for p in inner.params],
                   loc=inner.loc)
+    from .builder import GraphBuilder
+
+    e = GraphBuilder(outer, inner.loc)
     value = None
     derivatives = []
     for i in wrt:
-        jvp_name = forward_core(module, inner.name, [i])
-        one = outer.add("const", [], attrs={"value": 1.0, "type": inner.params[i].type},
-                        loc=inner.loc, types=[inner.params[i].type]).outputs[0]
-        result = call(outer, module.graphs[jvp_name], [*outer.params, one])
+        t = inner.params[i].type
+        jvp = module.graphs[forward_core(module, inner.name, [i])]
+        one = outer.add("const", [], attrs={"value": complex(1.0) if holds_complex(t) else 1.0,
+                                            "type": t}, loc=inner.loc, types=[t]).outputs[0]
+        result = call(outer, jvp, [*outer.params, one])
         value = item(outer, result, 0)
-        derivatives.append(item(outer, result, 1))
+        derivative = item(outer, result, 1)
+        if holds_complex(t) and not holds_complex(value.type):
+            derivative = _conjugate_gradient(e, outer, jvp, t, derivative)
+        derivatives.append(derivative)
     outer.outputs = [tuple_of(outer, [value, *derivatives])]
     module.graphs[outer.name] = outer
     return outer.name
+
+
+def _conjugate_gradient(e, outer: Graph, jvp: Graph, t: Type, along_one: Value) -> Value:
+    """df/dx - i df/dy of a real-valued f at a complex scalar (JAX's `grad`), from its
+    tangents along 1 (`along_one`, df/dx) and along i (a second pass, df/dy)."""
+    if not isinstance(t, ScalarType):
+        raise DifferentiationError(
+            "cannot take this gradient with respect to a complex array yet: it is computed in "
+            "forward mode (a gradient of loops that record tapes)", outer.loc,
+            hint="pass the real and imaginary parts as two float arrays")
+    along_i = item(outer, call(outer, jvp, [*outer.params, e.const(1j, t)]), 1)
+    parts = [e.op("cast", d, to=t) for d in (along_one, along_i)]
+    return e.op("sub", parts[0], e.op("mul", parts[1], e.const(1j, t)))
 
 
 def forward_core(module: Module, name: str, tangent_params: list[int]) -> str:
@@ -164,7 +195,6 @@ def jvp_core(module: Module, n_primals: int) -> str:
     from .forward_rules import copy_array
 
     inner = module.entry_graph
-    refuse_complex_params(inner)
     wrt = [i for i, p in enumerate(inner.params) if differentiable(p.type)]
     core = module.graphs[forward_core(module, inner.name, wrt)]
     tangents = [Value(f"d{p.name}", p.type) for p in inner.params]
@@ -192,7 +222,6 @@ def pullback(module: Module, wrt: list[int] | None = None) -> str:
     from .forward_rules import zeros_like
 
     inner = module.entry_graph
-    refuse_complex_params(inner)
     args = [Value(p.name, p.type) for p in inner.params]
     dot = Graph(f"{inner.name}.dot", [*args, Value("ct", inner.outputs[0].type)], loc=inner.loc)
     mapping = dict(zip(inner.params, args))
@@ -203,7 +232,7 @@ def pullback(module: Module, wrt: list[int] | None = None) -> str:
     entry, module.entry = module.entry, dot.name
     floats = [i for i, p in enumerate(inner.params)
               if differentiable(p.type) and (wrt is None or i in wrt)]
-    core = module.graphs[gradient(module, floats)]
+    core = module.graphs[gradient(module, floats, output="any")]
     module.entry = entry
     params = [Value(p.name, p.type) for p in dot.params]
     graph = Graph(f"{inner.name}.pullback", params, loc=inner.loc)
@@ -218,12 +247,13 @@ def pullback(module: Module, wrt: list[int] | None = None) -> str:
 
 
 def _inner_product(e, a: Value, b: Value) -> Value:
-    """The sum of the products of `a`'s and `b`'s float leaves, as an f64 (f32 where
-    every leaf is one)."""
+    """The sum of the products of `a`'s and `b`'s float and complex leaves, as an f64 (f32
+    where every leaf is one), a complex where a leaf is one. Not conjugated: JAX's pullback
+    of a complex result is the transpose of the derivative (`ct * f'(z)`, docs/arrays.md)."""
     if isinstance(a.type, TupleType):
         terms = [_inner_product(e, e.op("getitem", a, index=k), e.op("getitem", b, index=k))
                  for k in range(len(a.type.elements))]
-    elif is_float(a.type):
+    elif is_inexact(a.type):
         product = e.op("mul", a, b)
         if isinstance(product.type, ArrayType):
             product = e.op("reduce", product, kind="sum", axis=None, keepdims=False)
@@ -232,7 +262,9 @@ def _inner_product(e, a: Value, b: Value) -> Value:
         terms = []
     if not terms:
         return e.const(0.0, F64)
-    t = F32 if all(term.type in (F32, strong(F32)) for term in terms) else F64
+    t = F32 if all(term.type in (F32, strong(F32), C64) for term in terms) else F64
+    if any(term.type.is_complex for term in terms):
+        t = C64 if t == F32 else C128
     total = None
     for term in terms:
         term = term if term.type == t else e.op("cast", term, to=t)
@@ -248,9 +280,14 @@ def jacobians(module: Module, spec: tuple) -> str:
 
     kind, wrt, single = spec
     inner = module.entry_graph
+    if any(holds_complex(t) for t in [*(inner.params[i].type for i in wrt), inner.outputs[0].type]):
+        raise DifferentiationError(
+            f"{kind} of complex arguments or results is not supported yet", inner.loc,
+            hint="grad (holomorphic=True for a complex result), jvp and vjp take complex "
+                 "numbers; for a Jacobian, pass the real and imaginary parts as floats")
     for i in wrt:
         if not is_float(inner.params[i].type):
-            check_float_params(inner, [i])
+            check_params(inner, [i])
     outer = Graph(f"{inner.name}.{kind}", [Value(p.name, p.type) for p in inner.params],
                   loc=inner.loc)
     if kind == "jacfwd":

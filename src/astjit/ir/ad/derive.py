@@ -53,7 +53,7 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
     elif kind == "vmap":
         core = batched(scratch, spec)
     else:
-        core = gradient(scratch, list(spec[1]))
+        core = gradient(scratch, list(spec[1]), "complex" if is_holomorphic(spec) else "real")
     scratch.entry = _shape(scratch, core, spec)
     declared = scratch.entry_graph.outputs[0].type
     optimize(scratch, fuse=fuse)
@@ -62,6 +62,11 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
         out.type = declared
     prefix = f"{_spec_name(spec)}({name})" if fuse else f"unfused-{_spec_name(spec)}({name})"
     return _merge(module, scratch, prefix)
+
+
+def is_holomorphic(spec: tuple) -> bool:
+    """Whether a grad / value_and_grad spec asks for holomorphic=True (autodiff.py)."""
+    return spec[3:] == (True,)
 
 
 REVERSE_KINDS = ("grad", "value_and_grad", "jacrev", "vjp")
@@ -75,7 +80,7 @@ def _spec_name(spec: tuple) -> str:
     if spec[0] == "vmap":
         return f"vmap[{spec[1]},{spec[2]}]".replace(" ", "")  # the types are the caller's
     wrt = ",".join(map(str, spec[1]))
-    return f"{spec[0]}[{wrt}]"
+    return f"{spec[0]}[{wrt}]" + (",holomorphic" if is_holomorphic(spec) else "")
 
 
 def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:
@@ -141,7 +146,7 @@ def _gradient_vjp(module: Module, primal: str, spec: tuple, result: Type) -> str
     from .forward_activity import differentiable
     from .forward_rules import zeros_like
 
-    kind, wrt, single = spec
+    kind, wrt, single = spec[:3]
     sub = Module(graphs=_reachable_copy(module, primal), entry=primal)
     optimize(sub, fuse=False)
     inner = sub.entry_graph
@@ -163,7 +168,7 @@ def _gradient_vjp(module: Module, primal: str, spec: tuple, result: Type) -> str
     sub.entry = along.name
     optimize(sub, fuse=False)
     floats = [i for i, p in enumerate(inner.params) if differentiable(p.type)]
-    core = sub.graphs[gradient(sub, floats)]
+    core = sub.graphs[gradient(sub, floats, "any")]  # complex: a holomorphic f's f'(z) g
     params = [Value(p.name, p.type) for p in inner.params]
     rule = Graph(f"{inner.name}.gradient_vjp", [*params, Value("out", result), Value("g", result)],
                  loc=inner.loc)
@@ -186,7 +191,7 @@ def _shape(module: Module, core: str, spec: tuple) -> str:
     if spec[0] in ("jvp", "vjp", "jacfwd", "jacrev", "vmap"):
         outer.outputs = [result]
     else:
-        _, wrt, single = spec
+        _, wrt, single = spec[:3]
         grads = [item(outer, result, k + 1, like=inner.params[i].type)
                  for k, i in enumerate(wrt)]
         gradient = grads[0] if single else tuple_of(outer, grads)

@@ -1,5 +1,5 @@
 """Small graph-building helpers the derived graphs share (ad/cores.py, ad/derive.py): a
-call, a tuple element, a tuple (a container), a float test, a strength cast, and the
+call, a tuple element, a tuple (a container), float and complex tests, a strength cast, and the
 leaves of a container value read, mapped, made into parameters and gathered back."""
 from __future__ import annotations
 
@@ -42,6 +42,12 @@ def tuple_of(graph: Graph, parts: list[Value], like: TupleType | None = None) ->
 
 def is_float(t: Type) -> bool:
     return t in (F64, F32) or (isinstance(t, ArrayType) and t.dtype in (F64, F32))
+
+
+def is_inexact(t: Type) -> bool:
+    """A float or a complex, or an array of them: what has a derivative (docs/arrays.md)."""
+    t = t.dtype if isinstance(t, ArrayType) else t
+    return isinstance(t, ScalarType) and (t.is_float or t.is_complex)
 
 
 def cast_to(e, value: Value, t: Type) -> Value:

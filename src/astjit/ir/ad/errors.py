@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...errors import Loc
+from ..ops import OPS
 from ..types import ArrayType, ScalarType, TupleType, Type
 
 
@@ -21,15 +22,27 @@ class NotDifferentiableError(Exception):
 
 
 COMPLEX_REFUSAL = (
-    "cannot differentiate through complex numbers yet: '{op}' makes a complex value from one "
-    "being differentiated, and complex values carry no derivative (it would be lost, not "
-    "zero); write the computation on floats: the real and imaginary parts as two float "
-    "values or arrays")
-"""Why a derivative may not flow into a complex value (docs/arrays.md: gradients)."""
+    "cannot differentiate '{op}' through complex numbers yet: its derivative rule is written "
+    "for real numbers; write the computation on floats (the real and imaginary parts as two "
+    "float values or arrays), or with the complex operations that have one (docs/arrays.md: "
+    "gradients)")
+"""Why a derivative may not flow through an op on complex values (docs/arrays.md: gradients)."""
+
+COMPLEX_TRAITS = frozenset({"holomorphic", "complex_rule", "linear"})
+"""The op traits that say an op's derivative rules hold on complex values, under JAX's
+convention (docs/arrays.md: gradients): a holomorphic op's real rule, unchanged; an op with
+rules of its own for complex operands (`np.real`, `np.abs`, a cast); a linear op (a view, a
+copy, an element read), which its forward rule applies to the tangents and its reverse rule
+transposes."""
+
+CARRYING_OPS = frozenset({"tuple", "getitem", "tape_new", "tape_push", "tape_get", "tape_clear",
+                          "tape_free", "undef"})
+"""Ops that move or store values, whatever their numbers: AD builds their derivatives as
+it builds them (a tuple of adjoints, a tape of tangents)."""
 
 
 def holds_complex(t: Type | None) -> bool:
-    """Whether a value of type `t` is or holds a complex number (no derivative flows into one)."""
+    """Whether a value of type `t` is or holds a complex number."""
     if isinstance(t, ScalarType):
         return t.is_complex
     if isinstance(t, ArrayType):
@@ -39,9 +52,12 @@ def holds_complex(t: Type | None) -> bool:
     return False
 
 
-def refuse_complex(node, writes: bool) -> None:
-    """NotDifferentiableError if leaf `node`, which reads a value being differentiated, makes
-    a complex (or `writes` into a complex array, its first input): its derivative would be
-    dropped silently."""
-    if any(holds_complex(v.type) for v in [*node.outputs, *node.inputs[:writes]]):
-        raise NotDifferentiableError(COMPLEX_REFUSAL.format(op=node.op), node.op, node.loc)
+def refuse_complex(node) -> None:
+    """NotDifferentiableError if leaf `node`, which reads a value being differentiated, reads
+    or makes a complex (or `writes` into a complex array, its first input) and its op's rules
+    do not hold on complex values (`COMPLEX_TRAITS`): its derivative would be wrong."""
+    if node.op not in CARRYING_OPS and any(holds_complex(v.type)
+                                           for v in [*node.outputs, *node.inputs]):
+        opdef = OPS.get(node.op)
+        if opdef is None or not opdef.traits & COMPLEX_TRAITS:
+            raise NotDifferentiableError(COMPLEX_REFUSAL.format(op=node.op), node.op, node.loc)

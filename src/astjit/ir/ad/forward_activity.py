@@ -37,11 +37,12 @@ CONSTANT_OPS = ZERO_DERIVATIVE | {"stop_gradient"}
 
 
 def differentiable(t: Type | None) -> bool:
-    """Whether a value of type `t` can carry a derivative (a float somewhere inside)."""
+    """Whether a value of type `t` can carry a derivative (a float or a complex somewhere
+    inside)."""
     if isinstance(t, ScalarType):
-        return t.is_float
+        return t.is_float or t.is_complex
     if isinstance(t, ArrayType):
-        return t.dtype.is_float
+        return t.dtype.is_float or t.dtype.is_complex
     if isinstance(t, TupleType):
         return any(differentiable(e) for e in t.elements)
     if isinstance(t, TapeType):
@@ -76,7 +77,7 @@ def _propagate(graph: Graph, active: set[Value]) -> None:
         elif any(v in active for v in node.inputs):  # a leaf op or a call
             writes = node.op in OPS and "writes" in OPS[node.op].traits
             if node.op in OPS:
-                refuse_complex(node, writes)
+                refuse_complex(node)
             _mark(node.outputs, active)
             if node.op == "call":  # the callee may write into any array it is given
                 _mark([v for v in node.inputs if isinstance(v.type, ArrayType)], active)
@@ -154,7 +155,7 @@ def memory_families(graph: Graph) -> list[set[Value]]:
 
 
 SHARING_OPS = frozenset({"array_view", "array_transpose", "array_reshape", "diag",
-                         "add_at", "add_into", "set_at", "zero_into"})
+                         "add_at", "add_into", "set_at", "zero_into", "complex_part"})
 """Leaf ops whose result may be (a view of) their first input's memory."""
 
 
@@ -163,4 +164,4 @@ def _is_memory(t: Type | None) -> bool:
         return True
     if isinstance(t, TupleType):
         return any(_is_memory(e) for e in t.elements)
-    return isinstance(t, ArrayType) and t.dtype.is_float
+    return isinstance(t, ArrayType) and (t.dtype.is_float or t.dtype.is_complex)

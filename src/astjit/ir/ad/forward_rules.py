@@ -116,10 +116,10 @@ def _linear_tangent(e, node, inputs, out, tangents):
 
 
 def _is_float(value: Value) -> bool:
+    """Whether `value` carries a tangent of its own: a float or complex, or an array of them."""
     t = value.type
-    if isinstance(t, ArrayType):
-        return t.dtype.is_float
-    return isinstance(t, ScalarType) and t.is_float
+    t = t.dtype if isinstance(t, ArrayType) else t
+    return isinstance(t, ScalarType) and (t.is_float or t.is_complex)
 
 
 def _own_tangent(e, node, inputs, out, tangents):

@@ -6,8 +6,11 @@ with graph `name`'s parameters, returning
     tuple(value, d value / d param[wrt[0]], ..., d value / d param[wrt[-1]])
 
 — the original float output first, then one adjoint per index in `wrt`, each of
-its parameter's type. The input module is typed and optimized (calls left are
-recursive); the result verifies, and is meant to be optimized again.
+its parameter's type. Complex values have adjoints under JAX's convention
+(docs/arrays.md: gradients): the adjoint of a complex w = u + iv is dL/du - i dL/dv,
+so a complex result seeded with 1 gives f'(z) where f is holomorphic. The input module
+is typed and optimized (calls left are recursive); the result verifies, and is meant to
+be optimized again.
 
 The scheme (no CFG; structured regions throughout):
 
@@ -69,10 +72,10 @@ def reverse_graph(module: Module, name: str, wrt: list[int]) -> str:
 
 def _check_signature(graph: Graph, wrt: list[int]) -> None:
     output = graph.outputs[0].type
-    if not (isinstance(output, ScalarType) and output.is_float):
+    if not (isinstance(output, ScalarType) and (output.is_float or output.is_complex)):
         raise NotDifferentiableError(
-            f"cannot differentiate @{graph.name}: its result is {output}, not a float", None,
-            graph.loc)
+            f"cannot differentiate @{graph.name}: its result is {output}, not a float or a "
+            "complex", None, graph.loc)
     for i in wrt:
         if not -len(graph.params) <= i < len(graph.params):
             raise IndexError(f"@{graph.name} has no parameter {i}")
@@ -80,8 +83,8 @@ def _check_signature(graph: Graph, wrt: list[int]) -> None:
         if not is_differentiable(param.type) or isinstance(param.type, TupleType):
             raise NotDifferentiableError(
                 f"cannot differentiate @{graph.name} with respect to parameter "
-                f"'{param.name or i}' of type {param.type}: only float and float array "
-                "parameters have a gradient", None, graph.loc)
+                f"'{param.name or i}' of type {param.type}: only float and complex parameters "
+                "(and arrays of them) have a gradient", None, graph.loc)
 
 
 class _VjpBuilder:

@@ -3,7 +3,8 @@ in-place accumulation of adjoints.
 
 - `sum_to_like(g, x)`: the adjoint `g` of a broadcast result, summed back to the
   shape of operand `x` (known only at run time) and converted to `x`'s float
-  type. `x` a scalar: the sum of all of `g`. `x` an array of ndim n <= g's: `g`
+  or complex type (a complex to a float: its real part, the adjoint of a real
+  operand). `x` a scalar: the sum of all of `g`. `x` an array of ndim n <= g's: `g`
   summed over its leading `g.ndim - n` axes, then over every axis where `x`
   has size 1 and `g` has not (kept, size 1). The result is *owned*, and may be
   `g` itself (a new reference) when the shapes and dtypes already agree: no
@@ -51,8 +52,9 @@ from .table import OpTypeError, Routine
 
 
 def _float_array(t, what) -> ArrayType:
-    if not (isinstance(t, ArrayType) and t.dtype.is_float):
-        raise OpTypeError(f"{what} needs a float array, got {t}")
+    """A float or complex array (complex adjoints: docs/arrays.md, gradients)."""
+    if not (isinstance(t, ArrayType) and (t.dtype.is_float or t.dtype.is_complex)):
+        raise OpTypeError(f"{what} needs a float or complex array, got {t}")
     return t
 
 
@@ -64,8 +66,8 @@ def sum_to_like_rule(types, attrs):
         if x.ndim > g.ndim:
             raise OpTypeError(f"cannot sum a {g} to the shape of a {x}")
         return [g, x], x
-    if not (isinstance(x, ScalarType) and x.is_float):
-        raise OpTypeError(f"sum_to_like needs a float target, got {x}")
+    if not (isinstance(x, ScalarType) and (x.is_float or x.is_complex)):
+        raise OpTypeError(f"sum_to_like needs a float or complex target, got {x}")
     return [g, x], x
 
 

@@ -191,12 +191,14 @@ def _filled_batch(b, node, ins, batched):
     return each(b.op("array_copy", repeated))
 
 
-_def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, ("raises", "allocates"),
+_FILLED = ("raises", "allocates", "holomorphic")
+"""Creations: linear in their fill value, whose rules hold on complex numbers too."""
+_def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, _FILLED,
      vjp=_fill_vjp, jvp=_fill_jvp("array_new"), operands=_creation_operands, shape=_new_shape,
      batch=_filled_batch,
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
-     ("raises", "allocates", "reads"), vjp=_fill_vjp, jvp=_fill_jvp("array_new_like"),
+     (*_FILLED, "reads"), vjp=_fill_vjp, jvp=_fill_jvp("array_new_like"),
      batch=_filled_batch,
      operands=_creation_operands,
      shape=like(0), doc="np.empty_like/zeros_like/ones_like/full_like(x)")

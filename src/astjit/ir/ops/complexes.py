@@ -7,20 +7,22 @@ type, `np.angle(x)` 0 or pi). Of a complex *array*, `np.real`/`np.imag` (and the
 them by `complex_part {part}`, a float array over the complex buffer (stride twice
 the complex one, the imaginary part one float further), so a write through it
 (`np.real(z)[:] = 0`) writes z, as in NumPy. Complex arithmetic itself (`+ - * /`, `abs`, `==`)
-is the arithmetic ops' 'c' lowerings (ir/ops/scalar.py). A complex value has no
-derivative here: reverse mode treats complex values as it treats ints (no
-adjoint), so these ops are differentiable only through a real operand.
+is the arithmetic ops' 'c' lowerings (ir/ops/scalar.py). Their derivatives are JAX's
+(ops/complex_rules.py: not holomorphic, each has rules of its own).
 """
 from __future__ import annotations
 
 from ..core import Node
 from ..types import BOOL, C64, F32, F64, I64, ArrayType, ScalarType, is_numeric, promote
+from . import complex_rules as rules
 from . import vjp as v
 from .batching import each
 from .declare import _def
 from .table import CExpr, OpTypeError, Routine, _numeric, float_rule
 
 _ELEMENTWISE = ("pure", "elementwise")
+_WITH_RULES = (*_ELEMENTWISE, "complex_rule")
+"""np.real, np.imag, np.conj, np.angle: rules of their own for complex operands."""
 
 
 def part_type(t: ScalarType) -> ScalarType:
@@ -104,28 +106,33 @@ def _numpy(name: str):
 
 
 _def("real", 1, _part_rule, _numpy("real"),
-     {"c": Routine("complex_real"), "*": Routine("identity")}, _ELEMENTWISE, numpy=("real",),
+     {"c": Routine("complex_real"), "*": Routine("identity")}, _WITH_RULES, numpy=("real",),
      expand=_part_view(0),
      cuda={"c": CExpr("astjit_real({0})"), "*": CExpr("{0}")},
-     vjp=v.unary(lambda e, g, x, out: g), doc="np.real(z): the real part (x itself if real)")
+     vjp=v.unary(rules.real_adjoint), jvp=lambda e, d, ins, out, attrs: e.op("real", d[0]),
+     doc="np.real(z): the real part (x itself if real)")
 _def("imag", 1, _part_rule, _numpy("imag"),
-     {"c": Routine("complex_imag"), "*": Routine("real_imag")}, _ELEMENTWISE, numpy=("imag",),
+     {"c": Routine("complex_imag"), "*": Routine("real_imag")}, _WITH_RULES, numpy=("imag",),
      expand=_part_view(1),
      cuda={"c": CExpr("astjit_imag({0})"), "*": CExpr("(({T})0)")},
-     zero_derivative="of a real operand a constant zero; complex values have no adjoint",
+     vjp=v.unary(rules.imag_adjoint), jvp=lambda e, d, ins, out, attrs: e.op("imag", d[0]),
      doc="np.imag(z): the imaginary part (0 if real)")
 _def("conj", 1, _conj_rule, _numpy("conj"),
-     {"c": Routine("complex_conj"), "*": Routine("identity")}, _ELEMENTWISE,
+     {"c": Routine("complex_conj"), "*": Routine("identity")}, _WITH_RULES,
      numpy=("conj", "conjugate"), cuda={"c": CExpr("astjit_conj({0})"), "*": CExpr("{0}")},
-     vjp=v.unary(lambda e, g, x, out: g), doc="np.conj(z): the complex conjugate (x if real)")
+     vjp=v.unary(rules.conj_adjoint), jvp=lambda e, d, ins, out, attrs: e.op("conj", d[0]),
+     doc="np.conj(z): the complex conjugate (x if real)")
 _def("angle", 1, _angle_rule, _numpy("angle"),
-     {"c": Routine("complex_angle"), "f": Routine("real_angle")}, _ELEMENTWISE, numpy=("angle",),
+     {"c": Routine("complex_angle"), "f": Routine("real_angle")}, _WITH_RULES, numpy=("angle",),
      cuda={"c": CExpr("astjit_angle({0})"), "f": CExpr("atan2(({T})0, {0})")},
-     zero_derivative="of a real operand a step function; complex values have no adjoint",
+     vjp=v.unary(rules.angle_adjoint),
+     jvp=lambda e, d, ins, out, attrs: rules.angle_tangent(e, d[0], ins[0], out),
      doc="np.angle(z): atan2(imag, real)")
 _def("complex_part", 1, _part_view_rule, lambda z, part: z.imag if part else z.real,
-     {"*": Routine("complex_part_view")}, ("pure", "view"),
-     zero_derivative="complex values have no adjoint",
+     {"*": Routine("complex_part_view")}, ("pure", "view", "complex_rule"),
+     vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
+         (rules.imag_adjoint if attrs["part"] else rules.real_adjoint)(e, g, ins[0], out)]),
+     jvp=lambda e, d, ins, out, attrs: e.op("complex_part", d[0], part=attrs["part"]),
      shape=lambda node, table: table.shape(node.inputs[0]),
      batch=lambda b, node, ins, batched: each(b.op("complex_part", ins[0], **node.attrs)),
      doc="np.real(z)/np.imag(z) of a complex array: a float view of the part attrs['part'] "

@@ -253,7 +253,8 @@ def _matmul_batch(b, node, ins, batched):
 
 
 _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
-     ("raises", "allocates", "reads", "numpy_result"), vjp=_matmul_vjp, jvp=_matmul_jvp,
+     ("raises", "allocates", "reads", "numpy_result", "holomorphic"), vjp=_matmul_vjp,
+     jvp=_matmul_jvp,
      shape=_matmul_shape, batch=_matmul_batch,
      doc="a @ b, np.matmul (stacks of matrices too), np.dot of 1-d/2-d arrays through BLAS; "
          "attrs['kind'] picks the error message")

@@ -41,7 +41,8 @@ def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="
     on a complex (backend/llvm/complexes.py), where NumPy has one."""
     rule = float_or_complex_rule if complex_ else float_rule
     llvm = {"f": lowering, "c": Routine(complex_)} if complex_ else {"f": lowering}
-    _def(name, 1, rule, fn, llvm, _MATH, check=check, can_overflow=can_overflow,
+    traits = (*_MATH, "holomorphic") if complex_ else _MATH  # its rule: g * f'(z) on complexes
+    _def(name, 1, rule, fn, llvm, traits, check=check, can_overflow=can_overflow,
          cuda={"f": CExpr(f"{name}({{0}})")},
          python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp))
 
@@ -111,8 +112,9 @@ _math1("tanh", math.tanh, LibCall("tanh"), "tanh",
 _math1("asinh", math.asinh, LibCall("asinh"), "arcsinh",
        lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("add", v.sq(e, x), v.c(e, 1.0, x)))),
        complex_="casinh")
-_math1("acosh", math.acosh, LibCall("acosh"), "arccosh",
-       lambda e, g, x, out: v.div(e, g, e.op("sqrt", e.op("sub", v.sq(e, x), v.c(e, 1.0, x)))),
+_math1("acosh", math.acosh, LibCall("acosh"), "arccosh",  # sqrt(z - 1) sqrt(z + 1): its branches
+       lambda e, g, x, out: v.div(e, g, e.op("mul", e.op("sqrt", e.op("sub", x, v.c(e, 1.0, x))),
+                                             e.op("sqrt", e.op("add", x, v.c(e, 1.0, x))))),
        complex_="cacosh")
 _math1("atanh", math.atanh, LibCall("atanh"), "arctanh",
        lambda e, g, x, out: v.div(e, g, _one_minus_sq(e, x)),
@@ -288,7 +290,7 @@ _def("maximum", 2, arith_rule, _np_maximum,
      cuda={"*": CExpr("astjit_maximum({0}, {1})")},
      doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
 _def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
-     ("pure", "elementwise"), numpy=("where",), cuda={"*": CExpr("({0} ? {1} : {2})")},
+     ("pure", "elementwise", "holomorphic"), numpy=("where",), cuda={"*": CExpr("({0} ? {1} : {2})")},
      array_rule=_where_on_arrays, expand=_scalar_where,
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)) if needs[1] else None,

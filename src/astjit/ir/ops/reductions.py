@@ -354,9 +354,9 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
 
 @with_attrs
 def _reduce_vjp(e, g, ins, out, needs, attrs):
-    """The row's VJP, for a float operand (an integer one has no gradient)."""
+    """The row's VJP, for a float or complex operand (an integer one has no gradient)."""
     x = ins[0]
-    if not x.type.dtype.is_float:
+    if not (x.type.dtype.is_float or x.type.dtype.is_complex):
         return [None]
     keepdims = bool(attrs.get("keepdims"))
     axes = normalize_axes(attrs.get("axis"), x.type.ndim)
@@ -387,7 +387,8 @@ def _reduce_batch(b, node, ins, batched):
 
 
 _def("reduce", 1, reduce_rule, py_reduce, {"*": Routine("reduce")},
-     ("pure", "raises", "reads", "numpy_result"), vjp=_reduce_vjp, jvp=_reduce_jvp,
+     # holomorphic: the kinds of complex arrays (sum, mean: reduce_rule) are linear
+     ("pure", "raises", "reads", "numpy_result", "holomorphic"), vjp=_reduce_vjp, jvp=_reduce_jvp,
      shape=_reduced_shape, batch=_reduce_batch,
      doc="np.sum/mean/max/min/prod/any/all/nanmax/nanmin(x, axis, keepdims, dtype): attrs kind, "
          "axis (None or a tuple), keepdims, dtype")

@@ -30,6 +30,7 @@ from ..types import (
     strong,
     weak,
 )
+from . import complex_rules
 from . import vjp as v
 from .batching import each, elementwise, same_op
 from .complexes import part_type
@@ -78,6 +79,9 @@ _ZERO_INT = "an int or bool result: a step function of its float inputs, if any"
 _COMPARISON = "a comparison: a bool"
 _OPERATOR = ("pure", "elementwise", "operator")
 _ARITH_RAISES = ("pure", "raises", "elementwise", "operator")
+_HOLOMORPHIC = (*_OPERATOR, "holomorphic")
+"""An operator whose real VJP rule holds unchanged on complex numbers (JAX's convention,
+docs/arrays.md: gradients): `g * f'(z)`, f holomorphic."""
 _TO_INT = OnHost()  # Python's int of a float: never in a kernel (arrays have no math.floor)
 
 
@@ -218,6 +222,15 @@ def _choice_batch(compare: str):
     return rule
 
 
+def _cast_adjoint(e, g, x, out):
+    """g cast back to x's type. Between a float and a complex that is JAX's transpose
+    (docs/arrays.md: gradients): a complex adjoint's real part for a float x, and a float's
+    is a complex with no imaginary part, which is what a cast gives. Forward mode takes
+    this as the tangent cast to x's type, then to the result's: the same casts."""
+    t = x.type
+    return e.op("cast", g, to=t) if t.is_float or t.is_complex else None
+
+
 # ---- the table ---------------------------------------------------------------
 
 _def("const", 0, const_rule, lambda value, **_: value, {"*": Routine("const")},
@@ -236,22 +249,23 @@ _def("tuple", -1, tuple_rule, lambda *xs, node=None: tuple(xs), {"*": Routine("t
      batch=_tuple_batch, no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_element_read,
      batch=_getitem_batch, no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
-_def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")}, ("pure", "raises"),
+_def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")},
+     ("pure", "raises", "complex_rule"),
      decide=_decide_cast, batch=_cast_batch,
      llvm_numpy={"f": Routine("cast_numpy")}, cuda={"*": CExpr("astjit_to<{T}>::from({0})")},
-     vjp=v.unary(lambda e, g, x, out: e.op("cast", g, to=x.type) if x.type.is_float else None),
+     vjp=v.unary(_cast_adjoint),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
 _def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
-     cuda={"*": CExpr("({0} ? {1} : {2})")}, batch=elementwise("where"),
+     ("pure", "holomorphic"), cuda={"*": CExpr("({0} ? {1} : {2})")}, batch=elementwise("where"),
      vjp=lambda e, g, ins, out, needs: [
          None, v.select(e, ins[0], g, v.c(e, 0.0, g)), v.select(e, ins[0], v.c(e, 0.0, g), g)])
 
 _def("add", 2, arith_rule, operator.add, {"f": Builder("fadd"), "i": Builder("add"),
                                          "b": Builder("or_"), "c": Builder("fadd")},
-     ("pure", "commutative", "elementwise", "operator"), numpy=("add",), cuda=_infix("+"),
+     ("pure", "commutative", "elementwise", "operator", "holomorphic"), numpy=("add",), cuda=_infix("+"),
      vjp=lambda e, g, ins, out, needs: [g, g])
 _def("sub", 2, arith_rule, operator.sub,
-     {"f": Builder("fsub"), "i": Builder("sub"), "c": Builder("fsub")}, _OPERATOR,
+     {"f": Builder("fsub"), "i": Builder("sub"), "c": Builder("fsub")}, _HOLOMORPHIC,
      numpy=("subtract",), cuda=_infix("-"), vjp=lambda e, g, ins, out, needs: [g, e.op("neg", g)])
 _def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, a + b)),
      {"i": Intrinsic("llvm.sadd.sat")}, ("pure", "commutative"), zero_derivative="ints only",
@@ -259,10 +273,11 @@ _def("add_sat", 2, int_only_rule, lambda a, b: max(-(2 ** 63), min(2 ** 63 - 1, 
      doc="int64 addition clamped to the int64 range: a range() counter's step, which must not wrap")
 _def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mul"),
                                          "b": Builder("and_"), "c": Routine("complex_mul")},
-     ("pure", "commutative", "elementwise", "operator"), numpy=("multiply",), cuda=_infix("*"),
+     ("pure", "commutative", "elementwise", "operator", "holomorphic"), numpy=("multiply",), cuda=_infix("*"),
      vjp=lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
                                         e.op("mul", g, ins[0]) if needs[1] else None])
-_def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")}, _ARITH_RAISES,
+_def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")},
+     (*_ARITH_RAISES, "holomorphic"),
      llvm_numpy={"f": Builder("fdiv"), "c": Routine("complex_div")},
      numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
      cuda={"f": CExpr("({0} / {1})")})
@@ -323,7 +338,7 @@ def _pow(a, b, sqrt_at_half=False):
 
 _def("pow", 2, arith_rule, _pow, {"f": Routine("pow_float"), "i": Routine("pow_int"),
                                    "c": Routine("complex_pow")},
-     _ARITH_RAISES, llvm_numpy={"f": Routine("pow_float_numpy"),
+     (*_ARITH_RAISES, "holomorphic"), llvm_numpy={"f": Routine("pow_float_numpy"),
                                 "i": Routine("pow_int_numpy")},
      numpy=("power",), vjp=v.pow_vjp, operands=_pow_operands,
      cuda={"f": CExpr("astjit_pow_float({0}, {1}, {attrs[sqrt_at_half]})"),
@@ -365,9 +380,9 @@ for _name, _fn, _instruction, _c in [("bitand", operator.and_, "and_", "&"),
          zero_derivative="ints and bools only", cuda=_infix(_c))
 _def("neg", 1, unary_arith_rule, operator.neg,
      {"f": Builder("fneg"), "i": Builder("neg"), "c": Builder("fneg")},
-     _OPERATOR, numpy=("negative",), cuda={"*": CExpr("(-{0})")},
+     _HOLOMORPHIC, numpy=("negative",), cuda={"*": CExpr("(-{0})")},
      vjp=v.unary(lambda e, g, x, out: e.op("neg", g)))
-_def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, _OPERATOR,
+_def("pos", 1, unary_arith_rule, operator.pos, {"*": Routine("identity")}, _HOLOMORPHIC,
      numpy=("positive",), cuda={"*": CExpr("{0}")}, vjp=v.unary(lambda e, g, x, out: g))
 _def("invert", 1, int_only_rule, operator.invert, {"i": Builder("not_"), "b": Builder("not_")},
      _OPERATOR, numpy=("invert", "bitwise_not"), zero_derivative="ints and bools only",
@@ -396,11 +411,25 @@ def abs_rule(types, attrs):
     return operands, part_type(result) if result.is_complex else result
 
 
+def _abs_adjoint(e, g, x, out):
+    """g sign(x); of a complex z, JAX's g conj(z) / |z| (0 at 0, complex_rules.py)."""
+    if v.is_complex(x):
+        return complex_rules.abs_adjoint(e, g, x, out)
+    return v.sign_times(e, g, x)
+
+
+def _abs_tangent(e, tangents, ins, out, attrs):
+    """dx sign(x); of a complex z, Re(conj(z) dz) / |z| (complex_rules.py)."""
+    if v.is_complex(ins[0]):
+        return complex_rules.abs_tangent(e, tangents[0], ins[0], out)
+    return v.sign_times(e, tangents[0], ins[0])
+
+
 _def("abs", 1, abs_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int"),
                                       "u": Routine("identity"), "c": Routine("complex_abs")},
-     _OPERATOR, python=("abs",), numpy=("absolute", "abs"),
+     (*_OPERATOR, "complex_rule"), python=("abs",), numpy=("absolute", "abs"),
      cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})")},
-     vjp=v.unary(lambda e, g, x, out: v.sign_times(e, g, x)))
+     vjp=v.unary(_abs_adjoint), jvp=_abs_tangent)
 
 
 def min_max_rule(types, attrs):

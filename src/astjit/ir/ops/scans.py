@@ -154,7 +154,7 @@ def _scan_vjp(e, g, ins, out, needs, attrs):
     """Reverse mode: cumsum's adjoint is the reverse cumsum of g (back to x's shape where
     the axis was None); cumprod's that of g * out, over x."""
     x = ins[0]
-    if not x.type.dtype.is_float:
+    if not (x.type.dtype.is_float or x.type.dtype.is_complex):
         return [None]
     if attrs["kind"] == "prod":
         g = e.op("mul", g, out)
@@ -162,7 +162,10 @@ def _scan_vjp(e, g, ins, out, needs, attrs):
     if attrs.get("axis") is None and x.type.ndim != 1:
         dims = [e.op("array_dim", x, axis=k) for k in range(x.type.ndim)]
         back = e.op("array_reshape", back, *dims)
-    return [div(e, back, x) if attrs["kind"] == "prod" else back]
+    back = div(e, back, x) if attrs["kind"] == "prod" else back
+    if back.type.dtype.is_complex and not x.type.dtype.is_complex:  # a float x, dtype=complex
+        back = e.op("real", back)  # JAX's transpose (docs/arrays.md: gradients)
+    return [back]
 
 
 def _scan_jvp(e, tangents, ins, out, attrs):
@@ -174,7 +177,7 @@ def _scan_jvp(e, tangents, ins, out, attrs):
 
 
 _def("scan", 1, scan_rule, py_scan, {"*": Routine("scan")},
-     ("pure", "reads", "allocates"), vjp=_scan_vjp, jvp=_scan_jvp, shape=_scan_shape,
+     ("pure", "reads", "allocates", "holomorphic"), vjp=_scan_vjp, jvp=_scan_jvp, shape=_scan_shape,
      batch=_along_axis_batch("scan"),
      doc="np.cumsum/cumprod(x, axis, dtype): attrs kind ('sum', 'prod'), axis (None or a "
          "1-tuple), dtype, reverse (derivative code: from the end of the axis)")

@@ -91,6 +91,8 @@ def zero_of(t: Type | None):
         return False
     if t is not None and getattr(t, "is_float", False):
         return 0.0
+    if t is not None and getattr(t, "is_complex", False):
+        return 0j
     if t is not None and getattr(t, "is_int", False):
         return 0
     return None

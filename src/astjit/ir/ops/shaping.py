@@ -247,8 +247,10 @@ def _copy_vjp(e, g, ins, out, needs):
 
 
 def _astype_vjp(e, g, ins, out, needs):
+    """g cast back to x's dtype: between float and complex, JAX's transpose (a complex
+    adjoint's real part for a float x), as ops/scalar.py's cast."""
     x = ins[0].type
-    if not x.dtype.is_float:
+    if not (x.dtype.is_float or x.dtype.is_complex):
         return [None]
     return [g if g.type == x else e.op("array_astype", g, dtype=x.dtype)]
 

@@ -52,23 +52,36 @@ def is_array(*values) -> bool:
     return any(isinstance(v.type, ArrayType) for v in values)
 
 
+def is_complex(*values) -> bool:
+    """Whether one of `values` is a complex or a complex array (a NumPy value: its ops
+    never raise)."""
+    return any(getattr(v.type, "dtype", v.type).is_complex for v in values)
+
+
+def _numpy_form(*values) -> bool:
+    """Whether the derivative-only scalar ops give way to NumPy's on `values`."""
+    return is_array(*values) or is_complex(*values)
+
+
 def c(e, value, like):
-    """The constant `value` of `like`'s float type (its element type for an array)."""
+    """The constant `value` of `like`'s float or complex type (its element type for an
+    array)."""
     t = like.type
-    return e.const(value, t.dtype if isinstance(t, ArrayType) else t)
+    t = t.dtype if isinstance(t, ArrayType) else t
+    return e.const(complex(value) if t.is_complex else value, t)
 
 
 def div(e, a, b):
-    """a / b never raising: `fdiv` on scalars, NumPy's `truediv` on arrays."""
-    return e.op("truediv" if is_array(a, b) else "fdiv", a, b)
+    """a / b never raising: `fdiv` on scalars, NumPy's `truediv` on arrays and complexes."""
+    return e.op("truediv" if _numpy_form(a, b) else "fdiv", a, b)
 
 
 def powr(e, a, b):
-    return e.op("pow" if is_array(a, b) else "powr", a, b)
+    return e.op("pow" if _numpy_form(a, b) else "powr", a, b)
 
 
 def logr(e, a):
-    return e.op("log" if is_array(a) else "logr", a)
+    return e.op("log" if _numpy_form(a) else "logr", a)
 
 
 def select(e, cond, a, b):
