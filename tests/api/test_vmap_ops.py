@@ -285,8 +285,71 @@ def test_conditions_per_example():
     check(halvings, (v,), (0,))
     check(branches, (randn(5, 3), np.array([0.1, 0.9, 0.5, 0.7, -2.0])), (0, 0))
     x, i = randn(4, 3), np.array([0, 2, 3, 7])
-    assert_matches(vmap(guarded)(x, i), by_loop(guarded, (x, i), (0, 0)))
-    assert loops_over_examples(vmap(guarded), x, i)
+    check(guarded, (x, i), (0, 0))  # the read checks the indices of the examples taking it
+
+
+def summed_to(x, n):  # a trip count per example: the reads past an example's own end not run
+    s, i = 0.0, 0
+    while i < n:
+        s += x[i]
+        i += 1
+    return s
+
+
+def test_a_loop_per_example_reads_only_for_the_examples_still_running():
+    x, n = randn(5, 4), np.array([0, 3, 4, 1, 2])
+    check(summed_to, (x, n), (0, 0))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        vmap(summed_to)(x, np.array([0, 3, 5, 1, 2]))
+
+
+def read_at(x, i, j):  # an element read at an index per example
+    return x[i, j] * 2.0 + x[j, -1]
+
+
+def test_element_reads_at_an_index_per_example():
+    x, i, j = randn(5, 3, 3), np.array([0, 2, -1, 1, -3]), np.array([1, 0, 2, 2, 0])
+    check(read_at, (x, i, j), (0, 0, 0))
+    check(read_at, (x[0], i, j), (None, 0, 0))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        vmap(read_at)(x, np.array([0, 3, 0, 0, 0]), j)
+
+
+def test_a_branch_reads_only_where_an_example_takes_it():
+    """Python's IndexError where an example's own condition holds and its index is out of
+    bounds; none for the examples that do not take the branch, even from an empty axis."""
+    x = randn(4, 3)
+    with pytest.raises(IndexError, match="index -9 is out of bounds for axis 0 with size 3"):
+        vmap(guarded)(x, np.array([0, -9, 5, 1]))
+    empty = np.zeros((3, 0))
+    np.testing.assert_array_equal(vmap(guarded)(empty, np.array([0, 1, 2])), [-1.0] * 3)
+    shared = vmap(guarded, in_axes=(None, 0))
+    i = np.array([0, 7, 2, -1])
+    assert_matches(shared(x[0], i), by_loop(guarded, (x[0], i), (None, 0)))
+    assert not loops_over_examples(shared, x[0], i)
+
+
+def rnn(w, xs):  # a number carried, recorded per example by its gradient's tape
+    h = 0.0
+    for t in range(xs.shape[0]):
+        h = math.tanh(w * h + xs[t])
+    return h * h
+
+
+def central_difference(fn, w, x, step=1e-6):
+    return (fn(w + step, x) - fn(w - step, x)) / (2 * step)
+
+
+def test_a_tape_of_per_example_values_batches():
+    """vmap(grad) of a loop whose tape records a value per example: the tape records one
+    batch per iteration; the gradients are the finite differences'."""
+    ws, xs = randn(5), randn(5, 6)
+    fn = vmap(grad(rnn))
+    got = fn(ws, xs)
+    np.testing.assert_allclose(got, [central_difference(rnn, w, x) for w, x in zip(ws, xs)],
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(got, [grad(rnn)(w, x) for w, x in zip(ws, xs)], rtol=1e-12)
+    assert not loops_over_examples(fn, ws, xs)
 
 
 def summed(w, x):
@@ -299,9 +362,10 @@ def summed(w, x):
 def test_loops_and_their_gradients_batch():
     w, x = randn(3), randn(4, 6, 3)
     check(recurrence, (w, x), (None, 0))
-    g = grad(recurrence)  # its tape records h, a value per example: the loop
+    g = grad(recurrence)  # its tape records h, a value per example: a tape of batches
     fn = vmap(g, in_axes=(None, 0))
     np.testing.assert_allclose(fn(w, x), np.stack([g(w, e) for e in x]), rtol=1e-10)
+    assert not loops_over_examples(fn, w, x)
     g = grad(summed)
     fn = vmap(g, in_axes=(None, 0))
     np.testing.assert_allclose(fn(w, x[:, 0]), np.stack([g(w, e) for e in x[:, 0]]),

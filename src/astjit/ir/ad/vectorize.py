@@ -19,13 +19,17 @@ from ..ops import OPS
 from ..ops.batching import NotBatchable, broadcast, materialized
 from ..ops.table import OpTypeError
 from ..passes.inline import clone_node
-from ..types import ArrayType, ScalarType, TupleType, Type, weak
+from ..types import I64, ArrayType, ScalarType, TapeType, TupleType, Type, weak
 from .builder import GraphBuilder
 
 REPEATED_EFFECTS = ("callback",)
 """Ops whose effect depends on how often they run, beyond the writes into arrays. (A
 differentiated loop's tapes are values: with what they record the same for every
-example, as a counter, they are made once; a batched value to record has no rule.)"""
+example, as a counter, they are made once; a tape recording batched values holds one
+batch per entry, `BatchBuilder.recording`.)"""
+TAPE_EFFECTS = ("tape_push", "tape_clear", "tape_free")
+"""Ops changing a tape: run for an example that does not take the branch or whose loop is
+done, they would record for it what it never computed."""
 MAY_ALIAS = ("tuple", "array_astype", "sum_to_like", "cast")
 """Ops whose result may be their array operand itself (not as a view op): an array
 they took is not copied for each example (`BatchBuilder.writable`)."""
@@ -64,6 +68,10 @@ class BatchBuilder(GraphBuilder):
         self.emitted: list[Node] = []
         self.params: dict[Value, Value] = {}
         """A region's parameters (old -> new): writes into them the loop settles."""
+        self.mask: Value | None = None
+        """Where the nodes emitted now run for examples that do not take them (a branch of
+        an `if` whose condition differs per example): the batch of bools saying which
+        examples do, for the element reads to check only theirs (`_masked_read`)."""
 
     def op(self, name: str, *inputs: Value, **attrs) -> Value:
         """A typed node; a scalar operand is cast to the type the op's rule asks."""
@@ -121,6 +129,28 @@ class BatchBuilder(GraphBuilder):
             self.values[v] = (self.rebuilt(v, root, base), True)
         return self.values[dest][0]
 
+    def recording(self, tape: Value) -> Value:
+        """The batched form of tape `tape` (the function's value) that a batched value is
+        pushed onto: a tape the function has just made, with nothing recorded yet, is made
+        again to record batches (one entry per iteration holds every example's value). A
+        loop's carried tape is for the loop to settle (`SharedWrite`); any other is refused."""
+        new, flag = self.values[tape]
+        if flag:
+            return new
+        if tape in self.params:
+            raise SharedWrite(tape, "a tape recording per-example values")
+        made = self.definitions.get(tape)
+        clone = next((n for n in self.graph.nodes if new in n.outputs), None)
+        if made is None or made.op != "tape_new" or clone is None \
+                or any(new in n.inputs for n in self.graph.nodes):
+            raise NotBatchable("a tape holding values every example shares, then per-example ones")
+        element = batch_type(tape.type).element
+        fresh = Value(new.name, TapeType(element))
+        self.graph.nodes[self.graph.nodes.index(clone)] = Node(
+            "tape_new", [], [fresh], {**clone.attrs, "element": element}, loc=clone.loc)
+        self.values[tape] = (fresh, True)
+        return fresh
+
     def _check_shared_writes(self, node: Node) -> None:
         """A write of the same values for every example, run once for the batch: refused
         where the array is not one the function made (an argument every example shares
@@ -172,7 +202,10 @@ class BatchBuilder(GraphBuilder):
                 flags[n:] = carried
                 continue
             for k in written:
-                self.writable(node.inputs[k])
+                if isinstance(node.inputs[k].type, TapeType):
+                    self.recording(node.inputs[k])
+                else:
+                    self.writable(node.inputs[k])
             now = [self.values[v][1] for v in node.inputs]
             if all(f or not g for f, g in zip(flags, now)):
                 break
@@ -217,16 +250,20 @@ class BatchBuilder(GraphBuilder):
 
     def _selected(self, node: Node, cond: Value, captured: list) -> list:
         """Both branches of an `if` for every example, each result chosen by its own
-        condition."""
-        if not all(map(_runs_for_nothing, (n for r in node.regions for n in r.walk()))):
+        condition. A branch's element reads check the indices of the examples taking it
+        only (`_masked_read`): an example that does not take it raises nothing there."""
+        if not all(_runs_for_nothing(n) or n.op == "array_get"
+                   for r in node.regions for n in r.walk()):
             raise NotBatchable("an if whose condition differs per example, a branch raising "
                                "or writing for an example that does not take it")
-        results = []
-        for region in node.regions:
+        results, outer = [], self.mask
+        for region, mask in zip(node.regions, (cond, self.op("invert", cond))):
+            self.mask = mask if outer is None else self.op("bitand", outer, mask)
             self.values.update(zip(region.params, captured))
             for inner in region.nodes:
                 self.emit(inner)
             results.append([self.values[v] for v in region.outputs])
+        self.mask = outer
         chosen = []
         for old, (a, fa), (b, fb) in zip(node.outputs, *results):
             if not isinstance(old.type, (ArrayType, ScalarType)):
@@ -237,12 +274,43 @@ class BatchBuilder(GraphBuilder):
             chosen.append((self.op("where", mask, a, b), True))
         return chosen
 
+    def _masked_read(self, node: Node, inputs: list) -> Value:
+        """x[i, j] where only the examples of `self.mask` run the read: the others read at
+        index 0 (their value is not chosen), so only the indices of those that do are
+        checked, and an IndexError is theirs. Not read at all where no example does (an
+        axis of length 0 has no index 0): an `if` over the batch, zeros otherwise."""
+        zero = self.const(0, I64)
+        (x, x_batched), indices = inputs[0], [self.op("where", self.mask, i, zero)
+                                             for i, _ in inputs[1:]]
+        anyone = self.op("reduce", self.mask, kind="any", axis=None, keepdims=False)
+        operands = [x, *indices]
+        regions = []
+        for name in ("then", "else"):
+            region = Graph(name, [Value(v.name, v.type) for v in operands], loc=node.loc)
+            rb = BatchBuilder(region, node.loc)
+            rb.size = rb.op("array_dim", region.params[1], axis=0)
+            if name == "then":
+                flags = [x_batched] + [True] * len(indices)
+                ((out, _),) = OPS["array_get"].batch(rb, node, region.params, flags)
+            else:
+                out = rb.op("array_new", rb.size, fill=0, dtype=regions[0].outputs[0].type.dtype)
+            region.outputs = [out]
+            regions.append(region)
+        if regions[0].outputs[0].type != regions[1].outputs[0].type:
+            raise NotBatchable("an element read per example of another type")
+        return self.graph.add("if", [anyone, *operands], 1, regions=regions, loc=node.loc,
+                              types=[regions[0].outputs[0].type]).outputs[0]
+
     def _masked_while(self, node: Node, inputs: list) -> list:
         """A `while` whose condition differs per example: it runs while some example's
         holds, each example's carried values kept once its own condition fails (JAX's
         way). The body then runs for examples that are done: allowed only where that
-        can neither raise nor write (`_runs_for_nothing`), else NotBatchable."""
-        if not all(map(_runs_for_nothing, (n for r in node.regions for n in r.walk()))):
+        can neither raise nor write (`_runs_for_nothing`), but for element reads, which
+        check the indices of the examples still running only (`_masked_read`); else
+        NotBatchable. (The condition, run again on a done example's kept values, reads
+        what it read when it failed.)"""
+        if not all(_runs_for_nothing(n) or n.op == "array_get"
+                   for r in node.regions for n in r.walk()):
             raise NotBatchable("a while whose condition differs per example, its body "
                                "raising or writing for an example that is done")
         n = node.attrs["n_invariants"]
@@ -250,11 +318,12 @@ class BatchBuilder(GraphBuilder):
         cond, _ = self._region(node.regions[0], flags)
         e = BatchBuilder(cond, node.loc)
         cond.outputs = [e.op("reduce", cond.outputs[0], kind="any", axis=None, keepdims=False)]
-        combined = _then(node.regions[1], node.regions[0])
-        body, out_flags = self._region(combined, flags)
+        combined = _then(node.regions[0], node.regions[1])  # which examples run, then the body
+        body, (_, *out_flags) = self._region(combined, flags,
+                                             masked_after=len(node.regions[0].nodes))
         e = BatchBuilder(body, node.loc)
         e.size = e.op("array_dim", body.params[n], axis=0)
-        *news, active = body.outputs
+        active, *news = body.outputs
         kept = []
         for old, new, flag in zip(body.params[n:], news, out_flags):
             new = new if flag else _copied_per_example(e, new)
@@ -269,19 +338,25 @@ class BatchBuilder(GraphBuilder):
                              regions=[cond, body], loc=node.loc, types=types)
         return [(v, True) for v in out.outputs]
 
-    def _region(self, region: Graph, flags: list, n_invariants: int | None = None):
+    def _region(self, region: Graph, flags: list, n_invariants: int | None = None,
+                masked_after: int | None = None):
         """`region` rewritten for operands batched where `flags` say: the new region and
         whether each of its outputs is batched. A body's (`n_invariants` given) output is
-        made batched where its carried operand is (the loop's types are the operands')."""
+        made batched where its carried operand is (the loop's types are the operands').
+        `masked_after`: the nodes after the first `masked_after` run for the examples whose
+        region output 0 holds (`mask`)."""
         params = [Value(p.name, batch_type(p.type) if f else p.type)
                   for p, f in zip(region.params, flags)]
         graph = Graph(region.name, params, loc=region.loc)
         rb = BatchBuilder(graph, region.loc)
         rb.params = dict(zip(region.params, params))
         rb.values.update((p, (q, f)) for p, q, f in zip(region.params, params, flags))
-        first = next((q for q, f in zip(params, flags) if f), None)
+        first = next((q for q, f in zip(params, flags)
+                      if f is True and isinstance(q.type, ArrayType)), None)
         rb.size = rb.op("array_dim", first, axis=0) if first is not None else None
-        for node in region.nodes:
+        for k, node in enumerate(region.nodes):
+            if k == masked_after:
+                rb.mask = _batched_mask(rb.values[region.outputs[0]])
             rb.emit(node)
         results = [rb.values[v] for v in region.outputs]
         graph.outputs = [value for value, _ in results]
@@ -319,6 +394,9 @@ class BatchBuilder(GraphBuilder):
         for v in node.outputs:
             self.definitions[v] = node
         self.emitted.append(node)
+        if node.op == "array_get" and self.mask is not None:
+            self.values[node.outputs[0]] = (self._masked_read(node, inputs), True)
+            return
         if not any(_some(flag) for _, flag in inputs):
             self._check_shared_writes(node)
             mapping = {old: new for old, (new, _) in zip(node.inputs, inputs)}
@@ -355,7 +433,30 @@ def batch_type(t: Type) -> Type:
         return ArrayType(t.dtype, t.ndim + 1)
     if isinstance(t, ScalarType):
         return ArrayType(weak(t), 1)
+    if isinstance(t, TapeType):  # a tape of batches: an entry holds every example's value
+        element = t.element
+        if isinstance(element, TupleType):
+            return TapeType(TupleType(tuple(map(_recorded_batch, element.elements))))
+        return TapeType(_recorded_batch(element))
     raise NotBatchable(f"a batch of {t} values")
+
+
+def _batched_mask(value: tuple[Value, object]) -> Value:
+    """A batch of bools (a rewritten value and its flag) to mask reads with."""
+    mask, flag = value
+    if flag is not True:
+        raise NotBatchable("a condition the same for every example, as a mask")
+    return mask
+
+
+def _recorded_batch(t: Type) -> Type:
+    """What a tape of batches records for a value of type `t`: a batch of floats (or of
+    arrays); an int or a bool the same for every example, as a loop's counter is (the
+    tape's push refuses a per-example one: ops/tapes.py), so that what reads it back
+    indexes and counts as the function did."""
+    if isinstance(t, ScalarType) and not (t.is_float or t.is_complex):
+        return t
+    return batch_type(t)
 
 
 def _runs_for_nothing(node: Node) -> bool:
@@ -363,7 +464,8 @@ def _runs_for_nothing(node: Node) -> bool:
     (an elementwise op computing as NumPy does, on arrays or NumPy scalars, raises none)
     and no effect."""
     opdef = OPS.get(node.op)
-    if opdef is None or "writes" in opdef.traits or node.op in REPEATED_EFFECTS:
+    if opdef is None or "writes" in opdef.traits or node.op in REPEATED_EFFECTS \
+            or node.op in TAPE_EFFECTS:
         return False
     if "raises" not in opdef.traits:
         return True
@@ -378,20 +480,22 @@ def _with_param(region: Graph, v: Value) -> Graph:
 
 
 def _then(first: Graph, then: Graph) -> Graph:
-    """A region computing `first`'s outputs and then `then`'s (same parameters): a body
-    followed by the condition on the values it started from."""
+    """A region computing `first`'s outputs and then `then`'s (same parameters), named as
+    `then`: a loop's condition on the values an iteration starts from, then its body."""
     params = [Value(p.name, p.type) for p in first.params]
     nodes, outputs = [], []
     for region in (first, then):
         mapping = dict(zip(region.params, params))
         nodes += [clone_node(node, mapping) for node in region.nodes]
         outputs += [mapping[v] for v in region.outputs]
-    return Graph(first.name, params, nodes, outputs, first.loc)
+    return Graph(then.name, params, nodes, outputs, then.loc)
 
 
 def _copied_per_example(b: BatchBuilder, v: Value) -> Value:
     """Unbatched `v` as a batch: a loop's operand or result, which the loop may write into
     (an array copied per example, not a broadcast view)."""
+    if isinstance(v.type, TapeType):
+        raise NotBatchable("a tape that records per-example values on some paths only")
     return materialized(b, v) if isinstance(v.type, ArrayType) else broadcast(b, v)
 
 
@@ -407,6 +511,8 @@ def _batched_type(example: Type, t: Type, flag) -> bool:
             and all(map(_batched_type, example.elements, t.elements, flag))
     if not flag:
         return t == example
+    if isinstance(example, TapeType):
+        return t == batch_type(example)  # a tape of batches: the parts it batches
     dtype = example.dtype if isinstance(example, ArrayType) else example
     ndim = example.ndim if isinstance(example, ArrayType) else 0
     return isinstance(t, ArrayType) and t.ndim == ndim + 1 and t.dtype == dtype

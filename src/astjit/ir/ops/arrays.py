@@ -18,7 +18,7 @@ from ..core import Node, Value
 from ..types import BOOL, I64, NONE, ArrayType, TupleType
 from . import advanced_index
 from .adjoints import AddAt
-from .batching import NotBatchable, batch_size_product, each
+from .batching import NotBatchable, as_batched, batch_size_product, each
 from .declare import _def
 from .sequences import key_read
 from .table import OpTypeError, Routine
@@ -156,11 +156,17 @@ def _axis_length(node, table):
 # ---- batching rules (ops/batching.py) ----------------------------------------------------
 
 def _get_batch(b, node, ins, batched):
-    """One element of each example: a view of the batch (a vector of them)."""
-    if not batched[0] or any(batched[1:]):
-        raise NotBatchable("an element read at a batched index")
-    attrs = {k: v for k, v in node.attrs.items() if k in ("boundscheck", "inbounds")}
-    return each(b.op("array_view", *ins, spec=("s000",) + ("i",) * len(ins[1:]), **attrs))
+    """One element of each example: a view of the batch (a vector of them); at an index per
+    example, a gather at (example, i, j), which checks the indices as the read does."""
+    if not any(batched[1:]):
+        attrs = {k: v for k, v in node.attrs.items() if k in ("boundscheck", "inbounds")}
+        return each(b.op("array_view", *ins, spec=("s000",) + ("i",) * len(ins[1:]), **attrs))
+    if not node.attrs.get("boundscheck", True):
+        raise NotBatchable("an element read at a batched index, unchecked")
+    x = as_batched(b, ins[0], batched[0])
+    numbers = b.op("array_arange", b.const(0, I64), b.size)
+    axes = tuple(range(len(ins) - 1))
+    return each(b.op("gather", x, numbers, *ins[1:], axis=0, axes=(0, *axes)))
 
 
 def _set_batch(b, node, ins, batched):

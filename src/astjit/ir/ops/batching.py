@@ -56,6 +56,11 @@ class Batching(Protocol):
         an unbatched one copied per example with the array it views (NotBatchable where
         that array is one every example shares)."""
 
+    def recording(self, tape: Value) -> Value:
+        """The tape of batches that tape `tape` (an old value, unbatched) becomes when a
+        batched value is pushed onto it: one the function made and has recorded nothing
+        on yet (NotBatchable otherwise)."""
+
 
 def ndim(t) -> int:
     return t.ndim if isinstance(t, ArrayType) else 0
