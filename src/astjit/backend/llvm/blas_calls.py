@@ -183,10 +183,10 @@ def vector_args(b: ir.IRBuilder, array: ir.Value) -> tuple[ir.Value, ir.Value]:
 
 class Call:
     """Arguments passed by pointer: each a stack slot in the entry block of the function
-    `builder` is in."""
+    `builder` is in; ints of type `index` (BLAS's: `blas.int_type()`; LAPACK's: 32 bits)."""
 
-    def __init__(self, builder: ir.IRBuilder, dtype: ScalarType):
-        self.builder, self.dtype = builder, dtype
+    def __init__(self, builder: ir.IRBuilder, dtype: ScalarType, index: ir.IntType = I32_T):
+        self.builder, self.dtype, self.index = builder, dtype, index
         self.prefix = BLAS_PREFIXES[dtype]
 
     def slot(self, value: ir.Value) -> ir.Value:
@@ -196,7 +196,10 @@ class Call:
         return pointer
 
     def int(self, value: ir.Value) -> ir.Value:
-        return self.slot(self.builder.trunc(value, I32_T))
+        """`value` (an i64 within 32 bits) as the routine's int."""
+        if value.type != self.index:
+            value = self.builder.trunc(value, self.index)
+        return self.slot(value)
 
     def real(self, value: float) -> ir.Value:
         return self.slot(constant(self.dtype, value))
@@ -278,7 +281,7 @@ def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
         readable = {1: vector_readable, 2: lambda bb, array: layout(bb, array).readable}
         x = _readable_operand(builder, a, ArrayType(dtype, a_ndim), readable[a_ndim], [])
         y = _readable_operand(builder, b, ArrayType(dtype, b_ndim), readable[b_ndim], [x])
-        call = Call(builder, dtype)
+        call = Call(builder, dtype, blas.int_type())
         result = builder.insert_value(ir.Constant(a.type, None), out, ARRAY_DATA)
         if a_ndim == 2 and b_ndim == 2:
             gemm(call, result, x, y, m, k, n)

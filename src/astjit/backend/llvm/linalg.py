@@ -3,9 +3,9 @@
 `matmul` checks the inner dimensions (NumPy's ValueError for np.matmul or
 np.dot, the sizes filled in at run time), then:
 
-- float results call SciPy's BLAS (`blas.py`, through `blas_calls.py`): gemm for
-  matrix @ matrix, gemv for matrix @ vector and vector @ matrix, dot for
-  vector @ vector. BLAS is
+- float results call BLAS (NumPy's OpenBLAS, else SciPy's: `blas.py`, through
+  `blas_calls.py`): gemm for matrix @ matrix, gemv for matrix @ vector and
+  vector @ matrix, dot for vector @ vector. BLAS is
   column-major, so a C-contiguous result C = A @ B is computed as
   C^T = B^T A^T. An operand is passed as it lies when BLAS can read it: a
   2-d array with unit stride along its last axis and a leading stride at
@@ -63,6 +63,7 @@ from .complex_products import complex_dot
 from .factorizations import ROUTINES as LAPACK_ROUTINES
 from .lltypes import ARRAY_DATA, I1, I8, I32_T, I64_T, constant
 from .product_kernels import int_kernel, mismatch_message
+from .runtime import blas
 from .shared import shared_function
 from .stacked_products import stacked_product
 
@@ -110,7 +111,7 @@ def matmul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 def blas_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, dtype: ScalarType,
              k: ir.Value) -> ir.Value:
     """vector @ vector: ddot / sdot (0 for empty vectors)."""
-    builder, call = em.builder, Call(em.builder, dtype)
+    builder, call = em.builder, Call(em.builder, dtype, blas.int_type())
     check_blas_sizes(em, node, [k])
     x = operand(em, node, a, node.inputs[0].type, dtype, vector_readable)
     y = operand(em, node, b, node.inputs[1].type, dtype, vector_readable)

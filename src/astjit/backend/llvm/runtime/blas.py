@@ -1,9 +1,11 @@
-"""SciPy's BLAS as compiled code calls it: C function pointers, checked once per process.
+"""BLAS as compiled code calls it: C function pointers, checked once per process.
 
-`scipy.linalg.cython_blas` exports every BLAS routine it wraps as a capsule in
-`__pyx_capi__`: the capsule's pointer is the function, its name the C
-signature (Cython spells `double` and `float` as the typedefs
-`__pyx_t_..._d` and `__pyx_t_..._s`). Compiled code calls
+The routines are NumPy's own OpenBLAS's where NumPy bundles one (its wheels do: 64-bit
+ints, loaded with NumPy, the library NumPy's `a @ b` calls), else SciPy's
+(capsules.py's `blas`). `scipy.linalg.cython_blas` exports every BLAS routine it wraps
+as a capsule in `__pyx_capi__`: the capsule's pointer is the function, its name the C
+signature (Cython spells `double` and `float` as the typedefs `__pyx_t_..._d` and
+`__pyx_t_..._s`). Compiled code calls
 
     dgemm/sgemm  void (char *transa, char *transb, int *m, int *n, int *k, T *alpha,
                        T *a, int *lda, T *b, int *ldb, T *beta, T *c, int *ldc)
@@ -12,14 +14,16 @@ signature (Cython spells `double` and `float` as the typedefs
     ddot/sdot    T (int *n, T *x, int *incx, T *y, int *incy)
 
 with Fortran's conventions: every argument by pointer, matrices column-major,
-`int` 32 bits (SciPy's BLAS is LP64). `api()` reads the pointers on first use
-(so `import astjit` never imports SciPy), checks each capsule's signature
-against the one above and calls ddot, sdot and dgemm once through ctypes (the
-return convention of sdot is where BLAS builds differ: capsules.py, which needs no
-LLVM), then registers the addresses with LLVM as `astjit.blas.<name>`; `declare`
-gives a module their declarations, built from those signatures.
+`int` the library's (`int_type`: 64 bits for NumPy's, 32 for SciPy's, which is LP64).
+`api()` reads the pointers on first use (so `import astjit` never imports SciPy),
+checks SciPy's capsules' signatures against the one above and calls ddot, sdot and
+dgemm once through ctypes (the return convention of sdot is where BLAS builds differ:
+capsules.py, which needs no LLVM), then registers the addresses with LLVM as
+`astjit.blas.<name>`; `declare` gives a module their declarations, built from those
+signatures. Which library is used shows in the IR (the ints' width), so a runtime
+cache entry or a cached function compiled against one is never linked to the other.
 
-Performance note: SciPy's BLAS is OpenBLAS, which picks its kernels for the
+Performance note: both are OpenBLAS, which picks its kernels for the
 CPU at load time. The environment variable `OPENBLAS_CORETYPE`, when set (some
 machines set it globally), forces a core type for every OpenBLAS in the
 process, NumPy's and SciPy's alike, and an older one than the host's (e.g.
@@ -49,18 +53,19 @@ C_TYPES = {"void": VOID, "double": DOUBLE, "float": FLOAT, "char *": I8.as_point
            "float complex *": ir.VectorType(FLOAT, 2).as_pointer()}
 
 
-def function_type(signature: str) -> ir.FunctionType:
+def function_type(signature: str, index: ir.IntType = I32_T) -> ir.FunctionType:
     """The LLVM type of a C signature of `capsules.BLAS_SIGNATURES` (or LAPACK's):
-    'double (int *, double *)'."""
+    'double (int *, double *)', `int` being `index`."""
     result, params = re.fullmatch(r"(\w+) \((.*)\)", signature).groups()
-    return ir.FunctionType(C_TYPES[result], [C_TYPES[p] for p in params.split(", ")])
+    types = {**C_TYPES, "int *": index.as_pointer()}
+    return ir.FunctionType(types[result], [types[p] for p in params.split(", ")])
 
 
 @functools.cache
 def api() -> dict[str, int]:
     """Routine name -> address, verified (capsules.blas_addresses) and registered with LLVM
     (once per process)."""
-    addresses = capsules.blas_addresses()
+    addresses = capsules.blas().addresses
     for name, address in addresses.items():
         llvm.add_symbol(symbol(name), address)
     return addresses
@@ -71,17 +76,23 @@ def symbol(name: str) -> str:
     return f"astjit.blas.{name}"
 
 
-def declare(module: ir.Module, name: str) -> ir.Function:
-    """The declaration of BLAS routine `name` in `module` (loading SciPy's BLAS first)."""
+def int_type() -> ir.IntType:
+    """The integer type the BLAS routines take (by pointer), loading them first."""
     api()
-    return declare_routine(module, symbol(name), capsules.BLAS_SIGNATURES[name])
+    return ir.IntType(capsules.blas().int_bits)
 
 
-def declare_routine(module: ir.Module, name: str, signature: str) -> ir.Function:
+def declare(module: ir.Module, name: str) -> ir.Function:
+    """The declaration of BLAS routine `name` in `module` (loading the BLAS first)."""
+    return declare_routine(module, symbol(name), capsules.BLAS_SIGNATURES[name], int_type())
+
+
+def declare_routine(module: ir.Module, name: str, signature: str,
+                    index: ir.IntType = I32_T) -> ir.Function:
     """The declaration of the Fortran routine (BLAS, LAPACK) called `name` in compiled code,
-    of C signature `signature`, in `module` (once)."""
+    of C signature `signature` with ints `index`, in `module` (once)."""
     function = module.globals.get(name)
     if function is None:
-        function = ir.Function(module, function_type(signature), name)
+        function = ir.Function(module, function_type(signature, index), name)
         function.attributes.add("nounwind")
     return function

@@ -1,11 +1,14 @@
-"""C functions other extensions publish in capsules, found with ctypes alone.
+"""C functions other extensions publish, found with ctypes alone.
 
 NumPy publishes its C API as a table of pointers behind the capsule `_ARRAY_API`
 (numpy_api.py says which entries compiled code calls and how they are checked); SciPy's
 `cython_blas` and `cython_lapack` publish each routine as a capsule in `__pyx_capi__`,
-named by its C signature (blas.py, lapack.py). The addresses are read here, without LLVM:
-the modules that declare these functions to LLVM register them, and the disk cache's
-loader links cached code to them without importing llvmlite (astjit/cache/native.py).
+named by its C signature (blas.py, lapack.py). NumPy's wheels bundle an OpenBLAS with
+64-bit ints, which `numpy.linalg` has loaded with NumPy: its BLAS routines are exported
+symbols, found through that module's library (`numpy_blas`). The addresses are read here,
+without LLVM: the modules that declare these functions to LLVM register them, and the
+disk cache's loader links cached code to them without importing llvmlite
+(astjit/cache/native.py).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import importlib.util
 import os
 import re
 import sys
+from dataclasses import dataclass
 
 from ....errors import CompileError
 
@@ -59,7 +63,8 @@ BLAS_SIGNATURES.update({"s" + name[1:]: text.replace("double", "float")
 BLAS_SIGNATURES.update({prefix + name: BLAS_SIGNATURES["d" + name].replace("double", part)
                         for prefix, part in (("z", "double complex"), ("c", "float complex"))
                         for name in ("gemm", "gemv")})
-"""The C signature each routine compiled code calls must have (Cython's typedefs spelled out)."""
+"""The C signature each routine compiled code calls must have (Cython's typedefs spelled out);
+`int` is the library's (`Blas.int_bits`): SciPy's capsules say `int`, 32 bits."""
 
 
 def spelled_out(name: str) -> str:
@@ -100,16 +105,69 @@ def cython_module(name: str):
     return importlib.import_module(full)
 
 
+NUMPY_BLAS_NAMES = ("scipy_{}_64_", "{}_64_")
+"""How the OpenBLAS of NumPy's wheels names a routine (64-bit ints, suffix `64_`): NumPy 2's
+scipy-openblas64, then NumPy 1's openblas64_."""
+
+
+@dataclass(frozen=True)
+class Blas:
+    """The BLAS compiled code calls: each routine's address and the width of its ints."""
+
+    addresses: dict[str, int]
+    int_bits: int
+    """64 for NumPy's OpenBLAS (ILP64), 32 for SciPy's (LP64)."""
+    origin: str
+
+
 @functools.cache
+def blas() -> Blas:
+    """NumPy's own OpenBLAS where it has one (`numpy_blas`), else SciPy's (`scipy_blas`):
+    ddot, sdot and dgemm called once (`verify_blas`); CompileError where neither is usable
+    (once per process). NumPy's is loaded already, where SciPy's costs the import of
+    `scipy` and the loading of its OpenBLAS, longer than compiling a small function; and
+    it is the library NumPy's own `a @ b` calls."""
+    found = numpy_blas()
+    if found is not None and verify_blas(found, ctypes.c_int64) is None:
+        return Blas(found, 64, "NumPy's OpenBLAS")
+    addresses = scipy_blas()
+    problem = verify_blas(addresses, ctypes.c_int)
+    if problem:
+        raise CompileError(f"SciPy's BLAS does not compute as expected ({problem}); matrix "
+                           "products cannot be compiled")
+    return Blas(addresses, 32, "SciPy's cython_blas")
+
+
 def blas_addresses() -> dict[str, int]:
+    """BLAS routine name -> address of the routine compiled code calls (`blas`)."""
+    return blas().addresses
+
+
+def numpy_blas() -> dict[str, int] | None:
+    """The `BLAS_SIGNATURES` routines of the 64-bit-int OpenBLAS NumPy's linear algebra
+    links (`NUMPY_BLAS_NAMES`), looked up through `numpy.linalg._umath_linalg`'s library
+    (whose dependencies dlsym searches too), or None: NumPy built with another BLAS."""
+    try:
+        from numpy.linalg import _umath_linalg
+        library = ctypes.CDLL(_umath_linalg.__file__)
+    except (ImportError, OSError, AttributeError):
+        return None
+    for pattern in NUMPY_BLAS_NAMES:
+        functions = {name: getattr(library, pattern.format(name), None)
+                     for name in BLAS_SIGNATURES}
+        if all(f is not None for f in functions.values()):
+            return {name: ctypes.cast(f, ctypes.c_void_p).value for name, f in functions.items()}
+    return None
+
+
+def scipy_blas() -> dict[str, int]:
     """BLAS routine name -> address of SciPy's, each capsule's signature checked against
-    `BLAS_SIGNATURES` and ddot, sdot and dgemm called once (`verify_blas`); CompileError
-    where SciPy is missing or differs (once per process)."""
+    `BLAS_SIGNATURES`; CompileError where SciPy is missing or differs."""
     try:
         cython_blas = cython_module("cython_blas")
     except ImportError as exc:
-        raise CompileError("matrix products in compiled code call SciPy's BLAS: "
-                           "install scipy (pip install scipy)") from exc
+        raise CompileError("matrix products in compiled code call NumPy's OpenBLAS or "
+                           "SciPy's BLAS: install scipy (pip install scipy)") from exc
     addresses = {}
     for name, expected in BLAS_SIGNATURES.items():
         capsule = cython_blas.__pyx_capi__.get(name)
@@ -121,16 +179,13 @@ def blas_addresses() -> dict[str, int]:
             raise CompileError(f"SciPy's {name} has the signature '{signature}', not "
                                f"'{expected}'; matrix products cannot be compiled")
         addresses[name] = address
-    problem = verify_blas(addresses)
-    if problem:
-        raise CompileError(f"SciPy's BLAS does not compute as expected ({problem}); matrix "
-                           "products cannot be compiled")
     return addresses
 
 
-def verify_blas(addresses: dict[str, int]) -> str | None:
-    """Call ddot, sdot and dgemm once through ctypes on small inputs; what is wrong, or None."""
-    c_int, p = ctypes.c_int, ctypes.POINTER
+def verify_blas(addresses: dict[str, int], c_int: type = ctypes.c_int) -> str | None:
+    """Call ddot, sdot and dgemm once through ctypes on small inputs, with ints of type
+    `c_int`; what is wrong, or None."""
+    p = ctypes.POINTER
     for name, c_real in (("ddot", ctypes.c_double), ("sdot", ctypes.c_float)):
         dot = ctypes.CFUNCTYPE(c_real, p(c_int), p(c_real), p(c_int), p(c_real),
                                p(c_int))(addresses[name])
