@@ -1,11 +1,14 @@
 """Issue 14's functions that array_run.py, shape_run.py and index_run.py do not time: the
 elementwise functions (each alone at 10^6 elements, and fused into an expression), complex
 arrays' np.abs/real/imag/conj/angle, creation with a dtype, np.where of one argument,
-np.quantile and np.dot: astjit's median time per call over NumPy's (issue 14: within 1.2x
-NumPy's time alone, faster than NumPy fused).
+`x ** p` of a run-time p NumPy computes without pow (0.5, 2, -1), np.quantile and np.dot:
+astjit's median time per call over NumPy's (issue 14: within 1.2x NumPy's time alone,
+faster than NumPy fused).
 
     python benchmarks/breadth_run.py                 # every case, about 2 minutes
     python benchmarks/breadth_run.py hypot clip      # the cases whose name starts so
+    python benchmarks/breadth_run.py --cpu where     # CPU time (a loaded machine's wall
+                                                     # time swings 2 ms calls to 30 ms)
 
 Single-threaded, like array_run.py. Each case is checked against NumPy's result (shape,
 dtype, values) before timing, then timed in interleaved rounds (interleaved.py); every
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import types
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -54,6 +58,8 @@ def logic_one_fused(x, y): return F(x > 0.0) | (y > 0.5)
 def logic_two_fused(x, y): return F(x > 0.0, y < 0.5) | (x > 2.0)
 def complex_fused(z): return F(z * 0.5 + z) * 2.0
 def where_one(x): return np.where(x > 0.5)
+def scalar_power(x, p): return x ** p
+def scalar_power_fused(x, p): return (x * 0.5 + 0.5) ** p * 2.0 + x
 def quantile(x): return np.quantile(x, 0.3)
 def dot(x, y): return np.dot(x, y)
 def dot_fused(x, y): return np.dot(x * 0.5 + 1.0, y)
@@ -82,6 +88,7 @@ def _inputs() -> dict[str, tuple]:
         "ge1": (rng.uniform(1.0, 11.0, N),), "special": (with_specials,),
         "special_y": (with_specials, y), "xy": (x, y),
         "pos_xy": (rng.uniform(0.1, 10.0, N), rng.uniform(-2.0, 2.0, N)),
+        **{f"pos_p{p}": (rng.uniform(0.1, 10.0, N), p) for p in (0.5, 2.0, -1.0)},
         "ints": (rng.integers(-1000, 1000, N), rng.integers(1, 100, N)),
         "shifts": (rng.integers(-1000, 1000, N), rng.integers(0, 20, N)),
         "powers": (rng.integers(-10, 10, N), rng.integers(0, 5, N)),
@@ -132,6 +139,9 @@ def _cases() -> list[tuple[str, str, object, str]]:
     for name in ("logical_and", "logical_or", "logical_xor"):
         cases.append((name, "alone", specialize(two, getattr(np, name)), "bools"))
         cases.append((name, "fused", specialize(logic_two_fused, getattr(np, name)), "xy"))
+    for p in (0.5, 2.0, -1.0):  # a run-time exponent NumPy's loop computes without pow
+        cases.append((f"power_scalar_{p}", "alone", scalar_power, f"pos_p{p}"))
+        cases.append((f"power_scalar_{p}", "fused", scalar_power_fused, f"pos_p{p}"))
     for name in ("absolute", "real", "imag", "conj", "angle"):
         both(f"{name}_complex", one, complex_fused, getattr(np, name), "complex")
     cases += [("where_one_arg", "alone", where_one, "real"), ("quantile", "alone", quantile, "real"),
@@ -156,6 +166,9 @@ def _same(want, got) -> bool:
 
 
 def main(only: list[str]) -> None:
+    clock = time.perf_counter
+    if "--cpu" in only:  # CPU time: steadier than wall time on a loaded machine
+        only, clock = [name for name in only if name != "--cpu"], time.process_time
     inputs = _inputs()
     rows, width = [], 26
     print(f"{'function':{width}s} {'NumPy':>10s} {'astjit':>10s} {'astjit/NumPy':>13s}  target")
@@ -176,7 +189,7 @@ def main(only: list[str]) -> None:
                 print(f"{label:{width}s} WRONG RESULT")
                 rows.append({"name": name, "form": form, "error": "wrong result"})
                 continue
-            numpy_time, astjit_time = interleaved_medians(fn, compiled, args)
+            numpy_time, astjit_time = interleaved_medians(fn, compiled, args, clock=clock)
             target = ALONE if form == "alone" else FUSED
             ratio = astjit_time / numpy_time
             met = ratio <= target if form == "alone" else ratio < target

@@ -70,9 +70,10 @@ EXPRESSIONS = {
 issue as not yet computed, or crash: they are not drawn)."""
 
 
-NOT_EMPTY = {"np.median(a, axis=-1)"}
-"""An open bug, drawn with non-empty shapes only: np.median(a, axis=-1) of a (0, 0) array
-raises IndexError where NumPy gives an empty result."""
+NOT_EMPTY = {"np.median(a, axis=-1)": "c"}
+"""Expressions drawn with non-empty shapes only for these dtype kinds: a complex
+np.median(a, axis=-1) of an empty lane raises IndexError where NumPy gives NaN+NaNj (of a
+(0, 0) array an empty result), docs/arrays.md."""
 
 
 def _load(texts):
@@ -161,12 +162,21 @@ def assert_like_numpy(text, a):
     same(want, got, where)
 
 
+def test_median_of_empty_lanes_is_nan():
+    """np.median of an empty lane is NaN, as NumPy's (which warns "Mean of empty slice"):
+    of every real dtype, 1-d to 3-d; the median of no lanes is empty."""
+    for dtype in (np.float64, np.float32, np.int32, np.uint8, np.bool_):
+        for shape in ((3, 0), (0,), (0, 0), (0, 2), (2, 0, 3)):
+            assert_like_numpy("np.median(a, axis=-1)", np.zeros(shape, dtype=dtype))
+    assert_like_numpy("np.median(a, axis=-1)", np.array([[-0.0], [-0.0]]))
+
+
 @pytest.mark.parametrize("text,dtype,ndim", plan(),
                          ids=[f"{t}-{np.dtype(d).name}-{n}d" for t, d, n in plan()])
 def test_matches_numpy(text, dtype, ndim):
     """One compiled version (the dtype and ndim), hypothesis's shapes and strides."""
     @SETTINGS
-    @given(arrays(dtype, ndim, "nan" in text, text not in NOT_EMPTY))
+    @given(arrays(dtype, ndim, "nan" in text, np.dtype(dtype).kind not in NOT_EMPTY.get(text, "")))
     def check(a):
         assert_like_numpy(text, a)
 

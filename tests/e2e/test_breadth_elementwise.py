@@ -45,15 +45,11 @@ WITH_COMPLEX = {"negative", "positive", "absolute", "isnan", "isinf", "isfinite"
                 "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos",
                 "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "exp2"}
 """The functions drawn with complex operands too."""
-NOT_DRAWN = {"sign": "u", "power": "u"}
-"""Open bugs, left out of the draw: np.sign of unsigned ints is refused with an unclear
-message ("Python integer -1 out of bounds for uint8"), np.power of unsigned ints raises
-"Integers to negative integer powers are not allowed" for exponents of 2**(bits-1) and up;
-and np.sign of a NumPy scalar (0-d here) gives a 0-d array, not a NumPy scalar."""
+NOT_DRAWN = {"power": "u"}
+"""An open bug, left out of the draw: np.power of unsigned ints raises "Integers to
+negative integer powers are not allowed" for exponents of 2**(bits-1) and up."""
 
 MAY_REFUSE = {
-    **{(name, "b"): "NumPy gives bool" for name in ("absolute", "floor", "ceil", "trunc", "fix",
-                                                   "maximum", "minimum")},
     **{(name, "c"): "complex math" for name in (
         "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
         "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
@@ -158,8 +154,6 @@ def plan():
                        if np.dtype(d).kind != NOT_DRAWN.get(name))
         for j in (0, 1):
             first, ndim = dtypes[(3 * k + 7 * j) % len(dtypes)], (k + 2 * j) % 4
-            if name == "sign":
-                ndim = max(ndim, 1)
             if name in UNARY:
                 out.append((name, (first,), (ndim,)))
                 continue
@@ -226,6 +220,81 @@ def test_bools_compute_in_numpys_dtype():
     b = np.array([True, False, True, False])
     for name in ("mod", "floor_divide", "power", "fmod", "remainder"):
         assert_like_numpy(name, (a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint64, np.int16, np.int64, np.float32,
+                                   np.float64, np.bool_])
+def test_sign_of_every_real_dtype(dtype):
+    """np.sign of arrays and NumPy scalars: NumPy's values, dtype and type (a NumPy scalar
+    of a scalar, never a 0-d array), unsigned ints 0 or 1, +0.0 for -0.0, NaN for NaN; of
+    bools NumPy's TypeError, a refusal here."""
+    if dtype == np.bool_:
+        with pytest.raises(CompileError, match="not supported yet"):
+            compiled("sign", 1)(np.array([True, False]))
+        return
+    if np.dtype(dtype).kind == "f":
+        x = np.array([-2.5, -0.0, 0.0, 3.0, np.nan, -np.inf, np.inf], dtype=dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = np.array([info.min, 0, 1, info.max, *([-1] if info.min else [])], dtype=dtype)
+    assert_like_numpy("sign", (x,))
+    assert_like_numpy("sign", (x[::-2],))
+    for element in x[:2]:
+        want, got = np.sign(element), compiled("sign", 1)(element)
+        assert type(got) is type(want) and np.array_equal(got, want, equal_nan=True), (
+            element, got, want)
+        assert np.signbit(got) == np.signbit(want), element
+
+
+@pytest.mark.parametrize("name", ["absolute", "floor", "ceil", "trunc", "maximum", "minimum"])
+def test_bools_stay_bools(name):
+    """np.abs, np.floor, np.ceil, np.trunc of bools are the bools, np.maximum and np.minimum
+    of bools are or and and, as NumPy's (arrays; the first two of NumPy bools too);
+    np.round of bools (NumPy's float16) is refused, saying to convert first."""
+    a = np.array([True, False, True, False])
+    b = np.array([True, True, False, False])
+    assert_like_numpy(name, (a[::-1], b) if name in ("maximum", "minimum") else (a[::-1],))
+    if name in ("absolute", "maximum"):
+        assert_like_numpy(name, (np.False_, np.True_) if name == "maximum" else (np.True_,))
+    if name == "floor":
+        with pytest.raises(CompileError, match=r"astype\(np.float32\)"):
+            compiled("round", 1)(a)
+
+
+def scalar_power(x, p):
+    return x ** p
+
+
+def power_fused(x, p):
+    return np.power(x * 0.5 + 0.5, p) * 2.0 + x
+
+
+POWERS = {name: jit(fn) for name, fn in (("scalar_power", scalar_power), ("power_fused", power_fused))}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_powers_of_one_exponent_are_numpys_bits(dtype):
+    """x ** p of a float array and a run-time number p, alone and fused: where p is 0.5, 2,
+    -1, 1, 0 (-0.0) NumPy's loop computes sqrt, x * x, 1 / x, x, 1, and so does compiled
+    code (each kernel has a version for them), bit for bit: -0.0 ** 0.5 is -0.0, -inf **
+    0.5 NaN. Other exponents are pow's, within rounding."""
+    rng = np.random.default_rng(3)
+    with np.errstate(over="ignore"):
+        x = np.concatenate([rng.uniform(0.1, 10, 200), rng.standard_normal(200),
+                            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 1e308, -1.0]]
+                           ).astype(dtype)
+    unsigned = np.uint64 if dtype == np.float64 else np.uint32
+    for name, fn in (("scalar_power", scalar_power), ("power_fused", power_fused)):
+        for p in (0.5, 2.0, -1.0, 1.0, 0.0, -0.0, 3.0, -0.5, np.nan):
+            with np.errstate(all="ignore"):
+                want, got = fn(x, p), POWERS[name](x, p)
+            where = f"{name} of {dtype.__name__} at p={p}"
+            if p in (0.5, 2.0, -1.0, 1.0, 0.0):
+                nan = np.isnan(want)
+                assert got.dtype == want.dtype and np.array_equal(np.isnan(got), nan), where
+                assert np.array_equal(got.view(unsigned)[~nan], want.view(unsigned)[~nan]), where
+            else:
+                assert_same_array(want, got, where, 1e-5, 1e-13)
 
 
 # ---- remainders bit for bit ------------------------------------------------------------------

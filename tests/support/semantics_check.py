@@ -194,14 +194,15 @@ NOT_ARITHMETIC = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf"
                             "where", "not", "bitand", "bitor", "bitxor", "cast"})
 
 
-BOOL_LOGIC = frozenset({"add", "mul", "invert", "real", "imag"})
-"""Bool ops compiled code computes as NumPy does: or, and, not, the parts (the bool itself, False)."""
+BOOL_LOGIC = frozenset({"add", "mul", "invert", "real", "imag", "maximum", "minimum", "abs",
+                        "numpy_floor", "numpy_ceil", "numpy_trunc"})
+"""Bool ops compiled code computes as NumPy does: or, and, not, the parts (the bool itself,
+False), np.maximum (or) and np.minimum (and), abs, np.floor, np.ceil, np.trunc (the bool)."""
 
 
 def numpy_bool_arithmetic(s, fn, args, outcome):
-    """NumPy's arithmetic of bools that stays bool, other than + (or), * (and) and ~ (not),
-    which compute as NumPy's (np.absolute, np.minimum of bools), is refused. README:
-    "Combinations NumPy computes differently are refused"."""
+    """NumPy's arithmetic of bools that stays bool, other than BOOL_LOGIC's, which compute
+    as NumPy's, is refused. README: "Combinations NumPy computes differently are refused"."""
     if isinstance(outcome, Value) and s.family != "reduction" and not s.ops & NOT_ARITHMETIC \
             and not s.ops <= BOOL_LOGIC \
             and getattr(outcome.value, "dtype", None) == np.bool_ \

@@ -81,17 +81,8 @@ def _clip(c: _Composer, x: Value, lo: Value, hi: Value) -> Value:
     return c.op("minimum", c.op("maximum", x, lo), hi)
 
 
-def _sign(c: _Composer, x: Value) -> Value:
-    """np.sign: 1, -1, else x - x (a zero of x's type, +0.0 for -0.0; NaN for NaN), so its
-    derivative is 0 everywhere."""
-    zero = c.op("sub", x, x)
-    return c.op("where", c.op("gt", x, c.const(0)), c.const(1),
-                c.op("where", c.op("lt", x, c.const(0)), c.const(-1), zero))
-
-
 _COMPOSED = {
     "clip": (3, _clip),
-    "sign": (1, _sign),
     "logical_not": (1, lambda c, a: c.op("eq", a, c.const(0))),
     "logical_and": (2, lambda c, a, b: c.op("bitand", _truth(c, a), _truth(c, b))),
     "logical_or": (2, lambda c, a, b: c.op("bitor", _truth(c, a), _truth(c, b))),

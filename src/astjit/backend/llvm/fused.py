@@ -123,7 +123,78 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
             fast = b.and_(fast, c)
     if spec.reduce is not None:
         return _reduction(em, node, dims, point, None if isinstance(fast, ir.Constant) else fast)
+    exponent = _run_time_exponent(em, node, args)
+    if exponent is not None:
+        return _by_exponent(em, node, exponent, lambda: _elementwise(em, node, dims, point, fast))
     return _elementwise(em, node, dims, point, fast)
+
+
+# ---- NumPy's powers of one run-time exponent ---------------------------------------------------
+
+FAST_POWERS = {0.5: lambda em, a: em.call_intrinsic("llvm.sqrt", [a]),
+               2.0: lambda em, a: em.builder.fmul(a, a),
+               -1.0: lambda em, a: em.builder.fdiv(const_like(a, 1), a),
+               1.0: lambda em, a: a,
+               0.0: lambda em, a: const_like(a, 1)}
+"""The exponents NumPy's float power loop computes without pow where the exponent is one
+number for every element (stride 0), and how: sqrt, a * a, 1 / a, a, 1. Its results,
+bit for bit (pow differs at 0.5: -0.0 and -inf; the others are C pow's correctly rounded
+results, which libmvec's vector pow need not give)."""
+
+_FAST_EXPONENT: dict[int, bool] = {}
+"""While `_by_exponent` emits one version of a kernel: its power node (by id) -> whether
+that version's exponent is one of FAST_POWERS."""
+
+
+def _run_time_exponent(em: FunctionEmitter, node: Node, args: list[ir.Value]):
+    """(the kernel's power node, its exponent as the power's operand) where the kernel has
+    one float power of NumPy's stride-0 exponent (`sqrt_at_half`) that is a scalar input
+    (a run-time number, not an element), else None."""
+    (kernel,) = node.regions
+    plan = fused_attrs(node).plan
+    powers = [n for n in kernel.nodes if n.op == "pow" and n.attrs.get("sqrt_at_half")
+              and isinstance(n.outputs[0].type, ScalarType) and n.outputs[0].type.is_float]
+    if len(powers) != 1:
+        return None
+    (power,) = powers
+    exponent, cast_to = power.inputs[1], None
+    producer = next((n for n in kernel.nodes if exponent in n.outputs), None)
+    if producer is not None and producer.op == "cast":
+        exponent, cast_to = producer.inputs[0], producer.attrs["to"]
+    if exponent not in kernel.params:
+        return None
+    k = kernel.params.index(exponent)
+    if plan[k] is not None or not isinstance(exponent.type, ScalarType):
+        return None
+    value = args[k]
+    if cast_to is not None:
+        value = conversions.cast_value(em.builder, value, exponent.type, cast_to)
+    return power, value
+
+
+def _by_exponent(em: FunctionEmitter, node: Node, exponent, emit) -> list[ir.Value]:
+    """`emit()`'s nest twice, chosen before the loops as NumPy's loop chooses: where the
+    exponent is one of FAST_POWERS (each formula computed, the exponent's selected: a
+    sqrt and a division per element, vectorized), and where it is none (pow alone). A
+    kernel selecting between pow and the others would compute pow, the costly one, at
+    every element; a version per exponent compiled six nests (three times the time)."""
+    power, value = exponent
+    b = em.builder
+    fast = None
+    for at in FAST_POWERS:
+        equal = b.fcmp_ordered("==", value, ir.Constant(value.type, at))
+        fast = equal if fast is None else b.or_(fast, equal)
+    versions = []
+    with b.if_else(fast) as (then, otherwise):
+        for is_fast, branch in ((True, then), (False, otherwise)):
+            with branch:
+                _FAST_EXPONENT[id(power)] = is_fast
+                try:
+                    versions.append((emit(), b.block))
+                finally:
+                    del _FAST_EXPONENT[id(power)]
+    return [em.merge(out.type, [(outputs[j], block) for outputs, block in versions])
+            for j, out in enumerate(node.outputs)]
 
 
 def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
@@ -484,13 +555,24 @@ def pow_int_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
 
 
 def pow_float_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """NumPy's float a ** b: C pow, but sqrt where the exponent is 0.5 and NumPy computes
-    that as sqrt (`sqrt_at_half`, ops/scalar.py `_pow_operands`): -0.0 ** 0.5 is -0.0 and
-    -inf ** 0.5 NaN there. A constant exponent picks one here; a run-time one selects
-    (LLVM hoists its loop-invariant compare)."""
+    """NumPy's float a ** b: C pow, but where NumPy's loop has the exponent as one number
+    (`sqrt_at_half`, ops/scalar.py `_pow_operands`) and it is 0.5, 2, -1, 1 or 0, that
+    exponent's FAST_POWERS formula (-0.0 ** 0.5 is -0.0 and -inf ** 0.5 NaN there). A
+    constant exponent picks one here, a run-time one of a kernel selects one in
+    `_by_exponent`'s version for them; elsewhere a run-time 0.5 selects sqrt (both
+    computed)."""
     a, b = args
-    if node.attrs.get("sqrt_at_half") and isinstance(b, ir.Constant) and b.constant == 0.5:
-        return em.call_intrinsic("llvm.sqrt", [a])
+    if id(node) in _FAST_EXPONENT:
+        if not _FAST_EXPONENT[id(node)]:
+            return em.call_intrinsic("llvm.pow", [a, b])
+        result = FAST_POWERS[0.0](em, a)
+        for at, formula in FAST_POWERS.items():
+            if at != 0.0:
+                equal = em.builder.fcmp_ordered("==", b, ir.Constant(b.type, at))
+                result = em.builder.select(equal, formula(em, a), result)
+        return result
+    if node.attrs.get("sqrt_at_half") and isinstance(b, ir.Constant) and b.constant in FAST_POWERS:
+        return FAST_POWERS[b.constant](em, a)
     power = em.call_intrinsic("llvm.pow", [a, b])
     if not node.attrs.get("sqrt_at_half") or isinstance(b, ir.Constant):
         return power

@@ -43,6 +43,29 @@ def logical_not(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     return em.builder.not_(truth(em.builder, args[0]))
 
 
+# ---- np.sign ---------------------------------------------------------------------------
+
+def sign_float(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """NumPy's loop: 1 if x > 0, -1 if x < 0, 0 if x == 0 (+0.0 for -0.0), else x (NaN)."""
+    b, (x,) = em.builder, args
+    zero = ir.Constant(x.type, 0.0)
+    rest = b.select(b.fcmp_ordered("==", x, zero), zero, x)
+    rest = b.select(b.fcmp_ordered("<", x, zero), ir.Constant(x.type, -1.0), rest)
+    return b.select(b.fcmp_ordered(">", x, zero), ir.Constant(x.type, 1.0), rest)
+
+
+def sign_int(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    b, (x,) = em.builder, args
+    zero = ir.Constant(x.type, 0)
+    return b.sub(b.zext(b.icmp_signed(">", x, zero), x.type),
+                 b.zext(b.icmp_signed("<", x, zero), x.type))
+
+
+def sign_uint(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    b, (x,) = em.builder, args
+    return b.zext(b.icmp_unsigned("!=", x, ir.Constant(x.type, 0)), x.type)
+
+
 # ---- float classification -------------------------------------------------------------
 
 def isnan(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -139,6 +162,7 @@ ROUTINES = {
     "floor": _rounding("llvm.floor"), "ceil": _rounding("llvm.ceil"),
     "trunc": _rounding("llvm.trunc"), "round": _rounding("llvm.roundeven"),
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+    "sign_float": sign_float, "sign_int": sign_int, "sign_uint": sign_uint,
     "const": const, "undef": undef, "tuple": make_tuple, "getitem": getitem, "len": length,
     "raise_if": raise_if, "tag": tag, "untag": untag,
     "bitwise_int_or_bool": bitwise_int_or_bool,

@@ -66,10 +66,15 @@ BITWISE_UFUNCS: dict[str, str] = {}
 """Scalar ops NumPy also has as ufuncs, which compiled code has on scalars only (ops/strong.py)."""
 
 
-BOOL_LOGIC = {"add": "bitor", "mul": "bitand", "invert": "not"}
+BOOL_LOGIC = {"add": "bitor", "mul": "bitand", "invert": "not", "maximum": "bitor",
+              "minimum": "bitand", "abs": None, "numpy_floor": None, "numpy_ceil": None,
+              "numpy_trunc": None}
 """The ops NumPy computes on bools as logic, giving a bool (where Python's give ints), and
-the logic op each is: `+` is or, `*` is and, `~` is not (`-` of bools is NumPy's TypeError).
-A fused kernel computes them as that op (passes/fuse.py)."""
+the logic op each is: `+` and np.maximum are or, `*` and np.minimum and, `~` is not; abs,
+np.floor, np.ceil and np.trunc give the bool itself (None; `-` of bools is NumPy's
+TypeError, np.round's a float16, which compiled code refuses). A fused kernel computes
+them as that op, or takes the operand (passes/fuse.py); a NumPy bool scalar's op takes its
+'b' lowering."""
 
 
 def _numpy():
@@ -127,9 +132,15 @@ def _array_plan(op: str, types: TypeKey) -> Plan:
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
         raise OpTypeError(f"'{op}' of ({shown}) is not supported yet: NumPy gives "
-                          f"{expected}, which compiled code does not compute")
+                          f"{expected}, which compiled code does not compute{instead(expected)}")
     ndim = max(t.ndim for t in types if isinstance(t, ArrayType))
     return Plan(tuple(operands), result, ndim)
+
+
+def instead(expected: str) -> str:
+    """What to write where NumPy's result dtype is one compiled code lacks: float16, which
+    NumPy gives for np.sqrt or np.round of bools and int8/uint8, np.sin of int16 ..."""
+    return "; convert the operands first: x.astype(np.float32)" if expected == "float16" else ""
 
 
 def in_numpy_dtype(op: str, arity: int, expected: str):

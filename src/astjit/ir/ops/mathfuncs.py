@@ -222,14 +222,44 @@ for _name, _fn, _spellings, _intrinsic, _c in [
         ("numpy_trunc", math.trunc, ("trunc", "fix"), "llvm.trunc", "trunc"),
         ("numpy_round", round, ("round", "around"), "llvm.roundeven", "rint")]:
     _def(_name, 1, unary_arith_rule, _rounding(_fn),
-         {"f": Intrinsic(_intrinsic), "i": Routine("identity")}, ("pure", "elementwise"),
+         {"f": Intrinsic(_intrinsic), "i": Routine("identity"), "b": Routine("identity")},
+         ("pure", "elementwise"),
          numpy=_spellings,
-         cuda={"f": CExpr(f"{_c}({{0}})"), "i": CExpr("{0}")}, zero_derivative=_STEP,
+         cuda={"f": CExpr(f"{_c}({{0}})"), "i": CExpr("{0}"), "b": CExpr("{0}")},
+         zero_derivative=_STEP,
          doc=f"np.{_spellings[0]}: a float of the operand's type, an int itself (round: "
              "half to even, decimals=0)")
 
 
-# ---- NumPy's own: np.minimum, np.maximum, np.where --------------------------------------------
+# ---- NumPy's own: np.sign, np.minimum, np.maximum, np.where ------------------------------------
+
+def _np_sign(x):
+    """NumPy's sign: 1 or -1 of x's type, a zero +0 (np.sign(-0.0) is 0.0), a NaN itself."""
+    if x > 0:
+        return type(x)(1)
+    if x < 0:
+        return type(x)(-1)
+    return type(x)(0) if x == 0 else x
+
+
+def _sign_rule(types, attrs):
+    """x's type; a complex sign (NumPy's z / |z|) is not computed."""
+    operands, result = unary_arith_rule(types, attrs)
+    if result.is_complex:
+        raise OpTypeError("np.sign of a complex number is not supported yet; write "
+                          "z / np.abs(z) (NumPy's np.sign where z != 0)")
+    return operands, result
+
+
+_def("numpy_sign", 1, _sign_rule, _np_sign,
+     {"f": Routine("sign_float"), "i": Routine("sign_int"), "u": Routine("sign_uint")},
+     ("pure", "elementwise"), numpy=("sign",), zero_derivative=_STEP,
+     cuda={"f": CExpr("({0} > 0 ? ({T})1 : {0} < 0 ? ({T})-1 : {0} == 0 ? ({T})0 : {0})"),
+           "i": CExpr("(({T})({0} > 0) - ({T})({0} < 0))"), "u": CExpr("(({T})({0} != 0))")},
+     doc="np.sign: 1 or -1 in the operand's type, 0 for a zero (+0.0 for -0.0), NaN for NaN "
+         "(of bools NumPy's TypeError)")
+
+
 
 def _np_minimum(a, b):
     """NumPy's `minimum` (x86): `a` if it is smaller or NaN, else `b`; so a NaN wins and a

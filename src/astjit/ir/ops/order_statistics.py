@@ -20,11 +20,17 @@ float64, as NumPy's promotion of a strong q). `keepdims` keeps the axis (all axe
 and the interpolation weights (a median's adjoint goes to the middle element, or half to
 each of the two).
 
+The median of an empty lane is NaN, as NumPy's (without its RuntimeWarning "Mean of
+empty slice"): a median reads its middle elements as one-element slices, which an empty
+lane leaves empty, not as indices, which raise there. An empty lane is an IndexError for
+quantiles, as NumPy's, and for a complex median (NumPy's is NaN+NaNj).
+
 Not supported (compile errors saying so): an array q, a tuple axis, other methods,
-`out=`; an empty lane is NumPy's IndexError for quantiles but, unlike NumPy's median
-(NaN and a RuntimeWarning), also an IndexError for the median.
+`out=`.
 """
 from __future__ import annotations
+
+import math
 
 from ..types import BOOL, F32, F64, I64, ArrayType, ScalarType, strong
 from .vjp import select
@@ -55,10 +61,24 @@ def _float_type(x: ArrayType, q) -> ScalarType:
     return t
 
 
+def _read(em, s, k: int, index):
+    """Element `index` of every lane of a real `s` along axis `k`, or 1 where the lane is
+    empty (where `_take` raises): the product over the lane's slice [index:index + 1],
+    which is the element itself, -0.0 and NaN as they are, and 1 of an empty slice."""
+    stop = em.op("add", index, em.const(1))
+    part = em.op("array_view", s, index, stop, spec=("s000",) * k + ("s110",))
+    return em.op("reduce", part, kind="prod", axis=(k,), keepdims=False, dtype=None)
+
+
 def _median(em, s, k: int, n, t: ScalarType):
+    """NumPy's median of each lane; of an empty lane NaN (NumPy also warns: "Mean of empty
+    slice"), but for a complex `s`, whose empty lane raises IndexError."""
     one, two = em.const(1), em.const(2)
-    low = _to(em, _take(em, s, k, em.op("floordiv", em.op("sub", n, one), two)), t)
-    high = _to(em, _take(em, s, k, em.op("floordiv", n, two)), t)
+    read = _take if t.is_complex else _read
+    low = _to(em, read(em, s, k, em.op("floordiv", em.op("sub", n, one), two)), t)
+    high = _to(em, read(em, s, k, em.op("floordiv", n, two)), t)
+    # NumPy's np.mean of the middle one or two: a sum from 0.0 (a median of -0.0 is 0.0)
+    low = em.op("add", em.const(0.0), low)
     mean = em.op("truediv", em.op("add", low, high), em.const(2.0))
     odd = em.op("eq", em.op("mod", n, two), one)
     return select(em, odd, low, mean)
@@ -124,8 +144,13 @@ def order_statistic(em, function: str, x, q, attrs: dict):
     result = _median(em, s, k, n, t) if function == "median" \
         else _quantile(em, function, s, k, n, q, t)
     if x.type.dtype.is_float:
-        end = _to(em, _take(em, s, k, em.op("sub", n, em.const(1))), t)
+        read = _read if function == "median" else _take
+        end = _to(em, read(em, s, k, em.op("sub", n, em.const(1))), t)
         result = select(em, em.op("isnan", end), end, result)
+    if function == "median" and not t.is_complex:
+        # NumPy's is its mean of an empty slice, 0.0 / 0, whose NaN has the sign bit set
+        nan = em.op("const", value=-math.nan, type=strong(t))
+        result = select(em, em.op("eq", n, em.const(0)), nan, result)
     if not keepdims:
         return result
     if axis is None or ndim == 0:

@@ -426,9 +426,10 @@ def _abs_tangent(e, tangents, ins, out, attrs):
 
 
 _def("abs", 1, abs_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int"),
-                                      "u": Routine("identity"), "c": Routine("complex_abs")},
+                                      "u": Routine("identity"), "b": Routine("identity"),
+                                      "c": Routine("complex_abs")},
      (*_OPERATOR, "complex_rule"), python=("abs",), numpy=("absolute", "abs"),
-     cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})")},
+     cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})"), "b": CExpr("{0}")},
      vjp=v.unary(_abs_adjoint), jvp=_abs_tangent)
 
 

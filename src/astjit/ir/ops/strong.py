@@ -48,7 +48,7 @@ from ..types import (
     strong,
     weak,
 )
-from .elementwise import BOOL_LOGIC, has_array, in_numpy_dtype, numpy_result_dtype
+from .elementwise import BOOL_LOGIC, has_array, in_numpy_dtype, instead, numpy_result_dtype
 from .table import OPS, OpTypeError
 
 NUMPY_ONLY = ("where", "real", "imag")
@@ -91,7 +91,7 @@ def scalar_plan(op: str, types: TypeKey) -> tuple[list[Type], Type]:
     if expected != NUMPY_NAMES[result.name]:
         shown = ", ".join(map(str, types))
         raise OpTypeError(f"'{op}' of ({shown}) is not supported yet: NumPy gives {expected}, "
-                          "which compiled code does not compute")
+                          f"which compiled code does not compute{instead(expected)}")
     return [strong(t) for t in operands], strong(result)
 
 

@@ -297,6 +297,9 @@ def _build(members: list[Node], uses: dict[Value, set[int]], consts: dict[Value,
         op = "select" if m.op == "where" else m.op
         if plan.result == BOOL and all(t == BOOL for t in plan.operands):
             op = BOOL_LOGIC.get(op, op)  # NumPy's bool + bool is or
+            if op is None:  # np.abs, np.floor ... of a bool: the bool itself
+                env[m.outputs[0]] = args[0]
+                continue
         # NumPy's powers computed as sqrt at 0.5 (ops/scalar.py `_pow_operands`)
         attrs = {"sqrt_at_half": True} if m.attrs.get("sqrt_at_half") else {}
         out = kernel.add(op, args, attrs=attrs, loc=m.loc, names=[m.outputs[0].name],
