@@ -21,8 +21,9 @@ astjit / min(Numba, JAX) against the target of issue 15 (≤ 0.5).
 Kernels: the scalar kernels of kernels.py (Numba only: they have no JAX
 version), every array case of array_kernels.py at its first size (softmax at
 2048 rows, where XLA generates code; at 4096 it calls YNNPACK's library
-kernel instead), and the gradient cases of grad_kernels.py (JAX only: Numba has
-no automatic differentiation). Where a case has no Numba or JAX version of its
+kernel instead), the gradient cases of grad_kernels.py and the transforms of
+transforms_run.py issue 14 sets targets for (`hessian`, `vmap(grad)`) (JAX only:
+Numba has no automatic differentiation). Where a case has no Numba or JAX version of its
 own, the child tries `numba.njit` of astjit's function and `jax.jit` of it with
 `np` bound to `jax.numpy`; an engine that refuses is shown as n/a with why.
 """
@@ -130,7 +131,20 @@ def _grad(engine: str, name: str) -> tuple[Callable, tuple, Callable]:
     return jax_gradient(case, jax_version(name), "grad"), case.args, jax.block_until_ready
 
 
-GROUPS = {"scalar": _scalar, "array": _array, "grad": _grad}
+def _transform(engine: str, name: str) -> tuple[Callable, tuple, Callable]:
+    from transforms_run import jax_versions, transform_cases
+
+    fn, args, _ = transform_cases()[name]
+    if engine == "astjit":
+        return fn, args, lambda r: r
+    if engine == "Numba":
+        raise NotImplementedError("no automatic differentiation")
+    return jax_versions()[name], args, lambda r: r  # its results are NumPy arrays: blocked on
+
+
+TRANSFORMS = ("hessian", "vmap(grad)")
+"""transforms_run.py's cases whose first call is measured: issue 14's two targets."""
+GROUPS = {"scalar": _scalar, "array": _array, "grad": _grad, "transforms": _transform}
 
 
 def child(engine: str, group: str, name: str) -> dict:
@@ -162,7 +176,7 @@ def kernels() -> list[tuple[str, str]]:
     from kernels import KERNELS
 
     return ([("scalar", k.name) for k in KERNELS] + [("array", c.name) for c in CASES]
-            + [("grad", c.name) for c in GRAD_CASES])
+            + [("grad", c.name) for c in GRAD_CASES] + [("transforms", n) for n in TRANSFORMS])
 
 
 def run_child(engine: str, group: str, name: str, timeout: float, runtime_cache: str) -> dict:

@@ -89,13 +89,11 @@ def jax_versions():
                 [np.asarray(g) for g in per_example_scatters(*a)], axis=1)}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
-    options = parser.parse_args()
-    rounds, seconds = (5, 0.02) if options.quick else (11, 0.1)
+def transform_cases() -> dict:
+    """name -> (astjit's compiled transform, its arguments, what it is); compile_latency.py
+    times their first calls too."""
     rng = np.random.default_rng(0)
-    cases = {
+    return {
         "vmap(grad)": (astjit.jit(astjit.vmap(astjit.grad(example_loss), in_axes=(None, 0, 0))),
                        (rng.standard_normal(8), rng.standard_normal((1000, 8)),
                         rng.standard_normal(1000)), "per-example gradients, 1000 x 8"),
@@ -120,6 +118,14 @@ def main() -> int:
              np.argsort(rng.random((1000, 16)), axis=1)[:, :4]),
             "1000 examples, 4 of 16 each, unique"),
     }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    options = parser.parse_args()
+    rounds, seconds = (5, 0.02) if options.quick else (11, 0.1)
+    cases = transform_cases()
     try:
         jax_fns = jax_versions()
     except ImportError as error:
