@@ -351,7 +351,9 @@ _LIBC = None
 def _libc():
     global _LIBC
     if _LIBC is None:
-        libc = ctypes.CDLL(None, use_errno=True)
+        from ..backend.llvm.runtime.process import libc as process_libc
+
+        libc = process_libc()
         libc.mmap.restype = ctypes.c_void_p
         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                               ctypes.c_int, ctypes.c_long]

@@ -46,7 +46,6 @@ _batches: list[LoadedBatch] = []
 """The runtime batches linked here, kept for the process."""
 _objects: dict[str, object] = {}
 """Objects found by portable name, kept alive under their symbol."""
-_process = None
 _libmvec = None
 LIBMVEC = "libmvec.so.1"
 """glibc's vector math library (`vecmath.LIBRARY`, which imports llvmlite)."""
@@ -188,10 +187,8 @@ def _process_symbol(name: str) -> int | None:
             return None
     if name.startswith("astjit"):
         return None
-    global _process, _libmvec
-    if _process is None:
-        _process = ctypes.CDLL(None)
-    library = _process
+    global _libmvec
+    library = process.libc()
     if name.startswith("_ZGV"):  # libmvec's vector variants
         if _libmvec is None:
             try:
@@ -200,7 +197,7 @@ def _process_symbol(name: str) -> int | None:
                 return None
         library = _libmvec
     try:
-        function = getattr(library, name)
+        function = library[name]  # not getattr: a name like `_handle` is the CDLL's own
     except AttributeError:
         return None
     return ctypes.cast(function, ctypes.c_void_p).value

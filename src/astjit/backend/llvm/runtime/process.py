@@ -39,6 +39,14 @@ MAX_STACK = 1 << 30
 whole gap below the stack, which later mappings may take)."""
 
 
+@functools.cache
+def libc() -> ctypes.CDLL:
+    """The process's own symbols (the C library, pthreads, the C API: `dlopen(NULL)`), errno
+    kept: one handle for the runtime and the disk cache's loader (each CDLL makes a class
+    of its own, a noticeable part of a warm load)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _note_main_thread() -> None:
     _main_thread.value = threading.main_thread().ident or 0
 
@@ -47,8 +55,7 @@ def _note_main_thread() -> None:
 def thread_state() -> dict[str, int]:
     """The addresses of `MAIN_THREAD` and `RELEASED_KEY`, the key made on first request (once
     per process; a forked child notes its own main thread)."""
-    libc = ctypes.CDLL(None)
-    if libc.pthread_key_create(ctypes.byref(_released_key), None) != 0:
+    if libc().pthread_key_create(ctypes.byref(_released_key), None) != 0:
         raise OSError("pthread_key_create failed: no thread-local key for compiled code")
     _note_main_thread()
     os.register_at_fork(after_in_child=_note_main_thread)
@@ -81,24 +88,24 @@ def thread_stack_limit() -> int:
 def thread_stack_bounds() -> tuple[int, int] | None:
     """The calling thread's stack as (lowest address, highest address), from the thread
     library: glibc's and musl's `pthread_getattr_np`, macOS's `pthread_get_stack*_np`."""
-    libc = ctypes.CDLL(None)
-    libc.pthread_self.restype = ctypes.c_void_p
-    thread = ctypes.c_void_p(libc.pthread_self())
+    c = libc()
+    c.pthread_self.restype = ctypes.c_void_p
+    thread = ctypes.c_void_p(c.pthread_self())
     if sys.platform == "darwin":
-        libc.pthread_get_stackaddr_np.restype = ctypes.c_void_p
-        libc.pthread_get_stacksize_np.restype = ctypes.c_size_t
-        high = libc.pthread_get_stackaddr_np(thread)
-        return high - libc.pthread_get_stacksize_np(thread), high
+        c.pthread_get_stackaddr_np.restype = ctypes.c_void_p
+        c.pthread_get_stacksize_np.restype = ctypes.c_size_t
+        high = c.pthread_get_stackaddr_np(thread)
+        return high - c.pthread_get_stacksize_np(thread), high
     attr = ctypes.create_string_buffer(256)  # a pthread_attr_t (56 or 64 bytes)
-    if libc.pthread_getattr_np(thread, attr) != 0:
+    if c.pthread_getattr_np(thread, attr) != 0:
         return None
     try:
         address, size = ctypes.c_void_p(), ctypes.c_size_t()
-        if libc.pthread_attr_getstack(attr, ctypes.byref(address), ctypes.byref(size)) != 0:
+        if c.pthread_attr_getstack(attr, ctypes.byref(address), ctypes.byref(size)) != 0:
             return None
         return address.value, address.value + size.value
     finally:
-        libc.pthread_attr_destroy(attr)
+        c.pthread_attr_destroy(attr)
 
 
 _THREAD_LIMIT_C = ctypes.CFUNCTYPE(ctypes.c_uint64)(thread_stack_limit)
