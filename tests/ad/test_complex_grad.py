@@ -162,8 +162,13 @@ def created_arrays(z):
     return np.abs(np.sum(w + np.full_like(z, z[1]) * z))
 
 
+def packed(z):
+    w = np.array((z[0] * z[1], z[2]))
+    return np.abs(np.sum(w * w))
+
+
 @pytest.mark.parametrize("f", [energy, real_of_sum, mean_of_imag, element_products,
-                               loop_over_elements, products, scans, created_arrays],
+                               loop_over_elements, products, scans, created_arrays, packed],
                          ids=lambda f: f.__name__)
 def test_grad_of_complex_array(f):
     got = astjit.grad(f)(ZS)

@@ -261,7 +261,7 @@ def _pack_vjp(e, g, ins, out, needs, attrs):
     numpy = _numpy()
     adjoints = []
     for k, (x, need) in enumerate(zip(ins, needs)):
-        if not need or not x.type.is_float:
+        if not need or not (x.type.is_float or x.type.is_complex):
             adjoints.append(None)
             continue
         index = numpy.unravel_index(k, attrs["shape"]) if attrs["shape"] else ()
