@@ -450,7 +450,7 @@ def test_forward_over_reverse_matches_differences_of_the_gradient(case):
 
 # ---- random programs: forward mode against reverse mode ------------------------------------
 
-EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "200")) // 4
+EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "100")) // 4
 
 
 @settings(max_examples=EXAMPLES, deadline=None,

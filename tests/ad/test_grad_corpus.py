@@ -15,7 +15,7 @@ from program_gen import load, programs
 
 from astjit import grad, value_and_grad
 
-EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "200")) // 4
+EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "100")) // 4
 
 # Generic points only: at 0.0 a test like `x == x + x` holds on a single point, where the
 # path taken (and so AD's derivative) differs from every neighbour's; no finite

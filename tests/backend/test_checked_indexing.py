@@ -82,7 +82,7 @@ def bump(counts, keys):
     return 0
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(st.integers(0, 12), st.integers(1, 8), st.data())
 def test_a_loop_raises_where_and_as_cpython(n, nbins, data):

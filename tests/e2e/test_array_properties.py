@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from astjit import jit
 
-EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_EXAMPLES", "80"))
 DERANDOMIZE = "ASTJIT_ARRAY_EXAMPLES" not in os.environ
 """The same examples on every run unless asked for more (a search): float32 chains of
 exp and sin differ from NumPy's by a few ulp of a large argument on rare draws, which must
@@ -57,7 +57,7 @@ def test_random_array_program_matches_numpy(tmp_path_factory, case):
         np.testing.assert_array_equal(a, b)
 
 
-GRAD_EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_GRAD_EXAMPLES", "25"))
+GRAD_EXAMPLES = int(os.environ.get("ASTJIT_ARRAY_GRAD_EXAMPLES", "12"))
 
 
 def _shifted(args, i, h):

@@ -643,7 +643,7 @@ def random_while(draw, graph, pool, depth):
         pool[out.type].append(out)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_random_programs_keep_their_meaning(data):
     g = fn("f", I64, F64, BOOL)
