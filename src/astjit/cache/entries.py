@@ -33,20 +33,9 @@ import struct
 from typing import Any
 
 from ..errors import Loc
+from .batch import Batch
 
 ROLES = ("fallback", "handler", "reporter", "general")
-
-
-class Batch:
-    """One runtime module's object code, the functions it defines and what it imports
-    (runtime.py: the runtime's shared functions an entry calls, carried with it)."""
-
-    __slots__ = ("imports", "names", "object")
-
-    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes) -> None:
-        self.names = names
-        self.imports = imports
-        self.object = obj
 
 
 class Site(tuple):

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from ..backend.llvm.runtime import objects, process
 from ..errors import CompileError
 from . import elf
-from .entries import Batch
+from .batch import Batch
 
 _lock = threading.RLock()
 _runtime: dict[str, int] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .entries import Batch
+from .batch import Batch
 
 _ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
