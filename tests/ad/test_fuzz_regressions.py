@@ -56,3 +56,31 @@ def test_power_gradient_in_the_exponent_at_a_zero_base_is_zero():
     da, db = astjit.grad(power_of_array, argnums=(0, 1))(np.array([0.0, 2.0]), np.array([3.0, 0.5]))
     np.testing.assert_allclose(da, [0.0, 0.5 / np.sqrt(2.0)])
     np.testing.assert_allclose(db, [0.0, np.sqrt(2.0) * np.log(2.0)])
+
+
+def min_of_clipped(x, lo):
+    return float(np.min(np.clip(x, lo, 10.0)))
+
+
+def row_maxima(x):
+    return np.max(x, axis=1)
+
+
+def maximum(v):
+    return float(np.max(v))
+
+
+# Equal elements share a min's or max's derivative (JAX's rule): each took all of it, so
+# where the tied elements move together (two clipped to `lo`) the derivative counted twice
+# (fuzz seed 20261205, program 3649: d/dx 2x the finite differences)
+def test_ties_of_a_min_or_max_share_its_derivative():
+    x, lo, step = np.array([-1.0, -2.0, 3.0]), 0.5, 1e-6
+    difference = (min_of_clipped(x, lo + step) - min_of_clipped(x, lo - step)) / (2 * step)
+    assert astjit.grad(min_of_clipped, argnums=1)(x, lo) == pytest.approx(difference)
+    assert astjit.jvp(min_of_clipped, (x, lo), (np.zeros(3), 1.0))[1] == pytest.approx(difference)
+    np.testing.assert_array_equal(astjit.grad(maximum)(np.array([1.0, 3.0, 3.0])),
+                                  [0.0, 0.5, 0.5])
+    rows = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], dtype=np.float32)
+    value, tangent = astjit.jvp(row_maxima, (rows,), (np.array([[0, 1, 3], [2, 4, 0]], np.float32),))
+    np.testing.assert_array_equal(tangent, np.array([2.0, 3.0], np.float32))
+    assert tangent.dtype == np.float32

@@ -235,10 +235,21 @@ def _mean_vjp(e, g, x, out, axes, keepdims):
     return e.op("add", e.op("array_new_like", x, fill=0), spread)
 
 
-def _extremum_vjp(e, g, x, out, axes, keepdims):
-    """g to the positions holding the result (each of several equal ones gets all of it)."""
+def _ties(e, x, out, axes, keepdims, like):
+    """The positions holding the result, and how many there are in each reduced slice (as
+    `like`'s float, keepdims'd): several equal ones share the derivative equally, JAX's
+    rule. Each taking all of it counted a derivative once per tie where the tied elements
+    move together (`np.min(np.clip(x, lo, hi))` with two elements clipped to `lo`)."""
     picked = e.op("eq", x, _expand(e, out, x, axes, keepdims))
-    return select(e, picked, _expand(e, g, x, axes, keepdims), c(e, 0.0, g))
+    ones = select(e, picked, c(e, 1.0, like), c(e, 0.0, like))
+    return picked, e.op("reduce", ones, kind="sum", axis=axes, keepdims=True)
+
+
+def _extremum_vjp(e, g, x, out, axes, keepdims):
+    """g to the positions holding the result, shared equally among equal ones."""
+    picked, ties = _ties(e, x, out, axes, keepdims, g)
+    share = div(e, _expand(e, g, x, axes, keepdims), ties)
+    return select(e, picked, share, c(e, 0.0, g))
 
 
 def _same_reduction(kind: str) -> Callable:
@@ -249,11 +260,13 @@ def _same_reduction(kind: str) -> Callable:
 
 
 def _extremum_jvp(e, dx, x, out, axes, keepdims):
-    """The transpose of `_extremum_vjp`'s map: the tangents at the positions holding the
-    result, summed."""
-    picked = e.op("eq", x, _expand(e, out, x, axes, keepdims))
-    return e.op("reduce", select(e, picked, dx, c(e, 0.0, dx)), kind="sum", axis=axes,
-                keepdims=keepdims)
+    """The transpose of `_extremum_vjp`'s map: the mean of the tangents at the positions
+    holding the result."""
+    picked, ties = _ties(e, x, out, axes, keepdims, dx)
+    total = e.op("reduce", select(e, picked, dx, c(e, 0.0, dx)), kind="sum", axis=axes,
+                 keepdims=True)
+    mean = div(e, total, ties)
+    return mean if keepdims else e.op("reduce", mean, kind="sum", axis=axes, keepdims=False)
 
 
 def _prod_partials(e, x, axes):
