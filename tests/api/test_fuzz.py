@@ -132,6 +132,33 @@ def test_a_floor_past_two_to_the_52_is_not_compared(tmp_path):
     assert result["grad"].startswith("skipped: not smooth here"), result
 
 
+SAWTOOTH = '''
+import math
+
+
+def f(p1):
+    x = abs(p1) ** p1                # about 5e5, its slope 1.4e6
+    return (-(x % (abs(math.atan(x)) + 1.0))) + math.atan2(x, 2.0)
+
+ENTRY = "f"
+GRAD_ARGNUMS = (0,)
+TOLERANT = False
+ZERO_SIGN_FREE = False
+
+
+def make_args():
+    return (6.81724,)
+'''
+
+
+def test_a_sawtooth_of_a_steep_function_is_differenced_at_finer_steps(tmp_path):
+    """Both default steps span many teeth of `x % m` and agree on their average slope (fuzz
+    seed 20261205, program 3526: 1.0e5 against AD's right -1.4e6); finer steps see the tooth."""
+    (tmp_path / "fz_saw.py").write_text(SAWTOOTH)
+    result = judge(load(tmp_path / "fz_saw.py"))
+    assert result["verdict"] == "ok" and result["grad"] == "compared 1", result
+
+
 def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_path):
     (tmp_path / "fz_crash.py").write_text(CRASHING)
     (tmp_path / "fz_fine.py").write_text(WRONG.replace("len(CALLS)", "1"))
