@@ -1,7 +1,8 @@
 """Property: random programs compiled by astjit return exactly what CPython returns.
 
-The number of examples is HYPOTHESIS_EXAMPLES (100 by default: `python -m astjit.fuzz`, which CI also runs, searches more widely; raise it
-to search harder: `HYPOTHESIS_EXAMPLES=5000 python -m pytest tests/e2e/test_random_programs.py`).
+The number of examples is HYPOTHESIS_EXAMPLES (100 by default: `python -m astjit.fuzz`,
+which CI also runs, searches more widely; raise it to search harder:
+`HYPOTHESIS_EXAMPLES=5000 python -m pytest tests/e2e/test_random_programs.py`).
 """
 import math
 import os

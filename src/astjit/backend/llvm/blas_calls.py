@@ -20,6 +20,7 @@ from llvmlite import ir
 
 from ...ir.types import C64, C128, F32, F64, ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays, owned
+from . import messages as msg
 from .conversions import complex_cast
 from .lltypes import (
     ARRAY_DATA,
@@ -255,6 +256,18 @@ def check_blas_sizes(em: FunctionEmitter, node: Node, sizes: list[ir.Value]) -> 
 
 PRODUCT_TOO_LARGE, PRODUCT_NO_MEMORY = 1, 2
 """The failure codes of `product_function`."""
+
+
+def check_product(em: FunctionEmitter, node: Node, code: ir.Value) -> None:
+    """Return a `product_function` call's failure `code` as Python's exception: ValueError
+    past BLAS's sizes, MemoryError where a copy could not be allocated."""
+    builder = em.builder
+    with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)), likely=False):
+        too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
+        no_memory = em.errors.status(msg.OUT_OF_MEMORY, new_arrays.ALLOCATION_FAILED, node.loc)
+        em.return_status(builder.select(
+            builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
+            ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
 
 
 def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):

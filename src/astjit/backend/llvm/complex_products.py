@@ -16,20 +16,18 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import ArrayType, ScalarType
-from . import array_layout, copies, new_arrays
-from . import messages as msg
+from . import array_layout, copies
 from .blas_calls import (
     BLAS_PREFIXES,
-    PRODUCT_TOO_LARGE,
-    TOO_LARGE,
     Operand,
     byte_stride,
+    check_product,
     converted_copy,
     i64_constant,
     product_function,
     release,
 )
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, I32_T, lltype
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, lltype
 from .shared import shared_function
 
 if TYPE_CHECKING:
@@ -52,13 +50,7 @@ def complex_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value,
     product = shared_function(em.module, name, *product_function(dtype, 2, 1))
     slot = em.alloca(lltype(dtype))
     code = builder.call(product, [row, y, slot])
-    with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
-                         likely=False):
-        too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
-        no_memory = em.errors.status(msg.OUT_OF_MEMORY, new_arrays.ALLOCATION_FAILED, node.loc)
-        em.return_status(builder.select(
-            builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
-            ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
+    check_product(em, node, code)
     release(em, [Operand(x, ir.Constant(I1, int(x is not a))),
                  Operand(y, ir.Constant(I1, int(y is not b)))])
     return builder.load(slot)

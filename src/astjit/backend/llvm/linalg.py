@@ -41,14 +41,12 @@ from llvmlite import ir
 
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays, owned
-from . import messages as msg
 from .blas_calls import (
-    PRODUCT_TOO_LARGE,
-    TOO_LARGE,
     Call,
     Operand,
     byte_stride,
     check_blas_sizes,
+    check_product,
     converted_copy,
     i64_constant,
     max_int,
@@ -61,7 +59,7 @@ from .blas_calls import (
 )
 from .complex_products import complex_dot
 from .factorizations import ROUTINES as LAPACK_ROUTINES
-from .lltypes import ARRAY_DATA, I1, I8, I32_T, I64_T, constant
+from .lltypes import ARRAY_DATA, I1, I8, I64_T, constant
 from .product_kernels import int_kernel, mismatch_message
 from .runtime import blas
 from .shared import shared_function
@@ -137,13 +135,7 @@ def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_
     name = f"astjit.matmul.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
     product = shared_function(em.module, name, *product_function(dtype, a_t.ndim, b_t.ndim))
     code = builder.call(product, [x, y, builder.extract_value(out, ARRAY_DATA)])
-    with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
-                         likely=False):
-        too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
-        no_memory = em.errors.status(msg.OUT_OF_MEMORY, new_arrays.ALLOCATION_FAILED, node.loc)
-        em.return_status(builder.select(
-            builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
-            ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
+    check_product(em, node, code)
     release(em, [Operand(x, ir.Constant(I1, int(x is not a))),
                  Operand(y, ir.Constant(I1, int(y is not b)))])
     return out

@@ -22,19 +22,17 @@ from llvmlite import ir
 
 from ...ir.types import ArrayType
 from . import array_layout, copies, nests, new_arrays
-from . import messages as msg
 from .blas_calls import (
-    PRODUCT_TOO_LARGE,
-    TOO_LARGE,
     Call,
     Operand,
     byte_stride,
+    check_product,
     converted_copy,
     i64_constant,
     product_function,
     release,
 )
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, I32_T
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1
 from .product_kernels import int_kernel, mismatch_message
 from .shared import shared_function
 
@@ -154,14 +152,7 @@ def stacked_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -
         out_data = builder.extract_value(result.item(builder, out_t, indices), ARRAY_DATA)
         code = builder.call(product, [x.item(builder, item_t, indices),
                                       y.item(builder, item_t, indices), out_data])
-        with builder.if_then(builder.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)),
-                             likely=False):
-            too_large = em.errors.status("ValueError", TOO_LARGE, node.loc)
-            no_memory = em.errors.status(msg.OUT_OF_MEMORY, new_arrays.ALLOCATION_FAILED,
-                                         node.loc)
-            em.return_status(builder.select(
-                builder.icmp_unsigned("==", code, ir.Constant(I32_T, PRODUCT_TOO_LARGE)),
-                ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
+        check_product(em, node, code)
     nests.loop_nest(em, lengths, float_item, "matmul.stack")
     release(em, converted)
     return out
