@@ -95,7 +95,9 @@ def test_sigint_interrupts_compiled_loops(tmp_path):
                              stderr=subprocess.PIPE, text=True)
     try:
         lines = [child.stdout.readline() for _ in range(5)]
-        assert lines[4] == "ready\n", (lines, child.stderr.read() if child.poll() else "")
+        if lines[4] != "ready\n":  # the child ended early: wait for its exit status and stderr
+            child.wait(timeout=30)
+            raise AssertionError((lines, child.returncode, child.stderr.read()))
         for line in lines[:4]:
             assert 0.25 < float(line) < 1.3, lines
         time.sleep(0.3)
