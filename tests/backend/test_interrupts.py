@@ -21,7 +21,8 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from astjit import jit
 
-    signal.alarm(20)  # SIGALRM's default action ends a child whose loops ignore SIGINT
+    signal.alarm(120)  # SIGALRM's default action ends a child whose loops ignore SIGINT
+                       # (not sooner: compiling its functions took over 20 s in a loaded CI)
 
     @jit
     def decay(x, rate):  # one loop, its trip count known to nobody
