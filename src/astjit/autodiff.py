@@ -224,26 +224,34 @@ def vjp(fn: Callable, *primals: Any) -> tuple[Any, Callable]:
     return out, functools.partial(_derive(fn, "vjp", 0), *primals)
 
 
-def jacfwd(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
-    """The Jacobian of `fn` (a float or float array result) with respect to its arguments
-    `argnums`, by forward mode: one pass per element of the argument. Its shape is the
-    result's followed by the argument's; a tuple `argnums` gives a tuple of Jacobians."""
-    return _derive(_unwrap(fn), "jacfwd", argnums)
+def jacfwd(fn: Callable, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+           ) -> Derived:
+    """The Jacobian of `fn` (a float or complex result, or an array of them) with respect to
+    its float arguments `argnums`, by forward mode: one pass per element of the argument.
+    Its shape is the result's followed by the argument's; a tuple `argnums` gives a tuple of
+    Jacobians. `holomorphic=True`: complex arguments and result, the Jacobian df/dz (JAX's
+    rules: docs/arrays.md, gradients)."""
+    return _derive(_unwrap(fn), "jacfwd", argnums, bool(holomorphic))
 
 
-def jacrev(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
-    """Like `jacfwd`, by reverse mode: one pass per element of the result."""
-    return _derive(_unwrap(fn), "jacrev", argnums)
+def jacrev(fn: Callable, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+           ) -> Derived:
+    """Like `jacfwd`, by reverse mode: one pass per element of the result, which must be
+    float (of complex arguments: df/dx - i df/dy per element, as `grad`) unless
+    `holomorphic=True`."""
+    return _derive(_unwrap(fn), "jacrev", argnums, bool(holomorphic))
 
 
 jacobian = jacrev
 """JAX's name: the Jacobian by reverse mode."""
 
 
-def hessian(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Derived:
+def hessian(fn: Callable, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+            ) -> Derived:
     """The Hessian of scalar-valued `fn`: `jacfwd(jacrev(fn))` (forward over reverse), of
-    shape `x.shape + x.shape` for an argument `x`."""
-    return jacfwd(jacrev(fn, argnums), argnums)
+    shape `x.shape + x.shape` for an argument `x`; of complex arguments `holomorphic=True`
+    (JAX's: jacfwd takes float arguments only, unless holomorphic)."""
+    return jacfwd(jacrev(fn, argnums, holomorphic), argnums, holomorphic)
 
 
 def vmap(fn: Callable, in_axes: int | None | tuple = 0, out_axes: int = 0) -> Derived:

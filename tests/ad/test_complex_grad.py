@@ -319,11 +319,6 @@ def test_holomorphic_needs_complex_argument_and_result():
         astjit.grad(magnitude, holomorphic=True)(Z)
 
 
-def test_jacobian_of_complex_is_refused():
-    with pytest.raises(CompileError, match="not supported yet"):
-        astjit.jacfwd(exp_of_array)(ZS)
-
-
 def repeated_squaring(z, n):
     while n > 0:
         z = z * z * 0.5 + np.sin(z)

@@ -32,7 +32,6 @@ from .derived_graphs import (
     add_param,
     call,
     gather_leaves,
-    is_float,
     is_inexact,
     item,
     leaf_params,
@@ -278,16 +277,9 @@ def jacobians(module: Module, spec: tuple) -> str:
     from .forward import writes_into_arrays
     from .jacobians import forward_jacobian, reverse_jacobians
 
-    kind, wrt, single = spec
+    kind, wrt, single = spec[:3]
     inner = module.entry_graph
-    if any(holds_complex(t) for t in [*(inner.params[i].type for i in wrt), inner.outputs[0].type]):
-        raise DifferentiationError(
-            f"{kind} of complex arguments or results is not supported yet", inner.loc,
-            hint="grad (holomorphic=True for a complex result), jvp and vjp take complex "
-                 "numbers; for a Jacobian, pass the real and imaginary parts as floats")
-    for i in wrt:
-        if not is_float(inner.params[i].type):
-            check_params(inner, [i])
+    check_jacobian(kind, inner, wrt, len(spec) > 3 and spec[3])
     outer = Graph(f"{inner.name}.{kind}", [Value(p.name, p.type) for p in inner.params],
                   loc=inner.loc)
     if kind == "jacfwd":
@@ -300,6 +292,39 @@ def jacobians(module: Module, spec: tuple) -> str:
     outer.outputs = [found[0] if single else tuple_of(outer, found)]
     module.graphs[outer.name] = outer
     return outer.name
+
+
+def check_jacobian(kind: str, graph: Graph, wrt: tuple[int, ...], holomorphic: bool) -> None:
+    """DifferentiationError (a TypeError) where JAX's `kind` (jacfwd / jacrev) refuses the
+    arguments `wrt` or the result, with its messages' substance: `holomorphic=True` needs
+    complex arguments and a complex result; else jacfwd takes float arguments (the
+    Jacobian of a real-valued function of z is not complex-linear in dz) and jacrev a
+    float result (complex arguments allowed: df/dx - i df/dy per element, as `grad`)."""
+    result = graph.outputs[0].type
+    for i in wrt:
+        param = graph.params[i]
+        if holomorphic and not holds_complex(param.type):
+            raise DifferentiationError(
+                f"{kind} with holomorphic=True needs complex arguments, but argument "
+                f"'{param.name}' is {param.type}", graph.loc,
+                hint="pass a complex array (z.astype(np.complex128)), or leave out "
+                     "holomorphic=True")
+        if not is_inexact(param.type):
+            check_params(graph, [i])  # says why (an int, a container without floats)
+        if kind == "jacfwd" and not holomorphic and holds_complex(param.type):
+            raise DifferentiationError(
+                f"jacfwd needs float arguments, but argument '{param.name}' is {param.type}",
+                graph.loc, hint="pass holomorphic=True for a holomorphic function; else use "
+                                "jacrev (df/dx - i df/dy of a float result) or jvp")
+    if holomorphic and not holds_complex(result):
+        raise DifferentiationError(
+            f"{kind} with holomorphic=True needs a complex result, but the function returns "
+            f"{result}", graph.loc, hint="leave out holomorphic=True for a float result")
+    if kind == "jacrev" and not holomorphic and holds_complex(result):
+        raise DifferentiationError(
+            f"jacrev needs a float result, but the function returns {result}", graph.loc,
+            hint="pass holomorphic=True for a holomorphic function; else use jacfwd of float "
+                 "arguments, or vjp")
 
 
 def batched(module: Module, spec: tuple) -> str:

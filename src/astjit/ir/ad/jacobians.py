@@ -38,7 +38,7 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
     x = args[i]
     result = _result_type(inner)
     if isinstance(x.type, ScalarType):
-        return e.op("getitem", _call(graph, jvp, [*args, e.const(1.0, x.type)]), index=1)
+        return e.op("getitem", _call(graph, jvp, [*args, _unit(e, 1.0, x.type)]), index=1)
     try:
         return _batched_forward_jacobian(graph, inner, jvp, i, args)
     except NotBatchable:
@@ -53,7 +53,7 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
 
     def column(b: GraphBuilder, k: Value, inv: list[Value]) -> None:
         *given, columns, basis = inv
-        b.op("array_set", basis, b.const(1.0, x.type.dtype), k)
+        b.op("array_set", basis, _unit(b, 1.0, x.type.dtype), k)
         tangent = b.op("array_reshape", basis, *_dims(b, given[i])[1])
         passed = _copies(b, given, writes)
         if writes:
@@ -64,7 +64,7 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
             b.op("array_assign", target, b.op("array_reshape", t, _dims(b, t)[0]))
         else:
             b.op("array_set", columns, _as(b, t, result), b.const(0, I64), k)
-        b.op("array_set", basis, b.const(0.0, x.type.dtype), k)
+        b.op("array_set", basis, _unit(b, 0.0, x.type.dtype), k)
 
     counted_loop(graph, n, [*args, columns, basis], column, inner)
     return jacobian
@@ -105,23 +105,23 @@ def reverse_jacobians(graph: Graph, inner: Graph, vjp: Graph, wrt: list[int],
     `graph` from `vjp` (`inner`'s params, then a cotangent -> the cotangent of each param
     of `wrt`, in order: cores.pullback)."""
     e = GraphBuilder(graph, inner.loc)
-    result = _result_type(inner)
     if isinstance(inner.outputs[0].type, ScalarType):  # the gradient: no pass for the shape
-        cotangents = _call(graph, vjp, [*args, e.const(1.0, inner.outputs[0].type)])
+        cotangents = _call(graph, vjp, [*args, _unit(e, 1.0, inner.outputs[0].type)])
         return [e.op("getitem", cotangents, index=k) for k in range(len(wrt))]
     out = _call(graph, inner, args)
     m, out_dims = _dims(e, out)
-    jacobians, rows = [], []
+    jacobians, rows, types = [], [], []
     for i in wrt:
         n, x_dims = _dims(e, args[i])
-        jacobians.append(e.op("array_new", *out_dims, *x_dims, fill=0, dtype=result))
+        types.append(_cotangent_type(inner, args[i].type))
+        jacobians.append(e.op("array_new", *out_dims, *x_dims, fill=0, dtype=types[-1]))
         rows.append(e.op("array_reshape", jacobians[-1], m, *([n] if x_dims else [])))
     basis = e.op("array_new", m, fill=0, dtype=out.type.dtype)
 
     def row(b: GraphBuilder, k: Value, inv: list[Value]) -> None:
         given, basis = inv[:len(args)], inv[len(args)]
         targets, dims = inv[len(args) + 1:len(args) + 1 + len(wrt)], inv[len(args) + 1 + len(wrt):]
-        b.op("array_set", basis, b.const(1.0, out.type.dtype), k)
+        b.op("array_set", basis, _unit(b, 1.0, out.type.dtype), k)
         cotangents = _call(b.graph, vjp, [*given, b.op("array_reshape", basis, *dims)])
         for j, target in enumerate(targets):
             c = b.op("getitem", cotangents, index=j)
@@ -129,22 +129,34 @@ def reverse_jacobians(graph: Graph, inner: Graph, vjp: Graph, wrt: list[int],
                 b.op("array_assign", b.op("array_view", target, k, spec=("i",)),
                      b.op("array_reshape", c, _dims(b, c)[0]))
             else:
-                b.op("array_set", target, _as(b, c, result), k)
-        b.op("array_set", basis, b.const(0.0, out.type.dtype), k)
+                b.op("array_set", target, _as(b, c, types[j]), k)
+        b.op("array_set", basis, _unit(b, 0.0, out.type.dtype), k)
 
     counted_loop(graph, m, [*args, basis, *rows, *out_dims], row, inner)
     return jacobians
 
 
 def _result_type(inner: Graph) -> Type:
-    """The dtype of a Jacobian: the float the result is made of."""
+    """The dtype of a Jacobian: the float or complex the result is made of."""
     t = inner.outputs[0].type
     dtype = t.dtype if isinstance(t, ArrayType) else t
-    if not (isinstance(dtype, ScalarType) and dtype.is_float):
-        raise DifferentiationError(f"a Jacobian needs a function returning a float or a float "
-                                   f"array, not {t}", inner.loc,
+    if not (isinstance(dtype, ScalarType) and (dtype.is_float or dtype.is_complex)):
+        raise DifferentiationError(f"a Jacobian needs a function returning a float or complex "
+                                   f"number or array, not {t}", inner.loc,
                                    hint="return an array (np.stack the results)")
     return ScalarType(dtype.name)
+
+
+def _cotangent_type(inner: Graph, arg: Type) -> Type:
+    """The dtype of a reverse-mode Jacobian w.r.t. an argument of type `arg`: the result's,
+    or the argument's complex (as JAX's, a cotangent has its primal's dtype)."""
+    dtype = arg.dtype if isinstance(arg, ArrayType) else arg
+    return ScalarType(dtype.name) if dtype.is_complex else _result_type(inner)
+
+
+def _unit(e: GraphBuilder, value: float, t: Type) -> Value:
+    """The constant `value` (0 or 1) of float or complex type `t`: an element of a basis."""
+    return e.const(complex(value) if t.is_complex else value, t)
 
 
 def _dims(e: GraphBuilder, v: Value) -> tuple[Value, list[Value]]:

@@ -196,7 +196,7 @@ def _zero_into_batch(b, node, ins, batched):
 
 
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
-     ("pure", "reads"), no_vjp=_ADJOINT_OP, shape=like(1),
+     ("pure", "reads", "linear"), no_vjp=_ADJOINT_OP, shape=like(1),
      jvp=lambda e, tangents, ins, out, attrs: e.op("sum_to_like", tangents[0], ins[1]),
      batch=_sum_to_like_batch,
      doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
