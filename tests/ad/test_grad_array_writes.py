@@ -142,6 +142,13 @@ def if_in_nested_loops(a):
     return np.sum(out * out)
 
 
+def read_through_written_view(x, w):  # reads of the view after the write see what it wrote
+    y = x * 1.0
+    r = y[1:]
+    r[0] = w * 3.0
+    return np.sum(r * r) + np.sum(y * x)
+
+
 rng = np.random.default_rng(7)
 V6 = rng.uniform(0.2, 1.0, 6)
 M34 = rng.uniform(0.2, 1.0, (3, 4))
@@ -162,6 +169,7 @@ CASES = [
     (if_in_loop, (V6,), (0,)),
     (if_overwrites_in_loop, (V6,), (0,)),
     (if_in_nested_loops, (M34,), (0,)),
+    (read_through_written_view, (V6, 0.7), (0, 1)),
 ]
 IDS = [c[0].__name__ for c in CASES]
 

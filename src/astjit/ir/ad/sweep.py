@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import Graph, Node, Value
+from ..ops import OPS
 from ..ops.adjoints import AddAt, AddIntoView
 from ..ops.elementwise import is_array_elementwise
 from ..ops.vjp import call_vjp
@@ -272,26 +273,27 @@ class RegionSweep:
         root, chain = view_chain(dest, self.defs)
         indices = [self.primal[v] for v in node.inputs[2:]]
         if self.ad.wants_adjoint(root):
+            self.flush_views(e, chain)
             accumulator = self.accumulator(e, root)
             target = accumulator
             for view in chain:
                 target = e.op(view.op, target, *[self.primal[v] for v in view.inputs[1:]],
                               **view.attrs)
             if node.op == "scatter":
-                self.backward_scatter(e, node, target, indices)
+                self.backward_scatter(e, node, target, indices, chain)
                 self.adjoints[root] = accumulator
             elif node.op == "array_set":
                 if self.ad.wants_adjoint(value):
-                    self.accumulate(e, value, e.op("array_get", target, *indices,
-                                                   boundscheck=False))
+                    read = e.op("array_get", target, *indices, boundscheck=False)
+                    self.accumulate(e, value, written_adjoint(e, chain, read))
                 zeroed = e.op("set_at", target, e.const(0.0, target.type.dtype), *indices,
                               boundscheck=False)
                 self.adjoints[root] = zeroed if not chain else accumulator
             else:
                 if self.ad.wants_adjoint(value):
-                    part = target
-                    if isinstance(value.type, ArrayType):  # a copy: target is zeroed next
-                        part = e.op("mul", target, e.const(1.0, target.type.dtype))
+                    part = written_adjoint(e, chain, target)
+                    if part is target and isinstance(value.type, ArrayType):  # a copy: target
+                        part = e.op("mul", target, e.const(1.0, target.type.dtype))  # is zeroed
                     self.accumulate(e, value, e.op("sum_to_like", part, self.primal[value]))
                 self.adjoints[root] = e.op("zero_into", accumulator, target)
         old = self.olds[node]
@@ -304,16 +306,26 @@ class RegionSweep:
         else:
             e.op("array_assign", self.primal[dest], old)
 
+    def flush_views(self, e: GraphBuilder, chain: list[Node]) -> None:
+        """Pass the adjoints that reads through the views `chain` after a write through them
+        left there on to the written array's, before the write's backward: those reads saw
+        what the write wrote (the views' own backward, later, passes on the earlier reads')."""
+        for view in reversed(chain):
+            g = self.adjoints.pop(view.outputs[0], None)
+            self.exclusive.discard(view.outputs[0])
+            if g is not None:
+                self.backward_leaf(e, view, g)
+
     def backward_scatter(self, e: GraphBuilder, node: Node, target: Value,
-                         indices: list[Value]) -> None:
+                         indices: list[Value], chain: list[Node]) -> None:
         """A scatter's backward (`scatters.py`): the written value's adjoint read from
-        `target` (the written array's accumulator through the scatter's views), then,
-        unless it accumulates, `target` zeroed at the written places."""
+        `target` (the written array's accumulator through the scatter's views `chain`),
+        then, unless it accumulates, `target` zeroed at the written places."""
         value = node.inputs[1]
         if self.ad.wants_adjoint(value):
             unique = scatters.unique_indices(node.inputs[2:], self.defs)
-            self.accumulate(e, value, scatters.value_adjoint(
-                e, target, self.primal[value], indices, node, unique), fresh=True)
+            read = scatters.value_adjoint(e, target, self.primal[value], indices, node, unique)
+            self.accumulate(e, value, written_adjoint(e, chain, read), fresh=True)
         if not node.attrs["accumulate"]:
             scatters.zero_written(e, target, indices, node)
 
@@ -445,3 +457,14 @@ def _makes_new_array(node: Node) -> bool:
     return (is_array_elementwise(node)
             or node.op in ("array_new", "array_new_like")
             or (node.op == "matmul" and isinstance(node.outputs[0].type, ArrayType)))
+
+
+def written_adjoint(e: GraphBuilder, chain: list[Node], read: Value) -> Value:
+    """The adjoint of a value written through the views `chain`, from `read`, what the same
+    views of the written array's adjoint hold at the written place: each view's
+    `write_adjoint` rule (np.imag's negates: ops/complex_rules.py), else `read` itself."""
+    for view in chain:
+        rule = OPS[view.op].write_adjoint
+        if rule is not None:
+            read = rule(e, read, view.attrs)
+    return read

@@ -53,12 +53,12 @@ from .errors import NotDifferentiableError
 WRITE_OPS = frozenset({"array_set", "array_assign", "scatter"})
 """Leaf ops that write into their first input (an array, or a view of one)."""
 VIEW_OPS = frozenset({"array_view", "array_transpose", "array_permute", "array_expand_dims",
-                      "array_squeeze"})
-"""Leaf ops whose result is always a view of their first input: writes reach the base."""
-READ_VIEW_OPS = frozenset({"array_reshape", "complex_part"})
+                      "array_squeeze", "complex_part"})
+"""Leaf ops whose result is always a view of their first input: writes reach the base
+(through np.real/np.imag of a complex array too: its op's `write_adjoint`)."""
+READ_VIEW_OPS = frozenset({"array_reshape"})
 """Leaf ops whose result may be a view of their first input, through which AD follows
-reads but refuses writes (`view_chain`): a reshape (a view or a copy), np.real/np.imag of
-a complex array (its adjoint is not the view's, docs/arrays.md: gradients)."""
+reads but refuses writes (`view_chain`): a reshape (a view or a copy)."""
 LOG = "$log"
 """The name of undo-log values."""
 
@@ -85,10 +85,6 @@ def view_chain(value: Value, defs: dict[Value, Node],
         raise NotDifferentiableError("cannot differentiate a write through a reshape: it is a "
                                      "view or a copy depending on the strides",
                                      "array_reshape", node.loc)
-    if node is not None and node.op == "complex_part":
-        raise NotDifferentiableError("cannot differentiate a write through np.real or np.imag "
-                                     "of a complex array yet: build the array from its parts "
-                                     "instead (x + 1j * y)", "complex_part", node.loc)
     return value, chain[::-1]
 
 
@@ -144,7 +140,7 @@ def check_views_of_written(graph: Graph, active: set[Value]) -> None:
             if root in active:
                 through = set(view_chain(node.inputs[0], defs)[1]) if node.op in WRITE_OPS else ()
                 stale.update(v for v in views.get(root, []) if defs[v] not in through)
-        if node.op in VIEW_OPS or node.op == "complex_part":
+        if node.op in VIEW_OPS:
             views.setdefault(view_chain(node.outputs[0], defs, writing=False)[0],
                              []).append(node.outputs[0])
 

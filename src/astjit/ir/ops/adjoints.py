@@ -47,6 +47,7 @@ from .batching import (
     unbatched_operands,
     with_rank,
 )
+from .complexes import part_type
 from .declare import _def
 from .table import OpTypeError, Routine
 
@@ -90,8 +91,9 @@ set_at_rule = _element_write_rule("set_at")
 def zero_into_rule(types, attrs):
     acc, view = types
     _float_array(acc, "zero_into")
-    if not (isinstance(view, ArrayType) and view.dtype == acc.dtype):
-        raise OpTypeError(f"zero_into needs a view of {acc}, got {view}")
+    if not (isinstance(view, ArrayType) and view.dtype in (acc.dtype, part_type(acc.dtype))):
+        raise OpTypeError(f"zero_into needs a view of {acc} (or of its real or imaginary "
+                          f"part), got {view}")
     return list(types), acc
 
 

@@ -42,6 +42,13 @@ def imag_adjoint(e, g, x, out):
     return _times(e, g, c(e, -1j, x))
 
 
+def part_write_adjoint(e, read, part):
+    """A write `np.real(z)[i] = v` / `np.imag(z)[i] = v`: z's adjoint there is
+    dL/dx - i dL/dy, so v's is its real part (`read`, the real view of it), or minus its
+    imaginary part (the imaginary view, negated)."""
+    return e.op("neg", read) if part else read
+
+
 def conj_adjoint(e, g, x, out):
     """conj: dz -> conj(dz), whose transpose is g -> conj(g)."""
     return e.op("conj", g) if is_complex(x) else g

@@ -133,6 +133,7 @@ _def("complex_part", 1, _part_view_rule, lambda z, part: z.imag if part else z.r
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          (rules.imag_adjoint if attrs["part"] else rules.real_adjoint)(e, g, ins[0], out)]),
      jvp=lambda e, d, ins, out, attrs: e.op("complex_part", d[0], part=attrs["part"]),
+     write_adjoint=lambda e, read, attrs: rules.part_write_adjoint(e, read, attrs["part"]),
      shape=lambda node, table: table.shape(node.inputs[0]),
      batch=lambda b, node, ins, batched: each(b.op("complex_part", ins[0], **node.attrs)),
      doc="np.real(z)/np.imag(z) of a complex array: a float view of the part attrs['part'] "

@@ -102,6 +102,10 @@ class OpDef:
     (value, batched) pair per output of `node` applied to every example at once, where
     `batched[i]` says whether input i carries a leading batch axis; None: no rule (vmap
     runs the function in a loop). Elementwise ops have a generic one (ops/declare.py)."""
+    write_adjoint: Callable | None = None
+    """A view op's reverse rule of a write through the view (`view[i] = v`):
+    `write_adjoint(e, read, attrs)` -> v's adjoint, from `read`, what the same view of the
+    written array's adjoint holds at the written place; None: `read` itself."""
     zero_derivative: str | None = None
     """Why the result does not change with the float inputs (AD cuts the path here)."""
     no_vjp: str | None = None
