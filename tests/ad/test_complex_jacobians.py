@@ -90,6 +90,20 @@ def test_holomorphic_hessian():
         np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
 
 
+def broadcast(z, w):
+    return np.sum((z * w) ** 2 + np.exp(w) / (z + 3.0))
+
+
+def test_holomorphic_hessian_through_broadcasting():
+    """The reverse pass sums adjoints to the operands' shapes (sum_to_like), and forward
+    mode differentiates those sums of complex adjoints."""
+    w = np.array([[0.2 - 1j], [1.5 + 0.3j]])
+    got = astjit.hessian(broadcast, holomorphic=True)(ZS, w)
+    first = astjit.grad(broadcast, holomorphic=True)
+    numeric = differences(lambda z: first(z, w), [ZS], 0, 1.0, h=1e-5)
+    np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+
+
 def sum_of_squares(z):
     return np.sum(np.abs(z) ** 2)
 

@@ -91,9 +91,10 @@ def py_argsort(x, *, axis: int, kind: str):
 
 @with_attrs
 def _sort_vjp(e, g, ins, out, needs, attrs):
-    """The cotangent scattered back to where each sorted element came from."""
+    """The cotangent scattered back to where each sorted element came from; of a complex
+    array too (sorted by real, then imaginary part, it is the same permutation)."""
     x = ins[0]
-    if not x.type.dtype.is_float:
+    if not (x.type.dtype.is_float or x.type.dtype.is_complex):
         return [None]
     order = e.op("argsort", x, **attrs)
     return [e.op("take_along", g, order, axis=attrs["axis"], scatter=True)]
@@ -111,8 +112,8 @@ def _along_batch(b, node, ins, batched):
     return each(b.op(node.op, *operands, **{**node.attrs, "axis": node.attrs["axis"] + 1}))
 
 
-_def("sort", 1, sort_rule, py_sort, {"*": Routine("sort")}, ("pure", "reads", "allocates", "raises"),
-     vjp=_sort_vjp, jvp=_sort_jvp, shape=like(0), batch=_along_batch,
+_def("sort", 1, sort_rule, py_sort, {"*": Routine("sort")},
+     ("pure", "reads", "allocates", "raises", "complex_rule"), vjp=_sort_vjp, jvp=_sort_jvp, shape=like(0), batch=_along_batch,
      doc="np.sort(x, axis, kind): attrs axis (non-negative int), kind ('quicksort', "
          "'heapsort', 'stable')")
 _def("argsort", 1, argsort_rule, py_argsort, {"*": Routine("argsort")},
