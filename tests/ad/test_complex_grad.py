@@ -436,3 +436,20 @@ def test_grad_through_complex_sort():
     np.testing.assert_allclose(got, partials(weighted_sorted_magnitudes, [SORTABLE], 0),
                                rtol=1e-6, atol=1e-8)
 
+
+def turned_signs(z):
+    s = np.sign(z)
+    return np.sum(np.real(s * np.array([1 + 2j, 0.5 - 1j, 2j])) + np.imag(s) ** 2)
+
+
+def test_grad_and_jvp_of_complex_sign():
+    """np.sign(z) = z / |z| changes across z's ray: ds = i s Im(conj(s) dz) / |z| (a real
+    sign is a step); at 0 the derivative is taken as 0."""
+    np.testing.assert_allclose(astjit.grad(turned_signs)(ZS), partials(turned_signs, [ZS], 0),
+                               rtol=1e-6, atol=1e-8)
+    dz = np.array([1 + 0.5j, -0.2j, 0.3 + 0j])
+    _, tangent = astjit.jvp(turned_signs, (ZS,), (dz,))
+    numeric = (turned_signs(ZS + H * dz) - turned_signs(ZS - H * dz)) / (2 * H)
+    np.testing.assert_allclose(tangent, numeric, rtol=1e-6)
+    np.testing.assert_array_equal(astjit.grad(turned_signs)(np.zeros(3, complex)), 0)
+

@@ -4,7 +4,7 @@ A complex is a vector of its two parts (lltypes.py), so `+`, `-` and unary `-` a
 the float instructions themselves (the op table names `fadd` ...); these routines
 are the rest: `*` by the schoolbook formula, `/` by Smith's method (NumPy's loops:
 no spurious overflow, and a zero divisor gives the infinities and NaNs NumPy's do),
-`==`/`!=` of both parts, `abs` as `hypot`, the parts, the conjugate, the angle.
+`==`/`!=` of both parts, `abs` as `hypot`, the parts, the conjugate, the angle, np.sign.
 
 The elementary functions (`np.exp`, `np.log`, `np.sqrt`, the trigonometric and
 hyperbolic functions and their inverses) are calls of the C library's C99 complex
@@ -125,6 +125,38 @@ def complex_abs(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
 def _has_fma() -> bool:
     """Whether the host CPU fuses multiply-adds (NumPy's SIMD loops then do)."""
     return bool(llvm.get_host_cpu_features().get("fma"))
+
+
+def complex_sign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """np.sign(z) as NumPy 2's loop: the parts over C's hypot of them (hypotf for
+    complex64, as npy_hypotf; never a vector variant); a NaN magnitude gives NaN, NaN; an
+    infinite one (an infinite part, or finite parts whose hypot overflowed) +-1 along an
+    infinite real part (NaN, NaN where both parts are), else 0 +- 1i (the sign of the
+    imaginary part, a NaN's -1); a zero one 0."""
+    b = em.builder
+    re, im = complex_parts(b, args[0])
+    ty = re.type
+    name = "hypot" if ty == DOUBLE else "hypotf"
+    hypot = em.module.globals.get(name)
+    if hypot is None:
+        hypot = ir.Function(em.module, ir.FunctionType(ty, [ty, ty]), name)
+        hypot.attributes.add("nounwind")
+        hypot.attributes.add("readnone")
+    magnitude = b.call(hypot, [re, im])
+    zero, one, minus = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0), ir.Constant(ty, -1.0)
+    nan = ir.Constant(ty, math.nan)
+    re_inf, im_inf = is_inf(b, re), is_inf(b, im)
+    unit_re = b.select(b.fcmp_ordered(">", re, zero), one, minus)
+    unit_im = b.select(b.fcmp_ordered(">", im, zero), one, minus)
+    both = b.and_(re_inf, im_inf)
+    inf_re = b.select(both, nan, b.select(re_inf, unit_re, zero))
+    inf_im = b.select(both, nan, b.select(re_inf, zero, unit_im))
+    parts = []
+    for part, at_inf in ((re, inf_re), (im, inf_im)):
+        value = b.select(b.fcmp_ordered("==", magnitude, zero), zero, b.fdiv(part, magnitude))
+        value = b.select(is_inf(b, magnitude), at_inf, value)
+        parts.append(b.select(is_nan(b, magnitude), nan, value))
+    return pack_complex(b, args[0].type, *parts)
 
 
 def complex_real(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -401,7 +433,7 @@ class _LibmShim:
 ROUTINES = {"complex_mul": complex_mul, "complex_div": complex_div, "complex_eq": complex_eq,
             "complex_ne": complex_ne, "complex_abs": complex_abs, "complex_real": complex_real,
             "complex_imag": complex_imag, "real_imag": real_imag, "complex_conj": complex_conj,
-            "complex_angle": complex_angle, "real_angle": real_angle,
+            "complex_angle": complex_angle, "real_angle": real_angle, "complex_sign": complex_sign,
             **{name: _c99(name) for name in C99_FUNCTIONS},
             "complex_log2": complex_log2, "complex_log10": complex_log10,
             "complex_exp2": complex_exp2, "complex_log1p": complex_log1p,

@@ -1,5 +1,6 @@
 """The derivative rules of the operations on complex numbers that are not holomorphic:
-np.real, np.imag, np.conj, np.abs, np.angle (their entries: ops/complexes.py, ops/scalar.py).
+np.real, np.imag, np.conj, np.abs, np.angle, np.sign (their entries: ops/complexes.py,
+ops/scalar.py).
 
 JAX's convention (docs/arrays.md: gradients), which makes the holomorphic ops' real rules
 hold unchanged: a complex value w = u + iv carries the tangent dw = du + i dv, and the
@@ -87,3 +88,24 @@ def angle_tangent(e, dz, z, out):
     if not is_complex(z):
         return e.op("imag", dz)
     return div(e, e.op("imag", e.op("mul", e.op("conj", z), dz)), _squared_magnitude(e, z))
+
+
+def _sign_turn(e, z, out):
+    """i s / |z| of s = sign(z) (0 at z = 0, where s is): ds is it times Im(conj(s) dz),
+    the part of dz across z's ray (along the ray s does not change)."""
+    magnitude = _magnitude_or_one(e, e.op("abs", z))
+    return div(e, e.op("mul", out, c(e, 1j, out)), to_complex(e, magnitude, out))
+
+
+def sign_tangent(e, dz, z, out):
+    """np.sign(z) = z / |z|: ds = i s Im(conj(s) dz) / |z|."""
+    across = e.op("imag", e.op("mul", e.op("conj", out), dz))
+    return _times(e, across, _sign_turn(e, z, out))
+
+
+def sign_adjoint(e, g, z, out):
+    """The transpose of `sign_tangent`: with t = i s / |z|, Re(g t Im(conj(s) dz)) is
+    Re(-i conj(s) dz) Re(g t), so the adjoint is -i conj(s) Re(g t)."""
+    weight = e.op("real", e.op("mul", g, _sign_turn(e, z, out)))
+    return _times(e, weight, e.op("mul", e.op("conj", out), c(e, -1j, out)))
+

@@ -1,4 +1,5 @@
-"""The table entries of NumPy's complex-number functions: np.real, np.imag, np.conj, np.angle.
+"""The table entries of NumPy's complex-number functions: np.real, np.imag, np.conj, np.angle,
+and np.sign of a complex (`complex_sign`).
 
 Each takes any number (NumPy's do): of a complex its part, conjugate or argument,
 of a real number what NumPy gives (`np.real(x)` is x, `np.imag(x)` a zero of x's
@@ -18,7 +19,7 @@ from . import complex_rules as rules
 from . import vjp as v
 from .batching import each
 from .declare import _def
-from .table import CExpr, OpTypeError, Routine, _numeric, float_rule
+from .table import CExpr, OpTypeError, Refused, Routine, _numeric, float_rule
 
 _ELEMENTWISE = ("pure", "elementwise")
 _WITH_RULES = (*_ELEMENTWISE, "complex_rule")
@@ -138,3 +139,32 @@ _def("complex_part", 1, _part_view_rule, lambda z, part: z.imag if part else z.r
      batch=lambda b, node, ins, batched: each(b.op("complex_part", ins[0], **node.attrs)),
      doc="np.real(z)/np.imag(z) of a complex array: a float view of the part attrs['part'] "
          "(0 real, 1 imaginary) over z's memory")
+
+
+def numpy_sign(z):
+    """NumPy's np.sign of a complex (the interpreter's; of a Python complex a NumPy one)."""
+    import numpy
+
+    return numpy.sign(z)
+
+
+def complex_sign_expand(inference, node, inputs, out):
+    """The `expand` of np.sign: of a complex (array) the op `complex_sign`, whose result
+    changes with z (np.sign of a real number is a step: zero derivative)."""
+    t = inputs[0].type
+    dtype = t.dtype if isinstance(t, ArrayType) else t
+    if not (is_numeric(dtype) and dtype.is_complex):
+        return None
+    return inference.infer_leaf(Node("complex_sign", [], node.outputs, loc=node.loc), inputs,
+                                out)
+
+
+_def("complex_sign", 1, _conj_rule, numpy_sign, {"c": Routine("complex_sign")},
+     _WITH_RULES, ufunc="sign",
+     cuda=Refused("np.sign of complex numbers is not computed on the GPU yet: compute it on "
+                  "the CPU target, or write z / np.abs(z) (NumPy's np.sign where z != 0)"),
+     vjp=v.unary(rules.sign_adjoint),
+     jvp=lambda e, d, ins, out, attrs: rules.sign_tangent(e, d[0], ins[0], out),
+     doc="np.sign(z) of a complex, NumPy 2's: z / hypot(re, im), 0 for 0; NaN for a NaN "
+         "magnitude; of an infinite one (an infinite part, or hypot overflowing) +-1 along "
+         "the infinite part, 0 +- 1i where neither is, NaN where both are")

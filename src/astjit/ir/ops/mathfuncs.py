@@ -14,7 +14,7 @@ from ...errors import TypingError
 from ..core import Node
 from ..types import BOOL, ArrayType, numpy_promote, weak
 from . import vjp as v
-from .complexes import complex_pred_rule, float_or_complex_rule
+from .complexes import complex_pred_rule, complex_sign_expand, float_or_complex_rule
 from .declare import _def
 from .elementwise import computation_type
 from .table import (
@@ -243,17 +243,18 @@ def _np_sign(x):
 
 
 def _sign_rule(types, attrs):
-    """x's type; a complex sign (NumPy's z / |z|) is not computed."""
+    """x's type; of a complex the op `complex_sign` (its `expand`), not this step."""
     operands, result = unary_arith_rule(types, attrs)
     if result.is_complex:
-        raise OpTypeError("np.sign of a complex number is not supported yet; write "
-                          "z / np.abs(z) (NumPy's np.sign where z != 0)")
+        raise OpTypeError("numpy_sign takes real numbers: complex_sign computes np.sign of "
+                          "a complex")
     return operands, result
 
 
 _def("numpy_sign", 1, _sign_rule, _np_sign,
      {"f": Routine("sign_float"), "i": Routine("sign_int"), "u": Routine("sign_uint")},
      ("pure", "elementwise"), numpy=("sign",), zero_derivative=_STEP,
+     expand=complex_sign_expand,
      cuda={"f": CExpr("({0} > 0 ? ({T})1 : {0} < 0 ? ({T})-1 : {0} == 0 ? ({T})0 : {0})"),
            "i": CExpr("(({T})({0} > 0) - ({T})({0} < 0))"), "u": CExpr("(({T})({0} != 0))")},
      doc="np.sign: 1 or -1 in the operand's type, 0 for a zero (+0.0 for -0.0), NaN for NaN "
