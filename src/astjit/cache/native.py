@@ -178,13 +178,15 @@ def _process_symbol(name: str) -> int | None:
         return process.thread_state()[name]
     if name.startswith("astjit.PyArray_"):
         return _numpy(name.removeprefix("astjit."))
-    if name.startswith("astjit.blas."):
-        from ..backend.llvm.runtime import capsules  # array code's only
+    for prefix in ("astjit.blas.", "astjit.lapack."):
+        if name.startswith(prefix):
+            from ..backend.llvm.runtime import capsules  # array code's only
 
-        try:
-            return capsules.blas_addresses().get(name.removeprefix("astjit.blas."))
-        except CompileError:
-            return None
+            routines = capsules.blas if prefix == "astjit.blas." else capsules.lapack
+            try:
+                return routines().addresses.get(name.removeprefix(prefix))
+            except CompileError:
+                return None
     if name.startswith("astjit"):
         return None
     global _libmvec

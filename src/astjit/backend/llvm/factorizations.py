@@ -1,4 +1,5 @@
-"""np.linalg.solve, inv, det, cholesky in compiled code: LAPACK calls (ir/ops/lapack.py).
+"""np.linalg.solve, inv, det, cholesky in compiled code: LAPACK calls (ir/ops/lapack.py),
+to NumPy's own OpenBLAS where it has one, else SciPy's (runtime/lapack.py).
 
 As NumPy does, each matrix of the (possibly stacked) input is first copied into a
 Fortran-ordered scratch buffer, which LAPACK overwrites; then
@@ -15,7 +16,8 @@ new arrays released after the loop over the batch (or by the failure exit). A st
 one loop nest over the broadcast batch axes (stacked_products.py's `Stack`). LAPACK's
 info > 0 is NumPy's LinAlgError ("Singular matrix", "Matrix is not positive definite");
 a non-square matrix is LinAlgError "Last 2 dimensions of the array must be square"; a
-dimension past 2**31 - 1 a ValueError (LAPACK's ints are 32 bits). An empty matrix calls
+dimension past 2**31 - 1 a ValueError (SciPy's LAPACK's ints are 32 bits; kept with
+NumPy's 64-bit ones: no such matrix fits in memory). An empty matrix calls
 LAPACK with n = 0 (lda 1), which returns at once: det of a 0x0 matrix is 1.0.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ...ir.ops.lapack import NOT_POSITIVE_DEFINITE, NOT_SQUARE, SINGULAR
 from ...ir.types import I64, ArrayType, ScalarType
 from . import copies, nests, new_arrays, owned
 from .blas_calls import INT32_MAX, TOO_LARGE, Call, byte_stride, i64_constant, max_int
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, I8, I32_T, I64_T, constant, element_type
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, I8, I64_T, constant, element_type
 from .runtime import lapack
 from .stacked_products import Stack, batch_lengths
 
@@ -74,11 +76,18 @@ def transposed(b: ir.IRBuilder, matrix: ir.Value, t: ArrayType) -> ir.Value:
                         [byte_stride(b, matrix, k) for k in (1, 0)])
 
 
-def _pivots(em: FunctionEmitter, node: Node, n: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(the array holding n 32-bit pivots, their pointer)."""
+def _pivots(em: FunctionEmitter, node: Node, n: ir.Value,
+            index: ir.IntType) -> tuple[ir.Value, ir.Value]:
+    """(the array holding n pivots, LAPACK's ints `index` (at most 64 bits), their pointer)."""
     array = new_arrays.allocate(em, node, ArrayType(I64, 1), [n], zeroed=False)
     return array, em.builder.bitcast(em.builder.extract_value(array, ARRAY_DATA),
-                                     I32_T.as_pointer())
+                                     index.as_pointer())
+
+
+def _lapack_call(em: FunctionEmitter, dtype: ScalarType) -> tuple[Call, ir.Value]:
+    """A call's arguments in LAPACK's ints (`lapack.int_type`), and the slot of its info."""
+    index = lapack.int_type()
+    return Call(em.builder, dtype, index), em.alloca(index)
 
 
 def _call(call: Call, name: str, args: list[ir.Value]) -> None:
@@ -97,8 +106,8 @@ def _square(em: FunctionEmitter, node: Node, x: Stack) -> ir.Value:
 
 def _info(em: FunctionEmitter, node: Node, call: Call, info: ir.Value, message: str) -> None:
     b = em.builder
-    em.fail_if(node, b.icmp_signed(">", b.load(info), ir.Constant(I32_T, 0)), "LinAlgError",
-               message)
+    em.fail_if(node, b.icmp_signed(">", b.load(info), ir.Constant(info.type.pointee, 0)),
+               "LinAlgError", message)
 
 
 def _release(em: FunctionEmitter, arrays: list[ir.Value]) -> None:
@@ -114,8 +123,8 @@ def linalg_inv(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     out = new_arrays.allocate(em, node, t, [*lengths, n, n], zeroed=False)
     result = Stack(b, out, t.ndim)
     fa, fb = Scratch(em, node, t.dtype, n, n), Scratch(em, node, t.dtype, n, n)
-    pivots, ipiv = _pivots(em, node, n)
-    call, info = Call(b, t.dtype), em.alloca(I32_T)
+    call, info = _lapack_call(em, t.dtype)
+    pivots, ipiv = _pivots(em, node, n, call.index)
     matrix = ArrayType(t.dtype, 2)
     zero, one = constant(t.dtype, 0.0), constant(t.dtype, 1.0)
 
@@ -154,8 +163,8 @@ def linalg_solve(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
     result = Stack(b, out, out_t.ndim)
     result.core, result.batch = y.core, out_batch
     fa, fb = Scratch(em, node, a_t.dtype, n, n), Scratch(em, node, a_t.dtype, n, k)
-    pivots, ipiv = _pivots(em, node, n)
-    call, info = Call(b, a_t.dtype), em.alloca(I32_T)
+    call, info = _lapack_call(em, a_t.dtype)
+    pivots, ipiv = _pivots(em, node, n, call.index)
     matrix, rhs = ArrayType(a_t.dtype, 2), ArrayType(a_t.dtype, y.core)
     rhs_view = fb.column if vector else fb.view
 
@@ -180,8 +189,8 @@ def linalg_det(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     out = new_arrays.allocate(em, node, ArrayType(dtype, len(lengths)), lengths, zeroed=False) \
         if lengths else None
     fa = Scratch(em, node, dtype, n, n)
-    pivots, ipiv = _pivots(em, node, n)
-    call, info = Call(b, dtype), em.alloca(I32_T)
+    call, info = _lapack_call(em, dtype)
+    pivots, ipiv = _pivots(em, node, n, call.index)
     matrix, value = ArrayType(dtype, 2), em.alloca(element_type(dtype))
 
     def item(indices):
@@ -213,7 +222,8 @@ def _determinant(em: FunctionEmitter, fa: Scratch, ipiv: ir.Value, n: ir.Value, 
     def body(indices):
         (i,) = indices
         u = b.load(fa.at(b, i, i))
-        pivot = b.sext(b.load(b.gep(ipiv, [i])), I64_T)
+        pivot = b.load(b.gep(ipiv, [i]))
+        pivot = b.sext(pivot, I64_T) if pivot.type != I64_T else pivot
         swapped = b.icmp_signed("!=", pivot, b.add(i, i64_constant(1)))
         negative = b.fcmp_ordered("<", u, constant(dtype, 0.0))
         flip = b.xor(swapped, negative)
@@ -222,7 +232,8 @@ def _determinant(em: FunctionEmitter, fa: Scratch, ipiv: ir.Value, n: ir.Value, 
         b.store(b.fadd(b.load(logdet), b.call(log, [b.call(fabs, [u])])), logdet)
     nests.loop_nest(em, [n], body, "det.diagonal")
     det = b.fmul(b.load(sign), b.call(exp, [b.load(logdet)]))
-    return b.select(b.icmp_signed(">", info, ir.Constant(I32_T, 0)), constant(dtype, 0.0), det)
+    return b.select(b.icmp_signed(">", info, ir.Constant(info.type, 0)), constant(dtype, 0.0),
+                    det)
 
 
 def linalg_cholesky(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -233,7 +244,7 @@ def linalg_cholesky(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
     out = new_arrays.allocate(em, node, t, [*lengths, n, n], zeroed=False)
     result = Stack(b, out, t.ndim)
     fa = Scratch(em, node, t.dtype, n, n)
-    call, info = Call(b, t.dtype), em.alloca(I32_T)
+    call, info = _lapack_call(em, t.dtype)
     matrix, zero = ArrayType(t.dtype, 2), constant(t.dtype, 0.0)
     lower = call.slot(ir.Constant(I8, ord("L")))
 

@@ -63,7 +63,7 @@ def function_type(signature: str, index: ir.IntType = I32_T) -> ir.FunctionType:
 
 @functools.cache
 def api() -> dict[str, int]:
-    """Routine name -> address, verified (capsules.blas_addresses) and registered with LLVM
+    """Routine name -> address, verified (capsules.blas) and registered with LLVM
     (once per process)."""
     addresses = capsules.blas().addresses
     for name, address in addresses.items():

@@ -4,8 +4,8 @@ NumPy publishes its C API as a table of pointers behind the capsule `_ARRAY_API`
 (numpy_api.py says which entries compiled code calls and how they are checked); SciPy's
 `cython_blas` and `cython_lapack` publish each routine as a capsule in `__pyx_capi__`,
 named by its C signature (blas.py, lapack.py). NumPy's wheels bundle an OpenBLAS with
-64-bit ints, which `numpy.linalg` has loaded with NumPy: its BLAS routines are exported
-symbols, found through that module's library (`numpy_blas`). The addresses are read here,
+64-bit ints, which `numpy.linalg` has loaded with NumPy: its BLAS and LAPACK routines are
+exported symbols, found through that module's library (`numpy_routines`). The addresses are read here,
 without LLVM: the modules that declare these functions to LLVM register them, and the
 disk cache's loader links cached code to them without importing llvmlite
 (astjit/cache/native.py).
@@ -20,6 +20,7 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ....errors import CompileError
@@ -66,6 +67,15 @@ BLAS_SIGNATURES.update({prefix + name: BLAS_SIGNATURES["d" + name].replace("doub
 """The C signature each routine compiled code calls must have (Cython's typedefs spelled out);
 `int` is the library's (`Blas.int_bits`): SciPy's capsules say `int`, 32 bits."""
 
+LAPACK_SIGNATURES: dict[str, str] = {
+    "dgesv": "void (int *, int *, double *, int *, int *, double *, int *, int *)",
+    "dgetrf": "void (int *, int *, double *, int *, int *, int *)",
+    "dpotrf": "void (char *, int *, double *, int *, int *)",
+}
+LAPACK_SIGNATURES.update({"s" + name[1:]: text.replace("double", "float")
+                          for name, text in list(LAPACK_SIGNATURES.items())})
+"""As `BLAS_SIGNATURES`, for the LAPACK routines compiled code calls (lapack.py)."""
+
 
 def spelled_out(name: str) -> str:
     """A capsule name with Cython's typedefs of double and float (and their complexes:
@@ -111,8 +121,9 @@ scipy-openblas64, then NumPy 1's openblas64_."""
 
 
 @dataclass(frozen=True)
-class Blas:
-    """The BLAS compiled code calls: each routine's address and the width of its ints."""
+class Routines:
+    """The BLAS or LAPACK compiled code calls: each routine's address and the width of its
+    ints."""
 
     addresses: dict[str, int]
     int_bits: int
@@ -121,40 +132,35 @@ class Blas:
 
 
 @functools.cache
-def blas() -> Blas:
+def blas() -> Routines:
     """NumPy's own OpenBLAS where it has one (`numpy_blas`), else SciPy's (`scipy_blas`):
     ddot, sdot and dgemm called once (`verify_blas`); CompileError where neither is usable
     (once per process). NumPy's is loaded already, where SciPy's costs the import of
     `scipy` and the loading of its OpenBLAS, longer than compiling a small function; and
     it is the library NumPy's own `a @ b` calls."""
-    found = numpy_blas()
+    found = numpy_routines(BLAS_SIGNATURES)
     if found is not None and verify_blas(found, ctypes.c_int64) is None:
-        return Blas(found, 64, "NumPy's OpenBLAS")
+        return Routines(found, 64, "NumPy's OpenBLAS")
     addresses = scipy_blas()
     problem = verify_blas(addresses, ctypes.c_int)
     if problem:
         raise CompileError(f"SciPy's BLAS does not compute as expected ({problem}); matrix "
                            "products cannot be compiled")
-    return Blas(addresses, 32, "SciPy's cython_blas")
+    return Routines(addresses, 32, "SciPy's cython_blas")
 
 
-def blas_addresses() -> dict[str, int]:
-    """BLAS routine name -> address of the routine compiled code calls (`blas`)."""
-    return blas().addresses
-
-
-def numpy_blas() -> dict[str, int] | None:
-    """The `BLAS_SIGNATURES` routines of the 64-bit-int OpenBLAS NumPy's linear algebra
-    links (`NUMPY_BLAS_NAMES`), looked up through `numpy.linalg._umath_linalg`'s library
-    (whose dependencies dlsym searches too), or None: NumPy built with another BLAS."""
+def numpy_routines(names: Iterable[str]) -> dict[str, int] | None:
+    """The routines `names` (BLAS or LAPACK) of the 64-bit-int OpenBLAS NumPy's linear
+    algebra links (`NUMPY_BLAS_NAMES`), looked up through `numpy.linalg._umath_linalg`'s
+    library (whose dependencies dlsym searches too), or None: NumPy built with another
+    BLAS."""
     try:
         from numpy.linalg import _umath_linalg
         library = ctypes.CDLL(_umath_linalg.__file__)
     except (ImportError, OSError, AttributeError):
         return None
     for pattern in NUMPY_BLAS_NAMES:
-        functions = {name: getattr(library, pattern.format(name), None)
-                     for name in BLAS_SIGNATURES}
+        functions = {name: getattr(library, pattern.format(name), None) for name in names}
         if all(f is not None for f in functions.values()):
             return {name: ctypes.cast(f, ctypes.c_void_p).value for name, f in functions.items()}
     return None
@@ -202,4 +208,54 @@ def verify_blas(addresses: dict[str, int], c_int: type = ctypes.c_int) -> str | 
          ctypes.byref(d(0.0)), c, two)
     if list(c) != [17.0, 39.0, 23.0, 53.0]:  # column-major [[1, 2], [3, 4]] @ [[5, 7], [6, 8]]
         return f"dgemm gave {list(c)}"
+    return None
+
+
+@functools.cache
+def lapack() -> Routines:
+    """NumPy's own OpenBLAS's LAPACK where it has one (`numpy_routines`), else SciPy's
+    `cython_lapack`: dgesv called once on a 2x2 system (`verify_lapack`); CompileError where
+    neither is usable (once per process). SciPy's costs the import of `scipy` and the
+    loading of its OpenBLAS; NumPy's is loaded, and is the library `np.linalg` calls."""
+    found = numpy_routines(LAPACK_SIGNATURES)
+    if found is not None and verify_lapack(found, ctypes.c_int64) is None:
+        return Routines(found, 64, "NumPy's OpenBLAS")
+    addresses = scipy_lapack()
+    problem = verify_lapack(addresses, ctypes.c_int)
+    if problem:
+        raise CompileError(f"SciPy's LAPACK does not compute as expected ({problem}); "
+                           "np.linalg functions cannot be compiled")
+    return Routines(addresses, 32, "SciPy's cython_lapack")
+
+
+def scipy_lapack() -> dict[str, int]:
+    """LAPACK routine name -> address of SciPy's, each capsule's signature checked against
+    `LAPACK_SIGNATURES`; CompileError where SciPy is missing or differs."""
+    try:
+        cython_lapack = cython_module("cython_lapack")
+    except ImportError as exc:
+        raise CompileError("np.linalg functions in compiled code call NumPy's OpenBLAS or "
+                           "SciPy's LAPACK: install scipy (pip install scipy)") from exc
+    addresses = {}
+    for name, expected in LAPACK_SIGNATURES.items():
+        capsule = cython_lapack.__pyx_capi__.get(name)
+        address, signature = capsule_pointer(capsule) if capsule is not None else (0, "")
+        if spelled_out(signature) != expected or not address:
+            raise CompileError(f"SciPy's LAPACK {name} has the signature '{signature}', not "
+                               f"'{expected}'; np.linalg functions cannot be compiled")
+        addresses[name] = address
+    return addresses
+
+
+def verify_lapack(addresses: dict[str, int], c_int: type = ctypes.c_int) -> str | None:
+    """Solve [[2, 1], [1, 3]] x = [3, 5] with dgesv through ctypes, ints of type `c_int`;
+    what is wrong, or None."""
+    d, p = ctypes.c_double, ctypes.POINTER
+    gesv = ctypes.CFUNCTYPE(None, p(c_int), p(c_int), p(d), p(c_int), p(c_int), p(d), p(c_int),
+                            p(c_int))(addresses["dgesv"])
+    a, b, pivots, info = (d * 4)(2.0, 1.0, 1.0, 3.0), (d * 2)(3.0, 5.0), (c_int * 2)(), c_int(-1)
+    two, one = ctypes.byref(c_int(2)), ctypes.byref(c_int(1))
+    gesv(two, one, a, two, pivots, b, two, ctypes.byref(info))
+    if info.value != 0 or abs(b[0] - 0.8) > 1e-12 or abs(b[1] - 1.4) > 1e-12:
+        return f"dgesv gave {list(b)} (info {info.value}), not [0.8, 1.4]"
     return None
