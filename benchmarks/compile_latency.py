@@ -26,11 +26,19 @@ transforms_run.py issue 14 sets targets for (`hessian`, `vmap(grad)`) (JAX only:
 Numba has no automatic differentiation). Where a case has no Numba or JAX version of its
 own, the child tries `numba.njit` of astjit's function and `jax.jit` of it with
 `np` bound to `jax.numpy`; an engine that refuses is shown as n/a with why.
+
+astjit's modules are byte-compiled first (`byte_compile_astjit`), as an installation has
+them and as Numba's and JAX's are: a first call imports the compiler's modules it has
+not used yet (the AD transforms for a gradient), and with `PYTHONDONTWRITEBYTECODE` set
+in a checkout being edited, every child compiled those from source (about 50 ms of CPU
+of a gradient's first call).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import statistics
@@ -260,6 +268,12 @@ RUNTIME_NOTE = {
 }
 
 
+def byte_compile_astjit() -> None:
+    """Write the `.pyc` files of astjit's modules that are missing or stale."""
+    folder = os.path.dirname(importlib.util.find_spec("astjit").origin)
+    compileall.compile_dir(folder, quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "GROUP", "NAME"),
@@ -274,6 +288,7 @@ def main() -> None:
     if options.child:
         print(json.dumps(child(*options.child)))
         return
+    byte_compile_astjit()
     rows = []
     for group, name in kernels():
         if options.only and name not in options.only:
