@@ -202,6 +202,32 @@ def test_python_scalar_functions_batch():
     check(python_numbers, (randn(6), 2.5), (0, None))
 
 
+def error_functions(s, x):  # NumPy has no erf: the table's array form is math.erf's
+    return math.erf(s) - math.erfc(x[0] * s), np.sum(x * math.erf(s))
+
+
+def test_erf_batches_as_math_erf():
+    """math.erf/erfc batch as whole arrays (no loop); the interpreter's array form is
+    math.erf itself, element by element (libm's on Linux, which compiled code calls), the
+    float32 form float32 as np.sin's; the gradient batches too."""
+    s = np.concatenate([randn(6) * 3.0, [0.0, -0.0, 27.0, -6.0, np.inf, -np.inf, np.nan]])
+    x = randn(13, 3)
+    check(error_functions, (s, x), (0, 0), rtol=1e-14)  # libmvec's erf in a kernel: <= 4 ulp
+    check(error_functions, (s, x[0]), (0, None), rtol=1e-14)
+    from astjit.ir.ops.elementwise import numpy_function
+    for dtype in (np.float64, np.float32):
+        got = numpy_function("erf")(s.astype(dtype))
+        assert got.dtype == dtype
+        assert np.array_equal(got, [dtype(math.erf(v)) for v in s.astype(dtype)], equal_nan=True)
+    fn = vmap(grad(erf_product))
+    np.testing.assert_allclose(fn(s[:6]), [grad(erf_product)(v) for v in s[:6]], rtol=1e-14)
+    assert not loops_over_examples(fn, s[:6])
+
+
+def erf_product(s):
+    return math.erfc(s * 0.5) * math.erf(s)
+
+
 def domain(s):
     return math.sqrt(float(s) - 1.0)
 
@@ -327,6 +353,42 @@ def test_a_branch_reads_only_where_an_example_takes_it():
     i = np.array([0, 7, 2, -1])
     assert_matches(shared(x[0], i), by_loop(guarded, (x[0], i), (None, 0)))
     assert not loops_over_examples(shared, x[0], i)
+
+
+def guarded_loss(x, i):  # reads at an index per example, in a branch per example
+    s = 0.0
+    if i < x.shape[0] and i > -5:
+        s = x[i, 0] * x[i - 1, 1] + np.sin(x[0, 1])
+    return s
+
+
+def numeric_gradient(fn, x, i, step=1e-6):
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[k] = step
+        g[k] = (fn(x + d, i) - fn(x - d, i)) / (2 * step)
+    return g
+
+
+def test_gradients_of_reads_in_a_branch_per_example_batch():
+    """vmap(grad) of reads guarded by a condition per example: each read's adjoint is a
+    scatter-add at the example's index, run for the examples taking the branch (the others'
+    indices not read, so an index out of bounds for them raises nothing); no loop over the
+    examples; the gradients are a loop's and the finite differences'."""
+    x, i = randn(5, 3, 2), np.array([0, 2, -1, 7, -5])
+    fn = vmap(grad(guarded_loss))
+    got = fn(x, i)
+    np.testing.assert_array_equal(got, np.stack([grad(guarded_loss)(a, k) for a, k in zip(x, i)]))
+    np.testing.assert_allclose(got, [numeric_gradient(guarded_loss, a, k) for a, k in zip(x, i)],
+                               rtol=1e-6, atol=1e-9)
+    assert not loops_over_examples(fn, x, i)
+    shared = vmap(grad(guarded_loss), in_axes=(None, 0))  # one x, an accumulator per example
+    np.testing.assert_array_equal(shared(x[0], i), np.stack([grad(guarded_loss)(x[0], k) for k in i]))
+    assert not loops_over_examples(shared, x[0], i)
+    np.testing.assert_array_equal(fn(np.zeros((3, 0, 2)), np.array([0, 1, 2])), np.zeros((3, 0, 2)))
+    with pytest.raises(IndexError, match="index -4 is out of bounds for axis 0 with size 3"):
+        fn(x[:3], np.array([9, 1, -3]))  # x[i - 1]'s, of an example taking the branch
 
 
 def rnn(w, xs):  # a number carried, recorded per example by its gradient's tape

@@ -10,10 +10,10 @@ length B, one entry per example (*batched*). The arguments batched along their
 replaced by what its batching rule (`OpDef.batch`, ops/batching.py) computes; the
 result's batch axis goes to `out_axes` (a view), an unbatched result is repeated.
 So `jit(vmap(grad(f)))` is one program of whole-batch array operations that fuse like
-any other. Where some op has no rule (a call left in the graph, `math.erf`) or its rule
-refuses (a write into an array every example shares, a length per example, code that
-could raise or write under a condition per example, but for element reads), the whole
-function takes the loop. `vectorized_call` is the same rewriting for other
+any other. Where some op has no rule (a call left in the graph) or its rule refuses (a
+write into an array every example shares, a length per example, code that could raise
+or write under a condition per example, but for element reads and the adjoints added at
+them), the whole function takes the loop. `vectorized_call` is the same rewriting for other
 transforms (jacfwd: the forward pass over every basis vector at once).
 
 The loop: example b of each batched argument is its view at index b along its

@@ -3,8 +3,9 @@
 A rule writes `e.op("mul", g, x)` and gets the typed result Value; the
 result type comes from the op's own type rule in `ops/`, and the operands
 must already have the types that rule asks for (derivative code works on
-values of one float type, so it never needs casts). An op on a complex scalar computes
-as NumPy's (attr `numpy`), as the frontend's does: a complex is always a NumPy scalar.
+values of one float type, so it never needs casts). An op on a NumPy scalar (a complex
+is always one) computes as NumPy's (attr `numpy`): the derivative of np.sin(x) at an
+infinite x is NaN, as NumPy's np.cos gives, not math.cos's ValueError.
 """
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ class GraphBuilder:
 
     def op(self, name: str, *inputs: Value, **attrs) -> Value:
         types = [v.type for v in inputs]
-        if any(isinstance(t, ScalarType) and t.is_complex for t in types) and \
+        if any(isinstance(t, ScalarType) and (t.is_complex or t.strong) for t in types) and \
                 numpy_semantics(name, types, {"numpy": True}):
-            attrs["numpy"] = True  # a complex is a NumPy scalar: NumPy's op (ops/strong.py)
+            attrs["numpy"] = True  # a NumPy scalar's op: NumPy's (ops/strong.py), never raising
         operand_types, result = OPS[name].rule(types, attrs)
         if list(operand_types) != [v.type for v in inputs]:
             raise TypeError(f"{name} of {[str(v.type) for v in inputs]} needs {operand_types}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..core import Graph, Node, Value
 from ..ops import OPS
+from ..ops.adjoints import ACCUMULATING
 from ..ops.batching import NotBatchable, broadcast, materialized
 from ..ops.table import OpTypeError
 from ..passes.inline import clone_node
@@ -36,6 +37,13 @@ they took is not copied for each example (`BatchBuilder.writable`)."""
 NOT_FRESH = ("getitem", "undef", "const", *MAY_ALIAS)
 """Ops whose array result was not made by the function: an element of a container, or
 an array that may be another one."""
+MASKED = ("array_get", "add_at")
+"""Ops that may run for examples that do not take their branch (or whose loop is done)
+once masked: an element read (`_masked_read`), an adjoint added at an element
+(`_masked_add`)."""
+SHAPED_LIKE = ("array_new_like",)
+"""Creations of an array's shape: no error of their own but MemoryError, which an
+example's values do not decide (an adjoint's accumulator, made in a branch)."""
 COPYING_VIEWS = ("array_reshape",)
 """Views that are copies where the array is not contiguous: a batch of views of a
 view may be one where the example's was not."""
@@ -72,6 +80,10 @@ class BatchBuilder(GraphBuilder):
         """Where the nodes emitted now run for examples that do not take them (a branch of
         an `if` whose condition differs per example): the batch of bools saying which
         examples do, for the element reads to check only theirs (`_masked_read`)."""
+        self.made_under: dict[Value, Value | None] = {}
+        """The mask each of the function's values was computed under: an accumulator made
+        under the mask a write into it runs under is one only that branch sees
+        (`_masked_add`)."""
 
     def op(self, name: str, *inputs: Value, **attrs) -> Value:
         """A typed node; a scalar operand is cast to the type the op's rule asks."""
@@ -252,8 +264,7 @@ class BatchBuilder(GraphBuilder):
         """Both branches of an `if` for every example, each result chosen by its own
         condition. A branch's element reads check the indices of the examples taking it
         only (`_masked_read`): an example that does not take it raises nothing there."""
-        if not all(_runs_for_nothing(n) or n.op == "array_get"
-                   for r in node.regions for n in r.walk()):
+        if not all(_runs_for_nothing(n) or n.op in MASKED for r in node.regions for n in r.walk()):
             raise NotBatchable("an if whose condition differs per example, a branch raising "
                                "or writing for an example that does not take it")
         results, outer = [], self.mask
@@ -301,6 +312,46 @@ class BatchBuilder(GraphBuilder):
         return self.graph.add("if", [anyone, *operands], 1, regions=regions, loc=node.loc,
                               types=[regions[0].outputs[0].type]).outputs[0]
 
+    def _masked_add(self, node: Node, inputs: list) -> Value:
+        """acc[i, j] += g (`add_at`, the adjoint of a read in the branch) where only the
+        examples of `self.mask` run it: into an accumulator made under the same mask (the
+        others' accumulators are ones their results do not choose), at the indices of the
+        examples that do (the others' at index 0); not at all where no example does (an
+        axis of length 0 has no index 0). An accumulator made before the branch: NotBatchable."""
+        if self.made_under.get(self._accumulated(node.inputs[0])) is not self.mask:
+            raise NotBatchable("an accumulation under a condition per example into an array "
+                               "made before it")
+        (acc, acc_batched), (g, g_batched) = inputs[:2]
+        acc = acc if acc_batched else materialized(self, acc)
+        zero = self.const(0, I64)
+        indices = [(self.op("where", self.mask, i, zero), True) if f else (i, False)
+                   for i, f in inputs[2:]]
+        anyone = self.op("reduce", self.mask, kind="any", axis=None, keepdims=False)
+        operands = [acc, g, *(i for i, _ in indices)]
+        regions = []
+        for name in ("then", "else"):
+            region = Graph(name, [Value(v.name, v.type) for v in operands], loc=node.loc)
+            if name == "then":
+                rb = BatchBuilder(region, node.loc)
+                rb.size = rb.op("array_dim", region.params[0], axis=0)
+                flags = [True, g_batched, *(f for _, f in indices)]
+                ((out, _),) = OPS[node.op].batch(rb, node, region.params, flags)
+            else:
+                out = region.params[0]
+            region.outputs = [out]
+            regions.append(region)
+        return self.graph.add("if", [anyone, *operands], 1, regions=regions, loc=node.loc,
+                              types=[acc.type]).outputs[0]
+
+    def _accumulated(self, v: Value) -> Value:
+        """The array accumulator `v` was made as, through the accumulations into it and
+        the views of it."""
+        node = self.definitions.get(v)
+        while node is not None and (node.op in ACCUMULATING or "view" in OPS[node.op].traits):
+            v = node.inputs[0]
+            node = self.definitions.get(v)
+        return v
+
     def _masked_while(self, node: Node, inputs: list) -> list:
         """A `while` whose condition differs per example: it runs while some example's
         holds, each example's carried values kept once its own condition fails (JAX's
@@ -309,8 +360,7 @@ class BatchBuilder(GraphBuilder):
         check the indices of the examples still running only (`_masked_read`); else
         NotBatchable. (The condition, run again on a done example's kept values, reads
         what it read when it failed.)"""
-        if not all(_runs_for_nothing(n) or n.op == "array_get"
-                   for r in node.regions for n in r.walk()):
+        if not all(_runs_for_nothing(n) or n.op in MASKED for r in node.regions for n in r.walk()):
             raise NotBatchable("a while whose condition differs per example, its body "
                                "raising or writing for an example that is done")
         n = node.attrs["n_invariants"]
@@ -393,9 +443,11 @@ class BatchBuilder(GraphBuilder):
         inputs = [self.values[v] for v in node.inputs]
         for v in node.outputs:
             self.definitions[v] = node
+            self.made_under[v] = self.mask
         self.emitted.append(node)
-        if node.op == "array_get" and self.mask is not None:
-            self.values[node.outputs[0]] = (self._masked_read(node, inputs), True)
+        if node.op in MASKED and self.mask is not None:
+            masked = self._masked_read if node.op == "array_get" else self._masked_add
+            self.values[node.outputs[0]] = (masked(node, inputs), True)
             return
         if not any(_some(flag) for _, flag in inputs):
             self._check_shared_writes(node)
@@ -467,7 +519,7 @@ def _runs_for_nothing(node: Node) -> bool:
     if opdef is None or "writes" in opdef.traits or node.op in REPEATED_EFFECTS \
             or node.op in TAPE_EFFECTS:
         return False
-    if "raises" not in opdef.traits:
+    if "raises" not in opdef.traits or node.op in SHAPED_LIKE:
         return True
     numpy = node.attrs.get("numpy") or any(isinstance(v.type, ArrayType) for v in node.inputs)
     return "elementwise" in opdef.traits and bool(numpy)

@@ -44,7 +44,6 @@ from .batching import (
     each,
     materialized,
     shifted,
-    unbatched_operands,
     with_rank,
 )
 from .complexes import part_type
@@ -185,10 +184,16 @@ def _add_into_batch(b, node, ins, batched):
 
 
 def _add_at_batch(b, node, ins, batched):
-    """acc[:, indices] += g: a view of each example's element."""
-    unbatched_operands(node, batched, first=2)
+    """acc[:, indices] += g: a view of each example's element; at an index per example, a
+    scatter that accumulates at (example, i, j) (the read whose adjoint this is checked the
+    indices, as `boundscheck` says)."""
     acc = ins[0] if batched[0] else materialized(b, ins[0])
     attrs = {k: v for k, v in node.attrs.items() if k == "boundscheck"}
+    if any(batched[2:]):
+        numbers = b.op("array_arange", b.const(0, I64), b.size)
+        b.op("scatter", acc, ins[1], numbers, *ins[2:], axis=0,
+             axes=tuple(range(len(ins) - 1)), accumulate=True, **attrs)
+        return each(acc)
     view = b.op("array_view", acc, *ins[2:], spec=("s000",) + ("i",) * len(ins[2:]), **attrs)
     return each(b.op("add_into", acc, view, as_batched(b, ins[1], batched[1])))
 

@@ -58,9 +58,10 @@ from ..types import (
 )
 from .table import OPS, OpTypeError
 
-UFUNCS: dict[str, str] = {}
-"""The ops that work on whole arrays, and the NumPy function each one is: the elementwise
-ops that declare a `ufunc` (ops/declare.py fills it as they are declared)."""
+UFUNCS: dict[str, object] = {}
+"""The ops that work on whole arrays, and the NumPy function each one is (its name, or the
+op's own function where NumPy has none: `numpy_function`): the elementwise ops that declare
+a `ufunc` (ops/declare.py fills it as they are declared)."""
 
 BITWISE_UFUNCS: dict[str, str] = {}
 """Scalar ops NumPy also has as ufuncs, which compiled code has on scalars only (ops/strong.py)."""
@@ -81,6 +82,13 @@ def _numpy():
     import numpy
 
     return numpy
+
+
+def numpy_function(op: str):
+    """The function computing `op` on NumPy arrays and scalars: NumPy's, which `OpDef.ufunc`
+    names, or the one it is where NumPy has none (math.erf's, ops/mathfuncs.py)."""
+    function = OPS[op].ufunc
+    return getattr(_numpy(), function) if isinstance(function, str) else function
 
 
 # ---- the array rule ---------------------------------------------------------------------
@@ -172,8 +180,7 @@ def _numpy_result_dtype(op: str, types: TypeKey) -> str:
             samples.append({"bool": True, "f32": 1.0, "f64": 1.0}.get(t.name, 1))
     try:
         with np.errstate(all="ignore"):
-            function = getattr(np, OPS[op].ufunc)
-            return np.asarray(function(*samples)).dtype.name
+            return np.asarray(numpy_function(op)(*samples)).dtype.name
     except TypeError as error:
         return f"a TypeError ({error})"
 
@@ -184,7 +191,8 @@ def lift(op: str, scalar_rule):
         if not has_array(types):
             return scalar_rule(types, attrs)
         if attrs.get("scalar_function"):  # math.sqrt(x): Python's function, which refuses arrays
-            instead = f"np.{UFUNCS[op]}" if op in UFUNCS else "the NumPy function"
+            instead = f"np.{UFUNCS[op]}" if isinstance(UFUNCS.get(op), str) else \
+                "the NumPy function" if op not in UFUNCS else "a loop over the elements"
             raise OpTypeError(f"{attrs['scalar_function']}() takes numbers, not arrays (Python's "
                               f"raises TypeError); use {instead}")
         plan = array_plan(op, tuple(types))
@@ -230,7 +238,7 @@ def apply_numpy(op: str, args: list, operand_types: list[Type], result_type: Typ
     dtype = NUMPY_NAMES[(result_type.dtype if isinstance(result_type, ArrayType)
                          else result_type).name]
     with np.errstate(all="ignore"):
-        return np.asarray(getattr(np, UFUNCS[op])(*converted)).astype(dtype, copy=False)
+        return np.asarray(numpy_function(op)(*converted)).astype(dtype, copy=False)
 
 
 def evaluate_on_arrays(op: str, args: list, types: list[Type] | None, result: Type | None):
@@ -240,7 +248,7 @@ def evaluate_on_arrays(op: str, args: list, types: list[Type] | None, result: Ty
     broadcast_shape([np.shape(a) for a in args if isinstance(a, np.ndarray)])
     if types is None or result is None or not has_array(types):
         with np.errstate(all="ignore"):
-            return np.array(getattr(np, UFUNCS[op])(*args))
+            return np.array(numpy_function(op)(*args))
     plan = array_plan(op, tuple(types))
     out = apply_numpy(op, args, list(plan.operands), plan.result)
     return np.array(out, copy=True)

@@ -35,16 +35,17 @@ _MATH = ("pure", "raises", "elementwise", "math")
 
 
 def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="math1",
-           complex_=None):
+           complex_=None, ufunc=None):
     """A unary `math` function on floats, `math.<name>`, and NumPy's `np.<numpy>`; `vjp`
     gives x's adjoint from (e, g, x, out); `complex_`: the routine computing NumPy's function
-    on a complex (backend/llvm/complexes.py), where NumPy has one."""
+    on a complex (backend/llvm/complexes.py), where NumPy has one; `ufunc`: its array form
+    where NumPy has no function (`libm_ufunc`)."""
     rule = float_or_complex_rule if complex_ else float_rule
     llvm = {"f": lowering, "c": Routine(complex_)} if complex_ else {"f": lowering}
     traits = (*_MATH, "holomorphic") if complex_ else _MATH  # its rule: g * f'(z) on complexes
     _def(name, 1, rule, fn, llvm, traits, check=check, can_overflow=can_overflow,
          cuda={"f": CExpr(f"{name}({{0}})")},
-         python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp))
+         python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp), ufunc=ufunc)
 
 
 def _math2(name, fn, lowering, vjp, numpy=None, python=None, check="math1", c_name=None, **kw):
@@ -127,9 +128,25 @@ def _erf_adjoint(e, g, x, out):
                                e.op("exp", e.op("neg", v.sq(e, x)))))
 
 
-_math1("erf", math.erf, LibCall("erf"), None, _erf_adjoint)
+def libm_ufunc(fn):
+    """`fn`, a `math` function NumPy lacks, computed as a ufunc would compute it on NumPy
+    arrays and scalars: each element by `fn` (libm's on Linux, as compiled code calls it)
+    in double precision, the result in the dtype np.sin gives (float32 stays float32). It
+    is the array form the interpreter runs, so that vmap batches math.erf."""
+    def function(x):
+        import numpy as np
+
+        x = np.asarray(x)
+        dtype = np.sin(np.zeros((), x.dtype)).dtype
+        flat = np.fromiter(map(fn, x.astype(np.float64).ravel().tolist()), np.float64, x.size)
+        return flat.reshape(x.shape).astype(dtype)[()]
+    function.__name__ = fn.__name__
+    return function
+
+
+_math1("erf", math.erf, LibCall("erf"), None, _erf_adjoint, ufunc=libm_ufunc(math.erf))
 _math1("erfc", math.erfc, LibCall("erfc"), None,
-       lambda e, g, x, out: e.op("neg", _erf_adjoint(e, g, x, out)))
+       lambda e, g, x, out: e.op("neg", _erf_adjoint(e, g, x, out)), ufunc=libm_ufunc(math.erfc))
 _math1("fabs", math.fabs, Intrinsic("llvm.fabs"), "fabs",
        lambda e, g, x, out: v.sign_times(e, g, x), check=None)
 

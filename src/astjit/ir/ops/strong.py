@@ -48,7 +48,14 @@ from ..types import (
     strong,
     weak,
 )
-from .elementwise import BOOL_LOGIC, has_array, in_numpy_dtype, instead, numpy_result_dtype
+from .elementwise import (
+    BOOL_LOGIC,
+    has_array,
+    in_numpy_dtype,
+    instead,
+    numpy_function,
+    numpy_result_dtype,
+)
 from .table import OPS, OpTypeError
 
 NUMPY_ONLY = ("where", "real", "imag")
@@ -136,7 +143,7 @@ def evaluate_numpy(op: str, operand_types: list[Type] | None, result_type: Type 
     types, giving a Python scalar (as the interpreter represents every scalar)."""
     import numpy
 
-    ufunc = getattr(numpy, OPS[op].ufunc)
+    ufunc = numpy_function(op)
 
     def evaluate(*args):
         if operand_types is not None:

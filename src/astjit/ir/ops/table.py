@@ -137,8 +137,10 @@ class OpDef:
     """The Python spellings that lower to this op (`math.sin`, `abs`)."""
     numpy: tuple[str, ...] = ()
     """The NumPy functions (`np.<name>`) that lower to this op."""
-    ufunc: str | None = None
-    """The NumPy function computing the op (its array form, its NumPy-scalar semantics)."""
+    ufunc: str | Callable | None = None
+    """The NumPy function computing the op (its array form, its NumPy-scalar semantics): its
+    name in `np`, or, for an op NumPy lacks (math.erf), a function computing it as a ufunc
+    would, on NumPy arrays and scalars (`elementwise.numpy_function`)."""
     cuda: Any = None
     """The GPU lowering: `CExpr`s by operand kind (in a kernel), `OnHost` (the host program
     runs it), or a `Refused`."""

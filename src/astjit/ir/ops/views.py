@@ -110,7 +110,7 @@ def inplace_problem(op: str, target: ArrayType, operand, new) -> tuple[str, str]
     import numpy
 
     from ..types import NUMPY_NAMES
-    from .elementwise import UFUNCS
+    from .elementwise import numpy_function
 
     if op == "matmul":
         if target.ndim < 1 or not isinstance(operand, ArrayType) or operand.ndim < 2:
@@ -118,7 +118,7 @@ def inplace_problem(op: str, target: ArrayType, operand, new) -> tuple[str, str]
                                   "have at least one and the second at least two dimensions.")
         name = "matmul"
     else:
-        name = getattr(numpy, UFUNCS[op]).__name__
+        name = numpy_function(op).__name__
     if not isinstance(new, ArrayType):
         if not (isinstance(new, ScalarType) and target.ndim == 0):
             return None
