@@ -31,7 +31,12 @@ astjit's modules are byte-compiled first (`byte_compile_astjit`), as an installa
 them and as Numba's and JAX's are: a first call imports the compiler's modules it has
 not used yet (the AD transforms for a gradient), and with `PYTHONDONTWRITEBYTECODE` set
 in a checkout being edited, every child compiled those from source (about 50 ms of CPU
-of a gradient's first call).
+of a gradient's first call). `--installed` times astjit laid out as pip installs a wheel
+(cache_run.py's `install`, first on the children's path): its runtime cache is keyed on
+the wheel's RECORD, where a development checkout's is keyed on each source file's
+modification time, so that in a checkout others edit while this runs, an edit between
+the untimed child that fills the runtime cache and the timed ones makes them compile the
+runtime afresh (docs/caching.md).
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ SOFTMAX_ROWS = 2048
 RESULTS_JSON = BUILD_DIR / "compile_latency.json"
 RUNTIME_CACHE = BUILD_DIR / "runtime_cache"
 """The astjit children's cache folder in `--runtime-cache warm` runs."""
+SITE: str | None = None
+"""The folder astjit is installed into with `--installed` (first on the children's path)."""
 
 
 def _warm(x):
@@ -193,6 +200,9 @@ def run_child(engine: str, group: str, name: str, timeout: float, runtime_cache:
     with tempfile.TemporaryDirectory(prefix="astjit-cold-") as empty:
         folder = RUNTIME_CACHE if runtime_cache == "warm" else empty
         environment = dict(os.environ, ASTJIT_CACHE_DIR=str(folder))
+        if SITE is not None:
+            environment["PYTHONPATH"] = os.pathsep.join(
+                [SITE, *filter(None, [environment.get("PYTHONPATH")])])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                                   cwd=HERE, env=environment)
@@ -269,12 +279,16 @@ RUNTIME_NOTE = {
 
 
 def byte_compile_astjit() -> None:
-    """Write the `.pyc` files of astjit's modules that are missing or stale."""
-    folder = os.path.dirname(importlib.util.find_spec("astjit").origin)
+    """Write the `.pyc` files of the children's astjit's modules that are missing or stale."""
+    if SITE is not None:
+        folder = os.path.join(SITE, "astjit")
+    else:
+        folder = os.path.dirname(importlib.util.find_spec("astjit").origin)
     compileall.compile_dir(folder, quiet=1)
 
 
 def main() -> None:
+    global SITE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "GROUP", "NAME"),
                         help=argparse.SUPPRESS)
@@ -284,10 +298,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child")
     parser.add_argument("--runtime-cache", choices=tuple(RUNTIME_NOTE), default="warm",
                         help="astjit's runtime cache: shared and filled first, or empty")
+    parser.add_argument("--installed", action="store_true",
+                        help="astjit installed as from a wheel (see above)")
     options = parser.parse_args()
     if options.child:
         print(json.dumps(child(*options.child)))
         return
+    if options.installed:
+        from cache_run import install
+
+        keep = tempfile.TemporaryDirectory()
+        SITE = install(keep.name)
     byte_compile_astjit()
     rows = []
     for group, name in kernels():
@@ -297,11 +318,13 @@ def main() -> None:
         rows.append(measure(group, name, options.repeats, options.timeout,
                             options.runtime_cache))
     print(report(rows, options.runtime_cache))
+    if SITE is not None:
+        print("astjit installed as from a wheel (--installed).")
     BUILD_DIR.mkdir(exist_ok=True)
     results = RESULTS_JSON.with_name("compile_latency_cold.json") if \
         options.runtime_cache == "cold" else RESULTS_JSON
     results.write_text(json.dumps({"target": TARGET, "runtime_cache": options.runtime_cache,
-                                        "results": rows}, indent=1))
+                                   "installed": options.installed, "results": rows}, indent=1))
 
 
 if __name__ == "__main__":
