@@ -275,17 +275,6 @@ def test_float_gradient_beside_complex_values():
     np.testing.assert_allclose(got, numeric, rtol=1e-6)
 
 
-def complex_kernel(z):
-    return np.exp(z) * z
-
-
-def test_gpu_backend_refuses_complex_kernels():
-    """The GPU backend has no complex kernels yet: a CompileError naming the CPU target,
-    raised while compiling (so the simulator's compiler is never needed)."""
-    with pytest.raises(CompileError, match="for the CPU"):
-        jit(complex_kernel, target="cuda-sim")(np.array([1 + 2j, -0.5j]))
-
-
 def magnitudes(z, i):
     return np.abs(z), np.abs(z[::3]), np.abs(z[i])
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 import struct
 
-from ...errors import CompileError
-from ...ir.types import BOOL, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType
+from ...ir.types import BOOL, C64, C128, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, ScalarType
 
 C_TYPES: dict[ScalarType, str] = {F64: "double", F32: "float", I64: "long long", I32: "int",
                                   I16: "short", I8: "signed char", U64: "unsigned long long",
@@ -18,17 +17,18 @@ C_TYPES: dict[ScalarType, str] = {F64: "double", F32: "float", I64: "long long",
                                   U8: "unsigned char", BOOL: "bool"}
 """The C type of each IR scalar type a kernel computes with (C's integer arithmetic wraps
 unsigned types; a kernel's result is stored narrowed, so signed ones wrap as NumPy's do
-on every target NVRTC compiles for). A complex has none: its ops run on the host."""
+on every target NVRTC compiles for)."""
+
+COMPLEX_C_TYPES: dict[ScalarType, str] = {C64: "astjit_c64", C128: "astjit_c128"}
+"""The complex types, the prelude's structs of two parts (complexes.h): what fused kernels
+compute with; element loops and `vectorize` take C_TYPES' only."""
 
 
 def c_type(t: ScalarType) -> str:
     """The C spelling of scalar type `t` (strength does not matter to C)."""
-    for ir_type, name in C_TYPES.items():
+    for ir_type, name in (*C_TYPES.items(), *COMPLEX_C_TYPES.items()):
         if ir_type == t:
             return name
-    if getattr(t, "is_complex", False):
-        raise CompileError(f"the GPU backend has no kernels of complex numbers ({t}) yet: "
-                           "compile this function for the CPU (docs/arrays.md: complex)")
     raise KeyError(f"no C type for {t}")
 
 
@@ -37,6 +37,9 @@ def c_literal(value: object, t: ScalarType) -> str:
     kernel source includes no header, so there is no INFINITY)."""
     if t == BOOL:
         return "true" if value else "false"
+    if t.is_complex:
+        z, part = complex(value), F32 if t == C64 else F64
+        return f"{c_type(t)}{{{c_literal(z.real, part)}, {c_literal(z.imag, part)}}}"
     if t.is_float:
         x = float(value)
         if t == F32:

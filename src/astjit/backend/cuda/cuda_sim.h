@@ -43,6 +43,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __align__(n)  // a host array is aligned to its element (NumPy's), not to a pair of floats
 #define __shared__ static
 #define CUDA_SIM_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -6,7 +6,16 @@ Each mirrors the CPU backend's NumPy-semantics routine of the same op
 (backend/llvm/fused.py, divmod_power.py), so the two backends agree bit for bit on
 these ops. A kernel that can fail (an integer power with a negative exponent) records
 the first error code in `astjit_error[0]`; the host raises it after the launch.
+
+Complex numbers (complexes.h, C++ kept in a file of its own) follow where kernels compute
+with them (`prelude_for`): other sources, and NVRTC's and the simulator's caches of them,
+stay as they were.
 """
+import functools
+from pathlib import Path
+
+COMPLEX_TYPES = ("astjit_c64", "astjit_c128")
+"""The C types of complex64 and complex128 (complexes.h)."""
 
 PRELUDE = r"""// astjit: NumPy's semantics where C's differ
 template <typename T> __device__ __forceinline__ T astjit_maximum(T a, T b) {
@@ -114,3 +123,17 @@ template <> struct astjit_to<long long> {
 
 ERROR_MESSAGES = {1: ("ValueError", "Integers to negative integer powers are not allowed.")}
 """The codes kernels record in `astjit_error`, and the exception each one raises."""
+
+
+
+def prelude_for(kernels: str) -> str:
+    """The device functions to put before `kernels` (C source): PRELUDE, and the complex
+    numbers' where a kernel computes with them."""
+    if not any(name in kernels for name in COMPLEX_TYPES):
+        return PRELUDE
+    return PRELUDE + _complexes()
+
+
+@functools.cache
+def _complexes() -> str:
+    return Path(__file__).with_name("complexes.h").read_text()

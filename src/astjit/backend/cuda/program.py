@@ -16,7 +16,7 @@ from ...ir.printer import ValueNames, format_node
 from .csource import Source
 from .element_loops import ElementLoop, element_loop, emit_element_loop, host_note
 from .elementwise import emit_elementwise
-from .prelude import PRELUDE
+from .prelude import prelude_for
 from .reductions import emit_reduction
 from .rows import emit_rows, has_row_kernel
 
@@ -34,11 +34,11 @@ class DeviceProgram:
 
 def lower_module(module: Module) -> DeviceProgram:
     src = Source()
-    src.lines += PRELUDE.splitlines()
     launches: dict[Node, list[str]] = {}
     for graph in module.graphs.values():
         _lower_graph(src, graph, ValueNames(graph), launches)
-    source = src.text()
+    kernels = src.text()
+    source = prelude_for(kernels) + kernels
     return DeviceProgram(source, _signatures(source), launches)
 
 

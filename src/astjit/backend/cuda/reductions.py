@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ...ir.core import Node
 from ...ir.kernels import fused_attrs
 from ...ir.ops import CExpr, lowering_for
+from ...ir.ops.complexes import part_type
 from ...ir.ops.reductions import REDUCTIONS
 from ...ir.types import ArrayType, ScalarType
 from .csource import Source, c_literal, c_type
@@ -121,7 +122,9 @@ def _combine(row: dict[str, CExpr], accumulator: ScalarType) -> str:
 
 
 def _finish(finish: CExpr | None, code: ReductionCode, acc: str, count: str) -> str:
+    """The finished result of accumulator `acc` over `count` elements (np.mean's division:
+    of a complex, each part by the count in the parts' type, as the CPU's)."""
     if finish is None:
         return f"({c_type(code.result)}){acc}"
-    value = finish.template.format(acc, f"({c_type(code.accumulator)}){count}")
+    value = finish.template.format(acc, f"({c_type(part_type(code.accumulator))}){count}")
     return f"({c_type(code.result)}){value}"

@@ -41,11 +41,20 @@ def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarTy
     template = None
     if isinstance(lowering, dict):
         template = lowering_for(lowering, types[0] if types else result)
+    if types and getattr(types[0], "is_complex", False) and not _cpu_computes(op, types[0]):
+        raise CompileError(f"'{op}' has no GPU lowering for operands of type {types[0]}", loc)
     if not isinstance(template, CExpr):
         raise CompileError(f"'{op}' cannot run {where}", loc)
     value = c_literal(attrs["value"], result) if op == "const" else ""
     return template.template.format(*operands, T=c_type(result), value=value,
                                     attrs=_AttrFlags(attrs))
+
+
+def _cpu_computes(op: str, t: ScalarType) -> bool:
+    """Whether the CPU backend computes `op` on complex operands of type `t`: a '*' template
+    (a C operator, which complexes.h overloads: `+`, `==`) takes complex numbers only then
+    (`<` of complex numbers is refused on both)."""
+    return any(lowering_for(table, t) is not None for table in (OPS[op].llvm_numpy, OPS[op].llvm))
 
 
 class _AttrFlags(dict):

@@ -41,6 +41,17 @@ CXX_FLAGS = (
     "-fvisibility=hidden",  # each module keeps its own simulator state; only trampolines are exported
 )
 
+
+class _Complex64(ctypes.Structure):
+    """complexes.h's astjit_c64 (passed by value): its parts."""
+    _fields_ = [("re", ctypes.c_float), ("im", ctypes.c_float)]
+
+
+class _Complex128(ctypes.Structure):
+    """complexes.h's astjit_c128."""
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
 # C type -> (ctypes type, NumPy dtype) for kernel parameters (LP64: long is 64 bits).
 _TYPES = {
     "bool": (ctypes.c_bool, np.bool_),
@@ -56,6 +67,8 @@ _TYPES = {
     "unsigned long long": (ctypes.c_ulonglong, np.uint64),
     "float": (ctypes.c_float, np.float32),
     "double": (ctypes.c_double, np.float64),
+    "astjit_c64": (_Complex64, np.complex64),
+    "astjit_c128": (_Complex128, np.complex128),
 }
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict"}
 _MAX_BLOCK = (1024, 1024, 64)
@@ -161,6 +174,9 @@ def _argument(kernel: str, index: int, param: Param, value):
         return c_type(bool(value))
     if param.dtype.kind == "f":
         return c_type(float(value))
+    if param.dtype.kind == "c":
+        z = complex(value)
+        return c_type(z.real, z.imag)
     number = operator.index(value)
     info = np.iinfo(param.dtype)
     if not info.min <= number <= info.max:

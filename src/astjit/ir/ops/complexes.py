@@ -19,7 +19,7 @@ from . import complex_rules as rules
 from . import vjp as v
 from .batching import each
 from .declare import _def
-from .table import CExpr, OpTypeError, Refused, Routine, _numeric, float_rule
+from .table import CExpr, OpTypeError, Routine, _numeric, float_rule
 
 _ELEMENTWISE = ("pure", "elementwise")
 _WITH_RULES = (*_ELEMENTWISE, "complex_rule")
@@ -161,8 +161,7 @@ def complex_sign_expand(inference, node, inputs, out):
 
 _def("complex_sign", 1, _conj_rule, numpy_sign, {"c": Routine("complex_sign")},
      _WITH_RULES, ufunc="sign",
-     cuda=Refused("np.sign of complex numbers is not computed on the GPU yet: compute it on "
-                  "the CPU target, or write z / np.abs(z) (NumPy's np.sign where z != 0)"),
+     cuda={"c": CExpr("astjit_csign({0})")},
      vjp=v.unary(rules.sign_adjoint),
      jvp=lambda e, d, ins, out, attrs: rules.sign_tangent(e, d[0], ins[0], out),
      doc="np.sign(z) of a complex, NumPy 2's: z / hypot(re, im), 0 for 0; NaN for a NaN "

@@ -38,13 +38,16 @@ def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="
            complex_=None, ufunc=None):
     """A unary `math` function on floats, `math.<name>`, and NumPy's `np.<numpy>`; `vjp`
     gives x's adjoint from (e, g, x, out); `complex_`: the routine computing NumPy's function
-    on a complex (backend/llvm/complexes.py), where NumPy has one; `ufunc`: its array form
-    where NumPy has no function (`libm_ufunc`)."""
+    on a complex (backend/llvm/complexes.py), where NumPy has one (on the GPU the prelude's
+    `astjit_c<name>`, backend/cuda/complexes.h); `ufunc`: its array form where NumPy has no
+    function (`libm_ufunc`)."""
     rule = float_or_complex_rule if complex_ else float_rule
     llvm = {"f": lowering, "c": Routine(complex_)} if complex_ else {"f": lowering}
+    cuda = {"f": CExpr(f"{name}({{0}})")}
+    if complex_:
+        cuda["c"] = CExpr(f"astjit_c{name}({{0}})")
     traits = (*_MATH, "holomorphic") if complex_ else _MATH  # its rule: g * f'(z) on complexes
-    _def(name, 1, rule, fn, llvm, traits, check=check, can_overflow=can_overflow,
-         cuda={"f": CExpr(f"{name}({{0}})")},
+    _def(name, 1, rule, fn, llvm, traits, check=check, can_overflow=can_overflow, cuda=cuda,
          python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp), ufunc=ufunc)
 
 
@@ -213,7 +216,7 @@ _math2("fpow", math.pow, Routine("math_pow"), v.pow_vjp, numpy="", python="pow",
 for _name, _fn in [("isnan", math.isnan), ("isinf", math.isinf), ("isfinite", math.isfinite)]:
     _def(_name, 1, complex_pred_rule, _fn, {"f": Routine(_name), "c": Routine(f"complex_{_name}")},
          ("pure", "elementwise", "math"),
-         cuda={"f": CExpr(f"{_name}({{0}})")},
+         cuda={"f": CExpr(f"{_name}({{0}})"), "c": CExpr(f"astjit_c{_name}({{0}})")},
          python=(f"math.{_name}",), numpy=(_name,), zero_derivative="a bool")
 
 

@@ -252,7 +252,8 @@ _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_el
 _def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")},
      ("pure", "raises", "complex_rule"),
      decide=_decide_cast, batch=_cast_batch,
-     llvm_numpy={"f": Routine("cast_numpy")}, cuda={"*": CExpr("astjit_to<{T}>::from({0})")},
+     llvm_numpy={"f": Routine("cast_numpy")},
+     cuda={"*": CExpr("astjit_to<{T}>::from({0})"), "c": CExpr("astjit_complex_to<{T}>::from({0})")},
      vjp=v.unary(_cast_adjoint),
      doc="int(x), float(x), bool(x): float to int raises on NaN and infinity")
 _def("select", 3, select_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
@@ -280,7 +281,7 @@ _def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")},
      (*_ARITH_RAISES, "holomorphic"),
      llvm_numpy={"f": Builder("fdiv"), "c": Routine("complex_div")},
      numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
-     cuda={"f": CExpr("({0} / {1})")})
+     cuda={"f": CExpr("({0} / {1})"), "c": CExpr("({0} / {1})")})
 _def("floordiv", 2, arith_rule, operator.floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
      llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy"),
@@ -342,7 +343,8 @@ _def("pow", 2, arith_rule, _pow, {"f": Routine("pow_float"), "i": Routine("pow_i
                                 "i": Routine("pow_int_numpy")},
      numpy=("power",), vjp=v.pow_vjp, operands=_pow_operands,
      cuda={"f": CExpr("astjit_pow_float({0}, {1}, {attrs[sqrt_at_half]})"),
-           "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)")})
+           "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)"),
+           "c": CExpr("astjit_cpow({0}, {1}, {attrs[sqrt_at_half]})")})
 
 
 def _shift_on_arrays(types):
@@ -429,7 +431,8 @@ _def("abs", 1, abs_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_in
                                       "u": Routine("identity"), "b": Routine("identity"),
                                       "c": Routine("complex_abs")},
      (*_OPERATOR, "complex_rule"), python=("abs",), numpy=("absolute", "abs"),
-     cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})"), "b": CExpr("{0}")},
+     cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})"), "b": CExpr("{0}"),
+           "c": CExpr("astjit_cabs({0})")},
      vjp=v.unary(_abs_adjoint), jvp=_abs_tangent)
 
 

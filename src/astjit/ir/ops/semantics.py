@@ -60,8 +60,13 @@ def int_result(fn):
 
 
 def py_cast(x, to):
+    """`x` as type `to`, as the CPU's `cast` computes it: a complex as a real keeps its real
+    part (NumPy's astype), a real as a complex is x + 0i."""
     if to == BOOL:
         return bool(x)
+    if to.is_complex:
+        return complex(x)
+    x = x.real
     if to.is_float:
         return float(x)
     return in_int64(int(x)) if isinstance(x, float) else int(x)

@@ -1,0 +1,174 @@
+"""Complex arrays on the GPU backend (issue 14), checked without a GPU: the kernels run on
+the host simulator (target="cuda-sim") against NumPy, and their sources compile to PTX
+with NVRTC. Each function batches many operations, so each dtype costs one build."""
+import numpy as np
+import pytest
+from cuda_checks import compile_to_ptx
+
+from astjit import grad, jit
+from astjit.errors import CompileError
+
+pytestmark = pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # astype(float)
+
+TOLERANCE = {np.complex64: 1e-5, np.complex128: 1e-11}
+"""The GPU tests' tolerance of the parts' float type (test_cuda_backend.check_same)."""
+
+
+def arithmetic(z, w, x):
+    return (z + w, z - w, z * w, z / w, -z, z == w, z != w, np.abs(z), np.real(z) + np.imag(w),
+            np.conj(z), np.angle(z), z * 2.0 + x, x / z, (z * w).astype(np.float64),
+            z.astype(np.complex64), x.astype(np.complex128) + z, np.isnan(z), np.isinf(z),
+            np.isfinite(z), np.where(np.abs(z) > 1.0, z, w), z * z[1], np.sign(z))
+
+
+def functions(z):
+    return (np.exp(z), np.log(z), np.sqrt(z), np.sin(z), np.cos(z), np.tan(z), np.sinh(z),
+            np.cosh(z), np.tanh(z), np.arcsin(z), np.arccos(z), np.arctan(z), np.arcsinh(z),
+            np.arccosh(z), np.arctanh(z), np.log2(z), np.log10(z), np.exp2(z), np.log1p(z),
+            np.expm1(z))
+
+
+def powers(z, w):
+    return z ** w, z ** 2, z ** -3, z ** 0.5, z ** 2.5, np.power(z, 7)
+
+
+def reductions(z):
+    return (np.sum(z), np.prod(z[:6]), np.mean(z), np.sum(z, axis=0), np.mean(z, axis=1),
+            np.prod(z, axis=1), np.sum(z * z, axis=1, keepdims=True))
+
+
+def _points(dtype) -> np.ndarray:
+    """Every quadrant at small, moderate and large magnitudes (past exp's overflow, near the
+    type's least and largest numbers), the axes (signed zeros on the branch cuts of the
+    inverse functions), the unit circle."""
+    parts = [0.0, -0.0, 1e-7, -3e-4, 0.3, -0.7, 1.0, -1.0, 1.5, -2.5, 7.0, -30.0, 100.0, -720.0,
+             1e5, -3e15, 1e30, 1e-20]
+    parts += [1e-40] if dtype == np.complex64 else [1e200, -1e300, 1e-300]
+    points = np.array([complex(a, b) for a in parts for b in parts], dtype=dtype)
+    return np.concatenate([points, np.exp(1j * np.linspace(-3, 3, 8)).astype(dtype)])
+
+
+def _operands(dtype):
+    rng = np.random.default_rng(7)
+    z = (rng.normal(size=24) + 1j * rng.normal(size=24)).astype(dtype)
+    w = (rng.normal(size=24) * 3 + 1j * rng.normal(size=24)).astype(dtype)
+    w[:3] = [0, 1j, -2.5]  # a zero divisor; purely imaginary and real ones
+    x = rng.normal(size=24).astype(np.float32 if dtype == np.complex64 else np.float64)
+    return z, w, x
+
+
+def _check(got, expected, tol, where):
+    """Part by part: an infinite part beside a finite one compares each on its own."""
+    assert len(got) == len(expected)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        g, e = np.asarray(g), np.asarray(e)
+        assert g.dtype == e.dtype and g.shape == e.shape, (where, k, g.dtype, e.dtype)
+        for part in (np.real, np.imag):
+            np.testing.assert_allclose(part(g), part(e), rtol=tol, atol=tol, equal_nan=True,
+                                       err_msg=f"{where}[{k}] {part.__name__}")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_arithmetic_parts_and_predicates_agree_with_numpy(dtype):
+    z, w, x = _operands(dtype)
+    with np.errstate(all="ignore"):
+        _check(jit(arithmetic, target="cuda-sim")(z, w, x), arithmetic(z, w, x), TOLERANCE[dtype],
+               "arithmetic")
+
+
+def test_special_values_as_numpy():
+    """NumPy 2's |z| (an infinite part wins over NaN), Smith's division by zero, NaN parts."""
+    inf, nan = np.inf, np.nan
+    z = np.array([complex(inf, nan), complex(nan, inf), complex(nan, 1), complex(3, 4), 0j,
+                  complex(-inf, 2), complex(1e300, 1e300), complex(1, 0)])
+    w = np.array([1 + 1j, 2 + 0j, 1j, 0j, 0j, 1 + 0j, 1e-300 + 0j, complex(0, -0.0)])
+    x = np.ones(len(z))
+    with np.errstate(all="ignore"):
+        expected = arithmetic(z, w, x)
+        got = jit(arithmetic, target="cuda-sim")(z, w, x)
+    for k in (2, 3, 7, 21):  # *, /, |z|, np.sign: the infinities and NaNs themselves
+        np.testing.assert_array_equal(got[k], expected[k], err_msg=str(k))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_elementary_functions_agree_with_numpy(dtype):
+    z = _points(dtype)
+    with np.errstate(all="ignore"):
+        expected = functions(z)
+    _check(jit(functions, target="cuda-sim")(z), expected, TOLERANCE[dtype], "functions")
+
+
+def test_infinities_nans_and_signed_zeros_as_numpy():
+    """C99 Annex G's values, and glibc's where it leaves a sign open: each part NaN where
+    NumPy's is, else equal to it, zeros with its sign."""
+    parts = (0.0, -0.0, 2.0, -2.0, np.inf, -np.inf, np.nan)
+    z = np.array([complex(a, b) for a in parts for b in parts])
+    with np.errstate(all="ignore"):
+        expected = functions(z)
+    got = jit(functions, target="cuda-sim")(z)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        for part in ("real", "imag"):
+            gp, ep = getattr(g, part), getattr(e, part)
+            shown = f"functions[{k}].{part} of {z}"
+            np.testing.assert_allclose(gp, ep, rtol=1e-15, atol=0, equal_nan=True, err_msg=shown)
+            assert (np.signbit(gp) == np.signbit(ep))[ep == 0].all(), shown
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_powers_agree_with_numpy(dtype):
+    z, w, _ = _operands(dtype)
+    z[0], z[1], w[4] = 0, -4, 0  # 0 ** w, -4 ** 0.5 (csqrt: 2j), z ** 0
+    with np.errstate(all="ignore"):
+        expected = powers(z, w)
+    _check(jit(powers, target="cuda-sim")(z, w), expected, TOLERANCE[dtype], "powers")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_reductions_agree_with_numpy(dtype, launches):
+    rng = np.random.default_rng(3)
+    z = ((rng.normal(size=(40, 300)) + 1j * rng.normal(size=(40, 300))) / 2).astype(dtype)
+    _check(jit(reductions, target="cuda-sim")(z), reductions(z), 10 * TOLERANCE[dtype], "reductions")
+    assert any(name.endswith("_f") for name in launches)  # a full sum combines block partials
+
+
+def real_valued(z):
+    return np.sum(np.abs(z * z + 1.0) + np.angle(z) + np.real(np.exp(z)) * np.imag(z))
+
+
+def test_gradients_agree_with_the_cpu():
+    """JAX's convention (docs/arrays.md): the kernels of the derivative compute with the
+    parts and conjugates (np.real, np.conj of complex values in a kernel)."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=16) + 1j * rng.normal(size=16)
+    np.testing.assert_allclose(jit(grad(real_valued), target="cuda-sim")(z), grad(real_valued)(z),
+                               rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("fn,make", [
+    (arithmetic, lambda: _operands(np.complex128)), (arithmetic, lambda: _operands(np.complex64)),
+    (functions, lambda: (_points(np.complex64),)), (functions, lambda: (_points(np.complex128),)),
+    (powers, lambda: _operands(np.complex128)[:2]), (reductions, lambda: (np.ones((4, 8), np.complex64),))],
+    ids=["arithmetic128", "arithmetic64", "functions64", "functions128", "powers", "reductions"])
+def test_complex_sources_compile_with_nvrtc(fn, make):
+    source = jit(fn, target="gpu").ir(*make(), stage="cuda")
+    assert "astjit_c" in source
+    assert compile_to_ptx(source).count(b".entry") == source.count("__global__")
+
+
+def less(z, w):
+    return z < w
+
+
+def maximum(z, w):
+    return np.maximum(z, w)
+
+
+@pytest.mark.parametrize("fn", [less, maximum])
+def test_what_the_cpu_refuses_the_gpu_refuses(fn):
+    z = np.ones(3, np.complex128)
+    with pytest.raises(CompileError) as cpu:
+        jit(fn)(z, z)
+    with pytest.raises(CompileError) as gpu:
+        jit(fn, target="cuda-sim")(z, z)
+    assert type(gpu.value) is type(cpu.value)
+    assert str(gpu.value) == str(cpu.value).replace("no CPU lowering", "no GPU lowering")
