@@ -31,7 +31,7 @@ from ..passes.inline import clone_node
 from ..types import TapeType, TupleType
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
-from .forward_activity import SHARING_OPS, active_values, differentiable
+from .forward_activity import SHARING_OPS, active_values, differentiable, written_memory
 from .forward_rules import leaf_tangent, zeros_like
 
 __all__ = ["NotDifferentiableError", "forward_graph", "jvp_graph_name"]
@@ -80,8 +80,7 @@ def _build_jvp(module: Module, graph: Graph, jvp_name: str, tangent_params: list
 
     The graph is registered before its body is built, so recursive calls can name it.
     """
-    transform = _Transform(module, active_values(graph, tangent_params),
-                           writes_into_arrays(graph))
+    transform = _Transform(module, active_values(graph, tangent_params), written_memory(graph))
     jvp = Graph(jvp_name, loc=graph.loc)
     jvp.params = transform.params(graph.params, tangent_params)
     _zero_tangents_of_other_params(graph, jvp, transform)
@@ -126,15 +125,15 @@ class _Transform:
 
     `mapping` takes each original value to its copy, `tangents` each active
     original value to its tangent in the new graph; Values are unique, so one
-    map of each serves the function and all its regions. `writes`: whether the
-    graph writes into arrays, so that a new array must not share its tangent
-    with another array (forward_rules.py).
+    map of each serves the function and all its regions. `written`: the values whose
+    memory the graph may write into (`written_memory`), so that a new array made from
+    or into one of them does not share its tangent with another array (forward_rules.py).
     """
 
-    def __init__(self, module: Module, active: set[Value], writes: bool):
+    def __init__(self, module: Module, active: set[Value], written: set[Value]):
         self.module = module
         self.active = active
-        self.writes = writes
+        self.written = written
         self.mapping: dict[Value, Value] = {}
         self.tangents: dict[Value, Value] = {}
 
@@ -185,8 +184,8 @@ class _Transform:
         if out not in self.active and not writes:
             return
         tangents = [self.tangents.get(v) for v in node.inputs]
-        tangent = leaf_tangent(e, node, copy.inputs, copy.outputs[0], tangents,
-                               fresh=self.writes and node.op not in SHARING_OPS)
+        fresh = node.op not in SHARING_OPS and not self.written.isdisjoint([out, *node.inputs])
+        tangent = leaf_tangent(e, node, copy.inputs, copy.outputs[0], tangents, fresh=fresh)
         if out in self.active:
             self.tangents[out] = tangent
 

@@ -154,6 +154,46 @@ def memory_families(graph: Graph) -> list[set[Value]]:
     return list(families.values())
 
 
+def written_memory(graph: Graph) -> set[Value]:
+    """The array values of `graph` whose memory a write of it may change: the families of
+    the arrays written into and of those given to a call, where a family also links what a
+    leaf op's result may be, every op but those that make a new array (`sum_to_like` may
+    return its operand). A tangent shared with none of them need not be copied: nothing
+    writes into it."""
+    parent: dict[Value, Value] = {}
+
+    def root(v: Value) -> Value:
+        while parent.setdefault(v, v) is not v:
+            v = parent[v]
+        return v
+
+    def link(*values: Value) -> None:
+        memory = [v for v in values if _is_memory(v.type)]
+        for v in memory[1:]:
+            parent[root(v)] = root(memory[0])
+
+    for family in memory_families(graph):
+        link(*family)
+    targets = []
+    for node in graph.walk():
+        opdef = OPS.get(node.op)
+        if node.op == "call":
+            targets += node.inputs
+        elif opdef is not None and "writes" in opdef.traits:
+            targets.append(node.inputs[0])
+        if opdef is not None and not _makes_new_arrays(opdef) and node.op not in SHARING_OPS:
+            link(*node.outputs, *node.inputs)
+    written = {root(v) for v in targets if _is_memory(v.type)}
+    return {v for v in parent if root(v) in written}
+
+
+def _makes_new_arrays(opdef) -> bool:
+    """Whether the op's array result is always a new array (`array_astype` may be its
+    operand)."""
+    return ("allocates" in opdef.traits or "elementwise" in opdef.traits) \
+        and opdef.name != "array_astype"
+
+
 SHARING_OPS = frozenset({"array_view", "array_transpose", "array_reshape", "diag",
                          "add_at", "add_into", "set_at", "zero_into", "complex_part"})
 """Leaf ops whose result may be (a view of) their first input's memory."""
