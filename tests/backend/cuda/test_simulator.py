@@ -348,7 +348,21 @@ def test_modules_are_cached_in_process_and_on_disk(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", script, source], env=env, capture_output=True,
                            text=True, check=True).stdout.strip() for _ in range(2)]
     assert runs == ["True", "False"]
-    assert [p.suffix for p in tmp_path.iterdir()] == [".so"]
+    assert [p.suffix for p in tmp_path.iterdir() if p.is_file()] == [".so"]
+    # beside it, the header the first run precompiled (and only that: no partial files left)
+    [pch] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert sorted(p.name for p in pch.iterdir()) == ["cuda_sim.h", "cuda_sim.h.gch"]
+
+
+def test_a_precompiled_header_that_does_not_fit_is_read_past(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASTJIT_SIM_CACHE", str(tmp_path))
+    fill = 'extern "C" __global__ void fill(double* x) {{ x[threadIdx.x] = {}; }}'
+    compile_source(fill.format(6.25), {"fill": ["double*"]})
+    [gch] = tmp_path.glob("*/cuda_sim.h.gch")
+    gch.write_bytes(b"not a precompiled header")  # as one of another g++ would be
+    x = np.zeros(3)
+    compile_source(fill.format(6.5), {"fill": ["double*"]}).launch("fill", 1, 3, [x])
+    np.testing.assert_array_equal(x, 6.5)
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))

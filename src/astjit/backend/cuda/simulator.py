@@ -11,7 +11,8 @@ kStackBytes); a kernel needing more, or indexing out of bounds, crashes the proc
 Modules are cached per process and on disk ($ASTJIT_SIM_CACHE, else ~/.cache/astjit/cuda-sim),
 keyed by a hash of all that decides the library: source, kernel signatures, header, flags and
 compiler version. A library is written under a temporary name and renamed into place, so
-concurrent processes never load a partial one.
+concurrent processes never load a partial one. The header is precompiled once per cache folder
+(a g++ .gch beside a copy of the header): reading it is half of each module's build.
 """
 from __future__ import annotations
 
@@ -226,7 +227,7 @@ def _build(path: Path, unit: str, source: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             cpp = Path(tmp, "module.cpp")
             cpp.write_text(unit)
-            result = subprocess.run([_compiler(), *CXX_FLAGS, "-I", str(HEADER.parent), str(cpp),
+            result = subprocess.run([_compiler(), *CXX_FLAGS, *_include_flags(), str(cpp),
                                      "-o", partial], capture_output=True, text=True)
         if result.returncode:
             numbered = "\n".join(f"{n:4} | {line}" for n, line in enumerate(source.splitlines(), 1))
@@ -236,6 +237,46 @@ def _build(path: Path, unit: str, source: str) -> None:
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
+
+
+def _include_flags() -> list[str]:
+    """Where the compiler finds cuda_sim.h: first the folder of its precompiled form, where there is
+    one. Parsing the header is half of a module's build, and tests build hundreds of modules."""
+    pch = _precompiled_header(_cache_dir(), _compiler())
+    return ["-I", str(pch.parent)] * (pch is not None) + ["-I", str(HEADER.parent)]
+
+
+@functools.cache
+def _precompiled_header(cache: Path, compiler: str) -> Path | None:
+    """cuda_sim.h.gch, built once per cache folder, header, flags and compiler, beside a copy of the
+    header it was made from; None if the compiler cannot build one. g++ looks for `cuda_sim.h.gch`
+    in each include folder before `cuda_sim.h`, and takes it only where it was built with the
+    compile's flags, otherwise reading the copy: so a compiler without precompiled headers (clang
+    reads none on #include) builds the same library. The folder is named by a hash of what the .gch
+    depends on, since g++ does not check that the header is unchanged."""
+    key = hashlib.sha256("\0".join((_header(), compiler, *CXX_FLAGS, _compiler_version(compiler)))
+                         .encode()).hexdigest()
+    folder = cache / f"pch-{key[:32]}"
+    path = folder / f"{HEADER.name}.gch"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = f"{os.getpid()}-{threading.get_ident()}.part"  # other processes may build it meanwhile
+    header, gch = folder / f"{HEADER.name}.{mine}", folder / f"{path.name}.{mine}"
+    try:
+        header.write_text(_header())
+        os.replace(header, folder / HEADER.name)
+        flags = [f for f in CXX_FLAGS if f != "-shared"]
+        built = subprocess.run([compiler, *flags, "-x", "c++-header", str(folder / HEADER.name),
+                                "-o", str(gch)], capture_output=True).returncode == 0
+        if built:
+            os.replace(gch, path)
+    except OSError:
+        built = False
+    finally:
+        header.unlink(missing_ok=True)
+        gch.unlink(missing_ok=True)
+    return path if built else None
 
 
 def _cache_dir() -> Path:
