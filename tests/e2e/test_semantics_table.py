@@ -110,6 +110,9 @@ TESTED_ELSEWHERE = {
     "array_view": "slices (test_array_views.py)", "array_transpose": "x.T (test_array_views.py)",
     "array_reshape": "x.reshape (test_array_views.py)",
     "complex_part": "np.real/np.imag, z.real/z.imag of complex arrays: views (test_complex_views.py)",
+    # Python complex numbers and cmath, bit for bit against CPython (test_python_complex.py)
+    "complex_new": "complex(a, b)", "cmath_phase": "cmath.phase", "cmath_abs": "cmath.polar",
+    "cmath_rect": "cmath.rect",
     "array_assign": "y[...] = v (test_augmented_assignment.py)",
     "augassign": "x op= v on arrays, in place (test_augmented_assignment.py)",
     "array_dim": "x.shape[i] (test_frontend_arrays.py)",

@@ -319,7 +319,9 @@ def _magnitude(s: Spelling, args) -> float:
 
 def _agree(e: np.ndarray, g: np.ndarray, rtol: float, magnitude: float = 0.0) -> np.ndarray:
     """Elementwise: equal (NaN equal to NaN, -0.0 distinct from 0.0), or within `rtol` of
-    the larger of the expected value and `magnitude`."""
+    the larger of the expected value and `magnitude`; a complex part by part."""
+    if e.dtype.kind == "c":
+        return _agree(e.real, g.real, rtol, magnitude) & _agree(e.imag, g.imag, rtol, magnitude)
     if e.dtype.kind != "f":
         return e == g
     e_nan, g_nan = np.isnan(e), np.isnan(g)

@@ -7,18 +7,22 @@ returns the result; it raises `CallError` for a form that is not supported
 (wrong arity, `round(x, n)`), with a suggested rewrite.
 
 `math_attribute(name)` gives what `math.<name>` means: a constant's value, a
-supported function, or None.
+supported function, or None; `cmath_attribute(name)` what `cmath.<name>` means (the
+handler of a cmath function compiled code lacks raises a CallError naming what to
+write instead).
 """
 from __future__ import annotations
 
 import builtins
+import cmath
 import math
 import sys
 from collections.abc import Callable
 
 from ..ir.core import Value
 from ..ir.ops import OPS
-from ..ir.types import BOOL, F64, I64
+from ..ir.ops.python_complex import PREDICATES
+from ..ir.types import BOOL, C128, F64, I64
 
 Emit = Callable[..., Value]
 Handler = Callable[[Emit, list[Value]], Value]
@@ -75,7 +79,7 @@ def _conversion(to, empty: object) -> Handler:
         if len(args) > 1:
             raise CallError(f"{type(empty).__name__}() with more than one argument is not supported",
                             "strings and bases are not supported in compiled code")
-        return emit("cast", args, {"to": to})
+        return emit("cast", args, {"to": to, "builtin": True})
     return handle
 
 
@@ -93,6 +97,17 @@ def _pow(emit: Emit, args: list[Value]) -> Value:
     return emit("pow", args)
 
 
+def _complex(emit: Emit, args: list[Value]) -> Value:
+    """complex(), complex(x) (a cast: of a complex its value), complex(a, b) of two reals."""
+    if not args:
+        return emit("const", [], {"value": 0j})
+    if len(args) == 1:
+        return emit("cast", args, {"to": C128})
+    if len(args) == 2:
+        return emit("complex_new", args)
+    raise CallError("complex() takes at most 2 arguments")
+
+
 def _range(emit: Emit, args: list[Value]) -> Value:
     raise CallError("range() is supported only as the iterable of a for loop",
                     "write: for i in range(...):")
@@ -105,6 +120,7 @@ _BUILTIN_HANDLERS: dict[object, Handler] = {
     builtins.int: _conversion(I64, 0),
     builtins.float: _conversion(F64, 0.0),
     builtins.bool: _conversion(BOOL, False),
+    builtins.complex: _complex,
     builtins.round: _round,
     builtins.len: _fixed("len", "len"),
     builtins.pow: _pow,
@@ -114,10 +130,65 @@ _MATH_HANDLERS = {getattr(math, name): _fixed(op, f"math.{name}", scalars_only=T
                   for name, op in _MATH_OPS.items()}
 
 
+CMATH_CONSTANTS = {name: getattr(cmath, name)
+                   for name in ("pi", "e", "tau", "inf", "nan", "infj", "nanj")}
+
+
+def _cmath(op: str, what: str) -> Handler:
+    """A cmath function: its arguments made Python complexes (cmath's conversion; rect's
+    stay reals), then the op; polar a tuple of the magnitude and the phase."""
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        arity = 2 if op == "cmath_rect" else 1
+        if len(args) != arity:
+            raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)} here, "
+                            f"got {len(args)}", _CMATH_HINTS.get(what, ""))
+        if op == "cmath_rect":
+            return emit(op, args)
+        z = emit("cast", args, {"to": C128})
+        if op == "polar":
+            magnitude, angle = emit("cmath_abs", [z]), emit("cmath_phase", [z], {"polar": True})
+            return emit("tuple", [magnitude, angle])
+        return emit(op, [z])
+    return handle
+
+
+_CMATH_OPS = {**{spelling: op for op, opdef in OPS.items() for spelling in opdef.python
+                 if spelling.startswith("cmath.")}, **PREDICATES, "cmath.polar": "polar"}
+_CMATH_HANDLERS = {getattr(cmath, name.removeprefix("cmath.")): _cmath(op, name)
+                   for name, op in _CMATH_OPS.items()}
+_CMATH_HINTS = {"cmath.log": "cmath.log(z, base) is not supported: write cmath.log(z) / "
+                             "cmath.log(base)",
+                "cmath.isclose": "write abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), "
+                                 "abs_tol)"}
+_CMATH_INSTEAD = "numpy's function of the same name (np.sqrt(z) ...), which computes it with "\
+    "the C library's complex functions and returns a np.complex128 (within an ulp or two of "\
+    "cmath's, special values as C99 has them)"
+
+
+def _refused_cmath(name: str) -> Handler:
+    """A cmath function compiled code lacks: the CallError naming what to write instead."""
+    def handle(emit: Emit, args: list[Value]) -> Value:
+        raise CallError(f"{name} is not supported in compiled code yet",
+                        _CMATH_HINTS.get(name, f"use {_CMATH_INSTEAD}"))
+    return handle
+
+
+_CMATH_HANDLERS.update({fn: _refused_cmath(f"cmath.{name}") for name, fn in vars(cmath).items()
+                        if callable(fn) and fn not in _CMATH_HANDLERS})
+
+
+def cmath_attribute(name: str) -> object:
+    """The value of `cmath.<name>`: a constant's, or the function (whose calls `call_handler`
+    compiles or refuses); None for anything else."""
+    if name in CMATH_CONSTANTS:
+        return CMATH_CONSTANTS[name]
+    return getattr(cmath, name) if callable(getattr(cmath, name, None)) else None
+
+
 def call_handler(obj: object) -> Handler | None:
     """The handler compiling calls of `obj`, or None when `obj` is not a supported builtin."""
     try:
-        return _BUILTIN_HANDLERS.get(obj) or _MATH_HANDLERS.get(obj)
+        return _BUILTIN_HANDLERS.get(obj) or _MATH_HANDLERS.get(obj) or _CMATH_HANDLERS.get(obj)
     except TypeError:  # an unhashable callable
         return None
 

@@ -19,12 +19,13 @@ by node type; subscripts are views.py's, calls calls.py's.
 from __future__ import annotations
 
 import ast
+import cmath
 import math
 import types
 
 from ..errors import NameResolutionError, UnsupportedSyntaxError
 from ..ir.core import Value
-from .builtins import math_attribute
+from .builtins import cmath_attribute, math_attribute
 from .containers import lower_field
 from .function_values import FUNCTION_VALUES
 from .literals import literal_value, needs_exact_arithmetic
@@ -152,12 +153,13 @@ def lower_name(state: Lowering, scope: Scope, node: ast.Name) -> Value:
 
 def lower_attribute(state: Lowering, scope: Scope, node: ast.Attribute) -> Value:
     base = static_object(state, scope, node.value)
-    if base is math:
-        value = math_attribute(node.attr)
+    if base is math or base is cmath:
+        module = base.__name__
+        value = (math_attribute if base is math else cmath_attribute)(node.attr)
         if value is None:
             return state.fail(scope, node, UnsupportedSyntaxError,
-                              f"math.{node.attr} is not supported in compiled code")
-        return global_value(state, scope, node, value, f"math.{node.attr}")
+                              f"{module}.{node.attr} is not supported in compiled code")
+        return global_value(state, scope, node, value, f"{module}.{node.attr}")
     if is_numpy_module(base):  # np.pi, np.inf: numbers; a function only in a call
         return global_value(state, scope, node, getattr(base, node.attr, NOT_FOUND),
                             ast.unparse(node))

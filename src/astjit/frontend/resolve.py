@@ -10,13 +10,14 @@ of a compile-time value, checking that an int fits in int64 (literals.py).
 from __future__ import annotations
 
 import ast
+import cmath
 import math
 import types
 
 from ..errors import TypingError
 from ..ir.core import Value
 from ..ir.types import NUMPY_DTYPES, ScalarType
-from .builtins import CallError, math_attribute
+from .builtins import CallError, cmath_attribute, math_attribute
 from .function_values import FUNCTION_VALUES
 from .literals import int64_problem
 from .scope import Scope
@@ -61,8 +62,8 @@ def static_object(state: Lowering, scope: Scope, node: ast.expr) -> object:
         return resolve_free_name(state.source.fn, node.id)
     if isinstance(node, ast.Attribute):
         base = static_object(state, scope, node.value)
-        if base is math:
-            value = math_attribute(node.attr)
+        if base is math or base is cmath:
+            value = (math_attribute if base is math else cmath_attribute)(node.attr)
             return NOT_FOUND if value is None else value
         if is_numpy_module(base):
             return getattr(base, node.attr, NOT_FOUND)

@@ -113,7 +113,8 @@ def resolve_free_name(fn: types.FunctionType, name: str) -> object:
 
 
 def constant_value(obj: object) -> object:
-    """`obj` as the value of a `const` node (bool, int, float, None or a tuple of them).
+    """`obj` as the value of a `const` node (bool, int, float, complex, None or a tuple of
+    them).
 
     A NumPy scalar of a type compiled code has (`NUMPY_SCALARS`) stays one: type
     inference makes it a strong scalar constant (ir/ops/strong.py). Other NumPy
@@ -124,7 +125,7 @@ def constant_value(obj: object) -> object:
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(obj, numpy.generic):
         return obj if python_type_of(obj) is not None else NOT_CONSTANT
-    for kind in (bool, int, float):  # bool first: it is an int too
+    for kind in (bool, int, float, complex):  # bool first: it is an int too
         if isinstance(obj, kind):
             return kind(obj)
     if isinstance(obj, tuple):

@@ -1,12 +1,12 @@
 """IR types: scalars, tuples, none, and the lattice operations type inference needs.
 
 Python `int` is `i64` (wraps on overflow, unlike Python), `float` is `f64`,
-`bool` is `bool`. `BOTTOM` is the type of a value that has not been produced on
+`complex` is `c128`, `bool` is `bool`. `BOTTOM` is the type of a value that has not been produced on
 any path yet (an `undef` placeholder, a recursive call whose result is still
 being inferred); it joins with anything to that thing.
 
-A scalar is *weak* (a Python `int`, `float` or `bool`) or *strong* (a NumPy
-scalar: `np.float64`, `np.int64`, `np.bool_`, and every f32/i32), as in NEP 50
+A scalar is *weak* (a Python `int`, `float`, `complex` or `bool`) or *strong* (a NumPy
+scalar: `np.float64`, `np.int64`, `np.complex128`, `np.bool_`, and every f32/i32/c64), as in NEP 50
 and JAX's weak types. Strength decides promotion and semantics (ir/ops/strong.py)
 and how a result is boxed; it is printed (`np.f64`) but takes no part in type
 equality or hashing, so `t == F64` holds for both. Where strength must tell two
@@ -185,9 +185,8 @@ class BottomType(Type):
         return "bottom"
 
 
-ALWAYS_STRONG = ("f32", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "c64", "c128")
-"""Scalar types only NumPy has: their values are always NumPy scalars (Python's complex
-is not taken: a complex128 is always a NumPy scalar)."""
+ALWAYS_STRONG = ("f32", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "c64")
+"""Scalar types only NumPy has: their values are always NumPy scalars."""
 
 BOOL = ScalarType("bool")
 I8 = ScalarType("i8")
@@ -208,7 +207,8 @@ INT_OR_BOOL = IntOrBoolType()
 
 NUMERIC_RANK = {BOOL: 0, I8: 1, U8: 1, I16: 1, U16: 1, I32: 1, U32: 1, I64: 2, U64: 2,
                 F32: 3, F64: 4, C64: 5, C128: 6}
-"""Every numeric type; Python's promotion orders the ones Python has (bool < i64 < f64)."""
+"""Every numeric type; Python's promotion orders the ones Python has (bool < i64 < f64 <
+c128)."""
 
 
 def is_numeric(t: Type) -> bool:
@@ -342,6 +342,8 @@ def python_type_of(value) -> Type | None:
         return I64
     if isinstance(value, float):
         return F64
+    if isinstance(value, complex):
+        return C128
     if value is None:
         return NONE
     if isinstance(value, tuple):

@@ -32,7 +32,11 @@ def compare_const(builder: ir.IRBuilder, op: str, a: ir.Value, number) -> ir.Val
 
 
 def truth(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """Python's `bool(x)`: x != 0, NaN being true."""
+    """Python's `bool(x)`: x != 0, NaN being true; a complex (a vector of its parts) is
+    true where either part is."""
+    if isinstance(x.type, ir.VectorType):
+        parts = [builder.extract_element(x, ir.Constant(ir.IntType(32), i)) for i in (0, 1)]
+        return builder.or_(truth(builder, parts[0]), truth(builder, parts[1]))
     if is_float(x):
         return builder.fcmp_unordered("!=", x, const_like(x, 0))
     return builder.icmp_unsigned("!=", x, const_like(x, 0))

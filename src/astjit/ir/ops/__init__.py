@@ -71,6 +71,7 @@ from . import (  # noqa: F401
     linalg_functions,
     mathfuncs,
     methods,
+    python_complex,
     reductions,
     scalar,
     scans,

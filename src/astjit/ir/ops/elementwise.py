@@ -177,7 +177,7 @@ def _numpy_result_dtype(op: str, types: TypeKey) -> str:
         elif t.strong:
             samples.append(np.dtype(NUMPY_NAMES[t.name]).type(1))
         else:
-            samples.append({"bool": True, "f32": 1.0, "f64": 1.0}.get(t.name, 1))
+            samples.append({"bool": True, "f32": 1.0, "f64": 1.0, "c128": 1j}.get(t.name, 1))
     try:
         with np.errstate(all="ignore"):
             return np.asarray(numpy_function(op)(*samples)).dtype.name

@@ -5,8 +5,9 @@ argument is a `TupleType` whose `TreeNode` names its class: ir/types.py, astjit/
 so the frontend emits a `method_call` and type inference resolves it (`expand`): the
 class's function of that name, lowered then (`Inference.lower_callee`), called with the
 receiver as its first argument (`self`) and the defaults of the parameters not given; a
-field holding an object is called through that object's `__call__`. No later stage sees
-the op.
+field holding an object is called through that object's `__call__`. A number's
+`conjugate()` is `conj` (of a Python float or int itself, as Python's). No later stage
+sees the op.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import types
 
 from ...errors import TypingError
 from ..core import Node, Value
+from ..types import BOOL, is_numeric
 from .declare import _def
 from .table import OpTypeError, Refused
 
@@ -33,6 +35,8 @@ def method_rule(types_, attrs):
 def _resolve(inference, node: Node, inputs: list[Value], out):
     receiver, args = inputs[0], list(inputs[1:])
     name, spec = node.attrs["name"], getattr(inputs[0].type, "node", None)
+    if name == "conjugate" and not args and is_numeric(receiver.type) and receiver.type != BOOL:
+        return inference.infer_leaf(Node("conj", [], node.outputs, loc=node.loc), [receiver], out)
     cls = spec.cls if spec is not None and spec.kind not in ("tuple", "list", "dict") else None
     if cls is None:
         return None

@@ -15,6 +15,7 @@ from ..shape_algebra import ONE, like
 from ..types import (
     BOOL,
     BOTTOM,
+    C128,
     F32,
     F64,
     I8,
@@ -249,7 +250,20 @@ _def("tuple", -1, tuple_rule, lambda *xs, node=None: tuple(xs), {"*": Routine("t
      batch=_tuple_batch, no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_tuple)")
 _def("getitem", 1, getitem_rule, _getitem, {"*": Routine("getitem")}, expand=_element_read,
      batch=_getitem_batch, no_vjp="reverse mode handles tuples itself (ad/sweep.py: backward_getitem)")
-_def("cast", 1, cast_rule, lambda x, to: py_cast(x, to), {"*": Routine("cast")},
+def _python_cast_rule(types, attrs):
+    """int(x), float(x) of a Python complex are Python's TypeError (`builtin`: the builtin's
+    call; derivative code casts a complex adjoint to a float's, its real part)."""
+    to = attrs["to"]
+    if attrs.get("builtin") and types and types[0] == C128 and not types[0].strong and \
+            not (to.is_complex or to == BOOL):
+        name = "float" if to.is_float else "int"
+        raise OpTypeError(f"{name}() argument must be a real number, not 'complex' (Python "
+                          f"raises TypeError): take z.real or abs(z)")
+    return cast_rule(types, attrs)
+
+
+_def("cast", 1, _python_cast_rule, lambda x, to, builtin=False: py_cast(x, to),
+     {"*": Routine("cast")},
      ("pure", "raises", "complex_rule"),
      decide=_decide_cast, batch=_cast_batch,
      llvm_numpy={"f": Routine("cast_numpy")},
@@ -277,7 +291,8 @@ _def("mul", 2, arith_rule, operator.mul, {"f": Builder("fmul"), "i": Builder("mu
      ("pure", "commutative", "elementwise", "operator", "holomorphic"), numpy=("multiply",), cuda=_infix("*"),
      vjp=lambda e, g, ins, out, needs: [e.op("mul", g, ins[1]) if needs[0] else None,
                                         e.op("mul", g, ins[0]) if needs[1] else None])
-_def("truediv", 2, truediv_rule, operator.truediv, {"f": Routine("truediv")},
+_def("truediv", 2, truediv_rule, operator.truediv,
+     {"f": Routine("truediv"), "c": Routine("py_complex_div")},
      (*_ARITH_RAISES, "holomorphic"),
      llvm_numpy={"f": Builder("fdiv"), "c": Routine("complex_div")},
      numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
@@ -338,9 +353,9 @@ def _pow(a, b, sqrt_at_half=False):
 
 
 _def("pow", 2, arith_rule, _pow, {"f": Routine("pow_float"), "i": Routine("pow_int"),
-                                   "c": Routine("complex_pow")},
+                                   "c": Routine("py_complex_pow")},
      (*_ARITH_RAISES, "holomorphic"), llvm_numpy={"f": Routine("pow_float_numpy"),
-                                "i": Routine("pow_int_numpy")},
+                                "i": Routine("pow_int_numpy"), "c": Routine("complex_pow")},
      numpy=("power",), vjp=v.pow_vjp, operands=_pow_operands,
      cuda={"f": CExpr("astjit_pow_float({0}, {1}, {attrs[sqrt_at_half]})"),
            "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)"),
@@ -394,12 +409,29 @@ _def("not", 1, truth_rule, operator.not_, {"*": Routine("not")}, ("pure", "eleme
      decide=_decide_not, batch=_not_batch,
      zero_derivative="a bool", cuda={"*": CExpr("(!{0})")})
 
+def _order_rule(symbol: str):
+    """The type rule of `<`, `<=`, `>`, `>=` (`symbol`): a Python complex with Python numbers
+    is Python's TypeError (complex numbers have no order); with a NumPy scalar NumPy's
+    comparison (ops/strong.py)."""
+    def rule(types, attrs):
+        if all(map(is_numeric, types)) and not any(map(is_strong, types)) and \
+                any(t.is_complex for t in types):
+            names = [{"c128": "complex", "f64": "float", "bool": "bool"}.get(t.name, "int")
+                     for t in types]
+            raise OpTypeError(f"'{symbol}' not supported between instances of '{names[0]}' "
+                              f"and '{names[1]}' (complex numbers have no order): compare "
+                              f"abs(z) or the parts z.real and z.imag")
+        return compare_rule(types, attrs)
+    return rule
+
+
 for _name, _pred, _ufunc in [("lt", "<", "less"), ("le", "<=", "less_equal"),
                              ("gt", ">", "greater"), ("ge", ">=", "greater_equal"),
                              ("eq", "==", "equal"), ("ne", "!=", "not_equal")]:
     _fcmp = "fcmp_unordered" if _name == "ne" else "fcmp_ordered"
     _complex = {"c": Routine(f"complex_{_name}")} if _name in ("eq", "ne") else {}
-    _def(_name, 2, compare_rule, getattr(operator, _name),
+    _rule = compare_rule if _name in ("eq", "ne") else _order_rule(_pred)
+    _def(_name, 2, _rule, getattr(operator, _name),
          {"f": Builder(_fcmp, (_pred,)), "i": Builder("icmp_signed", (_pred,)),
           "u": Builder("icmp_unsigned", (_pred,)), "b": Builder("icmp_unsigned", (_pred,)),
           **_complex},
@@ -429,8 +461,9 @@ def _abs_tangent(e, tangents, ins, out, attrs):
 
 _def("abs", 1, abs_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_int"),
                                       "u": Routine("identity"), "b": Routine("identity"),
-                                      "c": Routine("complex_abs")},
+                                      "c": Routine("py_complex_abs")},
      (*_OPERATOR, "complex_rule"), python=("abs",), numpy=("absolute", "abs"),
+     llvm_numpy={"c": Routine("complex_abs")},
      cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})"), "b": CExpr("{0}"),
            "c": CExpr("astjit_cabs({0})")},
      vjp=v.unary(_abs_adjoint), jvp=_abs_tangent)

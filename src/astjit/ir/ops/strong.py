@@ -28,6 +28,10 @@ Python literals, Python arguments and Python arithmetic on them are *weak*.
   strong scalar of NumPy's promotion of the operands (`types.numpy_join`'s rule).
 - Two paths that merge (`join`) meet as NumPy combines them (`types.numpy_join`): a
   strong and a weak value meet at NumPy's promotion of the two, strong.
+- One exception, Python's own: np.float64 is a subclass of `float`, which a Python
+  complex's operators take, so `z * np.float64(2)` with a Python complex z on the left
+  is Python's complex arithmetic (a Python complex; `/` raising), while
+  `np.float64(2) * z` is NumPy's (`python_complex_first`).
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ import functools
 
 from ..types import (
     BOOL,
+    C128,
     F32,
     F64,
     NUMPY_NAMES,
@@ -76,7 +81,18 @@ def numpy_semantics(op: str, types: list[Type], attrs: dict) -> bool:
     opdef = OPS[op]
     if not _numpy_function(opdef) or has_array(types):
         return False
-    return bool(attrs.get("numpy")) or "operator" in opdef.traits and any(map(is_strong, types))
+    if attrs.get("numpy"):
+        return True
+    return "operator" in opdef.traits and any(map(is_strong, types)) and \
+        not python_complex_first(op, types)
+
+
+def python_complex_first(op: str, types) -> bool:
+    """A Python complex operator's operands: a Python complex, then an np.float64 (a float
+    subclass, which Python's complex takes before NumPy's reflected operator is tried; its
+    `<` returns NotImplemented, so NumPy compares those)."""
+    return len(types) == 2 and types[0] == C128 and not types[0].strong and \
+        types[1] == F64 and types[1].strong and op not in ("lt", "le", "gt", "ge")
 
 
 def _numpy_function(opdef) -> bool:
@@ -115,6 +131,8 @@ def with_strength(op: str, rule, traits: frozenset, ufunc: str | None):
         if has_array(types):
             operands, result = rule(types, attrs)
             return operands, strong(result) if numpy_result else result
+        if operator and not attrs.get("numpy") and python_complex_first(op, types):
+            return rule([types[0], weak(types[1])], attrs)
         if numpy_function and all(map(is_numeric, types)) and (
                 attrs.get("numpy") or operator and any(map(is_strong, types))):
             return scalar_plan(op, TypeKey(types))

@@ -30,6 +30,8 @@ OB_TYPE = object.__basicsize__ - PTR_BYTES
 """Offset of `ob_type` in every object."""
 FLOAT_VALUE = float.__basicsize__ - ctypes.sizeof(ctypes.c_double)
 """Offset of `ob_fval` in a float."""
+COMPLEX_VALUE = complex.__basicsize__ - 2 * ctypes.sizeof(ctypes.c_double)
+"""Offset of `cval` (its two doubles) in a complex."""
 TUPLE_SIZE = object.__basicsize__
 """Offset of `ob_size` in a tuple."""
 TUPLE_ITEMS = tuple.__basicsize__
@@ -39,6 +41,7 @@ LIST_ITEMS = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)
 
 FUNCTIONS: dict[str, ir.FunctionType] = {
     "PyFloat_FromDouble": ir.FunctionType(PYOBJ, [DOUBLE]),
+    "PyComplex_FromDoubles": ir.FunctionType(PYOBJ, [DOUBLE, DOUBLE]),
     "PyLong_FromLongLong": ir.FunctionType(PYOBJ, [I64_T]),
     "PyLong_FromLong": ir.FunctionType(PYOBJ, [LONG]),
     "PyLong_AsLongLongAndOverflow": ir.FunctionType(I64_T, [PYOBJ, I32_T.as_pointer()]),

@@ -5,7 +5,7 @@
 It takes a call only when it matches the specialization exactly: no keywords,
 the right number of arguments, each of exactly the right built-in type (a
 float is `float` itself, an int `int` itself and within int64, a bool `True`
-or `False`, a tuple `tuple` itself with the right length, elementwise; a NumPy
+or `False`, a complex `complex` itself, a tuple `tuple` itself with the right length, elementwise; a NumPy
 scalar parameter (ir/types.py: a strong scalar, f32 always) a NumPy scalar of exactly
 its type (`numpy.float64` ..., `numpy.True_` or `numpy.False_`); an
 array parameter an aligned `numpy.ndarray` itself of the right ndim and
@@ -42,7 +42,7 @@ function at its own call site. With a TreeBoundary, a result's containers are bu
 natively (trees.py); without (a callback's arguments), they are nested tuples.
 
 A strong scalar result is boxed as the NumPy scalar it is (NumPy's bool objects, or
-`numpy.float64(float)` ...), a weak one as a Python float, int or bool.
+`numpy.float64(float)` ...), a weak one as a Python float, complex, int or bool.
 
 A returned array (alone or in a tuple) is an owned reference to its owner,
 which boxing consumes (`box_array`): the wrapper returns the owner itself when
@@ -68,6 +68,7 @@ from ....ir.analysis import calls_python, written_parameters
 from ....ir.core import Graph
 from ....ir.types import (
     BOOL,
+    C128,
     F32,
     F64,
     I32,
@@ -82,6 +83,7 @@ from ....ir.types import (
 )
 from .. import array_layout, interrupts
 from .. import messages as msg
+from ..conversions import complex_parts
 from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
 from ..lltypes import (
     ARRAY_OWNER,
@@ -98,6 +100,7 @@ from ..shared import shared_function
 from . import gil, stack, trees
 from .ndarrays import NULL, box_array, join, unbox_array
 from .pyapi import (
+    COMPLEX_VALUE,
     FLOAT_VALUE,
     LONG,
     PTR_BYTES,
@@ -340,6 +343,9 @@ class WrapperEmitter:
             self.require(type_is(builder, obj, float))
             value = load_field(builder, obj, FLOAT_VALUE, DOUBLE)
             return value if t == F64 else builder.fptrunc(value, lltype(F32))
+        if t == C128:
+            self.require(type_is(builder, obj, complex))
+            return builder.load(field_pointer(builder, obj, COMPLEX_VALUE, lltype(C128)), align=8)
         if t in (I64, I32):
             return self.unbox_int(obj, lltype(t))
         if t == BOOL:
@@ -435,6 +441,8 @@ class WrapperEmitter:
         if t in (F64, F32):
             return self.api("PyFloat_FromDouble",
                             value if t == F64 else builder.fpext(value, DOUBLE))
+        if t == C128:
+            return self.api("PyComplex_FromDoubles", *complex_parts(builder, value))
         if t in (I64, I32):
             return self.api("PyLong_FromLongLong",
                             value if t == I64 else builder.sext(value, I64_T))

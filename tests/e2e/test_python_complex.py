@@ -1,0 +1,258 @@
+"""Python's `complex` in compiled code (issue 14): arguments and results, `1j` literals,
+`complex()`, `.real`/`.imag`/`.conjugate()`, `abs`, the operators with CPython's algorithms
+(`/` and `**` of Objects/complexobject.c, their ZeroDivisionError and OverflowError), NEP 50's
+weak complex beside NumPy scalars and arrays, and the refusals (ordering, `int()`/`float()`).
+Results are compared with CPython's bit for bit (a NaN part only as a NaN), errors by type and
+message, on hypothesis' values with infinities, NaNs, signed zeros, huge and tiny parts."""
+import cmath
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from astjit import jit
+from astjit.errors import CompileError
+
+PARTS = st.one_of(
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.0, 1e-320, 5e-324, 1e308, -1e308,
+                     1.5e154, 1e-160, math.inf, -math.inf, math.nan]),
+    st.floats(allow_nan=True, allow_infinity=True))
+COMPLEXES = st.builds(complex, PARTS, PARTS)
+EXPONENTS = st.one_of(COMPLEXES, st.builds(complex, st.integers(-120, 120), st.just(0.0)),
+                      st.builds(complex, st.sampled_from([0.5, -0.5, 2.5, 100.0, -100.0]),
+                                st.sampled_from([0.0, -0.0])))
+
+
+def same(got, expected) -> bool:
+    """Equal bit for bit, a NaN part only as a NaN; of tuples elementwise."""
+    if isinstance(expected, tuple):
+        return len(got) == len(expected) and all(map(same, got, expected))
+    if type(got) is not type(expected):
+        return False
+    if isinstance(expected, complex):
+        return same(got.real, expected.real) and same(got.imag, expected.imag)
+    if isinstance(expected, float) and math.isnan(expected):
+        return math.isnan(got)
+    if isinstance(expected, float):
+        return got == expected and math.copysign(1, got) == math.copysign(1, expected)
+    return got == expected
+
+
+def outcome(fn, *args):
+    try:
+        return fn(*args)
+    except (ArithmeticError, ValueError) as error:
+        return type(error), str(error).split(" (at ")[0]
+
+
+def check(compiled, fn, *args):
+    got, expected = outcome(compiled, *args), outcome(fn, *args)
+    assert same(got, expected), (args, got, expected)
+
+
+def arithmetic(z, w):
+    return z + w, z - w, z * w, -z, +z, z == w, z != w, 2 * z, z - 1.5, 1j * z
+
+
+def divide(z, w):
+    return z / w
+
+
+def power(z, w):
+    return z ** w
+
+
+def magnitude(z):
+    return abs(z)
+
+
+def parts(z):
+    return z.real, z.imag, z.conjugate(), complex(z.real, z.imag), bool(z), not z
+
+
+ARITHMETIC, DIVIDE, POWER, MAGNITUDE, PARTS_JIT = map(
+    jit, (arithmetic, divide, power, magnitude, parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(COMPLEXES, COMPLEXES)
+def test_arithmetic_and_division_as_cpython(z, w):
+    check(ARITHMETIC, arithmetic, z, w)
+    check(DIVIDE, divide, z, w)
+    check(DIVIDE, divide, z, complex(0.0, -0.0))
+
+
+@settings(max_examples=400, deadline=None)
+@given(COMPLEXES, EXPONENTS)
+def test_power_as_cpython(z, w):
+    """c_powi for integral exponents up to 100 in magnitude, _Py_c_pow otherwise; the
+    ZeroDivisionError of 0 to a negative or complex power, OverflowError of an infinite part."""
+    check(POWER, power, z, w)
+
+
+@settings(max_examples=200, deadline=None)
+@given(COMPLEXES)
+def test_abs_and_parts_as_cpython(z):
+    check(MAGNITUDE, magnitude, z)
+    check(PARTS_JIT, parts, z)
+
+
+def test_errors_name_cpython_messages():
+    with pytest.raises(ZeroDivisionError, match="complex division by zero"):
+        DIVIDE(1j, 0j)
+    with pytest.raises(ZeroDivisionError, match="0.0 to a negative or complex power"):
+        POWER(0j, -2 + 0j)
+    with pytest.raises(OverflowError, match="complex exponentiation"):
+        POWER(1e300 + 0j, 2 + 0j)
+    with pytest.raises(OverflowError, match="absolute value too large"):
+        MAGNITUDE(1.5e308 + 1.5e308j)
+
+
+def literal_and_complex(a, b):
+    return complex(a, b), complex(a), complex(), 3 + 4j, complex(b, a) * 1j  # noqa: UP018
+
+
+def test_literals_and_complex_builtin():
+    fn = jit(literal_and_complex)
+    for a, b in [(1.0, 2.0), (-0.0, math.inf), (3, True)]:
+        check(fn, literal_and_complex, a, b)
+
+
+def mixed(x, c):
+    return x * c, x + 1j, x / c
+
+
+# (argument, the other, expected result type) of NEP 50 with a weak complex
+PROMOTIONS = [
+    (np.ones(2, np.complex64), 1j, np.complex64),
+    (np.ones(2, np.float32), 1j, np.complex64),
+    (np.ones(2, np.float64), 1j, np.complex128),
+    (np.ones(2, np.int64), 1j, np.complex128),
+    (np.float64(1), 1j, np.complex128),
+    (np.float32(1), 1j, np.complex64),
+    (np.complex64(1), 1j, np.complex64),
+    (np.int32(1), 1j, np.complex128),
+    (np.complex128(1), 1j, np.complex128),
+    (1, 1j, complex),
+    (1.5, 1j, complex),
+    (True, 1j, complex),
+    (1 + 2j, np.float32(2), np.complex64),
+    (1 + 2j, np.float64(2), complex),  # np.float64 is a float: Python's complex takes it
+]
+
+
+@pytest.mark.parametrize("x, c, expected", PROMOTIONS, ids=range(len(PROMOTIONS)))
+def test_weak_complex_promotes_as_numpy(x, c, expected):
+    """Each row as NumPy 2 itself computes it: x * c of the expected type, and every
+    result of `mixed` of NumPy's (or Python's) type and value."""
+    product = x * c
+    assert (product.dtype.type if isinstance(product, np.ndarray) else type(product)) is expected
+    got, reference = jit(mixed)(x, c), mixed(x, c)
+    for g, r in zip(got, reference):
+        assert type(g) is type(r) and getattr(g, "dtype", None) == getattr(r, "dtype", None)
+        np.testing.assert_array_equal(g, r)
+
+
+def containers(pair, z):
+    a, b = pair
+    return (a * z, (b, z.imag)), [z]
+
+
+def test_complex_in_tuples_and_lists():
+    fn = jit(containers)
+    assert fn((1j, 2 + 0j), 3 - 1j) == containers((1j, 2 + 0j), 3 - 1j)
+
+
+def ordered(z, w):
+    return z < w
+
+
+def to_float(z):
+    return float(z)
+
+
+def to_int(z):
+    return int(z)
+
+
+@pytest.mark.parametrize("fn, pattern", [(ordered, "'<' not supported between instances of "
+                                                    "'complex' and 'complex'"),
+                                          (to_float, "float"), (to_int, "int")])
+def test_python_type_errors_are_compile_errors(fn, pattern):
+    with pytest.raises(CompileError, match=pattern):
+        jit(fn)(1j, 2j) if fn is ordered else jit(fn)(1j)
+
+
+def cmath_functions(z, r, phi):
+    return (cmath.phase(z), cmath.polar(z), cmath.rect(r, phi), cmath.isnan(z),
+            cmath.isinf(z), cmath.isfinite(z))
+
+
+CMATH = jit(cmath_functions)
+REALS = st.one_of(st.sampled_from([0.0, -0.0, 2.5, -2.5, 1e308, math.inf, -math.inf, math.nan]),
+                  st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(COMPLEXES, REALS, REALS)
+def test_cmath_as_cpython(z, r, phi):
+    """phase, polar (its OverflowError), rect (its special values and ValueError), the
+    predicates; every pair of special classes of rect's operands comes up."""
+    check(CMATH, cmath_functions, z, r, phi)
+
+
+def cmath_constants_and_conversions(x):
+    return cmath.pi, cmath.e, cmath.tau, cmath.inf, cmath.infj, cmath.nanj, cmath.phase(x)
+
+
+def test_cmath_constants_and_real_arguments():
+    fn = jit(cmath_constants_and_conversions)
+    for x in (-1, 2.5, np.float32(-0.0), np.float64(-3), True):
+        check(fn, cmath_constants_and_conversions, x)
+
+
+def square_root(z):
+    return cmath.sqrt(z)
+
+
+def test_missing_cmath_functions_name_numpy():
+    with pytest.raises(CompileError, match="cmath.sqrt is not supported") as info:
+        jit(square_root)(1j)
+    assert "np.sqrt" in str(info.value)
+
+
+# ---- gradients: JAX's convention on Python complex arguments ------------------------
+
+def energy(z, x):
+    w = z * z / (1.5 - 0.5j) + x * cmath.rect(1.0, 0.3) + complex(x, 2.0 * x)
+    return abs(w) + (w ** 2).real + cmath.phase(w + 3.0) - w.conjugate().imag
+
+
+def holomorphic(z):
+    return z ** 3 / (2.0 + 1j) - 1j * z
+
+
+def central(f, args, k, h=1e-6):
+    """df/dx - i df/dy at args[k] (a complex) by central differences, or df/dx of a float."""
+    def moved(step):
+        return f(*[a + step if i == k else a for i, a in enumerate(args)])
+    dx = (moved(h) - moved(-h)) / (2 * h)
+    if not isinstance(args[k], complex):
+        return dx
+    return dx - 1j * (moved(1j * h) - moved(-1j * h)) / (2 * h)
+
+
+def test_grad_of_python_complex_arguments():
+    """grad of a real-valued f(z, x) is df/dx - i df/dy (a Python complex) for z and df/dx
+    for x; holomorphic=True gives f'(z)."""
+    import astjit
+
+    z, x = 0.7 - 0.4j, 0.9
+    got_z, got_x = astjit.grad(energy, argnums=(0, 1))(z, x)
+    assert type(got_z) is complex and type(got_x) is float
+    assert abs(got_z - central(energy, [z, x], 0)) < 1e-6
+    assert abs(got_x - central(energy, [z, x], 1)) < 1e-6
+    derivative = astjit.grad(holomorphic, holomorphic=True)(z)
+    assert abs(derivative - (3 * z ** 2 / (2.0 + 1j) - 1j)) < 1e-12
