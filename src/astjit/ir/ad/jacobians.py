@@ -83,7 +83,7 @@ def _batched_forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int,
     n, x_dims = _dims(e, x)
     zero = e.const(0, I64)
     basis = e.op("eye", n, n, zero, dtype=x.type.dtype)
-    tangents = e.op("array_reshape", basis, n, *x_dims)
+    tangents = basis if x.type.ndim == 1 else e.op("array_reshape", basis, n, *x_dims)
     pair, flags = vectorized_call(scratch, jvp, [*args, tangents],
                                   [False] * len(args) + [True])
     if not isinstance(flags, tuple) or not flags[1]:
@@ -92,7 +92,9 @@ def _batched_forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int,
     out_dims = [e.op("array_dim", t, axis=k) for k in range(1, t.type.ndim)]
     if out_dims:
         t = e.op("array_permute", t, axes=(*range(1, t.type.ndim), 0))
-    jacobian = e.op("array_contiguous", e.op("array_reshape", t, *out_dims, *x_dims))
+    if x.type.ndim != 1:  # else t has the shape already
+        t = e.op("array_reshape", t, *out_dims, *x_dims)
+    jacobian = e.op("array_contiguous", t)
     if jacobian.type.dtype != _result_type(inner):
         raise NotBatchable("a tangent of another dtype than the result")
     graph.nodes.extend(scratch.nodes)

@@ -135,8 +135,8 @@ def py_eye(n, m, k, dtype: ScalarType | None = None):
 
 
 def _column(e, v):
-    """A vector as an (n, 1) matrix (a view when contiguous)."""
-    return e.op("array_reshape", v, e.op("array_dim", v, axis=0), e.const(1, I64))
+    """A vector as an (n, 1) matrix (a view: a reshape's code would also handle a copy)."""
+    return e.op("array_expand_dims", v, axes=(1,))
 
 
 def _matmul_vjp(e, g, ins, out, needs):
