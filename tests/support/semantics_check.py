@@ -169,8 +169,8 @@ def scalar_conversion_of_array(s, fn, args, outcome):
 
 def no_complex(s, fn, args, outcome):
     """A negative float to a fractional power is a ValueError where CPython gives a complex
-    number (or OverflowError computing it): astjit has no complex numbers (ir/ops/semantics.py,
-    `float_pow`, with Python 2's message; not yet in the README)."""
+    number (or OverflowError computing it), a type known only at run time (ir/ops/semantics.py,
+    `float_pow`, with Python 2's message; README: differences)."""
     if s.ops <= {"pow", "fpow"} and s.family in ("operator", "builtin") and _python_scalars(args) \
             and (isinstance(outcome, Value) and isinstance(outcome.value, complex)
                  or isinstance(outcome, Raised) and outcome.error is OverflowError

@@ -64,6 +64,4 @@ def describe_constant(value: object) -> tuple[str, str]:
         return ("string constant", _NO_STRINGS)
     if isinstance(value, bytes):
         return ("bytes constant", "bytes are not supported in compiled code")
-    if isinstance(value, complex):
-        return ("complex constant", "complex numbers are not supported; use two floats")
     return (f"constant {value!r}", "use a number, True, False or None")
