@@ -131,6 +131,20 @@ def test_reductions_agree_with_numpy(dtype, launches):
     assert any(name.endswith("_f") for name in launches)  # a full sum combines block partials
 
 
+def with_python_complex(z, c):
+    return z * (1 + 2j) + c, np.exp(z * 1j) - 0.5j
+
+
+def test_python_complex_constants_and_arguments():
+    """A literal is a kernel's constant (`astjit_c128{re, im}`), a Python complex argument a
+    kernel's parameter (a struct passed by value)."""
+    z = np.array([1 + 1j, -2 + 0.5j, 3j, -0.0])
+    kernels = jit(with_python_complex, target="gpu").ir(z, 2 - 1j, stage="cuda")
+    assert "astjit_c128{0.0, 0.5}" in kernels and "astjit_c128 s1" in kernels
+    _check(jit(with_python_complex, target="cuda-sim")(z, 2 - 1j), with_python_complex(z, 2 - 1j),
+           TOLERANCE[np.complex128], "python complex")
+
+
 def real_valued(z):
     return np.sum(np.abs(z * z + 1.0) + np.angle(z) + np.real(np.exp(z)) * np.imag(z))
 
