@@ -112,7 +112,9 @@ TESTED_ELSEWHERE = {
     "complex_part": "np.real/np.imag, z.real/z.imag of complex arrays: views (test_complex_views.py)",
     # Python complex numbers and cmath, bit for bit against CPython (test_python_complex.py)
     "complex_new": "complex(a, b)", "cmath_phase": "cmath.phase", "cmath_abs": "cmath.polar",
-    "cmath_rect": "cmath.rect",
+    "cmath_rect": "cmath.rect", "cmath_sqrt": "cmath.sqrt", "cmath_exp": "cmath.exp",
+    "cmath_log": "cmath.log", "cmath_log_base": "cmath.log(z, base)",
+    "cmath_log10": "cmath.log10",
     "array_assign": "y[...] = v (test_augmented_assignment.py)",
     "augassign": "x op= v on arrays, in place (test_augmented_assignment.py)",
     "array_dim": "x.shape[i] (test_frontend_arrays.py)",

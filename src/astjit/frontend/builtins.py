@@ -139,6 +139,8 @@ def _cmath(op: str, what: str) -> Handler:
     stay reals), then the op; polar a tuple of the magnitude and the phase."""
     def handle(emit: Emit, args: list[Value]) -> Value:
         arity = 2 if op == "cmath_rect" else 1
+        if op == "cmath_log" and len(args) == 2:
+            return emit("cmath_log_base", [emit("cast", [a], {"to": C128}) for a in args])
         if len(args) != arity:
             raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)} here, "
                             f"got {len(args)}", _CMATH_HINTS.get(what, ""))
@@ -156,11 +158,9 @@ _CMATH_OPS = {**{spelling: op for op, opdef in OPS.items() for spelling in opdef
                  if spelling.startswith("cmath.")}, **PREDICATES, "cmath.polar": "polar"}
 _CMATH_HANDLERS = {getattr(cmath, name.removeprefix("cmath.")): _cmath(op, name)
                    for name, op in _CMATH_OPS.items()}
-_CMATH_HINTS = {"cmath.log": "cmath.log(z, base) is not supported: write cmath.log(z) / "
-                             "cmath.log(base)",
-                "cmath.isclose": "write abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), "
+_CMATH_HINTS = {"cmath.isclose": "write abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), "
                                  "abs_tol)"}
-_CMATH_INSTEAD = "numpy's function of the same name (np.sqrt(z) ...), which computes it with "\
+_CMATH_INSTEAD = "numpy's function of the same name (np.sin(z) ...), which computes it with "\
     "the C library's complex functions and returns a np.complex128 (within an ulp or two of "\
     "cmath's, special values as C99 has them)"
 

@@ -22,8 +22,6 @@ CPython's bit for bit on the same C library.
 """
 from __future__ import annotations
 
-import cmath
-import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -65,7 +63,7 @@ def copysign(b: ir.IRBuilder, x: ir.Value, sign: ir.Value) -> ir.Value:
     return b.call(b.module.declare_intrinsic("llvm.copysign", [DOUBLE], fnty), [x, sign])
 
 
-def _fabs(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+def fabs(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.call(b.module.declare_intrinsic("llvm.fabs", [x.type]), [x])
 
 
@@ -73,7 +71,7 @@ def quotient(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> tuple[ir.Value, ir.Va
     """(x / y, whether y is zero) as CPython's `_Py_c_quot`: divide through by the part of
     y of larger magnitude; a NaN part of y gives NaN + NaN j; a zero y 0 + 0j (and the flag)."""
     (ar, ai), (br, bi) = complex_parts(b, x), complex_parts(b, y)
-    abs_r, abs_i = _fabs(b, br), _fabs(b, bi)
+    abs_r, abs_i = fabs(b, br), fabs(b, bi)
     zero, nan = ir.Constant(DOUBLE, 0.0), ir.Constant(DOUBLE, math.nan)
     # |br| >= |bi|: ratio = bi / br, denominator br + bi ratio
     ratio1 = b.fdiv(bi, br)
@@ -147,7 +145,7 @@ def _power_function(module: ir.Module) -> ir.Function:
     zero = ir.Constant(DOUBLE, 0.0)
     floor = b.call(b.module.declare_intrinsic("llvm.floor", [DOUBLE]), [br])
     integral = b.and_(b.and_(b.fcmp_ordered("==", bi, zero), b.fcmp_ordered("==", br, floor)),
-                      b.fcmp_ordered("<=", _fabs(b, br), ir.Constant(DOUBLE, 100.0)))
+                      b.fcmp_ordered("<=", fabs(b, br), ir.Constant(DOUBLE, 100.0)))
     powi, general = fn.append_basic_block("powi"), fn.append_basic_block("general")
     b.cbranch(integral, powi, general)
 
@@ -224,119 +222,6 @@ def _c_pow(b: ir.IRBuilder, a: ir.Value, e: ir.Value) -> tuple[ir.Value, ir.Valu
     return result, edom
 
 
-# ---- complex() and cmath --------------------------------------------------------------
-
-def complex_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """complex(a, b) of two floats: exactly those parts."""
-    return pack_complex(em.builder, COMPLEX, *args)
-
-
-def cmath_phase(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """cmath.phase(z); OverflowError where the C library's atan2 underflowed to 0 (it sets
-    errno to ERANGE for a zero result of a nonzero im and finite re, and cmath.phase reads
-    errno; cmath.polar does not: its magnitude resets it)."""
-    b = em.builder
-    angle = phase(b, args[0])
-    re, im = complex_parts(b, args[0])
-    zero = ir.Constant(DOUBLE, 0.0)
-    underflow = b.and_(b.and_(b.fcmp_ordered("==", angle, zero), b.fcmp_unordered("!=", im, zero)),
-                       is_finite(b, re))
-    if not node.attrs.get("polar"):
-        em.fail_if(node, underflow, "OverflowError", msg.MATH_RANGE)
-    return angle
-
-
-def phase(b: ir.IRBuilder, z: ir.Value) -> ir.Value:
-    """cmath's c_atan2: atan2(im, re), but a NaN part gives CPython's NaN (not the C
-    library's, whose sign may differ); C99's atan2 has the rest of its special cases."""
-    re, im = complex_parts(b, z)
-    either_nan = b.or_(b.fcmp_unordered("uno", re, re), b.fcmp_unordered("uno", im, im))
-    return b.select(either_nan, ir.Constant(DOUBLE, math.nan), libm(b, "atan2", [im, re]))
-
-
-def cmath_abs(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """The magnitude of cmath.polar: `_Py_c_abs`, its overflow cmath's OverflowError."""
-    magnitude, overflow = c_abs(em.builder, args[0])
-    em.fail_if(node, overflow, "OverflowError", msg.MATH_RANGE)
-    return magnitude
-
-
-_CLASSES = (-math.inf, -2.5, -0.0, 0.0, 2.5, math.inf, math.nan)
-"""One number of each of cmath's special_type classes, in its order: -inf, negative,
--0, +0, positive, +inf, NaN."""
-
-
-def special_class(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """cmath's special_type(x) as an index into `_CLASSES` (an i64)."""
-    zero = ir.Constant(DOUBLE, 0.0)
-    negative = b.fcmp_ordered("<", copysign(b, ir.Constant(DOUBLE, 1.0), x), zero)
-
-    def pick(neg_index, pos_index):
-        return b.select(negative, ir.Constant(_I64, neg_index), ir.Constant(_I64, pos_index))
-
-    index = b.select(b.fcmp_ordered("==", x, zero), pick(2, 3), pick(1, 4))
-    index = b.select(is_inf(b, x), pick(0, 5), index)
-    return b.select(b.fcmp_unordered("uno", x, x), ir.Constant(_I64, 6), index)
-
-
-@functools.cache
-def special_values(function) -> tuple[tuple[float, float], ...]:
-    """`function` (of cmath, two reals to a complex) of each pair of class representatives,
-    row by row: its table of special values, read off CPython itself (an error's entry is
-    never used: NaN)."""
-    table = []
-    for x in _CLASSES:
-        for y in _CLASSES:
-            try:
-                z = function(x, y)
-            except (ValueError, OverflowError):
-                z = complex(math.nan, math.nan)
-            table.append((z.real, z.imag))
-    return tuple(table)
-
-
-def table_value(b: ir.IRBuilder, name: str, table, x: ir.Value, y: ir.Value) -> ir.Value:
-    """The entry of `table` (`special_values`) for the classes of x and y: a load from a
-    constant global array of complexes named `name`."""
-    module = b.module
-    array = module.globals.get(name)
-    if array is None:
-        ty = ir.ArrayType(COMPLEX, len(table))
-        array = ir.GlobalVariable(module, ty, name)
-        array.global_constant = True
-        array.linkage = "internal"
-        array.initializer = ir.Constant(ty, [ir.Constant(COMPLEX, [ir.Constant(DOUBLE, p)
-                                                                   for p in z]) for z in table])
-    index = b.add(b.mul(special_class(b, x), ir.Constant(_I64, len(_CLASSES))),
-                  special_class(b, y))
-    return b.load(b.gep(array, [ir.Constant(_I64, 0), index]), align=8)
-
-
-def cmath_rect(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """cmath.rect(r, phi): (r, r phi) for phi == 0, else r (cos phi + i sin phi); an
-    infinite r with a finite nonzero phi infinities signed as cos and sin; any other
-    non-finite operand its special value; ValueError for an infinite phi with a nonzero r
-    that is not NaN."""
-    b = em.builder
-    r, phi = args
-    zero, inf = ir.Constant(DOUBLE, 0.0), ir.Constant(DOUBLE, math.inf)
-    cos, sin = libm(b, "cos", [phi]), libm(b, "sin", [phi])
-    phi_zero = b.fcmp_ordered("==", phi, zero)
-    finite = pack_complex(b, COMPLEX, b.select(phi_zero, r, b.fmul(r, cos)),
-                          b.select(phi_zero, b.fmul(r, phi), b.fmul(r, sin)))
-    signed = [copysign(b, inf, part) for part in (cos, sin)]
-    signed = [b.select(b.fcmp_ordered(">", r, zero), part, b.fneg(part)) for part in signed]
-    infinite = pack_complex(b, COMPLEX, *signed)
-    special = table_value(b, "astjit.cmath.rect", special_values(cmath.rect), r, phi)
-    both_finite = b.and_(is_finite(b, r), is_finite(b, phi))
-    r_infinite = b.and_(is_inf(b, r), b.and_(is_finite(b, phi), b.not_(phi_zero)))
-    domain = b.and_(b.and_(b.fcmp_ordered("!=", r, zero), b.fcmp_ordered("ord", r, r)),
-                    is_inf(b, phi))
-    em.fail_if(node, domain, "ValueError", msg.MATH_DOMAIN)
-    return b.select(both_finite, finite, b.select(r_infinite, infinite, special))
-
-
 ROUTINES = {"py_complex_div": py_complex_div, "py_complex_pow": py_complex_pow,
-            "py_complex_abs": py_complex_abs, "complex_new": complex_new,
-            "cmath_phase": cmath_phase, "cmath_abs": cmath_abs, "cmath_rect": cmath_rect}
+            "py_complex_abs": py_complex_abs}
 """The Python-complex routines of the op table (`Routine(name)`)."""

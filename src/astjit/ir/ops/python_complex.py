@@ -4,13 +4,14 @@ A Python complex is a weak c128 (ir/types.py). `complex(a, b)` of real numbers i
 complex with exactly those parts (`complex_new`); `complex(x)` is a `cast`. The `cmath`
 functions take any number, as CPython's do (an int or float, a NumPy scalar, converted
 to a Python complex first: the frontend casts), and compute as Modules/cmathmodule.c
-does, raising where it raises (backend/llvm/python_complex.py). Those compiled code
+does, raising where it raises (backend/llvm/cmath_functions.py). Those compiled code
 does not have are refused by the frontend, naming what to write instead (docs/guide.md).
 Each evaluates with `cmath` itself, which is also what the GPU backend's host runs.
 """
 from __future__ import annotations
 
 import cmath
+import math
 
 from ..types import C128, F64, is_numeric
 from . import complex_rules
@@ -81,6 +82,31 @@ _def("cmath_abs", 1, _to_real_rule, lambda z: cmath.polar(z)[0], {"*": Routine("
 _def("cmath_rect", 2, _rect_rule, cmath.rect, {"*": Routine("cmath_rect")}, ("pure", "raises"),
      python=("cmath.rect",), no_vjp="not differentiated yet: write r * cmath.exp(1j * phi)",
      doc="cmath.rect(r, phi): r (cos phi + i sin phi) with CPython's special values")
+_HOLOMORPHIC = ("pure", "raises", "holomorphic")
+"""A cmath function whose real VJP rule holds on complex numbers (JAX's convention: g f'(z))."""
+
+_def("cmath_sqrt", 1, _complex_rule, cmath.sqrt, {"*": Routine("cmath_sqrt")}, _HOLOMORPHIC,
+     python=("cmath.sqrt",),
+     vjp=v.unary(lambda e, g, z, out: e.op("truediv", g, e.op("mul", v.c(e, 2.0, out), out))),
+     doc="cmath.sqrt(z): CPython's algorithm (scaled; special values), bit for bit")
+_def("cmath_exp", 1, _complex_rule, cmath.exp, {"*": Routine("cmath_exp")}, _HOLOMORPHIC,
+     python=("cmath.exp",), vjp=v.unary(lambda e, g, z, out: e.op("mul", g, out)),
+     doc="cmath.exp(z): CPython's algorithm (special values, ValueError, OverflowError)")
+
+_def("cmath_log", 1, _complex_rule, cmath.log, {"*": Routine("cmath_log")}, _HOLOMORPHIC,
+     python=("cmath.log",), vjp=v.unary(lambda e, g, z, out: e.op("truediv", g, z)),
+     doc="cmath.log(z): CPython's algorithm (scaled, log1p near |z| = 1; special values; "
+         "ValueError at 0)")
+_def("cmath_log_base", 2, lambda types, attrs: ([C128, C128], _complex_rule(types[:1], attrs)[1]),
+     cmath.log, {"*": Routine("cmath_log_base")}, ("pure", "raises"),
+     no_vjp="not differentiated yet: write cmath.log(z) / cmath.log(base)",
+     doc="cmath.log(z, base): log z / log base by Python's division; ValueError for a base "
+         "of 0 or 1")
+_def("cmath_log10", 1, _complex_rule, cmath.log10, {"*": Routine("cmath_log10")},
+     _HOLOMORPHIC, python=("cmath.log10",),
+     vjp=v.unary(lambda e, g, z, out: e.op("truediv", g, e.op("mul", z, v.c(e, math.log(10), z)))),
+     doc="cmath.log10(z): cmath.log(z)'s parts divided by ln 10")
+
 PREDICATES = {"cmath.isnan": "isnan", "cmath.isinf": "isinf", "cmath.isfinite": "isfinite"}
 """The cmath predicates: the ops of NumPy's complex predicates on the Python complex (the
 same test of the two parts), their result a Python bool."""
