@@ -272,3 +272,22 @@ def test_grad_of_python_complex_arguments():
     assert abs(got_x - central(energy, [z, x], 1)) < 1e-6
     derivative = astjit.grad(holomorphic, holomorphic=True)(z)
     assert abs(derivative - (3 * z ** 2 / (2.0 + 1j) - 1j)) < 1e-12
+
+
+def tangent_path(z, x):
+    w = cmath.sqrt(z) * cmath.exp(0.3 * z) + cmath.log(z) - cmath.log10(z) + complex(x, 2 * x)
+    return w, cmath.phase(w)
+
+
+def test_jvp_of_python_complex_arguments():
+    """Forward mode along a complex tangent dz (and a float dx) is the difference quotient
+    of f(z + h dz, x + h dx)."""
+    import astjit
+
+    z, x, dz, dx, h = 0.7 - 0.4j, 0.9, 0.3 + 0.2j, 0.5, 1e-7
+    out, tangent = astjit.jvp(tangent_path, (z, x), (dz, dx))
+    assert out == tangent_path(z, x)
+    quotients = [(a - b) / (2 * h) for a, b in zip(tangent_path(z + h * dz, x + h * dx),
+                                                   tangent_path(z - h * dz, x - h * dx))]
+    for got, expected in zip(tangent, quotients):
+        assert abs(got - expected) < 1e-6

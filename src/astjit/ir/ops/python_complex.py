@@ -74,6 +74,7 @@ def _phase(z, polar=False):
 _def("cmath_phase", 1, _to_real_rule, _phase, {"*": Routine("cmath_phase")},
      ("pure", "raises", "complex_rule"),
      python=("cmath.phase",), vjp=v.unary(_phase_adjoint),
+     jvp=lambda e, d, ins, out, attrs: complex_rules.angle_tangent(e, d[0], ins[0], out),
      doc="cmath.phase(z): atan2(z.imag, z.real) with CPython's special cases; OverflowError "
          "where atan2 underflows to 0, but not as cmath.polar's part (attr `polar`)")
 _def("cmath_abs", 1, _to_real_rule, lambda z: cmath.polar(z)[0], {"*": Routine("cmath_abs")},
@@ -88,13 +89,16 @@ _HOLOMORPHIC = ("pure", "raises", "holomorphic")
 _def("cmath_sqrt", 1, _complex_rule, cmath.sqrt, {"*": Routine("cmath_sqrt")}, _HOLOMORPHIC,
      python=("cmath.sqrt",),
      vjp=v.unary(lambda e, g, z, out: e.op("truediv", g, e.op("mul", v.c(e, 2.0, out), out))),
+     jvp=lambda e, d, ins, out, attrs: e.op("truediv", d[0], e.op("mul", v.c(e, 2.0, out), out)),
      doc="cmath.sqrt(z): CPython's algorithm (scaled; special values), bit for bit")
 _def("cmath_exp", 1, _complex_rule, cmath.exp, {"*": Routine("cmath_exp")}, _HOLOMORPHIC,
      python=("cmath.exp",), vjp=v.unary(lambda e, g, z, out: e.op("mul", g, out)),
+     jvp=lambda e, d, ins, out, attrs: e.op("mul", d[0], out),
      doc="cmath.exp(z): CPython's algorithm (special values, ValueError, OverflowError)")
 
 _def("cmath_log", 1, _complex_rule, cmath.log, {"*": Routine("cmath_log")}, _HOLOMORPHIC,
      python=("cmath.log",), vjp=v.unary(lambda e, g, z, out: e.op("truediv", g, z)),
+     jvp=lambda e, d, ins, out, attrs: e.op("truediv", d[0], ins[0]),
      doc="cmath.log(z): CPython's algorithm (scaled, log1p near |z| = 1; special values; "
          "ValueError at 0)")
 _def("cmath_log_base", 2, lambda types, attrs: ([C128, C128], _complex_rule(types[:1], attrs)[1]),
@@ -105,6 +109,8 @@ _def("cmath_log_base", 2, lambda types, attrs: ([C128, C128], _complex_rule(type
 _def("cmath_log10", 1, _complex_rule, cmath.log10, {"*": Routine("cmath_log10")},
      _HOLOMORPHIC, python=("cmath.log10",),
      vjp=v.unary(lambda e, g, z, out: e.op("truediv", g, e.op("mul", z, v.c(e, math.log(10), z)))),
+     jvp=lambda e, d, ins, out, attrs: e.op(
+         "truediv", d[0], e.op("mul", ins[0], v.c(e, math.log(10), ins[0]))),
      doc="cmath.log10(z): cmath.log(z)'s parts divided by ln 10")
 
 PREDICATES = {"cmath.isnan": "isnan", "cmath.isinf": "isinf", "cmath.isfinite": "isfinite"}
