@@ -177,12 +177,17 @@ def to_int(z):
     return int(z)
 
 
+def largest(z, w):
+    return max(z, w)
+
+
 @pytest.mark.parametrize("fn, pattern", [(ordered, "'<' not supported between instances of "
                                                     "'complex' and 'complex'"),
+                                          (largest, r"max\(\) of a Python complex"),
                                           (to_float, "float"), (to_int, "int")])
 def test_python_type_errors_are_compile_errors(fn, pattern):
     with pytest.raises(CompileError, match=pattern):
-        jit(fn)(1j, 2j) if fn is ordered else jit(fn)(1j)
+        jit(fn)(1j, 2j) if fn in (ordered, largest) else jit(fn)(1j)
 
 
 def cmath_functions(z, r, phi):

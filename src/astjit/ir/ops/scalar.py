@@ -23,6 +23,7 @@ from ..types import (
     INT_OR_BOOL,
     NONE,
     ArrayType,
+    ScalarType,
     TupleType,
     exact,
     is_numeric,
@@ -485,11 +486,27 @@ def min_max_rule(types, attrs):
     return arith_rule([I64 if t == INT_OR_BOOL else t for t in types], attrs)
 
 
-_def("min", 2, min_max_rule, py_min, {"*": Routine("min")}, ("pure", "elementwise"),
+def _no_complex(name: str):
+    """min_max_rule refusing complex operands: of a Python complex Python's TypeError (its
+    `<`), of a NumPy complex scalar not supported yet (NumPy orders complexes
+    lexicographically; compiled code does not)."""
+    def rule(types, attrs):
+        complexes = [t for t in types if isinstance(t, ScalarType) and t.is_complex]
+        if complexes and not any(t.strong for t in complexes):
+            raise OpTypeError(f"{name}() of a Python complex is Python's TypeError (complex "
+                              "numbers have no order): compare abs(z) or the parts")
+        if complexes:
+            raise OpTypeError(f"{name}() of a NumPy complex scalar is not supported yet: "
+                              "compare abs(z) or the parts")
+        return min_max_rule(types, attrs)
+    return rule
+
+
+_def("min", 2, _no_complex("min"), py_min, {"*": Routine("min")}, ("pure", "elementwise"),
      array_refusal="min() of arrays is ambiguous: use np.minimum(a, b)",
      python=("min",), vjp=v.min_max_vjp("lt"),
      batch=_choice_batch("lt"), cuda={"*": CExpr("({1} < {0} ? {1} : {0})")})
-_def("max", 2, min_max_rule, py_max, {"*": Routine("max")}, ("pure", "elementwise"),
+_def("max", 2, _no_complex("max"), py_max, {"*": Routine("max")}, ("pure", "elementwise"),
      array_refusal="max() of arrays is ambiguous: use np.maximum(a, b)",
      python=("max",), vjp=v.min_max_vjp("gt"),
      batch=_choice_batch("gt"), cuda={"*": CExpr("({1} > {0} ? {1} : {0})")})
