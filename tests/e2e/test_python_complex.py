@@ -296,3 +296,15 @@ def test_jvp_of_python_complex_arguments():
                                                    tangent_path(z - h * dz, x - h * dx))]
     for got, expected in zip(tangent, quotients):
         assert abs(got - expected) < 1e-6
+
+
+def parts_of_numbers(z):
+    return z.real, z.imag, np.real(z), np.imag(z)
+
+
+@pytest.mark.parametrize("z", [np.complex128(1 - 2j), np.complex64(1 - 2j), 1 - 2j, 2.5,
+                               np.float64(3), np.float32(1), True, 3])
+def test_parts_keep_numpy_and_python_types(z):
+    """np.complex128's `.real` is an np.float64, a Python complex's a float, True's an int."""
+    got, expected = jit(parts_of_numbers)(z), parts_of_numbers(z)
+    assert [type(g) for g in got] == [type(e) for e in expected] and got == expected

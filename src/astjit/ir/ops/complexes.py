@@ -14,7 +14,7 @@ is the arithmetic ops' 'c' lowerings (ir/ops/scalar.py). Their derivatives are J
 from __future__ import annotations
 
 from ..core import Node
-from ..types import BOOL, C64, F32, F64, I64, ArrayType, ScalarType, is_numeric, promote
+from ..types import BOOL, C64, F32, F64, I64, ArrayType, ScalarType, is_numeric, promote, strong
 from . import complex_rules as rules
 from . import vjp as v
 from .batching import each
@@ -34,13 +34,14 @@ def part_type(t: ScalarType) -> ScalarType:
 
 
 def _part_rule(types, attrs):
-    """Of a complex its float; of a Python scalar what its `.real`/`.imag` is, as np.real
+    """Of a complex its float (of a NumPy complex scalar a NumPy float: np.complex128's
+    `.real` is an np.float64); of a Python scalar what its `.real`/`.imag` is, as np.real
     returns (a bool's are ints: `True.real` is 1); of any other number its own type."""
     _numeric(types, "np.real/np.imag")
     t = types[0]
     if t == BOOL and not t.strong and attrs.get("numpy"):
         return [I64], I64
-    return [t], part_type(t)
+    return [t], strong(part_type(t)) if t.strong else part_type(t)
 
 
 def float_or_complex_rule(types, attrs):
