@@ -179,6 +179,21 @@ def test_a_warm_scalar_call_links_without_llvm(project):
     assert again["llvmlite"] == []  # read before compiling
 
 
+def test_the_loader_imports_no_ctypes():
+    """The loader makes its C calls with `_ctypes` alone (runtime/cabi.py): importing the
+    ctypes package would cost a warm load of a scalar kernel a quarter of its instructions
+    where nothing else imports it (NumPy does)."""
+    code = ("import sys\n"
+            "from astjit.cache import native, entries\n"
+            "from astjit.backend.llvm.runtime import builtin, process\n"
+            "process.thread_state(), process.thread_stack_limit_address()\n"
+            "assert process.thread_stack_limit() > 0\n"
+            "print('ctypes' in sys.modules, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
 def test_damaged_entries_are_compiled_again(project):
     cold = run_child(project)
     for damage in (lambda b: b[: len(b) // 2], lambda b: b[:-40] + bytes(40),

@@ -24,11 +24,12 @@ runs the code keeps its Image.
 """
 from __future__ import annotations
 
-import ctypes
 import struct
 import sys
 import weakref
 from collections.abc import Callable, Sequence
+
+from ..backend.llvm.runtime import cabi
 
 HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 SECTION = struct.Struct("<IIQQQQIIQQ")
@@ -161,10 +162,9 @@ def _link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Ima
         linker = _Relocator(image, base, stub_start, got_start, globals_, resolve)
         for obj in parsed:
             linker.relocate(obj)
-        ctypes.memmove(base, bytes(image), total)
-        if data_start and _libc().mprotect(ctypes.c_void_p(base), data_start,
-                                           PROT_READ | PROT_EXEC) != 0:
-            raise OSError(ctypes.get_errno(), "mprotect failed")
+        cabi.memmove(base, bytes(image), total)
+        if data_start and _libc().mprotect(base, data_start, PROT_READ | PROT_EXEC) != 0:
+            raise OSError(cabi.get_errno(), "mprotect failed")
     except BaseException:
         _unmap(base, total)
         raise
@@ -345,28 +345,36 @@ def _align(offset: int, align: int) -> int:
     return (offset + align - 1) // align * align
 
 
-_LIBC = None
+class _Memory:
+    """The C library's `mmap`, `munmap` and `mprotect`, errno kept."""
+
+    def __init__(self) -> None:
+        pointer, size_t, c_int = cabi.c_void_p, cabi.c_size_t, cabi.c_int
+        self.mmap = cabi.process_function("mmap", pointer, pointer, size_t, c_int, c_int, c_int,
+                                          cabi.c_long, errno=True)
+        self.munmap = cabi.process_function("munmap", c_int, pointer, size_t, errno=True)
+        self.mprotect = cabi.process_function("mprotect", c_int, pointer, size_t, c_int,
+                                              errno=True)
 
 
-def _libc():
+_LIBC: _Memory | None = None
+
+
+def _libc() -> _Memory:
     global _LIBC
     if _LIBC is None:
-        from ..backend.llvm.runtime.process import libc as process_libc
-
-        libc = process_libc()
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_int, ctypes.c_long]
-        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        _LIBC = libc
+        _LIBC = _Memory()
     return _LIBC
+
+
+MAP_FAILED = (1 << 64) - 1
+"""`mmap`'s `(void *) -1`, as an unsigned address."""
 
 
 def _map(size: int) -> int:
     address = _libc().mmap(None, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-    if address is None or address == ctypes.c_void_p(-1).value:
-        raise OSError(ctypes.get_errno(), "mmap failed")
+    if address is None or address == MAP_FAILED:
+        raise OSError(cabi.get_errno(), "mmap failed")
     return address
 
 

@@ -29,12 +29,11 @@ here once it is.
 """
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 from collections.abc import Callable
 
-from ..backend.llvm.runtime import objects, process
+from ..backend.llvm.runtime import cabi, objects, process
 from ..errors import CompileError
 from . import elf
 from .batch import Batch
@@ -190,19 +189,15 @@ def _process_symbol(name: str) -> int | None:
     if name.startswith("astjit"):
         return None
     global _libmvec
-    library = process.libc()
+    library = cabi.PROCESS
     if name.startswith("_ZGV"):  # libmvec's vector variants
         if _libmvec is None:
             try:
-                _libmvec = ctypes.CDLL(LIBMVEC)
+                _libmvec = cabi.library(LIBMVEC)
             except OSError:
                 return None
         library = _libmvec
-    try:
-        function = library[name]  # not getattr: a name like `_handle` is the CDLL's own
-    except AttributeError:
-        return None
-    return ctypes.cast(function, ctypes.c_void_p).value
+    return cabi.symbol(name, library)
 
 
 def _numpy(name: str) -> int | None:

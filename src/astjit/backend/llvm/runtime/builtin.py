@@ -1,4 +1,4 @@
-"""A CPython builtin function object around compiled machine code, made with ctypes alone.
+"""A CPython builtin function object around compiled machine code, made with `_ctypes` alone.
 
 `make_builtin` calls `PyCFunction_NewEx` on a PyMethodDef pointing at the wrapper (the
 METH_FASTCALL | METH_KEYWORDS function `wrapper.emit_wrapper` emits). The builtin's
@@ -12,13 +12,15 @@ exception the handler raises.
 
 Apart from entry.py (the compile path) because the disk cache's loader makes builtins
 around code it linked itself (astjit/cache/entries.py), in processes that import neither
-the code generator nor LLVM: this module imports nothing of astjit's but ctypes.
+the code generator nor LLVM: this module imports nothing of astjit's but cabi.py (no
+ctypes).
 """
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from . import cabi
 
 if TYPE_CHECKING:
     from ..codegen import ErrorSite
@@ -29,14 +31,13 @@ METH_FASTCALL = 0x0080
 METH_KEYWORDS = 0x0002
 
 
-class PyMethodDef(ctypes.Structure):
-    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
-                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+class PyMethodDef(cabi.Structure):
+    _fields_ = [("ml_name", cabi.c_char_p), ("ml_meth", cabi.c_void_p),
+                ("ml_flags", cabi.c_int), ("ml_doc", cabi.c_char_p)]
 
 
-_new_builtin = ctypes.pythonapi.PyCFunction_NewEx
-_new_builtin.argtypes = [ctypes.POINTER(PyMethodDef), ctypes.py_object, ctypes.c_void_p]
-_new_builtin.restype = ctypes.py_object
+_new_builtin = cabi.process_function("PyCFunction_NewEx", cabi.py_object, cabi.c_void_p,
+                                     cabi.py_object, cabi.c_void_p, python_api=True)
 
 
 class EntryPins:
@@ -100,4 +101,4 @@ def make_builtin(compiled: CompiledModule, wrapper: str, name: str, pins: EntryP
     pins.code = compiled
     pins.method_def = PyMethodDef(name.encode(), compiled.addresses[wrapper],
                                   METH_FASTCALL | METH_KEYWORDS, doc)
-    return _new_builtin(ctypes.byref(pins.method_def), pins, None)
+    return _new_builtin(cabi.addressof(pins.method_def), pins, None)

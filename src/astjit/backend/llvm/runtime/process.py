@@ -6,15 +6,16 @@ released the GIL (runtime/gil.py, interrupts.py), and the calling thread's stack
 (the recursion guard, runtime/stack.py). There is one of each per process, whoever links
 the code: the engine (pyapi.py and stack.py register these addresses with LLVM) or the
 disk cache's loader, which links cached object code without importing llvmlite
-(astjit/cache/native.py). So they live here, made with ctypes only.
+(astjit/cache/native.py). So they live here, made with `_ctypes` only (cabi.py).
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import sys
 import threading
+
+from . import cabi
 
 MAIN_THREAD = "astjit.main_thread"
 """An i64 holding the main thread's `pthread_self()`, the one thread that runs handlers."""
@@ -24,9 +25,9 @@ RELEASED_KEY = "astjit.released_key"
 THREAD_LIMIT = "astjit_thread_stack_limit"
 """The C-callable `thread_stack_limit`, as compiled code calls it."""
 
-KEY_TYPE = ctypes.c_uint if sys.platform.startswith("linux") else ctypes.c_ulong
+KEY_TYPE = cabi.c_uint if sys.platform.startswith("linux") else cabi.c_ulong
 """`pthread_key_t`."""
-_main_thread = ctypes.c_uint64()
+_main_thread = cabi.c_uint64()
 _released_key = KEY_TYPE()
 
 HEADROOM = (128 << 10, 1 << 20)
@@ -39,14 +40,6 @@ MAX_STACK = 1 << 30
 whole gap below the stack, which later mappings may take)."""
 
 
-@functools.cache
-def libc() -> ctypes.CDLL:
-    """The process's own symbols (the C library, pthreads, the C API: `dlopen(NULL)`), errno
-    kept: one handle for the runtime and the disk cache's loader (each CDLL makes a class
-    of its own, a noticeable part of a warm load)."""
-    return ctypes.CDLL(None, use_errno=True)
-
-
 def _note_main_thread() -> None:
     _main_thread.value = threading.main_thread().ident or 0
 
@@ -55,12 +48,14 @@ def _note_main_thread() -> None:
 def thread_state() -> dict[str, int]:
     """The addresses of `MAIN_THREAD` and `RELEASED_KEY`, the key made on first request (once
     per process; a forked child notes its own main thread)."""
-    if libc().pthread_key_create(ctypes.byref(_released_key), None) != 0:
+    create = cabi.process_function("pthread_key_create", cabi.c_int, cabi.c_void_p,
+                                   cabi.c_void_p)
+    if create(cabi.addressof(_released_key), None) != 0:
         raise OSError("pthread_key_create failed: no thread-local key for compiled code")
     _note_main_thread()
     os.register_at_fork(after_in_child=_note_main_thread)
-    return {MAIN_THREAD: ctypes.addressof(_main_thread),
-            RELEASED_KEY: ctypes.addressof(_released_key)}
+    return {MAIN_THREAD: cabi.addressof(_main_thread),
+            RELEASED_KEY: cabi.addressof(_released_key)}
 
 
 # ---- the calling thread's stack, in Python -----------------------------------------------
@@ -88,30 +83,35 @@ def thread_stack_limit() -> int:
 def thread_stack_bounds() -> tuple[int, int] | None:
     """The calling thread's stack as (lowest address, highest address), from the thread
     library: glibc's and musl's `pthread_getattr_np`, macOS's `pthread_get_stack*_np`."""
-    c = libc()
-    c.pthread_self.restype = ctypes.c_void_p
-    thread = ctypes.c_void_p(c.pthread_self())
+    pointer, size_t, c_int = cabi.c_void_p, cabi.c_size_t, cabi.c_int
+    thread = cabi.process_function("pthread_self", pointer)()
     if sys.platform == "darwin":
-        c.pthread_get_stackaddr_np.restype = ctypes.c_void_p
-        c.pthread_get_stacksize_np.restype = ctypes.c_size_t
-        high = c.pthread_get_stackaddr_np(thread)
-        return high - c.pthread_get_stacksize_np(thread), high
-    attr = ctypes.create_string_buffer(256)  # a pthread_attr_t (56 or 64 bytes)
-    if c.pthread_getattr_np(thread, attr) != 0:
+        high = cabi.process_function("pthread_get_stackaddr_np", pointer, pointer)(thread)
+        size = cabi.process_function("pthread_get_stacksize_np", size_t, pointer)(thread)
+        return high - size, high
+    attr = (cabi.c_uint64 * 32)()  # a pthread_attr_t (56 or 64 bytes)
+    if cabi.process_function("pthread_getattr_np", c_int, pointer, pointer)(
+            thread, cabi.addressof(attr)) != 0:
         return None
     try:
-        address, size = ctypes.c_void_p(), ctypes.c_size_t()
-        if c.pthread_attr_getstack(attr, ctypes.byref(address), ctypes.byref(size)) != 0:
+        address, size = pointer(), size_t()
+        if cabi.process_function("pthread_attr_getstack", c_int, pointer, pointer, pointer)(
+                cabi.addressof(attr), cabi.addressof(address), cabi.addressof(size)) != 0:
             return None
         return address.value, address.value + size.value
     finally:
-        c.pthread_attr_destroy(attr)
-
-
-_THREAD_LIMIT_C = ctypes.CFUNCTYPE(ctypes.c_uint64)(thread_stack_limit)
-"""`thread_stack_limit` as a C function, kept alive for the process."""
+        cabi.process_function("pthread_attr_destroy", c_int, pointer)(cabi.addressof(attr))
 
 
 def thread_stack_limit_address() -> int:
-    """The address of `THREAD_LIMIT`, the C function compiled code calls."""
-    return ctypes.cast(_THREAD_LIMIT_C, ctypes.c_void_p).value
+    """The address of `THREAD_LIMIT`, the C function compiled code calls: `thread_stack_limit`
+    as a C function, made on first request (once: code linked to it calls it for the
+    process's life)."""
+    with _thread_limit_lock:
+        if not _thread_limit:
+            _thread_limit.append(cabi.function(thread_stack_limit, cabi.c_uint64))
+    return cabi.address_of(_thread_limit[0])
+
+
+_thread_limit: list = []
+_thread_limit_lock = threading.Lock()
