@@ -82,6 +82,10 @@ def bump(counts, keys):
     return 0
 
 
+JITTED = {fn: jit(fn) for fn in (histogram, truncate, bump)}
+"""One compiled function each for all examples: each signature compiles once."""
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(st.integers(0, 12), st.integers(1, 8), st.data())
@@ -96,7 +100,7 @@ def test_a_loop_raises_where_and_as_cpython(n, nbins, data):
     for fn, args in [(histogram, (x / 1e300, counts, nbins)), (histogram, (x, counts, nbins)),
                      (truncate, (x, np.zeros(n, np.int64))), (bump, (counts, keys)),
                      (truncate, (x.astype(np.float32), np.zeros(n, np.int64)))]:
-        expected, got = outcome(with_int64(fn), *args), outcome(jit(fn), *args)
+        expected, got = outcome(with_int64(fn), *args), outcome(JITTED[fn], *args)
         assert same(expected, got), f"{fn.__name__}{args}: CPython {expected}, jit {got}"
 
 
