@@ -169,6 +169,10 @@ UNCHECKED_SAFE = [TOP, math.nextafter(TOP, math.inf), math.nextafter(-TOP, -math
 with boundscheck=False an index outside is undefined, a conversion error is not."""
 
 
+UNCHECKED_HISTOGRAM = jit(histogram, boundscheck=False)
+"""Compiled once for all examples."""
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(st.integers(0, 12), st.integers(1, 8), st.data())
@@ -178,7 +182,7 @@ def test_unchecked_indices_keep_the_conversion_errors(n, nbins, data):
     x = np.array(data.draw(st.lists(st.sampled_from(UNCHECKED_SAFE), min_size=n, max_size=n)))
     args = (x, np.zeros(nbins, np.int64), 1)
     expected = outcome(with_int64(histogram), *args)
-    assert same(expected, outcome(jit(histogram, boundscheck=False), *args))
+    assert same(expected, outcome(UNCHECKED_HISTOGRAM, *args))
 
 
 def convert_then_read(x, a, j, counts):

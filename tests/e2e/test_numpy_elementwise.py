@@ -71,13 +71,17 @@ def test_logic_like_numpy():
     same(jit(logic)(True, 0.0), logic(True, 0.0))
 
 
+JITTED = {fn: jit(fn) for fn in (rounding, clip_and_sign, powers_of_two)}
+"""One compiled function each for all examples: each compiles once."""
+
+
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(hnp.arrays(np.float64, st.integers(0, 9),
                   elements=st.floats(allow_nan=True, allow_infinity=True, width=64)))
 def test_random_values(x):
     with np.errstate(all="ignore"):
         for fn in (rounding, clip_and_sign, powers_of_two):
-            same(jit(fn)(x), fn(x), ulps=fn is powers_of_two)
+            same(JITTED[fn](x), fn(x), ulps=fn is powers_of_two)
 
 
 def smooth(x):

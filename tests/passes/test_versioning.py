@@ -5,6 +5,8 @@ negative indices, which count from the end, empty ranges), under CPython, compil
 in the interpreter before and after the pass (which asserts every `inbounds` claim): the
 same result, or the same IndexError at the same iteration, after the same writes.
 """
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -154,13 +156,17 @@ def typed_module(fn, args):
     return infer_types(lower_function(fn), list(signature.types_of(values))), values
 
 
+jitted = functools.cache(jit)
+"""One compiled function each for all examples: each signature compiles once."""
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(st.data())
 def test_versioned_loops_raise_where_and_as_the_checked_ones(data):
     for fn, args in cases(data.draw):
         expected = run(fn, args)
-        got = run(jit(fn), args)
+        got = run(jitted(fn), args)
         assert same(expected, got), f"{fn.__name__}{args}: CPython {expected}, jit {got}"
 
 
