@@ -5,6 +5,8 @@ index arrays (negative, repeated, empty) and masks (all false, all true), values
 broadcast (hypothesis, the same examples on every run); the arrays the caller sees after
 a write; NumPy's IndexErrors; the interpreter; the GPU simulator; gradients (reverse and
 forward) against central finite differences."""
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -28,11 +30,16 @@ def assert_same(expected, got, where=""):
     np.testing.assert_array_equal(got, expected, err_msg=where)
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function for all of a file's checks (hypothesis' examples above all):
+each signature compiles once."""
+
+
 def check(fn, *args, interpret=False):
     """fn compiled (and interpreted) against NumPy, results and arguments after the call."""
     ref_args = [np.copy(a) for a in args]
     expected = fn(*ref_args)
-    runs = [("jit", jit(fn))] + ([("interp", lambda *a: interpret_call(fn, a, {}))]
+    runs = [("jit", compiled(fn))] + ([("interp", lambda *a: interpret_call(fn, a, {}))]
                                  if interpret else [])
     for name, run in runs:
         got_args = [np.copy(a) for a in args]
