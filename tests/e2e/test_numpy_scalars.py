@@ -4,6 +4,7 @@ Every case runs the plain function and the compiled one on the same arguments an
 compares value AND type (`same`): np.float64 where NumPy gives one, a Python float
 where Python does. The rules are in src/astjit/ir/ops/strong.py.
 """
+import functools
 import math
 import warnings
 
@@ -51,8 +52,13 @@ def same(a, b, ulps: int = 0) -> bool:
     return a == b
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function and target for all of the file's checks: each signature
+compiles once."""
+
+
 def check(fn, *args, ulps: int = 0):
-    ref, got = run(fn, *args), run(jit(fn), *args)
+    ref, got = run(fn, *args), run(compiled(fn), *args)
     if ref[0] == "raise":
         assert got[0] == "raise" and isinstance(got[1], type(ref[1])), \
             f"{fn.__name__}{args}: Python raised {ref[1]!r}, compiled gave {got[1]!r}"

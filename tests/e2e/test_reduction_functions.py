@@ -4,6 +4,7 @@ their function and method forms, against NumPy: random shapes (empty ones too), 
 strides, transposes, axes, keepdims, ddof and NaNs (hypothesis, the same examples on every
 run), NumPy's errors, the GPU's kernels on the simulator, and every gradient against
 central finite differences."""
+import functools
 import types
 import warnings
 
@@ -94,6 +95,11 @@ def assert_same(want, got, where):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function and target for all of the file's checks: each signature
+compiles once."""
+
+
 def check(fn, x, target="cpu"):
     """fn compiled against NumPy: the same result, or the same error."""
     try:
@@ -102,11 +108,11 @@ def check(fn, x, target="cpu"):
         # NumPy's TypeErrors (np.ptp of bools subtracts them) are found at compile time
         with pytest.raises((type(error), CompileError) if isinstance(error, TypeError)
                            else type(error)) as info:
-            jit(fn, target=target)(x)
+            compiled(fn, target=target)(x)
         if isinstance(error, ValueError):
             assert str(error) in str(info.value)
         return
-    assert_same(want, jit(fn, target=target)(x), f"{fn.__name__} {x.dtype}{x.shape}")
+    assert_same(want, compiled(fn, target=target)(x), f"{fn.__name__} {x.dtype}{x.shape}")
 
 
 def data(rng, shape, dtype, nans: bool):

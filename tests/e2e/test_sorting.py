@@ -6,6 +6,7 @@ every run), bit for bit where NumPy's kernels decide (sorted values, the order o
 and 0.0, argsort's order of ties for every kind); the in-place sort seen by the caller;
 NumPy's errors; the GPU simulator; gradients (reverse and forward) against central finite
 differences away from ties."""
+import functools
 import types
 import warnings
 
@@ -85,15 +86,20 @@ def assert_same(want, got, where, exact=True):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function and target for all of the file's checks: each signature
+compiles once."""
+
+
 def check(fn, x, target="cpu", exact=True):
     """fn compiled against NumPy: the same result, or the same error."""
     try:
         want = run_numpy(fn, x.copy())
     except (ValueError, TypeError, IndexError) as error:
         with pytest.raises((type(error), CompileError)):
-            jit(fn, target=target)(x.copy())
+            compiled(fn, target=target)(x.copy())
         return
-    assert_same(want, jit(fn, target=target)(x.copy()), f"{fn.__name__} {x.dtype}{x.shape}", exact)
+    assert_same(want, compiled(fn, target=target)(x.copy()), f"{fn.__name__} {x.dtype}{x.shape}", exact)
 
 
 def data(rng, shape, dtype, nans: bool):
