@@ -308,3 +308,36 @@ def test_a_zero_dividend_keeps_nan_and_signs(y):
     for want, got in zip(zero_fmod_of_array(y), astjit.jit(zero_fmod_of_array)(y)):
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def hypots(xs, ys):
+    out = np.empty(xs.shape[0])
+    for i in range(xs.shape[0]):
+        out[i] = math.hypot(xs[i], ys[i])
+    return out, np.hypot(xs, ys), math.hypot(xs[0], ys[0])
+
+
+def _hypot_operands():
+    """Special values, subnormals, operands far apart and close in magnitude."""
+    rng = np.random.default_rng(7555)
+    special = np.array([4.2, 0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 2.2250738585072014e-308,
+                        1e-310, 5.5e-309, 1.7976931348623157e308, 1e308, 3.0, 4.0])
+    xs, ys = (a.ravel() for a in np.meshgrid(special, special))
+    exponents = rng.integers(-1074, 1024, size=(2, 20000))
+    exponents[1, ::2] = np.clip(exponents[0, ::2] + rng.integers(-60, 60, 10000), -1074, 1023)
+    random = rng.uniform(-2, 2, size=(2, 20000)) * np.exp2(exponents.astype(float))
+    return np.concatenate([xs, random[0]]), np.concatenate([ys, random[1]])
+
+
+# math.hypot is CPython's own algorithm, not C's hypot: math.hypot(4.2, 4.2) is
+# 5.939696961966999 where C's is 5.939696961967 (fuzz seed 20261205, program 7555)
+def test_math_hypot_is_cpythons_and_np_hypot_numpys():
+    xs, ys = _hypot_operands()
+    loop, vector, first = jit(hypots)(xs, ys)
+    want = np.array([math.hypot(x, y) for x, y in zip(xs.tolist(), ys.tolist())])
+    np.testing.assert_array_equal(loop.view(np.int64)[~np.isnan(want)],
+                                  want.view(np.int64)[~np.isnan(want)])
+    np.testing.assert_array_equal(np.isnan(loop), np.isnan(want))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(vector, np.hypot(xs, ys))
+    assert repr(first) == repr(5.939696961966999)  # of 4.2, 4.2

@@ -48,6 +48,7 @@ from . import (
     complex_views,
     complexes,
     fused,
+    hypot,
     indexing,
     interrupts,
     linalg,
@@ -72,6 +73,7 @@ __all__ = ["DEOPTIMIZE", "MAX_ERROR_VALUES", "OK", "ErrorSite", "ErrorTable", "F
 
 ROUTINES = {
     **arith.ROUTINES,
+    **hypot.ROUTINES,
     **tapes.ROUTINES,
     **arrays.ROUTINES,
     **allocation.ROUTINES,

@@ -184,7 +184,10 @@ def _fmod_vjp(e, g, ins, out, needs):
 
 
 _math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2")
-_math2("hypot", math.hypot, LibCall("hypot"), _hypot_vjp, check=None)
+_math2("hypot", math.hypot, Routine("math_hypot"), _hypot_vjp, check=None,
+       llvm_numpy={"f": LibCall("hypot")},
+       doc="math.hypot(x, y): CPython's own algorithm, almost always correctly rounded "
+           "(backend/llvm/hypot.py); np.hypot is C's hypot, as NumPy's is")
 _math2("copysign", math.copysign, Intrinsic("llvm.copysign"), _copysign_vjp, check=None)
 _math2("fmod", math.fmod, LibCall("fmod", vector=False), _fmod_vjp, numpy="")
 
