@@ -119,17 +119,8 @@ def memory_families(graph: Graph) -> list[set[Value]]:
     """The tape and float array values of `graph` grouped by the memory they are or share:
     linked by `tape_push`, views, accumulating writes, tuples, and across loop and branch
     boundaries (conservatively: a value a branch may return is linked to both)."""
-    parent: dict[Value, Value] = {}
-
-    def root(v: Value) -> Value:
-        while parent.setdefault(v, v) is not v:
-            v = parent[v]
-        return v
-
-    def link(*values: Value) -> None:
-        memory = [v for v in values if _is_memory(v.type)]
-        for v in memory[1:]:
-            parent[root(v)] = root(memory[0])
+    families = _Families()
+    root, link = families.root, families.link
 
     for node in graph.walk():
         if node.op in ("tape_push", "tape_clear", "getitem") or node.op in SHARING_OPS:
@@ -148,10 +139,10 @@ def memory_families(graph: Graph) -> list[set[Value]]:
                 link(v, cond.params[j], body.params[j])
             for k, out in enumerate(node.outputs):
                 link(out, node.inputs[n_invariants + k], body.outputs[k])
-    families: dict[Value, set[Value]] = {}
-    for v in parent:
-        families.setdefault(root(v), set()).add(v)
-    return list(families.values())
+    grouped: dict[Value, set[Value]] = {}
+    for v in families.parent:
+        grouped.setdefault(root(v), set()).add(v)
+    return list(grouped.values())
 
 
 def written_memory(graph: Graph) -> set[Value]:
@@ -160,17 +151,8 @@ def written_memory(graph: Graph) -> set[Value]:
     leaf op's result may be, every op but those that make a new array (`sum_to_like` may
     return its operand). A tangent shared with none of them need not be copied: nothing
     writes into it."""
-    parent: dict[Value, Value] = {}
-
-    def root(v: Value) -> Value:
-        while parent.setdefault(v, v) is not v:
-            v = parent[v]
-        return v
-
-    def link(*values: Value) -> None:
-        memory = [v for v in values if _is_memory(v.type)]
-        for v in memory[1:]:
-            parent[root(v)] = root(memory[0])
+    families = _Families()
+    root, link = families.root, families.link
 
     for family in memory_families(graph):
         link(*family)
@@ -184,7 +166,25 @@ def written_memory(graph: Graph) -> set[Value]:
         if opdef is not None and not _makes_new_arrays(opdef) and node.op not in SHARING_OPS:
             link(*node.outputs, *node.inputs)
     written = {root(v) for v in targets if _is_memory(v.type)}
-    return {v for v in parent if root(v) in written}
+    return {v for v in families.parent if root(v) in written}
+
+
+class _Families:
+    """Memory values grouped by union-find: `link` puts values sharing memory in one
+    family (values of other types are left out), `root` names a value's family."""
+
+    def __init__(self) -> None:
+        self.parent: dict[Value, Value] = {}
+
+    def root(self, v: Value) -> Value:
+        while self.parent.setdefault(v, v) is not v:
+            v = self.parent[v]
+        return v
+
+    def link(self, *values: Value) -> None:
+        memory = [v for v in values if _is_memory(v.type)]
+        for v in memory[1:]:
+            self.parent[self.root(v)] = self.root(memory[0])
 
 
 def _makes_new_arrays(opdef) -> bool:
