@@ -167,23 +167,27 @@ def numpy_routines(names: Iterable[str]) -> dict[str, int] | None:
 
 
 def scipy_blas() -> dict[str, int]:
-    """BLAS routine name -> address of SciPy's, each capsule's signature checked against
-    `BLAS_SIGNATURES`; CompileError where SciPy is missing or differs."""
+    """BLAS routine name -> address of SciPy's (`scipy_routines`)."""
+    return scipy_routines("cython_blas", BLAS_SIGNATURES, "SciPy's BLAS", "matrix products")
+
+
+def scipy_routines(module: str, signatures: dict[str, str], library: str,
+                   users: str) -> dict[str, int]:
+    """Routine name -> address from SciPy's `module` (cython_blas, cython_lapack), each
+    capsule's signature checked against `signatures`; CompileError where SciPy is missing
+    or differs, naming the `library` and what cannot be compiled (`users`)."""
     try:
-        cython_blas = cython_module("cython_blas")
+        capsules = cython_module(module).__pyx_capi__
     except ImportError as exc:
-        raise CompileError("matrix products in compiled code call NumPy's OpenBLAS or "
-                           "SciPy's BLAS: install scipy (pip install scipy)") from exc
+        raise CompileError(f"{users} in compiled code call NumPy's OpenBLAS or {library}: "
+                           "install scipy (pip install scipy)") from exc
     addresses = {}
-    for name, expected in BLAS_SIGNATURES.items():
-        capsule = cython_blas.__pyx_capi__.get(name)
-        if capsule is None:
-            raise CompileError(f"SciPy's cython_blas has no {name}; matrix products cannot "
-                               "be compiled")
-        address, signature = capsule_pointer(capsule)
+    for name, expected in signatures.items():
+        capsule = capsules.get(name)
+        address, signature = capsule_pointer(capsule) if capsule is not None else (0, "")
         if spelled_out(signature) != expected or not address:
-            raise CompileError(f"SciPy's {name} has the signature '{signature}', not "
-                               f"'{expected}'; matrix products cannot be compiled")
+            raise CompileError(f"{library}'s {name} has the signature '{signature}', not "
+                               f"'{expected}'; {users} cannot be compiled")
         addresses[name] = address
     return addresses
 
@@ -229,22 +233,9 @@ def lapack() -> Routines:
 
 
 def scipy_lapack() -> dict[str, int]:
-    """LAPACK routine name -> address of SciPy's, each capsule's signature checked against
-    `LAPACK_SIGNATURES`; CompileError where SciPy is missing or differs."""
-    try:
-        cython_lapack = cython_module("cython_lapack")
-    except ImportError as exc:
-        raise CompileError("np.linalg functions in compiled code call NumPy's OpenBLAS or "
-                           "SciPy's LAPACK: install scipy (pip install scipy)") from exc
-    addresses = {}
-    for name, expected in LAPACK_SIGNATURES.items():
-        capsule = cython_lapack.__pyx_capi__.get(name)
-        address, signature = capsule_pointer(capsule) if capsule is not None else (0, "")
-        if spelled_out(signature) != expected or not address:
-            raise CompileError(f"SciPy's LAPACK {name} has the signature '{signature}', not "
-                               f"'{expected}'; np.linalg functions cannot be compiled")
-        addresses[name] = address
-    return addresses
+    """LAPACK routine name -> address of SciPy's (`scipy_routines`)."""
+    return scipy_routines("cython_lapack", LAPACK_SIGNATURES, "SciPy's LAPACK",
+                          "np.linalg functions")
 
 
 def verify_lapack(addresses: dict[str, int], c_int: type = ctypes.c_int) -> str | None:
