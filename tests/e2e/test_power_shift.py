@@ -31,6 +31,24 @@ def _same(got, want):
         np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))
 
 
+def _close(got, want):
+    """`_same` but within 1 ulp: NumPy's float32 power on a CPU with AVX512_SKX is its own
+    SIMD powf (SVML's), which can differ from C's powf, the one compiled code calls (and
+    NumPy's on other CPUs), in the last bit: 0.25 ** (1 / 3) is 0.62996048 there and
+    0.62996054 (correctly rounded) from powf."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
+    np.testing.assert_array_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))
+
+
+def _numpy_powf_is_simd() -> bool:
+    from numpy._core._multiarray_umath import __cpu_features__
+    return bool(__cpu_features__.get("AVX512_SKX"))
+
+
 def _half(x):
     return x ** 0.5
 
@@ -64,10 +82,12 @@ def test_constant_half_is_numpy_sqrt(fn, dtype):
 @pytest.mark.parametrize("p", [0.5, -0.5, 1.5, 0.25, 1 / 3, 2.0, 3.0, -2.0, 0.0, 1.0, -1.0])
 def test_run_time_exponent(fn, p, dtype):
     x = _values(dtype)
+    exact = dtype is np.float64 or p in (0.5, 2.0, 1.0, -1.0, 0.0) or not _numpy_powf_is_simd()
+    check = _same if exact else _close
     with np.errstate(all="ignore"):
-        _same(jit(fn)(x, p), fn(x, p))
-        _same(jit(fn)(x, dtype(p)), fn(x, dtype(p)))
-        _same(jit(fn)(x[::-2], p), fn(x[::-2], p))
+        check(jit(fn)(x, p), fn(x, p))
+        check(jit(fn)(x, dtype(p)), fn(x, dtype(p)))
+        check(jit(fn)(x[::-2], p), fn(x[::-2], p))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
