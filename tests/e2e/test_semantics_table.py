@@ -110,6 +110,7 @@ TESTED_ELSEWHERE = {
     "array_view": "slices (test_array_views.py)", "array_transpose": "x.T (test_array_views.py)",
     "array_reshape": "x.reshape (test_array_views.py)",
     "complex_part": "np.real/np.imag, z.real/z.imag of complex arrays: views (test_complex_views.py)",
+    "complex_sign": "np.sign of complex arrays and scalars, NumPy 2's loop (test_complex_sign.py)",
     # Python complex numbers and cmath, bit for bit against CPython (test_python_complex.py)
     "complex_new": "complex(a, b)", "cmath_phase": "cmath.phase", "cmath_abs": "cmath.polar",
     "cmath_rect": "cmath.rect", "cmath_sqrt": "cmath.sqrt", "cmath_exp": "cmath.exp",
