@@ -138,15 +138,23 @@ def blas() -> Routines:
     (once per process). NumPy's is loaded already, where SciPy's costs the import of
     `scipy` and the loading of its OpenBLAS, longer than compiling a small function; and
     it is the library NumPy's own `a @ b` calls."""
-    found = numpy_routines(BLAS_SIGNATURES)
-    if found is not None and verify_blas(found, ctypes.c_int64) is None:
+    return _numpy_else_scipy(BLAS_SIGNATURES, verify_blas, scipy_blas, "cython_blas",
+                             "SciPy's BLAS", "matrix products")
+
+
+def _numpy_else_scipy(signatures: dict[str, str], verify, scipy, module: str, library: str,
+                      users: str) -> Routines:
+    """NumPy's own OpenBLAS's routines (64-bit ints) where `verify` passes them, else
+    SciPy's (`scipy()`, 32-bit ints from its `module`), which must pass it."""
+    found = numpy_routines(signatures)
+    if found is not None and verify(found, ctypes.c_int64) is None:
         return Routines(found, 64, "NumPy's OpenBLAS")
-    addresses = scipy_blas()
-    problem = verify_blas(addresses, ctypes.c_int)
+    addresses = scipy()
+    problem = verify(addresses, ctypes.c_int)
     if problem:
-        raise CompileError(f"SciPy's BLAS does not compute as expected ({problem}); matrix "
-                           "products cannot be compiled")
-    return Routines(addresses, 32, "SciPy's cython_blas")
+        raise CompileError(f"{library} does not compute as expected ({problem}); {users} "
+                           "cannot be compiled")
+    return Routines(addresses, 32, f"SciPy's {module}")
 
 
 def numpy_routines(names: Iterable[str]) -> dict[str, int] | None:
@@ -221,15 +229,8 @@ def lapack() -> Routines:
     `cython_lapack`: dgesv called once on a 2x2 system (`verify_lapack`); CompileError where
     neither is usable (once per process). SciPy's costs the import of `scipy` and the
     loading of its OpenBLAS; NumPy's is loaded, and is the library `np.linalg` calls."""
-    found = numpy_routines(LAPACK_SIGNATURES)
-    if found is not None and verify_lapack(found, ctypes.c_int64) is None:
-        return Routines(found, 64, "NumPy's OpenBLAS")
-    addresses = scipy_lapack()
-    problem = verify_lapack(addresses, ctypes.c_int)
-    if problem:
-        raise CompileError(f"SciPy's LAPACK does not compute as expected ({problem}); "
-                           "np.linalg functions cannot be compiled")
-    return Routines(addresses, 32, "SciPy's cython_lapack")
+    return _numpy_else_scipy(LAPACK_SIGNATURES, verify_lapack, scipy_lapack, "cython_lapack",
+                             "SciPy's LAPACK", "np.linalg functions")
 
 
 def scipy_lapack() -> dict[str, int]:
