@@ -315,7 +315,7 @@ def test_loop_over_elements_is_linear():
     gx, gw = g(x, 1.5)
     elapsed = time.perf_counter() - start
     np.testing.assert_allclose(gx, 3.0 * x)
-    assert elapsed < 0.5, elapsed
+    assert elapsed < 10.0, elapsed  # a quadratic adjoint would take hours, not seconds
 
 
 LEAK_CASES = [
