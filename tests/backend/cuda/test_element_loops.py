@@ -87,6 +87,30 @@ def until_negative(y, x):
     return y
 
 
+def complex_loop(z, out, mag, w):
+    for i in range(z.shape[0]):
+        if z[i].real > 0.0:
+            out[i] = z[i] * w + w / z[i] - np.conj(z[i])
+        else:
+            out[i] = -z[i] * z[i] + 1.0
+        mag[i] = abs(z[i]) + z[i].imag
+    return out, mag
+
+
+def python_magnitudes(y, x):
+    for i in range(x.shape[0]):
+        y[i] = abs(complex(x[i]) * (1 + 1j))  # CPython's abs of a Python complex: the host's
+    return y
+
+
+def _complex_operands(dtype):
+    rng = _rng()
+    z = (rng.standard_normal(300) + 1j * rng.standard_normal(300)).astype(dtype)
+    z[:4] = [complex(np.inf, 1), complex(np.nan, 0), 0j, complex(-0.0, 2)]
+    real = np.float32 if dtype == np.complex64 else np.float64
+    return z, np.zeros(300, dtype), np.zeros(300, real), 1.5 - 2j
+
+
 def _rng():
     return np.random.default_rng(7)
 
@@ -231,7 +255,27 @@ def test_a_loop_around_a_loop_launches_the_inner_one_per_row(launches):
     assert "it contains a loop at line 71" in cuda_source(array_functions.loop_2d, a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_a_complex_loop_is_one_launch(dtype, launches):
+    """Element reads and writes of complex arrays, complex arithmetic with NumPy's
+    semantics (Smith's division, |z|), a Python complex argument, a complex `if`."""
+    with np.errstate(all="ignore"):
+        cpu, sim = run_both(complex_loop, *_complex_operands(dtype))
+    assert launches == ["k0_loop"]
+
+
+def test_abs_of_a_python_complex_stays_on_the_host(launches):
+    x = np.array([3.0, 1.7e308, -0.5])
+    run_both(python_magnitudes, np.zeros(3), x / 2)
+    assert launches == []
+    with pytest.raises(OverflowError):
+        jit(python_magnitudes, target="cuda-sim")(np.zeros(3), x)
+    assert "'abs' at line" in cuda_source(python_magnitudes, x, x)
+
+
 SOURCES = [(fn, make) for fn, make in INDEPENDENT] + [
+    (complex_loop, lambda: _complex_operands(np.complex64)),
+    (complex_loop, lambda: _complex_operands(np.complex128)),
     (doubled, lambda: (np.zeros(3), np.ones(3))),
     (counted_by_hand, lambda: (np.zeros(3, np.float32), np.ones(3, np.float32))),
     (until_negative, lambda: (np.zeros(3), np.ones(3))),

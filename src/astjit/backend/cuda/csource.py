@@ -20,8 +20,10 @@ unsigned types; a kernel's result is stored narrowed, so signed ones wrap as Num
 on every target NVRTC compiles for)."""
 
 COMPLEX_C_TYPES: dict[ScalarType, str] = {C64: "astjit_c64", C128: "astjit_c128"}
-"""The complex types, the prelude's structs of two parts (complexes.h): what fused kernels
-compute with; element loops and `vectorize` take C_TYPES' only."""
+"""The complex types, the prelude's structs of two parts (complexes.h)."""
+
+KERNEL_TYPES: dict[ScalarType, str] = {**C_TYPES, **COMPLEX_C_TYPES}
+"""Every scalar type a kernel computes with: element loops' and `vectorize`'s values."""
 
 
 def c_type(t: ScalarType) -> str:

@@ -9,8 +9,9 @@ round trip per `x[i]`. A `while` node is such a loop when:
   sum, `best` of a running max, a `break` flag) depends on its earlier iterations;
 - its body (and the `if` regions in it) holds only scalar ops with a `CExpr` lowering
   that cannot raise with the operands' semantics (scalar_functions.raise_check says
-  ""; a Python division, `math.sqrt` would need a check: the loop stays on the host),
-  and element reads and writes `x[..., i, ...]` indexed by the counter itself at one
+  ""; a Python division, `math.sqrt` would need a check: the loop stays on the host)
+  and computes as NumPy does (scalars.numpy_computes: not `abs` of a Python complex),
+  real or complex (complexes.h), and element reads and writes `x[..., i, ...]` indexed by the counter itself at one
   axis and by loop-invariant values (parameters, constants) at the others;
 - an array it writes is accessed at one pattern of indices only (`x[i] = x[i] * s`, not
   `x[i, 0] = x[i, 1]`), so iteration `i` touches elements no other iteration does.
@@ -31,9 +32,9 @@ from typing import Any
 from ...ir.core import Graph, Node, Value
 from ...ir.ops import OPS, CExpr, lowering_for
 from ...ir.types import I64, ArrayType, ScalarType
-from .csource import C_TYPES, Source, c_literal, c_type
+from .csource import KERNEL_TYPES, Source, c_literal, c_type
 from .scalar_functions import raise_check
-from .scalars import c_expression, local_name
+from .scalars import c_expression, local_name, numpy_computes
 
 THREADS = 256
 
@@ -150,7 +151,7 @@ class _Body:
         entry = env[v]
         if entry[0] == "inv":
             t = self.plan.node.regions[1].params[entry[1]].type
-            if not isinstance(t, ScalarType) or t not in C_TYPES:
+            if not isinstance(t, ScalarType) or t not in KERNEL_TYPES:
                 raise _Refused(f"it uses a value of type {t}{_line(node) if node else ''}")
             self.plan.used[entry[1]] = t
             return f"s{entry[1]}"
@@ -162,7 +163,7 @@ class _Body:
         if node.op not in OPS or len(node.outputs) != 1:
             raise _Refused(f"'{node.op}'{_line(node)} runs on the host")
         (out,) = node.outputs
-        if not isinstance(out.type, ScalarType) or out.type not in C_TYPES:
+        if not isinstance(out.type, ScalarType) or out.type not in KERNEL_TYPES:
             raise _Refused(f"'{node.op}'{_line(node)} makes a {out.type}")
         lowering = OPS[node.op].lowering("cuda")
         types = [v.type for v in node.inputs]
@@ -172,6 +173,9 @@ class _Body:
             raise _Refused(f"'{node.op}'{_line(node)} has no GPU kernel lowering")
         if raise_check(node) != "":
             raise _Refused(f"'{node.op}'{_line(node)} may raise (Python's semantics)")
+        if not numpy_computes(node):
+            raise _Refused(f"'{node.op}'{_line(node)} of a Python complex is CPython's "
+                           "algorithm")
         operands = [self.scalar(v, env, node) for v in node.inputs]
         name = local_name(out)
         self.src.line(f"const {c_type(out.type)} {name} = "
@@ -183,7 +187,7 @@ class _Body:
         array, *rest = node.inputs
         entry = env[array]
         if entry[0] != "inv" or not isinstance(array.type, ArrayType) \
-                or array.type.dtype not in C_TYPES:
+                or array.type.dtype not in KERNEL_TYPES:
             raise _Refused(f"the element access{_line(node)} is not of a loop-invariant array")
         k = entry[1]
         self.plan.used[k] = array.type
@@ -227,7 +231,7 @@ class _Body:
 
     def emit_if(self, node: Node, env: dict) -> None:
         for v in node.outputs:
-            if not isinstance(v.type, ScalarType) or v.type not in C_TYPES:
+            if not isinstance(v.type, ScalarType) or v.type not in KERNEL_TYPES:
                 raise _Refused(f"the if{_line(node)} makes a {v.type}")
             self.src.line(f"{c_type(v.type)} {local_name(v)};")
         self.src.open(f"if ({self.scalar(node.inputs[0], env, node)})")

@@ -7,7 +7,7 @@ IR ids, so the source reads like the optimized dump.
 from __future__ import annotations
 
 from ...errors import CompileError
-from ...ir.core import Graph, Value
+from ...ir.core import Graph, Node, Value
 from ...ir.ops import OPS, CExpr, lowering_for
 from ...ir.types import ScalarType
 from .csource import Source, c_literal, c_type
@@ -48,6 +48,17 @@ def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarTy
     value = c_literal(attrs["value"], result) if op == "const" else ""
     return template.template.format(*operands, T=c_type(result), value=value,
                                     attrs=_AttrFlags(attrs))
+
+
+def numpy_computes(node: Node) -> bool:
+    """Whether the CPU computes `node` as its `CExpr` does, NumPy's way: with NumPy's
+    semantics (attr `numpy`, ops/strong.py), or on operands whose Python semantics are
+    NumPy's. Those of a Python complex are not where the op has a NumPy lowering of its own:
+    `abs`, `/` and `**` are CPython's algorithms (backend/llvm/python_complex.py)."""
+    types = [v.type for v in node.inputs]
+    if node.attrs.get("numpy") or not any(getattr(t, "is_complex", False) for t in types):
+        return True
+    return lowering_for(OPS[node.op].llvm_numpy, types[0]) is None
 
 
 def _cpu_computes(op: str, t: ScalarType) -> bool:

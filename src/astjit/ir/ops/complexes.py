@@ -103,7 +103,7 @@ def _numpy(name: str):
     def evaluate(x):
         import numpy
 
-        return getattr(numpy, name)(x).item()
+        return numpy.asarray(getattr(numpy, name)(x)).item()  # np.real(1j) is a float
     return evaluate
 
 
