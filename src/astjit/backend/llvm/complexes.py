@@ -128,21 +128,23 @@ def _has_fma() -> bool:
 
 
 def complex_sign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """np.sign(z) as NumPy 2's loop: the parts over C's hypot of them (hypotf for
-    complex64, as npy_hypotf; never a vector variant); a NaN magnitude gives NaN, NaN; an
+    """np.sign(z) as NumPy 2's loop: the parts over C's hypot of them (glibc's hypotf for
+    complex64, as npy_hypotf, inline: `_hypotf`); a NaN magnitude gives NaN, NaN; an
     infinite one (an infinite part, or finite parts whose hypot overflowed) +-1 along an
     infinite real part (NaN, NaN where both parts are), else 0 +- 1i (the sign of the
     imaginary part, a NaN's -1); a zero one 0."""
     b = em.builder
     re, im = complex_parts(b, args[0])
     ty = re.type
-    name = "hypot" if ty == DOUBLE else "hypotf"
-    hypot = em.module.globals.get(name)
-    if hypot is None:
-        hypot = ir.Function(em.module, ir.FunctionType(ty, [ty, ty]), name)
-        hypot.attributes.add("nounwind")
-        hypot.attributes.add("readnone")
-    magnitude = b.call(hypot, [re, im])
+    if ty == DOUBLE:
+        hypot = em.module.globals.get("hypot")
+        if hypot is None:
+            hypot = ir.Function(em.module, ir.FunctionType(ty, [ty, ty]), "hypot")
+            hypot.attributes.add("nounwind")
+            hypot.attributes.add("readnone")
+        magnitude = b.call(hypot, [re, im])
+    else:
+        magnitude = _hypotf(b, re, im)
     zero, one, minus = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0), ir.Constant(ty, -1.0)
     nan = ir.Constant(ty, math.nan)
     re_inf, im_inf = is_inf(b, re), is_inf(b, im)
@@ -157,6 +159,26 @@ def complex_sign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
         value = b.select(is_inf(b, magnitude), at_inf, value)
         parts.append(b.select(is_nan(b, magnitude), nan, value))
     return pack_complex(b, args[0].type, *parts)
+
+
+def _hypotf(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """glibc's hypotf, written out so that a loop of it vectorizes (a call would not): the
+    square root of the sum of the squares in double (exact squares of floats: nothing
+    over- or underflows) rounded to float; inf where a part is infinite unless either is
+    a signaling NaN (then NaN, x + y), as glibc's special case."""
+    wide_x, wide_y = b.fpext(x, DOUBLE), b.fpext(y, DOUBLE)
+    sqrt = b.module.declare_intrinsic("llvm.sqrt", [DOUBLE])
+    root = b.call(sqrt, [b.fadd(b.fmul(wide_x, wide_x), b.fmul(wide_y, wide_y))])
+    quiet = b.not_(b.or_(_signaling(b, x), _signaling(b, y)))
+    infinite = b.and_(b.or_(is_inf(b, x), is_inf(b, y)), quiet)
+    return b.select(infinite, ir.Constant(x.type, math.inf), b.fptrunc(root, x.type))
+
+
+def _signaling(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """Whether float `x` is a signaling NaN: a NaN whose quiet bit (the mantissa's top) is 0."""
+    bits = b.bitcast(x, ir.IntType(32))
+    quiet_bit = b.and_(bits, ir.Constant(ir.IntType(32), 0x400000))
+    return b.and_(is_nan(b, x), b.icmp_unsigned("==", quiet_bit, ir.Constant(ir.IntType(32), 0)))
 
 
 def complex_real(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
