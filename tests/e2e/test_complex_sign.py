@@ -67,3 +67,13 @@ part = st.one_of(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=
        dtype=st.sampled_from([np.complex128, np.complex64]))
 def test_bit_for_bit_as_numpy(parts, dtype):
     check(parts, dtype)
+
+
+def test_complex64_signaling_nans_beside_infinities():
+    """complex64's magnitude is glibc's hypotf written out: an infinite part gives inf, unless
+    the other is a signaling NaN (then NaN: np.sign is NaN, NaN), as glibc's hypotf."""
+    signaling = np.array([0x7F800001, 0xFFA00000], np.uint32).view(np.float32)
+    others = np.array([np.inf, -np.inf, np.nan, 2.0], np.float32)
+    parts = [(a, b) for s in signaling for o in others for a, b in ((s, o), (o, s))]
+    z = np.array(parts, np.float32).view(np.complex64).ravel()
+    np.testing.assert_array_equal(bits(signs(z)), bits(numpy_sign(z)), err_msg=str(z))
