@@ -4,9 +4,9 @@ Like `np.vectorize`, but the function is compiled once per signature of element 
 on the CPU one jitted loop over the flattened broadcast arguments; on a GPU (or the
 `cuda-sim` simulator) one thread per element (backend/cuda/vectorized.py). Every
 argument is taken as an array (`np.asarray`; a scalar is a 0-d array); each element is
-the Python scalar `np.vectorize` passes (a float32 one stays a NumPy float32), so the
-function has Python's semantics, as under np.vectorize; the result's dtype is what
-astjit's type inference gives the function on those element types.
+the Python scalar `np.vectorize` passes (a float32 or complex64 one stays a NumPy
+scalar of its dtype), so the function has Python's semantics, as under np.vectorize; the
+result's dtype is what astjit's type inference gives the function on those element types.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ TARGETS = ("cpu", "gpu", "cuda-sim")
 
 _LOOP_NAMES = itertools.count()
 
-PYTHON_ELEMENTS = {"float64": "float", "int64": "int", "bool": "bool", "float32": ""}
+PYTHON_ELEMENTS = {"float64": "float", "int64": "int", "bool": "bool", "complex128": "complex",
+                   "float32": "", "complex64": ""}
 """The supported dtypes, and the Python type the CPU loop makes of each element ("": none)."""
 
 
@@ -38,14 +39,18 @@ def vectorize(fn: Callable, *, target: str = "cpu", parallel: bool = False) -> C
     Targets: "cpu" (a jitted loop, LLVM), "gpu" (a CUDA kernel launched through CuPy, one
     thread per element: arguments and results are CuPy arrays) and "cuda-sim" (the same
     kernel run on the host on NumPy arrays; a test target). Arguments broadcast as
-    NumPy's; element dtypes float64, float32, int64 and bool are supported. Each element is
-    the Python scalar np.vectorize passes (float32's a NumPy float32), so `/` by zero raises
-    ZeroDivisionError as under np.vectorize. The function
+    NumPy's; element dtypes float64, float32, int64, bool, complex128 and complex64 are
+    supported. Each element is the Python scalar np.vectorize passes (float32's and
+    complex64's a NumPy scalar of that dtype, as np.vectorize's first call, which decides
+    its dtype, sees), so `/` by zero raises ZeroDivisionError as under np.vectorize. The
+    function
     must return a scalar for those element types (else a CompileError). On the GPU targets,
     an element whose Python semantics raise (a division by zero, `math.sqrt` of a negative,
     `int()` of NaN) stops its thread; the call then runs again on the CPU, which raises
     the same exception the CPU target raises. Refused on the GPU targets (CompileError):
-    recursion, and ops with no kernel form (tuples, arrays, `math.floor` & co).
+    recursion, ops with no kernel form (tuples, arrays, `math.floor` & co), and `abs`,
+    `/`, `**` of a Python complex (CPython's algorithms: write np.abs, np.divide, np.power
+    for NumPy's, or use the CPU target).
 
     `parallel=True` (the CPU target) runs the loop over the elements as an `astjit.prange`
     loop under `jit(parallel=True)`: split over a thread per core (docs/parallel.md).
@@ -97,13 +102,15 @@ class Vectorized:
 
     def element_types(self, arrays: list) -> tuple[ScalarType, ...]:
         """The element type of each array, as `np.vectorize` passes elements (through
-        `np.frompyfunc`): a Python float, int or bool, except float32's NumPy scalar (Python
-        has no float32; np.vectorize's first call, which decides its dtype, sees one)."""
+        `np.frompyfunc`): a Python float, int, bool or complex, except float32's and
+        complex64's NumPy scalars (Python has no such types; np.vectorize's first call,
+        which decides its dtype, sees one)."""
         types = []
         for i, a in enumerate(arrays):
             if a.dtype.name not in PYTHON_ELEMENTS:
                 raise TypeError(f"vectorize({self.fn.__name__}): argument {i} has dtype "
-                                f"{a.dtype}; supported: float64, float32, int64, bool")
+                                f"{a.dtype}; supported: "
+                                f"{', '.join(PYTHON_ELEMENTS)}")
             types.append(python_type_of(a.dtype.type(0).item() if PYTHON_ELEMENTS[a.dtype.name]
                                         else a.dtype.type(0)))
         return tuple(types)

@@ -72,6 +72,20 @@ def pair(x):
     return (x, x)
 
 
+def complex_step(z, w):
+    if z.real > 0.0:
+        return z * w + 1j
+    return np.divide(z, w) - z.conjugate() * (w.imag - 1.0)
+
+
+def python_complex(z, w):
+    return abs(z) + (z / w).imag + (z ** 2).real
+
+
+def complex_imag(x, z):
+    return (x * z).imag
+
+
 def check(fn, target, *args):
     got = vectorize(fn, target=target)(*args)
     ref = np.vectorize(fn)(*args)
@@ -155,6 +169,36 @@ def test_refusals(target):
         vectorize(root, target=target)(np.arange(3, dtype=np.int32))
 
 
+def _complex_operands():
+    z = (np.arange(12) * 0.5 - 3 + 1j * (np.arange(12) * 0.25 - 1.3)).reshape(3, 4)
+    return z, np.array([1 + 2j, -0.5j, 3.0, 0j])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_complex_elements(target):
+    """complex128 elements are Python complexes, complex64 ones NumPy complex64 scalars
+    (np.vectorize's first call; its later ones compute in complex128 and round)."""
+    z, w = _complex_operands()
+    with np.errstate(all="ignore"):
+        check(complex_step, target, z, w)
+        assert check(complex_imag, target, np.arange(4.0), z).dtype == np.float64
+        z64, w64 = z.astype(np.complex64), w.astype(np.complex64)
+        got, ref = vectorize(complex_step, target=target)(z64, w64), np.vectorize(complex_step)(z64, w64)
+    assert got.dtype == ref.dtype == np.complex64
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_python_complex_semantics_on_the_cpu():
+    """abs, `/` and `**` of Python complexes are CPython's, ZeroDivisionError included; the
+    GPU targets refuse them, naming NumPy's spelling."""
+    z, w = _complex_operands()
+    check(python_complex, "cpu", z[:, :3], w[:3])
+    with pytest.raises(ZeroDivisionError):
+        vectorize(python_complex, target="cpu")(z, w)
+    with pytest.raises(CompileError, match=r"abs\(z\) of a Python complex .* np.abs"):
+        vectorize(python_complex, target="cuda-sim")(z, w)
+
+
 def test_recursion_refused_on_the_gpu_targets():
     assert list(vectorize(fact, target="cpu")(np.arange(5))) == [1, 1, 2, 6, 24]
     with pytest.raises(CompileError, match="recursi"):
@@ -172,7 +216,9 @@ CASES = [(mandel, (np.float64, np.float64)), (gcd, (np.int64, np.int64)),
          (first_divisor, (np.int64,)), (clipped, (np.float64, np.float64)),
          (affine, (np.float32, np.float32)), (inside, (np.float64, np.float64)),
          (root, (np.float64,)), (ratio, (np.float64, np.float64)), (_int_mod, (np.int64, np.int64)),
-         (to_int, (np.float64,)), (grow, (np.float64,))]
+         (to_int, (np.float64,)), (grow, (np.float64,)),
+         (complex_step, (np.complex128, np.complex128)), (complex_step, (np.complex64, np.float32)),
+         (complex_imag, (np.float64, np.complex128))]
 
 
 @pytest.mark.parametrize("fn, dtypes", CASES, ids=[c[0].__name__ for c in CASES])

@@ -15,7 +15,7 @@ from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, kind
 from ...ir.types import ScalarType
 from .csource import Source, c_type
-from .scalars import c_expression, local_name
+from .scalars import c_expression, local_name, numpy_computes
 
 CHECKS_PRELUDE = r"""// astjit vectorize: where Python's semantics raise
 template <typename T> __device__ __forceinline__ bool astjit_is_nan(T x) { return x != x; }
@@ -52,6 +52,13 @@ def raise_check(node: Node) -> str | None:
         finite_in = " && ".join(f"astjit_is_finite({{{i}}})" for i in range(len(types)))
         return f"((astjit_is_nan({{r}}) && !({nan_in})) || (!astjit_is_finite({{r}}) && {finite_in}))"
     return None
+
+
+_PYTHON_COMPLEX = {"abs": ("abs(z)", "write np.abs(z) for NumPy's |z|, or "),
+                   "truediv": ("'/'", "write np.divide(a, b) for NumPy's division, or "),
+                   "pow": ("'**'", "write np.power(a, b) for NumPy's power, or ")}
+"""The ops whose Python complex semantics the GPU lacks: how the message shows each, and
+what to write instead."""
 
 
 def function_name(graph: Graph, module: Module) -> str:
@@ -138,6 +145,11 @@ class FunctionEmitter:
             self.src.line(f"const {c_type(t)} {name} = ({c_type(t)})0;")
             names[out] = name
             return
+        if not numpy_computes(node):
+            shown, instead = _PYTHON_COMPLEX.get(node.op, (f"'{node.op}'", ""))
+            raise CompileError(f"{shown} of a Python complex is CPython's algorithm, not "
+                               f"supported in a GPU-vectorized function yet; {instead}use "
+                               "target='cpu'", node.loc)
         check = raise_check(node)
         if check is None:
             raise CompileError(f"'{node.op}' raises in Python; not supported in a "

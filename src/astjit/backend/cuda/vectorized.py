@@ -12,7 +12,7 @@ from typing import Any
 
 from .csource import Source, c_type
 from .devices import DEVICES
-from .prelude import PRELUDE
+from .prelude import prelude_for
 from .scalar_functions import CHECKS_PRELUDE, emit_functions
 
 KERNEL = "astjit_vectorized"
@@ -38,7 +38,6 @@ def build_program(vectorized, types: tuple) -> VectorizedProgram:
     typed, result = vectorized.typed(types)
     module = optimize_for_backend(typed, None)
     src = Source()
-    src.lines += PRELUDE.splitlines() + CHECKS_PRELUDE.splitlines()
     function = emit_functions(src, module)
     params = [f"const {c_type(t)}* __restrict__ a{i}" for i, t in enumerate(types)]
     params += [f"{c_type(result)}* __restrict__ out", "int* __restrict__ astjit_error",
@@ -53,7 +52,9 @@ def build_program(vectorized, types: tuple) -> VectorizedProgram:
     src.close()
     src.close()
     kinds = [f"const {c_type(t)}*" for t in types] + [f"{c_type(result)}*", "int*", "long long"]
-    return VectorizedProgram(src.text(), {KERNEL: kinds}, NUMPY_NAMES[result.name])
+    code = src.text()
+    return VectorizedProgram(prelude_for(code) + CHECKS_PRELUDE + code, {KERNEL: kinds},
+                             NUMPY_NAMES[result.name])
 
 
 def program_for(vectorized, types: tuple) -> VectorizedProgram:
