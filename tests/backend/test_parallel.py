@@ -59,6 +59,10 @@ def test_float_reductions_are_deterministic(threads):
         assert serial == [True, True]
 
 
+def test_elementwise_results_are_serial_jits_bit_for_bit():
+    assert in_child("elementwise_exact()") == [True, True]
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
 def test_parallel_calls_work_on_other_threads():
     share = in_child("off_thread_cpu()", ASTJIT_NUM_THREADS="2",

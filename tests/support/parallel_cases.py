@@ -299,6 +299,19 @@ def determinism() -> list[bool]:
             bool(g(x, y) == jit(prange_float_sum)(x, y))]
 
 
+def elementwise_exact() -> list[bool]:
+    """Whether a 1-d elementwise float kernel split into many chunks gives serial jit's
+    results bit for bit. Its vector loop calls libmvec, its remainder iterations libm,
+    which differ in the last bit for most of these inputs: a chunk ending where the serial
+    loop has no remainder would show."""
+    serial, parallel = jit(fused_float), jit(fused_float, parallel=True)
+    same = []
+    for n in (5_077, 100_003):
+        x = np.linspace(-3.0, 3.0, n)
+        same.append(bool(np.array_equal(parallel(x, x * 17.0), serial(x, x * 17.0))))
+    return same
+
+
 def off_thread_cpu() -> float:
     """The share of the process's CPU time a second of parallel calls spent off the calling
     thread."""

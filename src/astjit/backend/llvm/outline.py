@@ -29,7 +29,7 @@ from llvmlite import ir
 
 from . import vecmath
 from .emitter import OK
-from .lltypes import BYTES, I32_T, I64_T
+from .lltypes import BYTES, I1, I32_T, I64_T
 from .runtime.threads import CHUNK, MAX_THREADS, declare_parallel_for, thread_count
 
 if TYPE_CHECKING:
@@ -58,17 +58,9 @@ def outlined(em: FunctionEmitter) -> bool:
     return em.function.function_type == CHUNK
 
 
-TAIL_CHUNKS = 6
-"""The most shorter chunks per thread after each thread's first (runtime/threads.py
-`_bounds`: the first chunks share three quarters of the loop, these the last quarter),
-which the threads that are ahead take. The threads end at most about one of them apart,
-so they are short (a 24th of a thread's share), but each costs a hand-off (the pool's
-mutex, some microseconds at worst), hence no more."""
-
-
 class Split(NamedTuple):
-    """How a loop is split (runtime/threads.py `_bounds`): `chunks` chunks, the first `lead`
-    of them one per thread."""
+    """How a loop is split (runtime/threads.py `_bounds`): `chunks` chunks in groups of
+    `lead`, one chunk of a group per thread."""
 
     lead: ir.Value
     chunks: ir.Value
@@ -78,9 +70,9 @@ def chunk_count(em: FunctionEmitter, n: ir.Value, work: ir.Value | None = None) 
     """How a loop of `n` iterations is split. The threads (`lead`): the compiling process's
     thread count (`threads.thread_count`), fewer where a chunk would get under
     `MIN_CHUNK_WORK` of `work` (the loop's whole work, `n` when None; `min_chunk_work`), at
-    least 1. With two threads or more, up to `TAIL_CHUNKS` shorter chunks per thread
-    follow, to even out the threads' ends: as many as the last quarter of the loop has
-    `MIN_CHUNK_WORK` of work and iterations for, and at most `MAX_THREADS` chunks in all."""
+    least 1. The groups of `lead` chunks (`_bounds`: each group half of what the ones
+    before left, the last all the rest): as many as keep the last group's chunks at
+    `MIN_CHUNK_WORK` of work and an iteration or more, and at most `MAX_THREADS` chunks."""
     b = em.builder
     work = n if work is None else work
     by_work = b.sdiv(work, ir.Constant(I64_T, min_chunk_work()))
@@ -90,15 +82,18 @@ def chunk_count(em: FunctionEmitter, n: ir.Value, work: ir.Value | None = None) 
     count = b.select(b.icmp_signed("<", n, count), n, count)
     one = ir.Constant(I64_T, 1)
     lead = b.select(b.icmp_signed("<", count, one), one, count)
-    most = min(TAIL_CHUNKS * threads, MAX_THREADS - threads)
-    if threads < 2 or most <= 0:
+    if threads < 2:
         return Split(lead, lead)
-    four = ir.Constant(I64_T, 4)
-    tail = ir.Constant(I64_T, most)
-    for bound in (b.sdiv(by_work, four), b.sdiv(n, four)):
-        tail = b.select(b.icmp_signed("<", bound, tail), bound, tail)
-    tail = b.select(b.icmp_signed(">", lead, one), tail, ir.Constant(I64_T, 0))
-    return Split(lead, b.add(lead, tail))
+    # The groups after the first: at most floor(log2) of the chunks' worth of work per
+    # thread, and of the iterations per thread.
+    halvings = b.sub(b.sdiv(ir.Constant(I64_T, MAX_THREADS), lead), one)
+    for total in (by_work, n):
+        per_thread = b.sdiv(total, lead)
+        per_thread = b.select(b.icmp_signed("<", per_thread, one), one, per_thread)
+        log2 = b.sub(ir.Constant(I64_T, 63), b.ctlz(per_thread, ir.Constant(I1, 0)))
+        halvings = b.select(b.icmp_signed("<", log2, halvings), log2, halvings)
+    halvings = b.select(b.icmp_signed(">", lead, one), halvings, ir.Constant(I64_T, 0))
+    return Split(lead, b.mul(lead, b.add(halvings, one)))
 
 
 def run_chunks(em: FunctionEmitter, n: ir.Value, split: Split,

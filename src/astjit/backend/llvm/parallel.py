@@ -40,19 +40,36 @@ def in_parallel(em: FunctionEmitter, node: Node) -> bool:
     return bool(node.attrs.get("parallel")) and not outlined(em)
 
 
+VECTOR_GRAIN = 256
+"""Where a nest of one axis is split (the loop LLVM vectorizes), its chunks start at
+multiples of this many elements, a multiple of any vector loop's step (lanes times
+interleaving: at most 64 bytes of 1-byte elements by 4). Each chunk's vector loop then
+leaves remainder iterations only where the serial loop does, at the end: those call libm
+where the vector body calls libmvec (vecmath.py), which may differ in the last bit, so
+elsewhere a chunk's end would give elements other values than serial code gives them."""
+
+
 def nest(em: FunctionEmitter, node: Node, dims: list[ir.Value], body, label: str) -> None:
     """`nests.loop_nest(em, dims, body, label)`, its outer axis split into chunks when
-    `node` runs in parallel; `body(indices)` must touch only what its point owns."""
+    `node` runs in parallel (a lone axis in `VECTOR_GRAIN`s); `body(indices)` must touch
+    only what its point owns."""
     if not dims or not in_parallel(em, node):
         nests.loop_nest(em, dims, body, label)
         return
-    split = chunk_count(em, dims[0], new_arrays.size_of_dims(em.builder, dims))
+    b, n = em.builder, dims[0]
+    grain = VECTOR_GRAIN if len(dims) == 1 else 1
+    units = b.sdiv(b.add(n, _i64(grain - 1)), _i64(grain)) if grain > 1 else n
+    split = chunk_count(em, units, new_arrays.size_of_dims(b, dims))
 
     def chunk(k: ir.Value, start: ir.Value, stop: ir.Value) -> None:
-        nests.count_up(em.builder, start, stop,
+        b = em.builder
+        if grain > 1:
+            start, stop = b.mul(start, _i64(grain)), b.mul(stop, _i64(grain))
+            stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+        nests.count_up(b, start, stop,
                        lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)),
                        tuple(f"{label}.{name}" for name in ("head", "body", "done")))
-    run_chunks(em, dims[0], split, chunk)
+    run_chunks(em, units, split, chunk)
 
 
 def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: list[ir.Type],

@@ -5,16 +5,15 @@ POSIX threads, and how many threads a parallel loop uses.
 ranges in order (`_bounds`) and runs each as `chunk(context, k, start, stop)`: chunk 0 on the
 calling thread, the others taken one by one, in order, by whichever thread is free, the
 pool's or the calling one (all on the calling thread where the pool has none), and returns
-once all are done. Where `chunks` is `lead` (one chunk per thread), the chunks are of equal
-length; else the first `lead`, one per thread, share three quarters of the iterations and
-the others, shorter, the rest: a thread whose first chunk ran slower (costlier iterations,
-a thread woken late or preempted by another process) takes fewer of them, so that the
-threads end together. It returns
-0, or the status of the lowest chunk that failed: that chunk runs again alone, on the
-calling thread, once the others are done, so the error it reports (and the numbers it
-leaves in the module's `error_values`, which chunks failing at once would race on) is the
-one a serial loop meets first. Which thread runs a chunk does not matter: each chunk
-writes its own partial results.
+once all are done. The chunks come in groups of `lead` (one chunk per thread), each group
+half of what the ones before left (the first half the loop, the next a quarter, ...), the
+last all the rest: a thread whose chunks ran slower (costlier iterations, a thread woken
+late or preempted by another process) takes fewer of the later, shorter ones, and the
+threads end about one of the last chunks apart. It returns 0, or the status of the lowest
+chunk that failed: that chunk runs again alone, on the calling thread, once the others are
+done, so the error it reports (and the numbers it leaves in the module's `error_values`,
+which chunks failing at once would race on) is the one a serial loop meets first. Which
+thread runs a chunk does not matter: each chunk writes its own partial results.
 
 The pool: threads started as calls first need them (up to `lead - 1`, `pthread_create`,
 detached), then waiting on a condition variable between calls; the job, the next chunk and
@@ -192,17 +191,17 @@ class _Pool:
 
 def _bounds(b: ir.IRBuilder, k: ir.Value, n: ir.Value, lead: ir.Value, chunks: ir.Value
             ) -> tuple[ir.Value, ir.Value]:
-    """Chunk k's iterations [start, stop), in order: where `chunks` is `lead`, n split
-    equally (`_equal`); else the first `lead` chunks split n - n // 4 equally and the other
-    `chunks - lead` split the last n // 4."""
-    tail = b.select(b.icmp_signed("==", lead, chunks), ir.Constant(I64_T, 0),
-                    b.lshr(n, ir.Constant(I64_T, 2)))
-    head = b.sub(n, tail)
-    in_head = b.icmp_signed("<", k, lead)
-    start, stop = _equal(b, b.select(in_head, k, b.sub(k, lead)), b.select(in_head, head, tail),
-                         b.select(in_head, lead, b.sub(chunks, lead)))
-    offset = b.select(in_head, ir.Constant(I64_T, 0), head)
-    return b.add(start, offset), b.add(stop, offset)
+    """Chunk k's iterations [start, stop), in order: the chunks in groups of `lead` (`chunks`
+    a multiple of it), group g splitting equally (`_equal`) the iterations n - (n >> g) to
+    n - (n >> (g + 1)), half of what the groups before it left; the last group splits all
+    that is left. One group: n split equally."""
+    one = ir.Constant(I64_T, 1)
+    group, j = b.sdiv(k, lead), b.srem(k, lead)
+    last = b.sub(b.sdiv(chunks, lead), one)
+    first = b.sub(n, b.ashr(n, group))
+    end = b.select(b.icmp_signed("<", group, last), b.sub(n, b.ashr(n, b.add(group, one))), n)
+    start, stop = _equal(b, j, b.sub(end, first), lead)
+    return b.add(start, first), b.add(stop, first)
 
 
 def _equal(b: ir.IRBuilder, k: ir.Value, n: ir.Value, parts: ir.Value
