@@ -349,9 +349,11 @@ def test_modules_are_cached_in_process_and_on_disk(tmp_path):
                            text=True, check=True).stdout.strip() for _ in range(2)]
     assert runs == ["True", "False"]
     assert [p.suffix for p in tmp_path.iterdir() if p.is_file()] == [".so"]
-    # beside it, the header the first run precompiled (and only that: no partial files left)
-    [pch] = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert sorted(p.name for p in pch.iterdir()) == ["cuda_sim.h", "cuda_sim.h.gch"]
+    # beside it, what the first run built for all modules: the header precompiled and the
+    # scheduler's object (and only that: no partial files left)
+    [shared] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert sorted(p.name for p in shared.iterdir()) == ["cuda_sim.h", "cuda_sim.h.gch",
+                                                        "cuda_sim_runtime.o"]
 
 
 def test_a_precompiled_header_that_does_not_fit_is_read_past(tmp_path, monkeypatch):

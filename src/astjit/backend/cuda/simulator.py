@@ -2,17 +2,20 @@
 
 Most machines running the tests, CI included, have no GPU, yet the arithmetic of every GPU kernel
 must be checked. So the very source NVRTC would take is also compiled for the host: after
-cuda_sim.h (CUDA's built-ins, and a scheduler running each block's threads as fibers so that
-barriers and warp shuffles behave as on a GPU), followed by one launch trampoline per kernel, built
-by the host C++ compiler ($CXX, else g++) into a shared library loaded with ctypes. It is slow by
-design: it checks results, not speed. Each CUDA thread has a 64 KiB stack (cuda_sim.h's
-kStackBytes); a kernel needing more, or indexing out of bounds, crashes the process.
+cuda_sim.h (CUDA's built-ins), followed by one launch trampoline per kernel, built by the host C++
+compiler ($CXX, else g++) into a shared library loaded with ctypes, linked with the scheduler
+(cuda_sim_runtime.cpp: each block's threads run as fibers, so that barriers and warp shuffles behave
+as on a GPU). It is slow by design: it checks results, not speed. Each CUDA thread has a 64 KiB
+stack (cuda_sim_runtime.cpp's kStackBytes); a kernel needing more, or indexing out of bounds,
+crashes the process.
 
 Modules are cached per process and on disk ($ASTJIT_SIM_CACHE, else ~/.cache/astjit/cuda-sim),
 keyed by a hash of all that decides the library: source, kernel signatures, header, flags and
 compiler version. A library is written under a temporary name and renamed into place, so
-concurrent processes never load a partial one. The header is precompiled once per cache folder
-(a g++ .gch beside a copy of the header): reading it is half of each module's build.
+concurrent processes never load a partial one. What every module shares is built once per cache
+folder: the scheduler as an object file that each module links (compiling it was half of a
+module's build), and the header precompiled (a g++ .gch beside a copy of the header: reading it
+was half of the rest).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 HEADER = Path(__file__).with_name("cuda_sim.h")
+RUNTIME = Path(__file__).with_name("cuda_sim_runtime.cpp")
 
 CXX_FLAGS = (
     "-std=c++17", "-O1", "-fPIC", "-shared",
@@ -116,8 +120,7 @@ def compile_source(source: str, kernels: dict[str, list[str]]) -> SimModule:
             raise ValueError(f"cuda-sim: {name!r} is not a kernel name")
     unit = _translation_unit(source, params)
     compiler = _compiler()
-    key = hashlib.sha256("\0".join((unit, _header(), compiler, *CXX_FLAGS, _compiler_version(compiler)))
-                         .encode()).hexdigest()
+    key = hashlib.sha256("\0".join((unit, _fixed_key(compiler))).encode()).hexdigest()
     with _modules_lock:
         if key not in _modules:
             _modules[key] = _load(_cache_dir() / f"{key}.so", unit, source, params)
@@ -228,7 +231,8 @@ def _build(path: Path, unit: str, source: str) -> None:
             cpp = Path(tmp, "module.cpp")
             cpp.write_text(unit)
             result = subprocess.run([_compiler(), *CXX_FLAGS, *_include_flags(), str(cpp),
-                                     "-o", partial], capture_output=True, text=True)
+                                     str(_runtime_object(_cache_dir(), _compiler())), "-o", partial],
+                                    capture_output=True, text=True)
         if result.returncode:
             numbered = "\n".join(f"{n:4} | {line}" for n, line in enumerate(source.splitlines(), 1))
             raise SimCompileError(f"cuda-sim: {_compiler()} rejected the CUDA source:\n"
@@ -254,9 +258,7 @@ def _precompiled_header(cache: Path, compiler: str) -> Path | None:
     compile's flags, otherwise reading the copy: so a compiler without precompiled headers (clang
     reads none on #include) builds the same library. The folder is named by a hash of what the .gch
     depends on, since g++ does not check that the header is unchanged."""
-    key = hashlib.sha256("\0".join((_header(), compiler, *CXX_FLAGS, _compiler_version(compiler)))
-                         .encode()).hexdigest()
-    folder = cache / f"pch-{key[:32]}"
+    folder = _fixed_folder(cache, compiler)
     path = folder / f"{HEADER.name}.gch"
     if path.exists():
         return path
@@ -279,6 +281,37 @@ def _precompiled_header(cache: Path, compiler: str) -> Path | None:
     return path if built else None
 
 
+@functools.cache
+def _runtime_object(cache: Path, compiler: str) -> Path:
+    """cuda_sim_runtime.o, compiled once per cache folder, header, runtime source, flags and
+    compiler, with the modules' flags; each module's build links it."""
+    path = _fixed_folder(cache, compiler) / "cuda_sim_runtime.o"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+    try:
+        flags = [f for f in CXX_FLAGS if f != "-shared"]
+        result = subprocess.run([compiler, *flags, "-c", "-I", str(HEADER.parent), str(RUNTIME),
+                                 "-o", str(partial)], capture_output=True, text=True)
+        if result.returncode:
+            raise SimCompileError(f"cuda-sim: {compiler} rejected {RUNTIME.name}:\n{result.stderr.strip()}")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def _fixed_folder(cache: Path, compiler: str) -> Path:
+    """Where the parts every module shares are built: named by a hash of what they depend on."""
+    return cache / f"shared-{hashlib.sha256(_fixed_key(compiler).encode()).hexdigest()[:32]}"
+
+
+def _fixed_key(compiler: str) -> str:
+    """All that decides a module's library besides its own source: header, runtime, flags, compiler."""
+    return "\0".join((_header(), _runtime_source(), compiler, *CXX_FLAGS, _compiler_version(compiler)))
+
+
 def _cache_dir() -> Path:
     return Path(os.environ.get("ASTJIT_SIM_CACHE") or Path.home() / ".cache" / "astjit" / "cuda-sim")
 
@@ -290,6 +323,11 @@ def _compiler() -> str:
 @functools.cache
 def _header() -> str:
     return HEADER.read_text()
+
+
+@functools.cache
+def _runtime_source() -> str:
+    return RUNTIME.read_text()
 
 
 @functools.cache
