@@ -7,6 +7,12 @@ import os
 import sys
 
 os.environ.setdefault("ASTJIT_VERIFY", "1")
+# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as container images often do):
+# otherwise each xdist worker compiles astjit's source and rewrites every test module's asserts
+# again, and each interpreter a test starts (pickling, Dask, the disk cache, signals, mutants)
+# compiles astjit's source again. The files go to the __pycache__ folders git ignores; the
+# started interpreters read them.
+sys.dont_write_bytecode = False
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))
 
 
