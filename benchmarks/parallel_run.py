@@ -15,7 +15,10 @@ calling thread's and the busiest other thread's in a parallel call. The serial t
 the busier of the two is the speed-up the work's split allows on idle cores (memory
 bandwidth aside); the serial time over their sum, halved, says how much more CPU the
 parallel call spends. On a loaded machine, where wall times say little, they show whether
-the work divides evenly and what the hand-off costs.
+the work divides evenly and what the hand-off costs. The threads' CPU over those calls'
+wall time (times the threads) says how much of it they ran: what is missing is time the
+threads waited (for each other, for the pool's hand-off) or were kept from a CPU (other
+processes, the hypervisor).
 
 `--fifo` runs the process (and the threads it starts) under the real-time SCHED_FIFO
 policy (Linux; root or CAP_SYS_NICE): it then takes the CPUs from the machine's ordinary
@@ -91,21 +94,24 @@ def thread_cpu() -> dict[int, float]:
     return times
 
 
-def cpu_split(serial, parallel, calls: int) -> tuple[float, float, float]:
-    """Serial CPU per call, the calling thread's and the other threads' per parallel call."""
+def cpu_split(serial, parallel, calls: int, threads: int) -> tuple[float, float, float, float]:
+    """Serial CPU per call; the calling thread's, the busiest other thread's and all
+    threads' CPU per parallel call over the calls' wall time and `threads` (the share of
+    the wall time the threads ran)."""
     import threading
 
     start = time.thread_time()
     for _ in range(calls):
         serial()
     serial_cpu = (time.thread_time() - start) / calls
-    before = thread_cpu()
+    before, wall = thread_cpu(), time.perf_counter()
     for _ in range(calls):
         parallel()
-    after = thread_cpu()
+    wall, after = time.perf_counter() - wall, thread_cpu()
     main = threading.get_native_id()
     per = {t: (after[t] - before.get(t, 0.0)) / calls for t in after}
-    return serial_cpu, per[main], max((v for t, v in per.items() if t != main), default=0.0)
+    return (serial_cpu, per[main], max((v for t, v in per.items() if t != main), default=0.0),
+            sum(per.values()) * calls / (threads * wall))
 
 
 def timed(call, seconds: float) -> float:
@@ -132,6 +138,7 @@ def main() -> int:
     x, y = np.linspace(-2.0, 2.0, options.n), np.linspace(3.0, -1.0, options.n)
     numba = numba_versions()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = int(os.environ.get("ASTJIT_NUM_THREADS") or cpus)
     print(f"{options.n:.0e} doubles, {cpus} CPUs, ASTJIT_NUM_THREADS="
           f"{os.environ.get('ASTJIT_NUM_THREADS', '(all)')}{', SCHED_FIFO' if options.fifo else ''}"
           f"; median per call, ratio to serial astjit")
@@ -154,15 +161,16 @@ def main() -> int:
         print(f"{fn.__name__}")
         for name, t in medians.items():
             print(f"  {name:16s} {t * 1e3:8.2f} ms   {base / t:5.2f}x")
-        serial_cpu, main, worker = cpu_split(lambda: engines["astjit serial"](x, y),
-                                             lambda: engines["astjit parallel"](x, y),
-                                             5 if options.quick else 20)
+        serial_cpu, main, worker, busy = cpu_split(lambda: engines["astjit serial"](x, y),
+                                                   lambda: engines["astjit parallel"](x, y),
+                                                   5 if options.quick else 20, threads)
         print(f"  CPU per call: serial {serial_cpu * 1e3:.1f} ms; parallel: calling thread "
               f"{main * 1e3:.1f} ms, busiest other {worker * 1e3:.1f} ms -> "
               f"{serial_cpu / max(main, worker, 1e-9):.2f}x on idle cores, "
-              f"{2 * serial_cpu / max(main + worker, 1e-9):.2f}x if it split evenly")
+              f"{2 * serial_cpu / max(main + worker, 1e-9):.2f}x if it split evenly; "
+              f"the threads ran {busy:.1%} of those calls' wall time")
         results[fn.__name__] = {**medians, "cpu": {"serial": serial_cpu, "main": main,
-                                                   "busiest other": worker}}
+                                                   "busiest other": worker, "busy": busy}}
     RESULTS_JSON.parent.mkdir(exist_ok=True)
     RESULTS_JSON.write_text(json.dumps({"n": options.n, "cpus": cpus, "fifo": options.fifo,
                                         "medians": results}, indent=1))
