@@ -102,6 +102,38 @@ def test_strided_inputs():
     np.testing.assert_allclose(jit(arith)(a[::-1], a), arith(a[::-1], a))
 
 
+def tanh_rows(x, y):
+    t = np.tanh(x) + y
+    return t, np.sum(t, axis=(1, 2)), np.mean(t)
+
+
+def clipped_into(x, y):
+    x[x > y] = 0.0
+    x += y
+    return x
+
+
+def test_last_axes_run_as_one_loop_only_where_every_operand_allows():
+    """fused.py `_merged`: the last axes run as one loop where every operand steps through
+    them as through one axis; a sliced, transposed or broadcast operand keeps the nest."""
+    f, g = jit(tanh_rows), jit(clipped_into)
+    x = RNG.standard_normal((5, 6, 8))
+    cases = [(x, x), (x, x[:, :1]), (x, x[0]), (x, x[:, :, :1]), (x[:, ::2], x[:, 1::2]),
+             (x[:, :, ::2], x[:, :, 1::2]), (x[:4:2, :, :4], x[1::2, :, 4:]),
+             (x.transpose(0, 2, 1), x[0, 0, :6]), (x[:, :1], x[:, :1]), (x[:, :0], x[:, :0])]
+    for a, b in cases:
+        for got, want in zip(f(a, b), tanh_rows(a, b)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        mine, theirs = a.copy(), a.copy()
+        np.testing.assert_array_equal(g(mine, b), clipped_into(theirs, b))
+        np.testing.assert_array_equal(mine, theirs)
+    into_view = x.copy()
+    g(into_view[:, ::2], x[0, ::2])
+    want = x.copy()
+    clipped_into(want[:, ::2], x[0, ::2])
+    np.testing.assert_array_equal(into_view, want)
+
+
 def test_shape_mismatch_raises_value_error_with_shapes():
     with pytest.raises(ValueError, match=r"operands could not be broadcast together with "
                                          r"shapes \(3,\) \(4,\)"):

@@ -8,7 +8,9 @@ together with shapes (3,) (4,)", the shapes travelling with the error when they
 fit in `MAX_ERROR_VALUES` numbers), allocates every output as a new
 C-contiguous array (owned, on the owned list: `new_arrays.allocate`), then runs one
 loop nest over the space: each point reads the inputs' elements (scalars are
-passed as they are), evaluates the kernel region and stores the outputs.
+passed as they are), evaluates the kernel region and stores the outputs. Last axes
+that every input steps through as through one axis run as one loop (`_merged`), so
+that short last axes (a batch of 3 x 4 examples) still vectorize.
 
 The nest is emitted twice: a version for the common case where every array
 input steps by one element along the last axis (the innermost loop then has
@@ -121,12 +123,45 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         fast = unit_conds[0]
         for c in unit_conds[1:]:
             fast = b.and_(fast, c)
+    loops = _merged(em, node, dims, strides)
     if spec.reduce is not None:
-        return _reduction(em, node, dims, point, None if isinstance(fast, ir.Constant) else fast)
+        return _reduction(em, node, dims, loops, point,
+                          None if isinstance(fast, ir.Constant) else fast)
     exponent = _run_time_exponent(em, node, args)
     if exponent is not None:
-        return _by_exponent(em, node, exponent, lambda: _elementwise(em, node, dims, point, fast))
-    return _elementwise(em, node, dims, point, fast)
+        return _by_exponent(em, node, exponent,
+                            lambda: _elementwise(em, node, dims, loops, point, fast))
+    return _elementwise(em, node, dims, loops, point, fast)
+
+
+def _merged(em: FunctionEmitter, node: Node, dims: list[ir.Value],
+            strides: list[list[ir.Value] | None]) -> list[ir.Value]:
+    """The shape the nest loops over: `dims`, where every array input steps through a run
+    of last axes as through one axis (stride[k] == stride[k+1] * dims[k+1]; the outputs
+    are C-contiguous), with that run as one loop: its axes but the last of length 1, the
+    last their product. A batch of small examples (3 x 4 each) then gives the vectorizer
+    loops as long as an example, not as its last axis. A reduction merges only reduced
+    axes (the last one reduced: its output's shape stays); a parallel nest keeps its outer
+    axis, which it splits."""
+    spec, n = fused_attrs(node), len(dims)
+    lowest = 1 if parallel.in_parallel(em, node) else 0
+    if spec.reduce is not None:
+        axes, top = spec.reduce.axes, n - 1
+        while top - 1 >= lowest and top in axes and top - 1 in axes:
+            top -= 1
+        lowest = top
+    if lowest >= n - 1:
+        return dims
+    b = em.builder
+    loops, merging = list(dims), ir.Constant(I1, 1)
+    for k in reversed(range(lowest, n - 1)):
+        for st in strides:
+            if st is not None and not (_is_zero(st[k]) and _is_zero(st[k + 1])):
+                step = b.mul(st[k + 1], dims[k + 1], flags=["nsw"])
+                merging = b.and_(merging, b.icmp_signed("==", st[k], step))
+        loops[k] = b.select(merging, _i64(1), dims[k])
+        loops[-1] = b.select(merging, b.mul(dims[k], loops[-1], flags=["nsw"]), loops[-1])
+    return loops
 
 
 # ---- NumPy's powers of one run-time exponent ---------------------------------------------------
@@ -197,8 +232,8 @@ def _by_exponent(em: FunctionEmitter, node: Node, exponent, emit) -> list[ir.Val
             for j, out in enumerate(node.outputs)]
 
 
-def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
-               unit: ir.Value | None) -> list[ir.Value]:
+def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], loops: list[ir.Value],
+               point, unit: ir.Value | None) -> list[ir.Value]:
     """The kernel's last value reduced (reduction_nests.py); its other values stored, at each
     point the reduction's loops visit (every point once)."""
     b = em.builder
@@ -216,26 +251,26 @@ def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
                 store_element(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st, indices, r)
             return reduced
         return value
-    return [*stored, reduction_nests.emit_reduction(em, node, dims, at_point, unit)]
+    return [*stored, reduction_nests.emit_reduction(em, node, loops, at_point, unit)]
 
 
 def _is_zero(stride: ir.Value) -> bool:
     return isinstance(stride, ir.Constant) and stride.constant == 0
 
 
-def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
-                 fast: ir.Value | None) -> list[ir.Value]:
+def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], loops: list[ir.Value],
+                 point, fast: ir.Value | None) -> list[ir.Value]:
     """The outputs (new arrays, or inputs' memory: `reuse`), then one nest storing the
     kernel's results at every point."""
     b = em.builder
     spec = fused_attrs(node)
     if spec.into is not None:
-        return _into(em, node, dims, point, fast, spec.into)
+        return _into(em, node, dims, loops, point, fast, spec.into)
     donors = spec.reuse or (None,) * len(node.outputs)
     types = [out.type for out in node.outputs]
     if all(d is None for d in donors):
         outputs = [_allocate(em, node, t, dims) for t in types]
-        _store_all(em, node, dims, point, fast, outputs, {})
+        _store_all(em, node, loops, point, fast, outputs, {})
         return outputs
     # Two versions: in the one writing into the donors' memory, a donor is read through
     # the very address it is written to, so LLVM sees no overlap to check at run time.
@@ -248,24 +283,24 @@ def _elementwise(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
     if em.fast_only(ok):
         reused = [_allocate(em, node, t, dims) if d is None else
                   owned.retained(em, args[d]) for t, d in zip(types, donors)]
-        _store_all(em, node, dims, point, fast, reused, reused_map)
+        _store_all(em, node, loops, point, fast, reused, reused_map)
         return reused
     with b.if_else(ok) as (then, otherwise):
         with then:
             reused = [_allocate(em, node, t, dims) if d is None else
                       owned.retained(em, args[d]) for t, d in zip(types, donors)]
-            _store_all(em, node, dims, point, fast, reused, reused_map)
+            _store_all(em, node, loops, point, fast, reused, reused_map)
             reused_block = b.block
         with otherwise:
             fresh = [_allocate(em, node, t, dims) for t in types]
-            _store_all(em, node, dims, point, fast, fresh, {})
+            _store_all(em, node, loops, point, fast, fresh, {})
             fresh_block = b.block
     return [em.merge(t, [(r, reused_block), (f, fresh_block)])
             for t, r, f in zip(types, reused, fresh)]
 
 
-def _into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point, fast: ir.Value | None,
-          target: int) -> list[ir.Value]:
+def _into(em: FunctionEmitter, node: Node, dims: list[ir.Value], loops: list[ir.Value], point,
+          fast: ir.Value | None, target: int) -> list[ir.Value]:
     """The one output written into input `target`'s memory (attr `into`, ir/passes/into.py),
     read there through the very address written, when it has the space's shape and no
     other input may overlap it but as its own elements; else a new array."""
@@ -284,16 +319,16 @@ def _into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point, fast: ir
     (t,) = [out.type for out in node.outputs]
     if em.fast_only(ok):
         written = owned.retained(em, dest)
-        _store_into(em, node, dims, point, fast, written, target)
+        _store_into(em, node, loops, point, fast, written, target)
         return [written]
     with b.if_else(ok, likely=True) as (then, otherwise):
         with then:
             written = owned.retained(em, dest)
-            _store_into(em, node, dims, point, fast, written, target)
+            _store_into(em, node, loops, point, fast, written, target)
             written_block = b.block
         with otherwise:
             fresh = _allocate(em, node, t, dims)
-            _store_all(em, node, dims, point, fast, [fresh], {})
+            _store_all(em, node, loops, point, fast, [fresh], {})
             fresh_block = b.block
     return [em.merge(t, [(written, written_block), (fresh, fresh_block)])]
 
