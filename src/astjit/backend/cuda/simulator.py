@@ -281,10 +281,10 @@ def _precompiled_header(cache: Path, compiler: str) -> Path | None:
     return path if built else None
 
 
-@functools.cache
 def _runtime_object(cache: Path, compiler: str) -> Path:
     """cuda_sim_runtime.o, compiled once per cache folder, header, runtime source, flags and
-    compiler, with the modules' flags; each module's build links it."""
+    compiler, with the modules' flags; each module's build links it. Looked for at each build,
+    so that one deleted meanwhile (a cleared cache) is built again."""
     path = _fixed_folder(cache, compiler) / "cuda_sim_runtime.o"
     if path.exists():
         return path
