@@ -41,7 +41,7 @@ def in_parallel(em: FunctionEmitter, node: Node) -> bool:
 
 
 VECTOR_GRAIN = 256
-"""Where a nest of one axis is split (the loop LLVM vectorizes), its chunks start at
+"""Where a nest's last axis is split (the loop LLVM vectorizes), its chunks start at
 multiples of this many elements, a multiple of any vector loop's step (lanes times
 interleaving: at most 64 bytes of 1-byte elements by 4). Each chunk's vector loop then
 leaves remainder iterations only where the serial loop does, at the end: those call libm
@@ -50,25 +50,46 @@ elsewhere a chunk's end would give elements other values than serial code gives 
 
 
 def nest(em: FunctionEmitter, node: Node, dims: list[ir.Value], body, label: str) -> None:
-    """`nests.loop_nest(em, dims, body, label)`, its outer axis split into chunks when
-    `node` runs in parallel (a lone axis in `VECTOR_GRAIN`s); `body(indices)` must touch
-    only what its point owns."""
+    """`nests.loop_nest(em, dims, body, label)` split into chunks when `node` runs in
+    parallel: along its last axis where the others have length 1 (a nest of one axis, or
+    one whose axes fused.py merged into its last: the serial nest's one loop), else along
+    its first; `body(indices)` must touch only what its point owns."""
     if not dims or not in_parallel(em, node):
         nests.loop_nest(em, dims, body, label)
         return
-    b, n = em.builder, dims[0]
-    grain = VECTOR_GRAIN if len(dims) == 1 else 1
+    b = em.builder
+    work = new_arrays.size_of_dims(b, dims)
+    if len(dims) == 1:
+        _split(em, dims, body, label, work, last=True)
+        return
+    one_line = b.icmp_signed("==", new_arrays.size_of_dims(b, dims[:-1]), _i64(1))
+    with b.if_else(one_line) as (line, rows):
+        with line:
+            _split(em, dims, body, label, work, last=True)
+        with rows:
+            _split(em, dims, body, label, work, last=False)
+
+
+def _split(em: FunctionEmitter, dims: list[ir.Value], body, label: str, work: ir.Value,
+           last: bool) -> None:
+    """The nest in chunks of its first axis, or (`last`: the others of length 1) of its
+    last in `VECTOR_GRAIN`s."""
+    b = em.builder
+    n = dims[-1] if last else dims[0]
+    grain = VECTOR_GRAIN if last else 1
     units = b.sdiv(b.add(n, _i64(grain - 1)), _i64(grain)) if grain > 1 else n
-    split = chunk_count(em, units, new_arrays.size_of_dims(b, dims))
+    split = chunk_count(em, units, work)
+    names = tuple(f"{label}.{name}" for name in ("head", "body", "done"))
 
     def chunk(k: ir.Value, start: ir.Value, stop: ir.Value) -> None:
         b = em.builder
-        if grain > 1:
-            start, stop = b.mul(start, _i64(grain)), b.mul(stop, _i64(grain))
-            stop = b.select(b.icmp_signed("<", stop, n), stop, n)
-        nests.count_up(b, start, stop,
-                       lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)),
-                       tuple(f"{label}.{name}" for name in ("head", "body", "done")))
+        if not last:
+            nests.count_up(b, start, stop,
+                           lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)), names)
+            return
+        start, stop = b.mul(start, _i64(grain)), b.mul(stop, _i64(grain))
+        stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+        nests.count_up(b, start, stop, lambda i: body([_i64(0)] * (len(dims) - 1) + [i]), names)
     run_chunks(em, units, split, chunk)
 
 
