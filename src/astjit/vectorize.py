@@ -48,9 +48,8 @@ def vectorize(fn: Callable, *, target: str = "cpu", parallel: bool = False) -> C
     an element whose Python semantics raise (a division by zero, `math.sqrt` of a negative,
     `int()` of NaN) stops its thread; the call then runs again on the CPU, which raises
     the same exception the CPU target raises. Refused on the GPU targets (CompileError):
-    recursion, ops with no kernel form (tuples, arrays, `math.floor` & co), and `abs`,
-    `/`, `**` of a Python complex (CPython's algorithms: write np.abs, np.divide, np.power
-    for NumPy's, or use the CPU target).
+    recursion, ops with no kernel form (tuples, arrays, `math.floor` & co), and `**` of a
+    Python complex (CPython's algorithm: write np.power for NumPy's, or use the CPU target).
 
     `parallel=True` (the CPU target) runs the loop over the elements as an `astjit.prange`
     loop under `jit(parallel=True)`: split over a thread per core (docs/parallel.md).

@@ -79,7 +79,11 @@ def complex_step(z, w):
 
 
 def python_complex(z, w):
-    return abs(z) + (z / w).imag + (z ** 2).real
+    return abs(z) + (z / w).imag
+
+
+def python_power(z):
+    return (z ** 2).real
 
 
 def complex_imag(x, z):
@@ -188,15 +192,21 @@ def test_complex_elements(target):
     np.testing.assert_allclose(got, ref, rtol=1e-6)
 
 
-def test_python_complex_semantics_on_the_cpu():
-    """abs, `/` and `**` of Python complexes are CPython's, ZeroDivisionError included; the
-    GPU targets refuse them, naming NumPy's spelling."""
+@pytest.mark.parametrize("target", TARGETS)
+def test_python_complex_semantics(target):
+    """abs and `/` of Python complexes are CPython's, OverflowError and ZeroDivisionError
+    included; `**` is on the CPU only (the GPU targets name NumPy's np.power)."""
     z, w = _complex_operands()
-    check(python_complex, "cpu", z[:, :3], w[:3])
+    check(python_complex, target, z[:, :3], w[:3])
     with pytest.raises(ZeroDivisionError):
-        vectorize(python_complex, target="cpu")(z, w)
-    with pytest.raises(CompileError, match=r"abs\(z\) of a Python complex .* np.abs"):
-        vectorize(python_complex, target="cuda-sim")(z, w)
+        vectorize(python_complex, target=target)(z, w)
+    with pytest.raises(OverflowError):
+        vectorize(python_complex, target=target)(np.array([1 + 1j, 1.5e308 + 1.5e308j]), 1 + 0j)
+    if target == "cpu":
+        check(python_power, target, z)
+    else:
+        with pytest.raises(CompileError, match=r"'\*\*' of a Python complex.*np.power"):
+            vectorize(python_power, target=target)(z)
 
 
 def test_recursion_refused_on_the_gpu_targets():
@@ -218,7 +228,8 @@ CASES = [(mandel, (np.float64, np.float64)), (gcd, (np.int64, np.int64)),
          (root, (np.float64,)), (ratio, (np.float64, np.float64)), (_int_mod, (np.int64, np.int64)),
          (to_int, (np.float64,)), (grow, (np.float64,)),
          (complex_step, (np.complex128, np.complex128)), (complex_step, (np.complex64, np.float32)),
-         (complex_imag, (np.float64, np.complex128))]
+         (complex_imag, (np.float64, np.complex128)),
+         (python_complex, (np.complex128, np.complex128))]
 
 
 @pytest.mark.parametrize("fn, dtypes", CASES, ids=[c[0].__name__ for c in CASES])

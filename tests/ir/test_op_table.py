@@ -45,6 +45,11 @@ def test_every_numpy_lowering_routine_exists(name):
             assert descriptor.name in ROUTINES, f"'{name}': no routine {descriptor.name}"
 
 
+@pytest.mark.parametrize("name", sorted(n for n in OPS if OPS[n].cuda_python))
+def test_python_semantics_gpu_lowerings_are_c_expressions(name):
+    assert all(isinstance(d, CExpr) for d in OPS[name].cuda_python.values())
+
+
 def test_an_op_declared_once_sits_in_one_place():
     """The names of an op with a C function (tanh) appear in its declaration only, the
     generic code (the frontend's name tables, the backend's symbols) derived from it. The

@@ -130,6 +130,32 @@ template <typename F> __device__ astjit_complex<F> astjit_csign(astjit_complex<F
     if (magnitude == (F)0) return {(F)0, (F)0};
     return {z.re / magnitude, z.im / magnitude};
 }
+// ---- a Python complex's abs and / (vectorize's device functions): CPython's complexobject.c ----
+template <typename F> __device__ astjit_complex<F> astjit_py_cdiv(astjit_complex<F> a, astjit_complex<F> b) {
+    // _Py_c_quot: divide through by b's part of larger magnitude; a NaN part of b gives NaN,
+    // NaN; a zero b 0 (the caller raises ZeroDivisionError: astjit_cis_zero)
+    const F abs_r = fabs(b.re), abs_i = fabs(b.im);
+    if (abs_r >= abs_i) {
+        if (abs_r == (F)0) return {(F)0, (F)0};
+        const F ratio = b.im / b.re, denom = b.re + b.im * ratio;
+        return {(a.re + a.im * ratio) / denom, (a.im - a.re * ratio) / denom};
+    }
+    if (abs_i >= abs_r) {
+        const F ratio = b.re / b.im, denom = b.re * ratio + b.im;
+        return {(a.re * ratio + a.im) / denom, (a.im * ratio - a.re) / denom};
+    }
+    return {astjit_nan<F>(), astjit_nan<F>()};
+}
+template <typename F> __device__ __forceinline__ F astjit_py_cabs(astjit_complex<F> z) {
+    // _Py_c_abs: an infinite part gives inf, else a NaN part NaN, else hypot (the caller
+    // raises OverflowError where finite parts overflowed it)
+    if (isinf(z.re) || isinf(z.im)) return astjit_inf<F>();
+    if (isnan(z.re) || isnan(z.im)) return astjit_nan<F>();
+    return hypot(z.re, z.im);
+}
+template <typename F> __device__ __forceinline__ bool astjit_cis_zero(astjit_complex<F> z) {
+    return z.re == (F)0 && z.im == (F)0;
+}
 template <typename F> __device__ __forceinline__ bool astjit_cisnan(astjit_complex<F> z) {
     return isnan(z.re) || isnan(z.im);
 }

@@ -2,7 +2,8 @@
 
 A kernel region (scalars.py) is straight-line; a vectorized function has structured
 control flow (`if`, `while`) and calls, so it becomes C functions with mutable locals for
-a loop's carried values. Ops compute with their `CExpr` templates (NumPy's semantics);
+a loop's carried values. Ops compute with their `CExpr` templates (NumPy's semantics;
+their `cuda_python` ones where Python's differ: a Python complex's abs and `/`);
 where Python's would raise instead (a division by zero, `math.sqrt(-1.0)`, `int(nan)`),
 a check before or after the op sets `astjit_error[0]` and returns at once, so that the
 host can run the call again on the CPU, which raises Python's exception. A raising op
@@ -15,7 +16,7 @@ from ...ir.core import Graph, Module, Node, Value
 from ...ir.ops import OPS, kind
 from ...ir.types import ScalarType
 from .csource import Source, c_type
-from .scalars import c_expression, local_name, numpy_computes
+from .scalars import c_expression, local_name, numpy_computes, python_lowering
 
 CHECKS_PRELUDE = r"""// astjit vectorize: where Python's semantics raise
 template <typename T> __device__ __forceinline__ bool astjit_is_nan(T x) { return x != x; }
@@ -23,6 +24,10 @@ template <typename T> __device__ __forceinline__ bool astjit_is_finite(T x) { re
 """
 
 _ZERO_DIVISOR = "({1} == 0)"
+_PYTHON_COMPLEX_CHECKS = {"truediv": "astjit_cis_zero({1})",
+                          "abs": "(!astjit_is_finite({r}) && astjit_cisfinite({0}))"}
+"""Where a Python complex's `/` (ZeroDivisionError) and abs (OverflowError) raise
+(complexes.h's astjit_py_cdiv, astjit_py_cabs)."""
 _CAST_TO_INT = "!({0} >= -9.2233720368547758e18 && {0} < 9.2233720368547758e18)"
 NEVER_RAISE_ON_FLOATS = frozenset({"fabs", "copysign", "atan2", "hypot"})
 
@@ -33,9 +38,13 @@ def raise_check(node: Node) -> str | None:
     check is known (the op is then refused)."""
     op = node.op
     traits = OPS[op].traits
+    types = [v.type for v in node.inputs]
+    python_complex = not node.attrs.get("numpy", False) and bool(types) and \
+        getattr(types[0], "is_complex", False)
+    if python_complex and op in _PYTHON_COMPLEX_CHECKS:
+        return _PYTHON_COMPLEX_CHECKS[op]
     if "raises" not in traits:
         return ""
-    types = [v.type for v in node.inputs]
     if op == "pow" and types and kind(types[0]) == "i":
         return "astjit_error[0]"  # astjit_pow_int records its own error (prelude.py)
     if node.attrs.get("numpy", False):
@@ -52,13 +61,6 @@ def raise_check(node: Node) -> str | None:
         finite_in = " && ".join(f"astjit_is_finite({{{i}}})" for i in range(len(types)))
         return f"((astjit_is_nan({{r}}) && !({nan_in})) || (!astjit_is_finite({{r}}) && {finite_in}))"
     return None
-
-
-_PYTHON_COMPLEX = {"abs": ("abs(z)", "write np.abs(z) for NumPy's |z|, or "),
-                   "truediv": ("'/'", "write np.divide(a, b) for NumPy's division, or "),
-                   "pow": ("'**'", "write np.power(a, b) for NumPy's power, or ")}
-"""The ops whose Python complex semantics the GPU lacks: how the message shows each, and
-what to write instead."""
 
 
 def function_name(graph: Graph, module: Module) -> str:
@@ -117,7 +119,7 @@ class FunctionEmitter:
         self.src.close()
 
     def fail(self) -> str:
-        return f"{{ astjit_error[0] = 1; return ({c_type(self.result)})0; }}"
+        return "{ astjit_error[0] = 1; return {}; }"
 
     def region(self, graph: Graph, names: dict[Value, str]) -> list[str]:
         """Statements of `graph`'s nodes (its params already named in `names`); the C
@@ -142,20 +144,23 @@ class FunctionEmitter:
         operands = [names[v] for v in node.inputs]
         name = local_name(out)
         if node.op == "undef":  # a value no path reads (a return value before the return)
-            self.src.line(f"const {c_type(t)} {name} = ({c_type(t)})0;")
+            self.src.line(f"const {c_type(t)} {name} = {{}};")
             names[out] = name
             return
-        if not numpy_computes(node):
-            shown, instead = _PYTHON_COMPLEX.get(node.op, (f"'{node.op}'", ""))
-            raise CompileError(f"{shown} of a Python complex is CPython's algorithm, not "
+        types = [v.type for v in node.inputs]
+        if not numpy_computes(node) and python_lowering(node.op, node.attrs, types) is None:
+            pow_ = node.op == "pow"
+            shown, instead = ("'**'", "write np.power(a, b) for NumPy's, or ") if pow_ \
+                else (f"'{node.op}'", "")
+            raise CompileError(f"{shown} of a Python complex (CPython's algorithm) is not "
                                f"supported in a GPU-vectorized function yet; {instead}use "
                                "target='cpu'", node.loc)
         check = raise_check(node)
         if check is None:
             raise CompileError(f"'{node.op}' raises in Python; not supported in a "
                                "GPU-vectorized function yet", node.loc)
-        expression = c_expression(node.op, node.attrs, operands, [v.type for v in node.inputs], t,
-                                  node.loc, "in a GPU-vectorized function")
+        expression = c_expression(node.op, node.attrs, operands, types, t, node.loc,
+                                  "in a GPU-vectorized function", python=True)
         after = check and "{r}" in check or check == "astjit_error[0]"
         if check and not after:
             self.src.line(f"if ({check.format(*operands)}) {self.fail()}")

@@ -34,12 +34,14 @@ def emit_region(src: Source, region: Graph, params: list[str]) -> list[str]:
 
 
 def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarType],
-                 result: ScalarType, loc, where: str = "inside a GPU kernel") -> str:
-    """`op` on the C expressions `operands` (of `types`), from its `CExpr`; a CompileError
+                 result: ScalarType, loc, where: str = "inside a GPU kernel",
+                 python: bool = False) -> str:
+    """`op` on the C expressions `operands` (of `types`), from its `CExpr` (its
+    `cuda_python` one where `python` semantics differ: python_lowering); a CompileError
     saying `where` it cannot run if it has none."""
     lowering = OPS[op].lowering("cuda")
-    template = None
-    if isinstance(lowering, dict):
+    template = python_lowering(op, attrs, types) if python else None
+    if template is None and isinstance(lowering, dict):
         template = lowering_for(lowering, types[0] if types else result)
     if types and getattr(types[0], "is_complex", False) and not _cpu_computes(op, types[0]):
         raise CompileError(f"'{op}' has no GPU lowering for operands of type {types[0]}", loc)
@@ -48,6 +50,14 @@ def c_expression(op: str, attrs: dict, operands: list[str], types: list[ScalarTy
     value = c_literal(attrs["value"], result) if op == "const" else ""
     return template.template.format(*operands, T=c_type(result), value=value,
                                     attrs=_AttrFlags(attrs))
+
+
+def python_lowering(op: str, attrs: dict, types: list[ScalarType]) -> CExpr | None:
+    """The op's `cuda_python` template for Python's semantics on operands of `types` (none
+    with NumPy's: attr `numpy`)."""
+    if attrs.get("numpy") or not types:
+        return None
+    return lowering_for(OPS[op].cuda_python, types[0])
 
 
 def numpy_computes(node: Node) -> bool:

@@ -297,7 +297,8 @@ _def("truediv", 2, truediv_rule, operator.truediv,
      (*_ARITH_RAISES, "holomorphic"),
      llvm_numpy={"f": Builder("fdiv"), "c": Routine("complex_div")},
      numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
-     cuda={"f": CExpr("({0} / {1})"), "c": CExpr("({0} / {1})")})
+     cuda={"f": CExpr("({0} / {1})"), "c": CExpr("({0} / {1})")},
+     cuda_python={"c": CExpr("astjit_py_cdiv({0}, {1})")})
 _def("floordiv", 2, arith_rule, operator.floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
      llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy"),
@@ -467,6 +468,7 @@ _def("abs", 1, abs_rule, abs, {"f": Intrinsic("llvm.fabs"), "i": Routine("abs_in
      llvm_numpy={"c": Routine("complex_abs")},
      cuda={"f": CExpr("fabs({0})"), "i": CExpr("astjit_abs_int({0})"), "b": CExpr("{0}"),
            "c": CExpr("astjit_cabs({0})")},
+     cuda_python={"c": CExpr("astjit_py_cabs({0})")},
      vjp=v.unary(_abs_adjoint), jvp=_abs_tangent)
 
 

@@ -144,6 +144,10 @@ class OpDef:
     cuda: Any = None
     """The GPU lowering: `CExpr`s by operand kind (in a kernel), `OnHost` (the host program
     runs it), or a `Refused`."""
+    cuda_python: dict[str, Any] = field(default_factory=dict)
+    """The GPU lowering with Python's semantics where it differs from `cuda`'s (NumPy's), as
+    `llvm` from `llvm_numpy`: a Python complex's abs and `/` in vectorize's device
+    functions, which check for Python's errors (backend/cuda/scalar_functions.py)."""
 
     def lowering(self, backend: str):
         """This op's lowering descriptors (or refusal) for `backend` (one of `BACKENDS`)."""
