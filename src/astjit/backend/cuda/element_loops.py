@@ -11,8 +11,9 @@ round trip per `x[i]`. A `while` node is such a loop when:
   that cannot raise with the operands' semantics (scalar_functions.raise_check says
   ""; a Python division, `math.sqrt` would need a check: the loop stays on the host)
   and computes as NumPy does (scalars.numpy_computes: not `abs` of a Python complex),
-  real or complex (complexes.h), and element reads and writes `x[..., i, ...]` indexed by the counter itself at one
-  axis and by loop-invariant values (parameters, constants) at the others;
+  real or complex (complexes.h), and element reads and writes `x[..., i, ...]` indexed
+  by the counter itself at one axis and by loop-invariant values (parameters, constants)
+  at the others;
 - an array it writes is accessed at one pattern of indices only (`x[i] = x[i] * s`, not
   `x[i, 0] = x[i, 1]`), so iteration `i` touches elements no other iteration does.
 Loops around loops are not parallelised in this version (the outer loop stays on the
