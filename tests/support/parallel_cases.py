@@ -30,6 +30,11 @@ def fused_two_outputs(x, y):
     return x * y + 1.0, x - y
 
 
+def stored_and_sum(x, y):  # a reduction that also stores its elementwise values
+    e = np.exp(-x * x) * np.sin(y)
+    return e, np.sum(e)
+
+
 def float_sum(x, y):
     return np.sum(np.exp(-x * x) * np.sin(y) + x / (1.0 + y * y))
 
@@ -300,18 +305,20 @@ def determinism() -> list[bool]:
 
 
 def elementwise_exact() -> list[str]:
-    """The shapes where an elementwise float kernel split into many chunks does not give
-    serial jit's results bit for bit (none: []): 1-d arrays, and rows of 1001 elements
-    (parallel code must loop over them as the serial code does, rows merged into one loop
-    or not). The vector loop calls libmvec, its remainder iterations libm, which differ in
-    the last bit for most of these inputs: a loop of the parallel code with its remainder
-    where the serial code's has none would show."""
-    serial, parallel = jit(fused_float), jit(fused_float, parallel=True)
+    """The cases where elementwise float results of a kernel split into many chunks are not
+    serial jit's bit for bit (none: []): 1-d arrays, and rows of 1001 elements (parallel
+    code must loop over them as the serial code does, rows merged into one loop or not),
+    an elementwise kernel and one whose values a sum also reduces. The vector loop calls
+    libmvec, its remainder iterations libm, which differ in the last bit for most of these
+    inputs: a loop of the parallel code with its remainder where the serial code's has
+    none would show."""
     differing = []
-    for shape in ((5_077,), (100_003,), (301, 1001)):
-        x = np.linspace(-3.0, 3.0, int(np.prod(shape))).reshape(shape)
-        if not np.array_equal(parallel(x, x * 17.0), serial(x, x * 17.0)):
-            differing.append(str(shape))
+    for fn, first in ((fused_float, lambda r: r), (stored_and_sum, lambda r: r[0])):
+        serial, parallel = jit(fn), jit(fn, parallel=True)
+        for shape in ((5_077,), (100_003,), (301, 1001)):
+            x = np.linspace(-3.0, 3.0, int(np.prod(shape))).reshape(shape)
+            if not np.array_equal(first(parallel(x, x * 17.0)), first(serial(x, x * 17.0))):
+                differing.append(f"{fn.__name__}{shape}")
     return differing
 
 

@@ -141,11 +141,11 @@ def _merged(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     are C-contiguous), with that run as one loop: its axes but the last of length 1, the
     last their product. A batch of small examples (3 x 4 each) then gives the vectorizer
     loops as long as an example, not as its last axis. A reduction merges only reduced
-    axes (the last one reduced: its output's shape stays); a parallel one keeps its outer
-    axis, which it splits. A parallel elementwise nest merges as the serial one does, so
-    that it runs the serial nest's loops (parallel.nest splits the last where it is all)."""
+    axes (the last one reduced: its output's shape stays). A parallel nest merges as the
+    serial one does, so that it runs the serial nest's loops (parallel.py splits the last
+    where it is all of them)."""
     spec, n = fused_attrs(node), len(dims)
-    lowest = 1 if spec.reduce is not None and parallel.in_parallel(em, node) else 0
+    lowest = 0
     if spec.reduce is not None:
         axes, top = spec.reduce.axes, n - 1
         while top - 1 >= lowest and top in axes and top - 1 in axes:

@@ -77,7 +77,7 @@ def _split(em: FunctionEmitter, dims: list[ir.Value], body, label: str, work: ir
     b = em.builder
     n = dims[-1] if last else dims[0]
     grain = VECTOR_GRAIN if last else 1
-    units = b.sdiv(b.add(n, _i64(grain - 1)), _i64(grain)) if grain > 1 else n
+    units = in_units(b, n, grain)
     split = chunk_count(em, units, work)
     names = tuple(f"{label}.{name}" for name in ("head", "body", "done"))
 
@@ -87,20 +87,34 @@ def _split(em: FunctionEmitter, dims: list[ir.Value], body, label: str, work: ir
             nests.count_up(b, start, stop,
                            lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)), names)
             return
-        start, stop = b.mul(start, _i64(grain)), b.mul(stop, _i64(grain))
-        stop = b.select(b.icmp_signed("<", stop, n), stop, n)
+        start, stop = _elements(b, start, stop, n, grain)
         nests.count_up(b, start, stop, lambda i: body([_i64(0)] * (len(dims) - 1) + [i]), names)
     run_chunks(em, units, split, chunk)
+
+
+def in_units(b: ir.IRBuilder, n: ir.Value, grain: int) -> ir.Value:
+    """How many units of `grain` iterations [0, n) has, the last maybe shorter."""
+    return b.sdiv(b.add(n, _i64(grain - 1)), _i64(grain)) if grain > 1 else n
+
+
+def _elements(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, n: ir.Value, grain: int
+              ) -> tuple[ir.Value, ir.Value]:
+    """The iterations of units [start, stop) of `grain` iterations of [0, n)."""
+    if grain == 1:
+        return start, stop
+    start, stop = b.mul(start, _i64(grain)), b.mul(stop, _i64(grain))
+    return start, b.select(b.icmp_signed("<", stop, n), stop, n)
 
 
 def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: list[ir.Type],
                      partial: Callable[[ir.Value, ir.Value], list[ir.Value]],
                      combine: Callable[[int, ir.Value, ir.Value], ir.Value],
-                     initial: list[ir.Value] | None = None) -> list[ir.Value]:
+                     initial: list[ir.Value] | None = None, grain: int = 1) -> list[ir.Value]:
     """Reductions over [0, n) in chunks (`work`: the loop's whole work, for the chunk
-    count): `partial(start, stop)` (emitted in the chunk) reduces a range to one value per
-    reduction, of `types`; the partials are combined in chunk order by `combine(j, acc, x)`,
-    onto `initial` (None: from the first chunk's)."""
+    count; `grain`: chunks start at multiples of it, `VECTOR_GRAIN` where [0, n) is a
+    vectorized loop): `partial(start, stop)` (emitted in the chunk) reduces a range to one
+    value per reduction, of `types`; the partials are combined in chunk order by
+    `combine(j, acc, x)`, onto `initial` (None: from the first chunk's)."""
     b = em.builder
     partials = [em.alloca(ir.ArrayType(t, MAX_THREADS)) for t in types]
 
@@ -108,11 +122,12 @@ def reduce_in_chunks(em: FunctionEmitter, n: ir.Value, work: ir.Value, types: li
         return em.builder.gep(partials[j], [ir.Constant(I32_T, 0), k], inbounds=True)
 
     def chunk(k: ir.Value, start: ir.Value, stop: ir.Value) -> None:
-        for j, value in enumerate(partial(start, stop)):
+        for j, value in enumerate(partial(*_elements(em.builder, start, stop, n, grain))):
             em.builder.store(value, slot(j, k))
 
-    split = chunk_count(em, n, work)
-    run_chunks(em, n, split, chunk)
+    units = in_units(b, n, grain)
+    split = chunk_count(em, units, work)
+    run_chunks(em, units, split, chunk)
     accs = [em.alloca(t) for t in types]
     for j, acc in enumerate(accs):
         b.store(b.load(slot(j, _i64(0))) if initial is None else initial[j], acc)

@@ -268,21 +268,44 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
 
 def _reduce_in_chunks(em: FunctionEmitter, kind: str, element: ScalarType, dims: list[ir.Value],
                       at: Point) -> ir.Value:
-    """The whole space reduced in parallel (parallel.py), unfinished: each chunk of the outer
-    axis into a register of its own, the partials combined in chunk order."""
-    def partial(start: ir.Value, stop: ir.Value) -> list[ir.Value]:
-        acc = Register(em, kind, element)
-        acc.start()
-        nests.count_up(em.builder, start, stop, lambda i: nests.loop_nest(
-            em, dims[1:], lambda full: acc.take(at(full)), "reduce", (i,)),
-            ("reduce.head", "reduce.body", "reduce.done"))
-        return [acc.value()]
+    """The whole space reduced in parallel (parallel.py), unfinished: each chunk into a
+    register of its own, the partials combined in chunk order. Split as `parallel.nest`
+    splits a nest: along the last axis in `VECTOR_GRAIN`s where the others have length 1
+    (the serial nest's one loop, whose remainder then stays the serial one's), else along
+    the first."""
+    b = em.builder
+    work = new_arrays.size_of_dims(b, dims)
+    names = ("reduce.head", "reduce.body", "reduce.done")
 
-    work = new_arrays.size_of_dims(em.builder, dims)
-    (value,) = parallel.reduce_in_chunks(
-        em, dims[0], work, [lltype(element)], partial,
-        lambda j, acc, x: combine(em, kind, element, acc, x))
-    return value
+    def along(last: bool) -> ir.Value:
+        def partial(start: ir.Value, stop: ir.Value) -> list[ir.Value]:
+            acc = Register(em, kind, element)
+            acc.start()
+            if last:
+                zeros = [_i64(0)] * (len(dims) - 1)
+                nests.count_up(em.builder, start, stop, lambda i: acc.take(at([*zeros, i])),
+                               names)
+            else:
+                nests.count_up(em.builder, start, stop, lambda i: nests.loop_nest(
+                    em, dims[1:], lambda full: acc.take(at(full)), "reduce", (i,)), names)
+            return [acc.value()]
+
+        (value,) = parallel.reduce_in_chunks(
+            em, dims[-1] if last else dims[0], work, [lltype(element)], partial,
+            lambda j, acc, x: combine(em, kind, element, acc, x),
+            grain=parallel.VECTOR_GRAIN if last else 1)
+        return value
+
+    if len(dims) == 1:
+        return along(True)
+    result = em.alloca(lltype(element))
+    one_line = b.icmp_signed("==", new_arrays.size_of_dims(b, dims[:-1]), _i64(1))
+    with b.if_else(one_line) as (line, rows):
+        with line:
+            em.builder.store(along(True), result)
+        with rows:
+            em.builder.store(along(False), result)
+    return em.builder.load(result)
 
 
 def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
