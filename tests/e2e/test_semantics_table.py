@@ -116,6 +116,9 @@ TESTED_ELSEWHERE = {
     "cmath_rect": "cmath.rect", "cmath_sqrt": "cmath.sqrt", "cmath_exp": "cmath.exp",
     "cmath_log": "cmath.log", "cmath_log_base": "cmath.log(z, base)",
     "cmath_log10": "cmath.log10",
+    **{f"cmath_{name}": f"cmath.{name} (test_cmath_trig.py)" for name in (
+        "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh",
+        "atanh", "isclose")},
     "array_assign": "y[...] = v (test_augmented_assignment.py)",
     "augassign": "x op= v on arrays, in place (test_augmented_assignment.py)",
     "array_dim": "x.shape[i] (test_frontend_arrays.py)",

@@ -53,10 +53,12 @@ def test_python_semantics_gpu_lowerings_are_c_expressions(name):
 def test_an_op_declared_once_sits_in_one_place():
     """The names of an op with a C function (tanh) appear in its declaration only, the
     generic code (the frontend's name tables, the backend's symbols) derived from it. The
-    fuzzer (astjit/fuzz) is left out: it writes Python programs, spelled as a user would."""
+    fuzzer (astjit/fuzz) is left out: it writes Python programs, spelled as a user would;
+    so is cmath.tanh, another op (cmath_tanh: CPython's algorithm, which calls C's tanh)."""
+    cmath = {"ir/ops/python_complex.py", "backend/llvm/cmath_trig.py"}
     files = sorted(str(p.relative_to(SOURCE)) for p in SOURCE.rglob("*.py")
                    if "tanh" in p.read_text() and p.relative_to(SOURCE).parts[0] != "fuzz")
-    assert len(files) <= 3, files
+    assert len(set(files) - cmath) <= 3, files
 
 
 def test_spellings_are_unique():

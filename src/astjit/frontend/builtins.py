@@ -4,12 +4,11 @@
 (so `from math import sqrt` and `math.sqrt` are the same). A handler receives
 the lowered positional arguments and an `emit(op, inputs, attrs)` callback and
 returns the result; it raises `CallError` for a form that is not supported
-(wrong arity, `round(x, n)`), with a suggested rewrite.
+(wrong arity, `round(x, n)`), with a suggested rewrite. A handler taking keyword
+arguments (`cmath.isclose`'s tolerances) is a `WithKeywords`.
 
 `math_attribute(name)` gives what `math.<name>` means: a constant's value, a
-supported function, or None; `cmath_attribute(name)` what `cmath.<name>` means (the
-handler of a cmath function compiled code lacks raises a CallError naming what to
-write instead).
+supported function, or None; `cmath_attribute(name)` what `cmath.<name>` means.
 """
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ import cmath
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..ir.core import Value
 from ..ir.ops import OPS
@@ -143,7 +143,7 @@ def _cmath(op: str, what: str) -> Handler:
             return emit("cmath_log_base", [emit("cast", [a], {"to": C128}) for a in args])
         if len(args) != arity:
             raise CallError(f"{what}() takes {arity} argument{'s' * (arity != 1)} here, "
-                            f"got {len(args)}", _CMATH_HINTS.get(what, ""))
+                            f"got {len(args)}")
         if op == "cmath_rect":
             return emit(op, args)
         z = emit("cast", args, {"to": C128})
@@ -154,27 +154,35 @@ def _cmath(op: str, what: str) -> Handler:
     return handle
 
 
+@dataclass(frozen=True)
+class WithKeywords:
+    """A handler that also takes the keyword arguments named `keywords`: those written
+    are passed by name, after the emit callback and the positional arguments."""
+
+    handle: Callable[..., Value]
+    keywords: tuple[str, ...]
+
+    def __call__(self, emit: Emit, args: list[Value], **kwargs: Value) -> Value:
+        return self.handle(emit, args, **kwargs)
+
+
+def _isclose(emit: Emit, args: list[Value], rel_tol: Value | None = None,
+             abs_tol: Value | None = None) -> Value:
+    """cmath.isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0): a and b made Python complexes."""
+    if len(args) != 2:
+        raise CallError(f"cmath.isclose() takes 2 positional arguments, got {len(args)}",
+                        "pass the tolerances by keyword: rel_tol=..., abs_tol=...")
+    tolerances = [emit("const", [], {"value": default}) if given is None else given
+                  for given, default in ((rel_tol, 1e-09), (abs_tol, 0.0))]
+    return emit("cmath_isclose", [*(emit("cast", [a], {"to": C128}) for a in args), *tolerances])
+
+
 _CMATH_OPS = {**{spelling: op for op, opdef in OPS.items() for spelling in opdef.python
-                 if spelling.startswith("cmath.")}, **PREDICATES, "cmath.polar": "polar"}
+                 if spelling.startswith("cmath.") and op != "cmath_isclose"},
+              **PREDICATES, "cmath.polar": "polar"}
 _CMATH_HANDLERS = {getattr(cmath, name.removeprefix("cmath.")): _cmath(op, name)
                    for name, op in _CMATH_OPS.items()}
-_CMATH_HINTS = {"cmath.isclose": "write abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), "
-                                 "abs_tol)"}
-_CMATH_INSTEAD = "numpy's function of the same name (np.sin(z) ...), which computes it with "\
-    "the C library's complex functions and returns a np.complex128 (within an ulp or two of "\
-    "cmath's, special values as C99 has them)"
-
-
-def _refused_cmath(name: str) -> Handler:
-    """A cmath function compiled code lacks: the CallError naming what to write instead."""
-    def handle(emit: Emit, args: list[Value]) -> Value:
-        raise CallError(f"{name} is not supported in compiled code yet",
-                        _CMATH_HINTS.get(name, f"use {_CMATH_INSTEAD}"))
-    return handle
-
-
-_CMATH_HANDLERS.update({fn: _refused_cmath(f"cmath.{name}") for name, fn in vars(cmath).items()
-                        if callable(fn) and fn not in _CMATH_HANDLERS})
+_CMATH_HANDLERS[cmath.isclose] = WithKeywords(_isclose, ("rel_tol", "abs_tol"))
 
 
 def cmath_attribute(name: str) -> object:

@@ -21,7 +21,7 @@ import types
 
 from ..errors import CompileError, NameResolutionError, UnsupportedCallError
 from ..ir.core import Value
-from .builtins import CallError, Handler, call_handler
+from .builtins import CallError, Handler, WithKeywords, call_handler
 from .methods import is_call_on_a_local, lower_method_call
 from .resolve import (
     LOCAL,
@@ -140,13 +140,20 @@ def lower_builtin_call(state: Lowering, scope: Scope, node: ast.Call, handler: H
     if arguments is None:
         return scope.emit("undef", [], state.loc(node))
     args, kwargs = arguments
-    if kwargs:
+    keywords = handler.keywords if isinstance(handler, WithKeywords) else ()
+    unknown = [k for k in kwargs if k not in keywords]
+    if unknown and keywords:
+        return state.fail(scope, node, UnsupportedCallError,
+                          f"{name}() got an unexpected keyword argument '{unknown[0]}'",
+                          f"its keyword arguments are {', '.join(keywords)}")
+    if unknown:
         return state.fail(scope, node, UnsupportedCallError,
                           f"keyword arguments to {name}() are not supported",
                           "pass the arguments by position")
     loc = state.loc(node)
     try:
-        return handler(lambda op, inputs, attrs=None: scope.emit(op, inputs, loc, attrs), args)
+        return handler(lambda op, inputs, attrs=None: scope.emit(op, inputs, loc, attrs), args,
+                       **kwargs)
     except CallError as error:
         return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
 

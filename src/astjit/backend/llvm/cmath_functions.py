@@ -143,11 +143,14 @@ def cmath_rect(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
 
 
 def cmath_sqrt(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """cmath.sqrt: a non-finite part its special value; 0 keeps the sign of its imaginary
+    """cmath.sqrt, which never raises (`c_sqrt`)."""
+    return c_sqrt(em.builder, args[0])
+
+
+def c_sqrt(b: ir.IRBuilder, z: ir.Value) -> ir.Value:
+    """cmath's sqrt: a non-finite part its special value; 0 keeps the sign of its imaginary
     part; else s = 2 sqrt(|x|/8 + hypot(|x|/8, |y|/8)) (both parts subnormal: scaled by
     2**53 and the root by 2**-27 instead), d = |y| / 2s, (s, +-d) for x >= 0, else (d, +-s)."""
-    b = em.builder
-    z = args[0]
     x, y = complex_parts(b, z)
     zero = ir.Constant(DOUBLE, 0.0)
     ax, ay = fabs(b, x), fabs(b, y)
@@ -174,7 +177,7 @@ def cmath_sqrt(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     return b.select(finite, b.select(is_zero, at_zero, general), special)
 
 
-_LOG_LARGE = math.log(sys.float_info.max / 4.0)
+LOG_LARGE = math.log(sys.float_info.max / 4.0)
 """cmath's CM_LOG_LARGE_DOUBLE: past it exp(x) is taken as exp(x - 1) e."""
 
 
@@ -187,7 +190,7 @@ def cmath_exp(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value
     x, y = complex_parts(b, args[0])
     zero, inf = ir.Constant(DOUBLE, 0.0), ir.Constant(DOUBLE, math.inf)
     cos, sin = libm(b, "cos", [y]), libm(b, "sin", [y])
-    large = b.fcmp_ordered(">", x, ir.Constant(DOUBLE, _LOG_LARGE))
+    large = b.fcmp_ordered(">", x, ir.Constant(DOUBLE, LOG_LARGE))
     scale = libm(b, "exp", [b.select(large, b.fsub(x, ir.Constant(DOUBLE, 1.0)), x)])
     e = ir.Constant(DOUBLE, math.e)
     re, im = b.fmul(scale, cos), b.fmul(scale, sin)
@@ -221,7 +224,7 @@ def c_log(b: ir.IRBuilder, z: ir.Value) -> tuple[ir.Value, ir.Value]:
     def const(value):
         return ir.Constant(DOUBLE, value)
 
-    large = b.or_(b.fcmp_ordered(">", ax, const(_LARGE)), b.fcmp_ordered(">", ay, const(_LARGE)))
+    large = b.or_(b.fcmp_ordered(">", ax, const(LARGE)), b.fcmp_ordered(">", ay, const(LARGE)))
     half = const(0.5)
     of_large = b.fadd(libm(b, "log", [libm(b, "hypot", [b.fmul(ax, half), b.fmul(ay, half)])]),
                       ln2)
@@ -272,22 +275,46 @@ def cmath_log10(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
     return pack_complex(b, COMPLEX, b.fdiv(re, ln10), b.fdiv(im, ln10))
 
 
-_LARGE = sys.float_info.max / 4.0
+TOLERANCES = msg.message_of(lambda: cmath.isclose(1, 1, rel_tol=-1.0))
+
+
+def cmath_isclose(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """cmath.isclose(a, b, rel_tol, abs_tol): ValueError for a negative tolerance; true for
+    equal parts, false where a part is infinite, else whether |a - b| <= rel_tol |b|, or
+    rel_tol |a|, or abs_tol (magnitudes by `_Py_c_abs`, whose overflow is no error here)."""
+    b = em.builder
+    z, w, rel_tol, abs_tol = args
+    zero = ir.Constant(DOUBLE, 0.0)
+    em.fail_if(node, b.or_(b.fcmp_ordered("<", rel_tol, zero), b.fcmp_ordered("<", abs_tol, zero)),
+               "ValueError", TOLERANCES)
+    (zr, zi), (wr, wi) = complex_parts(b, z), complex_parts(b, w)
+    equal = b.and_(b.fcmp_ordered("==", zr, wr), b.fcmp_ordered("==", zi, wi))
+    infinite = b.or_(b.or_(is_inf(b, zr), is_inf(b, zi)), b.or_(is_inf(b, wr), is_inf(b, wi)))
+    diff = c_abs(b, b.fsub(z, w))[0]
+    close = b.or_(b.or_(b.fcmp_ordered("<=", diff, b.fmul(rel_tol, c_abs(b, w)[0])),
+                        b.fcmp_ordered("<=", diff, b.fmul(rel_tol, c_abs(b, z)[0]))),
+                  b.fcmp_ordered("<=", diff, abs_tol))
+    true, false = ir.Constant(ir.IntType(1), 1), ir.Constant(ir.IntType(1), 0)
+    return b.select(equal, true, b.select(infinite, false, close))
+
+
+LARGE = sys.float_info.max / 4.0
 """cmath's CM_LARGE_DOUBLE."""
 
 
-def _of_parts(function):
+def of_parts(function):
     """`function` of a complex as a function of its two parts (`special_values` takes one)."""
     @functools.wraps(function)
-    def of_parts(x, y):
+    def applied(x, y):
         return function(complex(x, y))
-    return of_parts
+    return applied
 
 
-_SQRT, _EXP, _LOG = _of_parts(cmath.sqrt), _of_parts(cmath.exp), _of_parts(cmath.log)
+_SQRT, _EXP, _LOG = of_parts(cmath.sqrt), of_parts(cmath.exp), of_parts(cmath.log)
 
 
 ROUTINES = {"complex_new": complex_new, "cmath_phase": cmath_phase, "cmath_abs": cmath_abs,
             "cmath_rect": cmath_rect, "cmath_sqrt": cmath_sqrt, "cmath_exp": cmath_exp,
-            "cmath_log": cmath_log, "cmath_log_base": cmath_log, "cmath_log10": cmath_log10}
+            "cmath_log": cmath_log, "cmath_log_base": cmath_log, "cmath_log10": cmath_log10,
+            "cmath_isclose": cmath_isclose}
 """The cmath routines of the op table (`Routine(name)`)."""

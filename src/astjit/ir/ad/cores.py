@@ -206,9 +206,22 @@ def jvp_core(module: Module, n_primals: int) -> str:
         e = GraphBuilder(outer, inner.loc)
         given = [mapped_leaves(outer, t, lambda leaf: copy_array(e, leaf)
                                 if isinstance(leaf.type, ArrayType) else leaf) for t in given]
-    outer.outputs = [call(outer, core, [*outer.params[:n_primals], *given])]
+    pair = call(outer, core, [*outer.params[:n_primals], *given])
+    outer.outputs = [tuple_of(outer, [item(outer, pair, 0),
+                                      _as_strong_as(outer, pair, 1, pair.type.elements[0])])]
     module.graphs[outer.name] = outer
     return outer.name
+
+
+def _as_strong_as(graph: Graph, container: Value, index: int, like: Type) -> Value:
+    """Element `index` of `container` with the strength of `like`'s scalars, leaf by leaf:
+    the tangent of a Python complex is a Python complex, though the forward rules compute
+    with complexes as NumPy does (ad/builder.py), making NumPy complexes."""
+    element = item(graph, container, index, like=like)
+    if not isinstance(like, TupleType):
+        return element
+    return tuple_of(graph, [_as_strong_as(graph, element, k, e) for k, e in enumerate(like.elements)],
+                    element.type)
 
 
 def pullback(module: Module, wrt: list[int] | None = None) -> str:

@@ -26,6 +26,7 @@ from ..core import Graph, Value
 from ..ops.batching import NotBatchable
 from ..types import I64, ArrayType, ScalarType, Type
 from .builder import GraphBuilder
+from .derived_graphs import item
 from .forward_rules import copy_array
 from .vectorize import vectorized_call
 
@@ -37,8 +38,9 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
     e = GraphBuilder(graph, inner.loc)
     x = args[i]
     result = _result_type(inner)
-    if isinstance(x.type, ScalarType):
-        return e.op("getitem", _call(graph, jvp, [*args, _unit(e, 1.0, x.type)]), index=1)
+    if isinstance(x.type, ScalarType):  # the tangent, as strong as the value (a Python complex's)
+        pair = _call(graph, jvp, [*args, _unit(e, 1.0, x.type)])
+        return item(graph, pair, 1, like=pair.type.elements[0])
     try:
         return _batched_forward_jacobian(graph, inner, jvp, i, args)
     except NotBatchable:

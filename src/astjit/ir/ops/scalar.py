@@ -38,6 +38,7 @@ from .batching import each, elementwise, same_op
 from .complexes import part_type
 from .declare import _def
 from .elementwise import computation_type, numpy_promote
+from .python_complex import refusing_complex
 from .python_scalars import to_int
 from .semantics import (
     _getitem,
@@ -303,7 +304,7 @@ _def("floordiv", 2, arith_rule, operator.floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
      llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy"),
                  "u": Routine("floordiv_uint_numpy")},
-     numpy=("floor_divide",), zero_derivative=_ZERO_INT,
+     numpy=("floor_divide",), zero_derivative=_ZERO_INT, decide=refusing_complex("//"),
      cuda={"f": CExpr("astjit_floordiv_float({0}, {1})"), "i": CExpr("astjit_floordiv_int({0}, {1})")})
 
 
@@ -322,7 +323,7 @@ def _mod_vjp(e, g, ins, out, needs):
 _def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
      _ARITH_RAISES, llvm_numpy={"f": Routine("mod_float_numpy"), "i": Routine("mod_int_numpy"),
                                 "u": Routine("mod_uint_numpy")},
-     numpy=("remainder", "mod"), vjp=_mod_vjp,
+     numpy=("remainder", "mod"), vjp=_mod_vjp, decide=refusing_complex("%"),
      cuda={"f": CExpr("astjit_mod_float({0}, {1})"), "i": CExpr("astjit_mod_int({0}, {1})")})
 
 
@@ -515,9 +516,11 @@ _def("max", 2, _no_complex("max"), py_max, {"*": Routine("max")}, ("pure", "elem
 
 # float -> int (identity on ints); raise ValueError on NaN, OverflowError out of int64 range
 _def("floor", 1, to_int_rule, int_result(math.floor), {"f": Routine("floor"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("math.floor",), zero_derivative=_ZERO_INT, cuda=_TO_INT)
+     ("pure", "raises", "elementwise"), python=("math.floor",), zero_derivative=_ZERO_INT, cuda=_TO_INT,
+     decide=refusing_complex("math.floor"))
 _def("ceil", 1, to_int_rule, int_result(math.ceil), {"f": Routine("ceil"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("math.ceil",), zero_derivative=_ZERO_INT, cuda=_TO_INT)
+     ("pure", "raises", "elementwise"), python=("math.ceil",), zero_derivative=_ZERO_INT, cuda=_TO_INT,
+     decide=refusing_complex("math.ceil"))
 
 
 def trunc_rule(types, attrs):
@@ -532,10 +535,11 @@ def trunc_rule(types, attrs):
 
 
 _def("trunc", 1, trunc_rule, int_result(math.trunc), {"f": Routine("trunc"), "i": Routine("identity")},
-     ("pure", "raises", "elementwise"), python=("math.trunc",), zero_derivative=_ZERO_INT, cuda=_TO_INT)
+     ("pure", "raises", "elementwise"), python=("math.trunc",), zero_derivative=_ZERO_INT, cuda=_TO_INT,
+     decide=refusing_complex("math.trunc"))
 _def("round", 1, to_int_rule, int_result(round), {"f": Routine("round"), "i": Routine("identity")},
      ("pure", "raises", "elementwise"), python=("round",), zero_derivative=_ZERO_INT, cuda=_TO_INT,
-     doc="round(x): half to even, an int")
+     decide=refusing_complex("round"), doc="round(x): half to even, an int")
 
 
 def len_rule(types, attrs):
