@@ -5,6 +5,7 @@ parts; their derivatives (holomorphic) against central differences."""
 import cmath
 import math
 
+import numpy as np
 import pytest
 from complex_checks import COMPLEXES, PARTS, check
 from hypothesis import given, settings
@@ -121,3 +122,19 @@ def test_derivatives_against_central_differences(z):
     value, tangent = astjit.jvp(mixture, (z,), (1 + 0j,))
     assert type(tangent) is complex and abs(tangent - got) < 1e-12 * abs(got)
     assert value == mixture(z)
+
+
+def test_gpu_host_program_runs_cmath_and_vectorize_refuses_it():
+    """On the GPU targets a cmath function of a Python complex runs in the host program
+    (cmath itself, CPython's by construction); a GPU-vectorized function refuses it, as it
+    refuses cmath.sqrt (its device code has no CPython errno)."""
+    z = 0.3 + 0.2j
+    got = jit(mixture, target="cuda-sim")(z)
+    assert type(got) is complex and got == mixture(z)
+    with pytest.raises(CompileError, match="'cmath_sin' raises in Python; not supported in a "
+                                           "GPU-vectorized function"):
+        astjit.vectorize(sine, target="cuda-sim")(np.array([1 + 1j]))
+
+
+def sine(z):
+    return cmath.sin(z)
