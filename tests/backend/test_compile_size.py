@@ -83,6 +83,13 @@ def scalar(x, y):
     return x * y + 1.0
 
 
+def scalar_loop(n):
+    s = 0.0
+    for k in range(1, n + 1):
+        s += 1.0 / k
+    return s
+
+
 def test_modules_declare_the_shared_functions_they_call():
     a = np.ones((4, 3))
     for text in (emitted(matmul, a, a.T.copy()), emitted(softmax, a), emitted(mlp_step, *mlp_arrays(), 0.1)):
@@ -112,5 +119,11 @@ def test_array_glue_is_compiled_lightly_and_its_loops_apart():
     assert "available_externally" not in rows.llvm_ir_optimized
     shown = [line for line in rows.llvm_ir_optimized.splitlines() if line.startswith("; ----")]
     assert shown == ["; ---- astjit: the loops module ----", "; ---- astjit: the glue module ----"]
-    # scalar arithmetic is a hot path: compiled whole, at O3
+    # scalar arithmetic is a hot path: compiled whole, at O3; where it loops, its wrapper
+    # (unboxing, boxing) apart from it, lightly
     assert compiled_module(scalar, 1.0, 2.0).pipelines == ("scalar",)
+    kernel, wrapper = compiled_module(scalar_loop, 10).parts
+    assert (kernel.pipeline, wrapper.pipeline) == ("scalar", "glue")
+    assert "fastcall" in wrapper.llvm_ir_optimized and "fastcall" not in kernel.llvm_ir_optimized
+    assert "PyFloat_FromDouble" in wrapper.llvm_ir_optimized
+    assert "PyFloat_FromDouble" not in kernel.llvm_ir_optimized

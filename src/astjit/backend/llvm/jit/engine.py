@@ -18,8 +18,9 @@ Three ways to compile (`PIPELINES`):
   (`compile_runtime`): run once per array, or loops of their own (fills,
   copies), they ran as fast and the first array kernel of a process compiles
   in less time (docs/measurements.md).
-- `glue`: the rest of array code, run once per call: no optimization, and the
-  fast instruction selector and register allocator.
+- `glue`: the rest of array code, and the wrapper of scalar code that loops
+  (`split.wrapper_apart`), run once per call: no optimization, and the fast
+  instruction selector and register allocator.
 
 Lifetime: a CompiledModule owns its MCJIT engine (`code`), whose memory manager
 owns the machine code's pages, and its LLVM modules and context; when it is
@@ -279,8 +280,8 @@ class Engine:
         self.lock = threading.Lock()
         self.serials = itertools.count()
 
-    def compile_ir(self, text: str, arrays: bool = False,
-                   whole: str = "scalar") -> CompiledModule:
+    def compile_ir(self, text: str, arrays: bool = False, whole: str = "scalar",
+                   wrapper: str | None = None) -> CompiledModule:
         """Parse, verify, optimize, compile and link LLVM IR; return its entry points. The
         shared functions it may call are compiled first (`compile_runtime`).
 
@@ -290,13 +291,18 @@ class Engine:
         half the time of compiling them together at O3 (docs/measurements.md).
         Both parts link into one code object: the glue's calls of the loops resolve
         to the loops part's functions there, never through a process-wide symbol.
+        A module without arrays whose function `wrapper` is its entry from Python (run
+        once per call: argument checks, boxing) compiles that function by the `glue`
+        pipeline apart from the rest (`split.wrapper_apart`), linked the same way:
+        O3 spent much of a looping scalar kernel's compile on the wrapper inlined into
+        it (`runtime.entry.loops_without_calls` says which modules).
         """
         register_libm()
         compile_runtime()
         start = time.perf_counter()
         context, modules = llvm.create_context(), []
         try:
-            parts = self.emit_parts(text, arrays, context, modules, whole)
+            parts = self.emit_parts(text, arrays, context, modules, whole, wrapper)
             names = [f.name for part in parts for f in part.module.functions
                      if not f.is_declaration and f.linkage == llvm.Linkage.external]
             code, addresses = self.link([part.object for part in parts], names)
@@ -338,13 +344,18 @@ class Engine:
         return compiled
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
-                   modules: list[llvm.ModuleRef], whole: str = "scalar") -> tuple[Part, ...]:
+                   modules: list[llvm.ModuleRef], whole: str = "scalar",
+                   wrapper: str | None = None) -> tuple[Part, ...]:
         """`compile_ir`'s parts of `text`, parsed into `context` (each module parsed also
         appended to `modules`)."""
         def parse(text: str) -> llvm.ModuleRef:
             modules.append(self.parse(text, context))
             return modules[-1]
 
+        if wrapper is not None and not arrays:
+            kernel, glue = split.wrapper_apart(text, wrapper)
+            return (self.emit(parse(kernel), whole, context),
+                    self.emit(parse(glue), "glue", context))
         module = parse(text)
         parts = []
         if arrays:

@@ -78,6 +78,43 @@ def _private_outputs(chunk: str) -> str:
     return header + "\n" + body
 
 
+def wrapper_apart(text: str, wrapper: str) -> tuple[str, str]:
+    """A scalar module as emitted (`text`) in two: the kernel (everything but the function
+    `wrapper`) and the wrapper (`wrapper` and the internal functions it calls, the others
+    it calls declared), to compile by different pipelines and link into one engine.
+
+    The kernel's entry must be external (the wrapper calls it across the two). A
+    variable both may use (the error values the kernel leaves and the wrapper reads)
+    must be one: the kernel module defines each variable externally, the wrapper's
+    borrows it (`available_externally`, which the code generator does not emit, as the
+    glue borrows the loops). Internal constants are copied: neither writes them."""
+    chunks = _chunks(text)
+    bodies = {name: chunk for name, chunk in chunks if name is not None}
+    local = {name: chunk for name, chunk in bodies.items() if _INTERNAL.match(chunk)}
+    copied = _closure({**local, wrapper: bodies[wrapper]}, {wrapper}) | {wrapper}
+    called = {_unquote(match.group(1)) for name in copied
+              for match in _REFERENCE.finditer(bodies[name])}
+    kernel, glue = [], []
+    for name, chunk in chunks:
+        if name is None:
+            shared = _SHARED_VARIABLE.match(chunk)
+            kernel.append(chunk if shared is None else _SHARED_VARIABLE.sub(r"\1 = ", chunk, 1))
+            glue.append(chunk if shared is None else
+                        _SHARED_VARIABLE.sub(r"\1 = available_externally ", chunk, 1))
+            continue
+        kernel.append(_declaration(chunk) if name == wrapper else chunk)
+        if name in copied or name in called:
+            glue.append(chunk if name in copied else _declaration(chunk))
+    return "".join(kernel), "".join(glue)
+
+
+_INTERNAL = re.compile(r"^define (?:internal|private) ")
+_SHARED_VARIABLE = re.compile(rf"^(@{_NAME}) = (?:(?:internal|private) (?=global )|(?=global )"
+                              rf"|(?=constant ))")
+"""A variable definition the two parts of `wrapper_apart` share: any but an internal
+or private constant (group 1: its name)."""
+
+
 def without_borrowed(text: str) -> str:
     """A printed glue module with the loops it borrows (`available_externally`: compiled
     in the loops module) as the declarations they are to it."""

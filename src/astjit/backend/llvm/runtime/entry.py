@@ -2,9 +2,9 @@
 
 The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
 the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
-LLVM module, so that LLVM inlines the graph into it where it optimizes the
-module whole), `engine().compile_ir` (LLVM's pipelines and machine code; array
-code in two parts: `is_array_module`), then `builtin.make_builtin`: a builtin
+LLVM module), `engine().compile_ir` (LLVM's pipelines and machine code, in two
+parts: array code's loops apart from the rest (`is_array_module`), scalar code's
+wrapper apart from the kernel), then `builtin.make_builtin`: a builtin
 whose `__self__` (`EntryPins`) keeps the fallback, the error handler (an
 `ErrorReporter` where some error site reports numbers), the general-tier
 callable and the compiled code alive exactly as long as the builtin.
@@ -91,12 +91,15 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
         trees.pins = EntryPins(None, trees.fallback, error_handler, trees.general, trees)
     wrapper_name = emit_wrapper(lowered, fallback, error_handler, general if first_tier else None,
                                 trees)
-    # The wrapper is the only way in: O3 inlines the graph into it and drops the copy.
-    lowered.entry_function.linkage = "internal"
+    arrays = is_array_module(lowered)
+    apart = not arrays and loops_without_calls(module)
+    if not apart:  # the wrapper is the only way in: O3 inlines the graph there, drops the copy
+        lowered.entry_function.linkage = "internal"
     llvm_ir = lowered.text
     pyapi.register_functions()
     symbols.provide(found_imports())  # the runtime cache's batches, linked by compile_ir
-    compiled = engine().compile_ir(llvm_ir, arrays=is_array_module(lowered))
+    compiled = engine().compile_ir(llvm_ir, arrays=arrays,
+                                   wrapper=wrapper_name if apart else None)
     call = make_builtin(compiled, wrapper_name, module.entry,
                         EntryPins(None, fallback, error_handler, general, trees))
     taking = None
@@ -106,10 +109,22 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
                          not first_tier, taking)
 
 
+def loops_without_calls(module: Module) -> bool:
+    """Whether scalar code loops and calls no function: its wrapper then compiles apart
+    from it (`Engine.compile_ir`, which needs the entry external), which saves most of
+    what O3 spent on the wrapper inlined into it. Straight-line code compiles whole: O3
+    takes little time on it, and a call of it is mostly the call path, which the
+    wrapper's own call of the kernel (and code left unoptimized) would lengthen. So does
+    code that calls (recursion): an external entry's own calls of itself ran slower
+    than an internal one's (no fastcc)."""
+    nodes = [node.op for graph in module.graphs.values() for node in graph.walk()]
+    return "while" in nodes and "call" not in nodes
+
+
 def is_array_module(lowered: LoweredModule) -> bool:
     """Whether a module takes or returns arrays, which `Engine.compile_ir` compiles in two
-    parts: loops vectorized, glue lightly (split.py). Scalar code keeps O3 throughout:
-    its straight-line arithmetic is a hot path."""
+    parts: loops vectorized, glue lightly (split.py). Scalar code keeps O3 (its
+    straight-line arithmetic is a hot path) but for its wrapper (`loops_without_calls`)."""
     from ..lltypes import contains_array
 
     graph = lowered.source.entry_graph
