@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import entries, store
-from .dependencies import Uncacheable, digest, sha256
+from .dependencies import Uncacheable, digest, sha512
 from .environment import fingerprint
 
 
@@ -35,7 +35,7 @@ class Place:
     @property
     def tag(self) -> str:
         """The entry's name among the pins of the process (`objects.pinning`)."""
-        return sha256(self.key.encode()).hexdigest()[:20]
+        return sha512(self.key.encode()).hexdigest()[:20]
 
 
 def place(fn: Any, options: dict, types: tuple) -> Place | None:

@@ -34,13 +34,15 @@ import sys
 import types
 from typing import Any
 
-try:  # the C module alone: hashlib also loads OpenSSL, a noticeable part of a cached load
-    from _sha256 import sha256
+try:  # the C module alone: hashlib also loads OpenSSL, a noticeable part of a cached load.
+    # SHA-512, not SHA-256: `import astjit` has imported its module already (`random`
+    # does), and on a 64-bit machine it hashes a byte in fewer instructions
+    from _sha512 import sha512
 except ImportError:  # Python 3.12+ (_sha2), or a build without it
     try:
-        from _sha2 import sha256
+        from _sha2 import sha512
     except ImportError:
-        from hashlib import sha256
+        from hashlib import sha512
 
 LIBRARIES = frozenset({"numpy", "astjit", "math", "cmath", "builtins", "operator", "functools",
                        "scipy", "itertools"})
@@ -60,7 +62,7 @@ def digest(fn: Any) -> str:
 
 class _Walk:
     def __init__(self) -> None:
-        self.hash = sha256()
+        self.hash = sha512()
         self.seen: dict[int, int] = {}
         """id of each function hashed -> its number, for recursion (and keeping ids apart)."""
         self.alive: list = []

@@ -7,7 +7,7 @@ function's module and file, so entries of different programs never meet).
 One file per entry, `<module>.<qualname>-<hash of the key>.astjit`:
 
     b"ASTJITC\\n"  format (4 bytes, little-endian)  length of the payload (8 bytes)
-    SHA-256 of the payload (32 bytes)  payload
+    SHA-512 of the payload (64 bytes)  payload
 
 `read` returns the payload only when every part checks: a file of another format, a
 truncated one, or one with a flipped bit anywhere is ignored, as if absent (and the
@@ -24,11 +24,11 @@ import os
 import struct
 from pathlib import Path
 
-from .dependencies import sha256
+from .dependencies import sha512
 from .environment import FORMAT
 
 MAGIC = b"ASTJITC\n"
-HEADER = struct.Struct("<8sIQ32s")
+HEADER = struct.Struct("<8sIQ64s")
 
 
 def directory() -> Path:
@@ -44,7 +44,7 @@ def path_for(label: str, key: str) -> Path:
     """The file of the entry with `key`, named for people by `label` (module.qualname)."""
     readable = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
                        for c in label)[:80]
-    return directory() / f"{readable}-{sha256(key.encode()).hexdigest()[:32]}.astjit"
+    return directory() / f"{readable}-{sha512(key.encode()).hexdigest()[:32]}.astjit"
 
 
 def read(path: Path) -> bytes | None:
@@ -59,14 +59,14 @@ def read(path: Path) -> bytes | None:
     magic, version, length, checksum = HEADER.unpack_from(data)
     payload = data[HEADER.size:]
     if magic != MAGIC or version != FORMAT or length != len(payload) \
-            or sha256(payload).digest() != checksum:
+            or sha512(payload).digest() != checksum:
         return None
     return payload
 
 
 def write(path: Path, payload: bytes) -> bool:
     """Write the entry atomically (see the module's docstring); whether it was written."""
-    header = HEADER.pack(MAGIC, FORMAT, len(payload), sha256(payload).digest())
+    header = HEADER.pack(MAGIC, FORMAT, len(payload), sha512(payload).digest())
     import tempfile  # a writer's only (a loading process never imports it)
 
     try:
