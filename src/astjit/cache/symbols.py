@@ -2,7 +2,7 @@
 
 A compile registers the addresses of what its code calls as it emits the calls: the C
 API's functions, NumPy's table, SciPy's BLAS and LAPACK, NumPy's sort kernels, a
-type's `tp_alloc`, libmvec's vector math, the stack guard, the objects of
+type's `tp_alloc`, NumPy's ufunc loops, libmvec's vector math, the stack guard, the objects of
 `runtime/objects.py`. A process that loads code instead of compiling it has emitted
 nothing, so `provide` registers each import by its name, with the same functions the
 code generator calls (imported only when a name needs them: loading stays cheap).
@@ -103,6 +103,12 @@ def _vector_math(name: str) -> None:
         llvm.add_symbol(name, ctypes.cast(function, ctypes.c_void_p).value)
 
 
+def _ufunc_loop(name: str) -> None:
+    from ..backend.llvm.runtime import ufunc_loops
+
+    ufunc_loops.register(name)
+
+
 def _libm(name: str) -> None:
     from ..backend.llvm.jit import engine
 
@@ -113,6 +119,7 @@ _REGISTRARS: tuple[tuple[str, Callable[[str], None]], ...] = (
     ("astjit.blas.", _blas),
     ("astjit.lapack.", _lapack),
     ("astjit.npysort.", _sort),
+    ("astjit.ufunc_loop.", _ufunc_loop),
     ("astjit.tp_alloc.", _alloc),
     ("astjit.object_new", _object_new),
     ("astjit_thread_stack_limit", _stack),

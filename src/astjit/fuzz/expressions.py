@@ -197,8 +197,8 @@ class Expressions:
             if name in ("sqrt", "log", "log1p") and self.chance(0.6):  # mostly inside the domain
                 a = f"(abs({a}) + 0.5)"
             return f"math.{name}({a})"
-        if op == "np1":  # NumPy's ufunc on a Python float: NaN or inf where math raises
-            self.features.reassociates = True
+        if op == "np1":  # NumPy's ufunc on a Python float: NaN or inf where math raises;
+            # exact: compiled scalar calls run NumPy's own loop (backend/llvm/ufunc_calls.py)
             return f"float(np.{self.rng.choice(NP_1 + ('sqrt', 'log'))}({a}))"
         if op == "abs":
             return f"abs({a})"

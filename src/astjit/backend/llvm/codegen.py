@@ -62,6 +62,7 @@ from . import (
     shaping,
     sorting,
     tapes,
+    ufunc_calls,
     views,
 )
 from . import messages as msg
@@ -92,6 +93,7 @@ ROUTINES = {
     **shaping.ROUTINES,
     **sorting.ROUTINES,
     **indexing.ROUTINES,
+    **ufunc_calls.ROUTINES,
     "reduce": fused.reduce_routine,
     **fused.NUMPY_ROUTINES,
 }

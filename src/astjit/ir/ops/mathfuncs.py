@@ -43,12 +43,15 @@ def _math1(name, fn, lowering, numpy=None, vjp=None, can_overflow=False, check="
     function (`libm_ufunc`)."""
     rule = float_or_complex_rule if complex_ else float_rule
     llvm = {"f": lowering, "c": Routine(complex_)} if complex_ else {"f": lowering}
+    # NumPy's own loop on a scalar, whose bits may differ from libm's (sqrt and fabs are exact)
+    llvm_numpy = {"f": Routine("ufunc_loop")} if numpy and name not in ("sqrt", "fabs") else {}
     cuda = {"f": CExpr(f"{name}({{0}})")}
     if complex_:
         cuda["c"] = CExpr(f"astjit_c{name}({{0}})")
     traits = (*_MATH, "holomorphic") if complex_ else _MATH  # its rule: g * f'(z) on complexes
     _def(name, 1, rule, fn, llvm, traits, check=check, can_overflow=can_overflow, cuda=cuda,
-         python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp), ufunc=ufunc)
+         python=(f"math.{name}",), numpy=(numpy,) if numpy else (), vjp=v.unary(vjp), ufunc=ufunc,
+         llvm_numpy=llvm_numpy)
 
 
 def _math2(name, fn, lowering, vjp, numpy=None, python=None, check="math1", c_name=None, **kw):
@@ -183,7 +186,8 @@ def _fmod_vjp(e, g, ins, out, needs):
     return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
 
 
-_math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2")
+_math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2",
+       llvm_numpy={"f": Routine("ufunc_loop")})
 _math2("hypot", math.hypot, Routine("math_hypot"), _hypot_vjp, check=None,
        llvm_numpy={"f": LibCall("hypot")},
        doc="math.hypot(x, y): CPython's own algorithm, almost always correctly rounded "
