@@ -25,12 +25,17 @@ def call(graph: Graph, callee: Graph, args: list[Value]) -> Value:
 
 def item(graph: Graph, value: Value, index: int, like: Type | None = None) -> Value:
     """Element `index` of a tuple; with `like`, of `like`'s strength (ir/types.py): the
-    gradient with respect to a Python float is a Python float, to a NumPy scalar one of those."""
+    gradient with respect to a Python float is a Python float, to a NumPy scalar one of those.
+    The strength changes by a `cast`, which the optimizer keeps (simplify.py compares exact
+    types); a getitem typed otherwise than its element would be folded to the element, of
+    the old strength, inside a derived graph inlined into another (hessian's jacrev)."""
     t = value.type.elements[index]
-    if isinstance(like, ScalarType) and isinstance(t, ScalarType):
-        t = strong(t) if like.strong else weak(t)
-    return graph.add("getitem", [value], attrs={"index": index}, loc=graph.loc,
-                     types=[t]).outputs[0]
+    element = graph.add("getitem", [value], attrs={"index": index}, loc=graph.loc,
+                        types=[t]).outputs[0]
+    if not (isinstance(like, ScalarType) and isinstance(t, ScalarType)) or like.strong == t.strong:
+        return element
+    to = strong(t) if like.strong else weak(t)
+    return graph.add("cast", [element], attrs={"to": to}, loc=graph.loc, types=[to]).outputs[0]
 
 
 def tuple_of(graph: Graph, parts: list[Value], like: TupleType | None = None) -> Value:
