@@ -21,8 +21,9 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from astjit import jit
 
-    signal.alarm(120)  # SIGALRM's default action ends a child whose loops ignore SIGINT
-                       # (not sooner: compiling its functions took over 20 s in a loaded CI)
+    # SIGPROF's default action ends a child whose loops ignore SIGINT: after 120 s of its own
+    # CPU time, not of the wall clock (a loaded CI host kept a compiling child waiting > 120 s)
+    signal.setitimer(signal.ITIMER_PROF, 120)
 
     @jit
     def decay(x, rate):  # one loop, its trip count known to nobody
