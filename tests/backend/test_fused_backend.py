@@ -1,6 +1,7 @@
 """The CPU lowering of `fused` (backend/llvm/fused.py): values against NumPy, dtypes,
 broadcasting, shape errors, NumPy's no-exception semantics, strided inputs, and no leaks."""
 import gc
+import itertools
 import tracemalloc
 
 import numpy as np
@@ -175,6 +176,28 @@ def test_where_minimum_maximum():
     for got, want in zip(jit(compare_where)(k, m), compare_where(k, m)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def clipped(x, lo, hi):
+    return np.clip(x, lo, hi)
+
+
+def test_clip_keeps_numpys_zero_signs():
+    """NumPy's loop for scalar bounds keeps the clipped value on a tie, its loop for array
+    bounds the bound (fuzz seed 20261206, program 9918: np.clip(x, 0.0, -0.0))."""
+    values = [5.5, -6.3, 0.0, -0.0, np.nan, 1.0, -1.0]
+    x = np.array(values)
+    f = jit(clipped)
+    for lo, hi in itertools.product(values, repeat=2):
+        for bounds in [(lo, hi), (np.float64(lo), np.array(hi)), (np.full(7, lo), hi),
+                       (np.full(7, lo), np.full(7, hi))]:
+            got, want = f(x, *bounds), clipped(x, *bounds)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+            np.testing.assert_array_equal(got, want)
+        for v in values:
+            got, want = f(v, lo, hi), clipped(v, lo, hi)
+            assert type(got) is type(want) and np.signbit(got) == np.signbit(want), (v, lo, hi)
+            np.testing.assert_array_equal(got, want)
 
 
 def test_bool_arrays():

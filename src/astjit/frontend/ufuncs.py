@@ -76,13 +76,14 @@ def _truth(c: _Composer, x: Value) -> Value:
     return c.op("ne", x, c.const(0))
 
 
-def _clip(c: _Composer, x: Value, lo: Value, hi: Value) -> Value:
-    """np.clip: np.minimum(np.maximum(x, lo), hi), as NumPy defines it (a NaN stays)."""
-    return c.op("minimum", c.op("maximum", x, lo), hi)
+def _divmod(c: _Composer, a: Value, b: Value) -> Value:
+    """np.divmod: the tuple (np.floor_divide(a, b), np.remainder(a, b)), NumPy's one loop
+    computing both as those two do (npy_divmod)."""
+    return c.emit("tuple", [c.op("floordiv", a, b), c.op("mod", a, b)])
 
 
 _COMPOSED = {
-    "clip": (3, _clip),
+    "divmod": (2, _divmod),
     "logical_not": (1, lambda c, a: c.op("eq", a, c.const(0))),
     "logical_and": (2, lambda c, a, b: c.op("bitand", _truth(c, a), _truth(c, b))),
     "logical_or": (2, lambda c, a, b: c.op("bitor", _truth(c, a), _truth(c, b))),

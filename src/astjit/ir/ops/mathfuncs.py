@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ...errors import TypingError
-from ..core import Node
+from ..core import Node, Value
 from ..types import BOOL, ArrayType, numpy_promote, weak
 from . import vjp as v
 from .complexes import complex_pred_rule, complex_sign_expand, float_or_complex_rule
@@ -24,6 +24,7 @@ from .table import (
     Intrinsic,
     LibCall,
     OpTypeError,
+    Refused,
     Routine,
     _numeric,
     arith_rule,
@@ -347,6 +348,39 @@ _def("maximum", 2, arith_rule, _np_maximum,
      ("pure", "elementwise"), numpy=("maximum",), vjp=v.min_max_vjp("gt"),
      cuda={"*": CExpr("astjit_maximum({0}, {1})")},
      doc="np.maximum: the larger, NaN if either is NaN, b on a tie")
+_CLIP_RESOLVED = "np.clip() is replaced by np.maximum and np.minimum in type inference"
+
+
+def _clip_expand(inference, node, inputs, out):
+    """np.clip(x, lo, hi) as NumPy's loop computes it: np.minimum(np.maximum(x, lo), hi)
+    (NaN wins; on a tie the bound), but with both bounds scalars (or 0-d), where NumPy's
+    loop for bounds constant across it keeps the clipped value on a tie instead (its
+    compiled form): np.minimum(hi, np.maximum(lo, x)). The two differ only in the sign of
+    a zero: np.clip(-1.0, 0.0, -0.0) is 0.0, np.clip([-1.0], [0.0], [-0.0]) is [-0.0]."""
+    x, lo, hi = inputs
+    constant = all(not isinstance(b.type, ArrayType) or b.type.ndim == 0 for b in (lo, hi))
+    larger = Node("maximum", [], [Value("clipped_below")], attrs={"numpy": True}, loc=node.loc)
+    (below,) = inference.infer_leaf(larger, [lo, x] if constant else [x, lo], out)
+    smaller = Node("minimum", [], node.outputs, attrs={"numpy": True}, loc=node.loc)
+    return inference.infer_leaf(smaller, [hi, below] if constant else [below, hi], out)
+
+
+def _clip_rule(types, attrs):
+    raise OpTypeError(_CLIP_RESOLVED)
+
+
+def _np_clip(x, lo, hi):
+    """NumPy's (the interpreter's, on untyped IR)."""
+    import numpy
+
+    return numpy.clip(x, lo, hi)
+
+
+_def("numpy_clip", 3, _clip_rule, _np_clip, {"*": Refused(_CLIP_RESOLVED)},
+     ("pure", "elementwise"), numpy=("clip",), expand=_clip_expand, no_vjp=_CLIP_RESOLVED,
+     cuda=Refused(_CLIP_RESOLVED),
+     doc="np.clip(x, lo, hi): np.minimum and np.maximum in NumPy's order, which depends on "
+         "whether the bounds are scalars (replaced in type inference)")
 _def("where", 3, where_rule, lambda c, a, b: a if c else b, {"*": Builder("select")},
      ("pure", "elementwise", "holomorphic"), numpy=("where",), cuda={"*": CExpr("({0} ? {1} : {2})")},
      array_rule=_where_on_arrays, expand=_scalar_where,
