@@ -17,13 +17,19 @@ import pytest
 from astjit import jit
 
 CHILD = textwrap.dedent("""
-    import os, signal, subprocess, sys, threading, time
+    import faulthandler, os, signal, subprocess, sys, threading, time
     import numpy as np
     from astjit import jit
 
-    # SIGPROF's default action ends a child whose loops ignore SIGINT: after 120 s of its own
-    # CPU time, not of the wall clock (a loaded CI host kept a compiling child waiting > 120 s)
+    # SIGPROF ends a child whose loops ignore SIGINT, its threads' tracebacks on stderr first
+    # (faulthandler, then the signal's default action): after 120 s of its own CPU time, not
+    # of the wall clock (a loaded CI host kept a compiling child waiting > 120 s)
+    faulthandler.register(signal.SIGPROF, all_threads=True, chain=True)
     signal.setitimer(signal.ITIMER_PROF, 120)
+    # Python installs its KeyboardInterrupt handler only where SIGINT was not ignored when
+    # it started, and a command run with `&` by a shell without job control (a CI script's
+    # background job) starts with SIGINT ignored: the loops would then run on
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     @jit
     def decay(x, rate):  # one loop, its trip count known to nobody
@@ -77,13 +83,13 @@ CHILD = textwrap.dedent("""
 
     assert decay(2.0, 0.5) == 998 and nested(3) == 10500
     assert np.allclose(making_arrays(np.zeros(4), 60), 2.0)
-    print(interrupted(lambda: decay(1e300, 0.9999999999)))
-    print(interrupted(lambda: making_arrays(np.zeros(4), 10**15)))
+    print(interrupted(lambda: decay(1e300, 0.9999999999)), flush=True)
+    print(interrupted(lambda: making_arrays(np.zeros(4), 10**15)), flush=True)
     assert logistic(0.3, 100) == logistic.py_func(0.3, 100) and flat(0.5, 999) == flat.py_func(0.5, 999)
-    print(interrupted(lambda: flat(0.5, 10**15)))
+    print(interrupted(lambda: flat(0.5, 10**15)), flush=True)
     stop = threading.Event()
     threading.Thread(target=busy, args=(stop,)).start()
-    print(interrupted(lambda: logistic(0.3, 10**13)))
+    print(interrupted(lambda: logistic(0.3, 10**13)), flush=True)
     stop.set()
     print("ready", flush=True)
     nested(10**12)
