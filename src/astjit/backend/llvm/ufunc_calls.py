@@ -3,9 +3,10 @@
 The op's `llvm_numpy` lowering `Routine("ufunc_loop")`. On a scalar it calls a small
 internal stub per ufunc and dtype, `double stub(double[, double])`, which stores its
 operands in stack slots and runs the loop (runtime/ufunc_loops.py) on one element, so
-the result has NumPy's bits on the running machine. In an array kernel, or where NumPy
-has no loop to use, it is the op's `llvm` lowering (libm, libmvec in kernels:
-docs/vecmath.md).
+the result has NumPy's bits on the running machine. Where that loop is libm's function
+(`ufunc_loops.computes_with_libm`: the sine and cosine of doubles), in an array kernel,
+or where NumPy has no loop to use, it is the op's `llvm` lowering (libm, libmvec in
+kernels: docs/vecmath.md).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def ufunc_loop(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     opdef = OPS[node.op]
     dtype = NUMPY_NAMES.get(node.inputs[0].type.name)
     if not em.numpy_semantics and dtype in ("float64", "float32") and \
+            not ufunc_loops.computes_with_libm(opdef.ufunc, dtype) and \
             (name := ufunc_loops.loop(opdef.ufunc, dtype)) is not None:
         return em.builder.call(_stub(em.module, name, args[0].type, len(args)), args)
     match opdef.llvm["f"]:

@@ -12,7 +12,9 @@ A loop is `void (char **args, npy_intp const *n, npy_intp const *steps, void *da
 Only loops with a NULL `data` are taken (the compiled call passes NULL), and each is
 checked by calling it through ctypes on operands with special values against the ufunc
 on NumPy scalars, bit for bit; a loop that is missing or disagrees is not used (the
-caller keeps its libm lowering). The address is registered with LLVM as
+caller keeps its libm lowering). Where NumPy's loop is libm's function of each element
+(`computes_with_libm`), the caller keeps its libm lowering too: the same bits, without the
+loop's call. The address is registered with LLVM as
 `astjit.ufunc_loop.<ufunc>.<dtype>`, by name, so cached code finds it in a new process
 (cache/symbols.py).
 """
@@ -39,6 +41,12 @@ class _UFunc(ctypes.Structure):
                 ("types", ctypes.POINTER(ctypes.c_char))]
 
 
+LIBM = {"sin": "sin", "cos": "cos"}
+"""NumPy's float64 loops that call libm for each element (numpy/_core/src/umath/
+loops_trigonometric.dispatch: its SIMD version of them "disabled, revert to libm")."""
+_SPREAD = 200
+"""Operands spread over each of three ranges that `computes_with_libm` checks."""
+
 _LOOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                          ctypes.c_void_p)
 
@@ -53,6 +61,42 @@ def loop(ufunc: str, dtype: str) -> str | None:
     ('float64', 'float32'), verified and registered; None where there is none to use."""
     import numpy
 
+    found = _find(ufunc, dtype)
+    if found is None or not _agrees(getattr(numpy, ufunc), found, numpy.dtype(dtype)):
+        return None
+    llvm.add_symbol(symbol(ufunc, dtype), found)
+    return symbol(ufunc, dtype)
+
+
+@functools.cache
+def computes_with_libm(ufunc: str, dtype: str) -> bool:
+    """Whether NumPy's loop of `ufunc` on `dtype` is libm's function of each element, so
+    that compiled code calls libm itself, without the cost of a loop's call (several times
+    libm's own): NumPy's SIMD sine and cosine of doubles are disabled, its loops call libm
+    (`LIBM`). Checked on the samples and `_SPREAD` operands of each of three ranges against libm, through
+    the loop on all of them at once: a build whose loop is its own polynomial (3.5 ulp)
+    differs on many of them, and keeps the loop."""
+    import numpy
+
+    if dtype != "float64" or ufunc not in LIBM or (found := _find(ufunc, dtype)) is None:
+        return False
+    spread = numpy.arange(1, _SPREAD + 1) * 0.6180339887498949 % 1.0 - 0.5  # in (-0.5, 0.5)
+    values = numpy.concatenate([numpy.array(_SAMPLES), 8.0 * spread, 2e4 * spread,
+                                numpy.exp(1400.0 * spread)])
+    out = numpy.empty_like(values)
+    count, steps = (ctypes.c_ssize_t * 1)(values.size), (ctypes.c_ssize_t * 2)(8, 8)
+    _LOOP(found)((ctypes.c_void_p * 2)(values.ctypes.data, out.ctypes.data), count, steps, None)
+    libm = getattr(ctypes.CDLL(None), LIBM[ufunc])  # the process's libm, as compiled code links it
+    libm.restype, libm.argtypes = ctypes.c_double, [ctypes.c_double]
+    expected = numpy.array([libm(v) for v in values.tolist()])
+    return expected.tobytes() == out.tobytes()
+
+
+def _find(ufunc: str, dtype: str) -> int | None:
+    """The address of the first entry of `ufunc`'s loop table on `dtype` (NumPy's type
+    resolution picks it), where its `data` is NULL; None where there is none."""
+    import numpy
+
     function = getattr(numpy, ufunc, None)
     if not isinstance(function, numpy.ufunc) or function.nout != 1:
         return None
@@ -63,10 +107,7 @@ def loop(ufunc: str, dtype: str) -> str | None:
     for i in range(table.ntypes):
         if all(ord(table.types[i * table.nargs + k]) == num for k in range(table.nargs)):
             address, data = table.functions[i], table.data[i]
-            if not address or data or not _agrees(function, address, numpy.dtype(dtype)):
-                return None
-            llvm.add_symbol(symbol(ufunc, dtype), address)
-            return symbol(ufunc, dtype)
+            return address if address and not data else None
     return None
 
 
