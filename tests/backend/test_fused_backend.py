@@ -2,12 +2,13 @@
 broadcasting, shape errors, NumPy's no-exception semantics, strided inputs, and no leaks."""
 import gc
 import itertools
+import re
 import tracemalloc
 
 import numpy as np
 import pytest
 
-from astjit import jit
+from astjit import CompileError, jit
 
 
 def expression(x, y):
@@ -198,6 +199,45 @@ def test_clip_keeps_numpys_zero_signs():
             got, want = f(v, lo, hi), clipped(v, lo, hi)
             assert type(got) is type(want) and np.signbit(got) == np.signbit(want), (v, lo, hi)
             np.testing.assert_array_equal(got, want)
+
+
+def clip_spellings(x):
+    return (np.clip(x, None, 0.0), np.clip(x, -0.0, None), np.clip(x, a_min=-1, a_max=1),
+            np.clip(x, min=0.0, max=1.0), np.clip(x, max=1.0), np.clip(x, 0.5, a_max=1.0),
+            x.clip(0.0, 1.0), x.clip(max=0.5), x.clip(min=-0.5), x.clip(-0.0))
+
+
+def clip_twice(x):
+    return x.clip(0.0, min=1.0)
+
+
+def clip_half(x):
+    return np.clip(x, 0.0, max=1.0)
+
+
+def clip_nothing(x):
+    return np.clip(x, None, None)
+
+
+def test_clip_bounds_by_keyword_absent_and_as_a_method():
+    """NumPy's binding of np.clip(a, a_min, a_max, *, min, max) and ndarray.clip(min, max);
+    an absent (None) bound is np.maximum or np.minimum alone, as NumPy computes it."""
+    x = np.array([-2.0, -0.0, 0.0, 0.5, 2.0, np.nan])
+    for got, want in zip(jit(clip_spellings)(x), clip_spellings(x), strict=True):
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(got, want)
+    one = np.float64(1.5)
+    assert jit(clip_spellings)(one) == clip_spellings(one)
+    with pytest.raises(CompileError, match="a Python number has no attribute 'clip'"):
+        jit(clip_spellings)(1.5)  # a Python float has no method clip (AttributeError)
+    for function in (clip_twice, clip_half):  # NumPy's TypeError, astjit's when compiling
+        with pytest.raises(TypeError):
+            function(x)
+    for function, message in [(clip_twice, "multiple values for argument 'min'"),
+                              (clip_half, "missing 1 required positional argument: 'a_max'"),
+                              (clip_nothing, "write np.copy(x)")]:
+        with pytest.raises(CompileError, match=re.escape(message)):
+            jit(function)(x)
 
 
 def test_bool_arrays():

@@ -134,12 +134,14 @@ def lower_arguments(state: Lowering, scope: Scope,
 
 
 def lower_builtin_call(state: Lowering, scope: Scope, node: ast.Call, handler: Handler,
-                       name: str) -> Value:
-    """A call of a builtin, math or NumPy elementwise function: what its `handler` emits."""
+                       name: str, receiver: Value | None = None) -> Value:
+    """A call of a builtin, math or NumPy elementwise function: what its `handler` emits
+    (`receiver`: a method's object, lowered already, its first argument)."""
     arguments = lower_arguments(state, scope, node)
     if arguments is None:
         return scope.emit("undef", [], state.loc(node))
     args, kwargs = arguments
+    args = args if receiver is None else [receiver, *args]
     keywords = handler.keywords if isinstance(handler, WithKeywords) else ()
     unknown = [k for k in kwargs if k not in keywords]
     if unknown and keywords:

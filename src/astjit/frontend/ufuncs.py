@@ -19,7 +19,7 @@ import functools
 
 from ..ir.core import Value
 from ..ir.ops import OPS
-from .builtins import CallError, Emit, Handler, numpy_lookup
+from .builtins import CallError, Emit, Handler, WithKeywords, numpy_lookup
 
 _NAMES = {name: op for op, opdef in OPS.items() for name in opdef.numpy}
 """NumPy function name -> op."""
@@ -33,7 +33,51 @@ def ufunc_table() -> dict[object, Handler]:
              for name, op in _NAMES.items()}
     table.update({getattr(numpy, name): _composed(arity, f"np.{name}", build)
                   for name, (arity, build) in _COMPOSED.items()})
+    table[numpy.clip] = WithKeywords(_clip_function, ("a_min", "a_max", "min", "max"))
     return table
+
+
+def clip_method() -> Handler:
+    """`x.clip(min, max)`: np.clip with the array the method's object (the caller puts it
+    first among the arguments); an absent bound is None."""
+    return WithKeywords(_clip_bounds("clip", ("min", "max"), method=True), ("min", "max"))
+
+
+def _clip_function(emit: Emit, args: list[Value], **given: Value) -> Value:
+    """np.clip(a, a_min, a_max), or with neither given np.clip(a, min=..., max=...) (NumPy
+    2.1's names, an absent one None), as NumPy binds them."""
+    old = {"a_min", "a_max"} & given.keys()
+    if len(args) > 1 or old:
+        missing = [name for position, name in enumerate(("a_min", "a_max"), 1)
+                   if len(args) <= position and name not in given]
+        if missing:
+            raise CallError(f"np.clip() missing 1 required positional argument: '{missing[0]}'",
+                            "give both bounds (None for an absent one), or neither and "
+                            "min=..., max=...")
+        if {"min", "max"} & given.keys():
+            raise CallError("np.clip() takes min= and max= only where a_min and a_max are "
+                            "not given")
+        return _clip_bounds("np.clip", ("a_min", "a_max"))(emit, args, **given)
+    return _clip_bounds("np.clip", ("min", "max"))(emit, args, **given)
+
+
+def _clip_bounds(what: str, names: tuple[str, str], method: bool = False):
+    """Op `numpy_clip` of the array and its two bounds, by position or by `names`; an
+    absent bound None (type inference then makes it np.maximum or np.minimum alone);
+    `method`: called as the array's method, which a Python number does not have."""
+    def handle(emit: Emit, args: list[Value], **given: Value) -> Value:
+        if not 1 <= len(args) <= 3:
+            raise CallError(f"{what}() takes an array and two bounds, got {len(args) - 1} "
+                            "arguments after the array")
+        bounds = [*args[1:], None, None][:2]
+        for position, name in enumerate(names):
+            if name in given:
+                if bounds[position] is not None:
+                    raise CallError(f"{what}() got multiple values for argument '{name}'")
+                bounds[position] = given[name]
+        bounds = [emit("const", [], {"value": None}) if b is None else b for b in bounds]
+        return emit("numpy_clip", [args[0], *bounds], {"numpy": True, "method": method})
+    return handle
 
 
 def _numpy_function(op: str, what: str) -> Handler:

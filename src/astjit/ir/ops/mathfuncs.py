@@ -12,7 +12,7 @@ import math
 
 from ...errors import TypingError
 from ..core import Node, Value
-from ..types import BOOL, ArrayType, numpy_promote, weak
+from ..types import BOOL, ArrayType, NoneType, numpy_promote, weak
 from . import vjp as v
 from .complexes import complex_pred_rule, complex_sign_expand, float_or_complex_rule
 from .declare import _def
@@ -356,8 +356,20 @@ def _clip_expand(inference, node, inputs, out):
     (NaN wins; on a tie the bound), but with both bounds scalars (or 0-d), where NumPy's
     loop for bounds constant across it keeps the clipped value on a tie instead (its
     compiled form): np.minimum(hi, np.maximum(lo, x)). The two differ only in the sign of
-    a zero: np.clip(-1.0, 0.0, -0.0) is 0.0, np.clip([-1.0], [0.0], [-0.0]) is [-0.0]."""
+    a zero: np.clip(-1.0, 0.0, -0.0) is 0.0, np.clip([-1.0], [0.0], [-0.0]) is [-0.0]. A
+    bound None is absent: np.maximum(x, lo) or np.minimum(x, hi), as NumPy computes it."""
     x, lo, hi = inputs
+    if node.attrs.get("method") and not isinstance(x.type, ArrayType) and not x.type.strong:
+        raise TypingError("a Python number has no attribute 'clip' (Python's AttributeError):"
+                          " np.clip(x, lo, hi) takes one", node.loc)
+    given = [not isinstance(b.type, NoneType) for b in (lo, hi)]
+    if not any(given):
+        raise TypingError("np.clip() with neither bound is a copy of its array: write "
+                          "np.copy(x)", node.loc)
+    if not all(given):  # as NumPy's: np.maximum(x, lo) or np.minimum(x, hi) alone
+        alone = Node("maximum" if given[0] else "minimum", [], node.outputs,
+                     attrs={"numpy": True}, loc=node.loc)
+        return inference.infer_leaf(alone, [x, lo if given[0] else hi], out)
     constant = all(not isinstance(b.type, ArrayType) or b.type.ndim == 0 for b in (lo, hi))
     larger = Node("maximum", [], [Value("clipped_below")], attrs={"numpy": True}, loc=node.loc)
     (below,) = inference.infer_leaf(larger, [lo, x] if constant else [x, lo], out)
