@@ -143,6 +143,47 @@ def test_conjugate_of_a_real_number_is_itself():  # Python's, since complex numb
         assert repr(jit(conjugate)(x)) == repr(conjugate(x))
 
 
+def array_methods(z, w, x, m, v):
+    return (z.conjugate(), w.conj(), w.conjugate(), w.round(), x.round(), x.conj(),
+            m.dot(v), m.trace(), m.transpose(), v.dot(v), m.T.dot(m))
+
+
+def rounded_to(x):
+    return x.round(1)
+
+
+class Vector:
+    """A class of the user's with a method named as an array's (`dot`): its own."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def dot(self, other):
+        return float(np.sum(self.data * other.data)) + 0.5
+
+
+def dotted(a, b):
+    return a.dot(b)
+
+
+def test_an_arrays_methods_are_its_numpy_functions():
+    """x.conj(), x.round(), x.dot(y), x.trace(), x.transpose() of arrays and NumPy scalars:
+    np.conj(x) ... with NumPy's types; an object's method of the same name stays its own."""
+    args = (np.complex128(1 + 2j), np.float64(-2.5), np.array([0.5, 1.5, -2.5, 2.675, -0.0]),
+            np.arange(6.0).reshape(3, 2), np.array([1.0, -2.0]))
+    for got, want in zip(jit(array_methods)(*args), array_methods(*args), strict=True):
+        assert type(got) is type(want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_array_equal(got, want)
+        assert np.asarray(got).tobytes() == np.asarray(want).tobytes()  # zeros' signs too
+    with pytest.raises(TypingError, match=r"call np.round\(x, ...\) instead"):
+        jit(rounded_to)(args[2])
+    with pytest.raises(TypingError, match="'round' of f64 is not a method"):
+        jit(rounded_to)(1.5)  # Python's float has no method round
+    a, b = Vector(np.arange(3.0)), Vector(np.ones(3))
+    assert jit(dotted)(a, b) == dotted(a, b) == 3.5
+
+
 def apply_twice(f, x):
     return f(f(x))
 

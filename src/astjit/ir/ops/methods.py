@@ -16,7 +16,7 @@ import types
 
 from ...errors import TypingError
 from ..core import Node, Value
-from ..types import BOOL, is_numeric
+from ..types import BOOL, ArrayType, is_numeric
 from .declare import _def
 from .table import OpTypeError, Refused
 
@@ -32,11 +32,49 @@ def method_rule(types_, attrs):
                       "methods defined with def in the class of an argument can be called")
 
 
+ARRAY_METHODS = {
+    ("conj", 0): ("conj", {"numpy": True}), ("conjugate", 0): ("conj", {"numpy": True}),
+    ("round", 0): ("numpy_round", {"numpy": True}),
+    ("transpose", 0): ("array_transpose", {}),
+    ("dot", 1): ("linalg_function", {"function": "dot"}),
+    ("trace", 0): ("linalg_function", {"function": "trace", "offset": 0, "axis1": 0,
+                                       "axis2": 1, "dtype": None}),
+}
+"""(name, number of arguments) -> (op, attrs): an array's methods that are the NumPy
+function of the array (`x.dot(y)` is `np.dot(x, y)`, `x.T` and `x.transpose()` one op),
+with NumPy's defaults; `conj` and `round` of NumPy scalars too. The frontend cannot tell
+an array from an object, so such a call is a `method_call`, resolved here by its type."""
+
+
+def _array_method(inference, node: Node, receiver: Value, args: list[Value], out):
+    """`receiver.name(args)` of an array (or a NumPy scalar's conj/round): its NumPy
+    function (`ARRAY_METHODS`); None where it is not one; a TypingError saying what to
+    write where the method takes arguments compiled code does not pass to it."""
+    name = node.attrs["name"]
+    array = isinstance(receiver.type, ArrayType)
+    if not array and not (is_numeric(receiver.type) and receiver.type.strong
+                          and name in ("conj", "conjugate", "round")):
+        return None
+    found = ARRAY_METHODS.get((name, len(args)))
+    if found is None:
+        if any(known == name for known, _ in ARRAY_METHODS):
+            raise TypingError(f"the arguments of the method {name}() are not supported in "
+                              f"compiled code: call np.{name}(x, ...) instead", node.loc)
+        return None
+    op, attrs = found
+    return inference.infer_leaf(Node(op, [], node.outputs, attrs=dict(attrs), loc=node.loc),
+                                [receiver, *args], out)
+
+
 def _resolve(inference, node: Node, inputs: list[Value], out):
     receiver, args = inputs[0], list(inputs[1:])
     name, spec = node.attrs["name"], getattr(inputs[0].type, "node", None)
-    if name == "conjugate" and not args and is_numeric(receiver.type) and receiver.type != BOOL:
+    if name == "conjugate" and not args and is_numeric(receiver.type) and receiver.type != BOOL \
+            and not receiver.type.strong:
         return inference.infer_leaf(Node("conj", [], node.outputs, loc=node.loc), [receiver], out)
+    resolved = _array_method(inference, node, receiver, args, out)
+    if resolved is not None:
+        return resolved
     cls = spec.cls if spec is not None and spec.kind not in ("tuple", "list", "dict") else None
     if cls is None:
         return None
