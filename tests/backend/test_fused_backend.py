@@ -207,6 +207,10 @@ def clip_spellings(x):
             x.clip(0.0, 1.0), x.clip(max=0.5), x.clip(min=-0.5), x.clip(-0.0))
 
 
+def clip_upper(x):
+    return x.clip(max=0.5)
+
+
 def clip_twice(x):
     return x.clip(0.0, min=1.0)
 
@@ -228,8 +232,10 @@ def test_clip_bounds_by_keyword_absent_and_as_a_method():
         np.testing.assert_array_equal(got, want)
     one = np.float64(1.5)
     assert jit(clip_spellings)(one) == clip_spellings(one)
-    with pytest.raises(CompileError, match="a Python number has no attribute 'clip'"):
+    with pytest.raises(CompileError, match="'clip' of f64 is not a method"):
         jit(clip_spellings)(1.5)  # a Python float has no method clip (AttributeError)
+    with pytest.raises(CompileError, match="a Python number has no attribute 'clip'"):
+        jit(clip_upper)(1.5)
     for function in (clip_twice, clip_half):  # NumPy's TypeError, astjit's when compiling
         with pytest.raises(TypeError):
             function(x)

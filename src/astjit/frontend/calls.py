@@ -35,6 +35,7 @@ from .resolve import (
 from .scope import Scope
 from .source import NOT_CONSTANT, NOT_FOUND, constant_value
 from .state import ExprRule, Lowering
+from .ufuncs import clip_method
 
 SUPPORTED_CALLS = ("compiled code can call Python functions defined with def, the math "
                    "functions that have a primitive (math.sqrt, math.sin, ...), the builtins "
@@ -158,6 +159,16 @@ def lower_builtin_call(state: Lowering, scope: Scope, node: ast.Call, handler: H
                        **kwargs)
     except CallError as error:
         return state.fail(scope, node, UnsupportedCallError, error.message, error.hint)
+
+
+def lower_clip_method(state: Lowering, scope: Scope, node: ast.Call) -> Value:
+    """`x.clip(min=..., max=...)`, by keyword (an array's method; calls on objects take no
+    keywords): np.clip's op; by position, as any method (`lower_method_call`), which type
+    inference resolves by the receiver's type (an object's own `clip`, or an array's)."""
+    if not node.keywords:
+        return lower_method_call(state, scope, node)
+    return lower_builtin_call(state, scope, node, clip_method(), "clip",
+                              state.lower_expr(scope, node.func.value))
 
 
 def jvp_transform(obj: object) -> object:

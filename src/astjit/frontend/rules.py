@@ -27,7 +27,7 @@ from . import (
 )
 from .builtins import primitive_handler
 from .state import Callee, Rules
-from .ufuncs import clip_method, ufunc_handler
+from .ufuncs import ufunc_handler
 
 
 def _merge(*tables: dict) -> dict:
@@ -68,8 +68,7 @@ METHODS = {
     **{name: reductions.lower_reduction_method for name in reductions.METHODS},  # x.sum() ...
     **{name: shape_calls.lower_shape_method for name in shape_calls.METHOD_SIGNATURES},
     **{name: sorting.lower_sorting_method for name in sorting.METHODS},  # x.sort() ...
-    "clip": lambda state, scope, node: calls.lower_builtin_call(  # x.clip(lo, hi)
-        state, scope, node, clip_method(), "clip", state.lower_expr(scope, node.func.value)),
+    "clip": calls.lower_clip_method,  # x.clip(max=hi); x.clip(lo, hi) as other methods
 }
 
 RULES = Rules(

@@ -42,7 +42,8 @@ ARRAY_METHODS = {
 }
 """(name, number of arguments) -> (op, attrs): an array's methods that are the NumPy
 function of the array (`x.dot(y)` is `np.dot(x, y)`, `x.T` and `x.transpose()` one op),
-with NumPy's defaults; `conj` and `round` of NumPy scalars too. The frontend cannot tell
+with NumPy's defaults; `conj` and `round` of NumPy scalars too. (And `x.clip(min, max)`,
+np.clip's op of the array and its bounds, a NumPy scalar's too: `_array_method`.) The frontend cannot tell
 an array from an object, so such a call is a `method_call`, resolved here by its type."""
 
 
@@ -53,8 +54,14 @@ def _array_method(inference, node: Node, receiver: Value, args: list[Value], out
     name = node.attrs["name"]
     array = isinstance(receiver.type, ArrayType)
     if not array and not (is_numeric(receiver.type) and receiver.type.strong
-                          and name in ("conj", "conjugate", "round")):
+                          and name in ("conj", "conjugate", "round", "clip")):
         return None
+    if name == "clip" and len(args) in (1, 2):  # x.clip(min[, max]): np.clip, max None
+        if len(args) == 1:
+            absent = Node("const", [], [Value("max")], attrs={"value": None}, loc=node.loc)
+            args += inference.infer_leaf(absent, [], out)
+        clip = Node("numpy_clip", [], node.outputs, attrs={"numpy": True}, loc=node.loc)
+        return inference.infer_leaf(clip, [receiver, *args], out)
     found = ARRAY_METHODS.get((name, len(args)))
     if found is None:
         if any(known == name for known, _ in ARRAY_METHODS):
