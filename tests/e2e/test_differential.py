@@ -4,6 +4,8 @@ One case list (corpus.py) drives all of them: `jit(fn)` vs CPython; the
 reference interpreter on the parsed, typed and optimized IR vs CPython; and
 each optimization pass alone vs the interpreter, with the verifier after it.
 """
+import functools
+
 import pytest
 from corpus import CASE_IDS, NAMES, VALUE_ONLY, outcome, same
 
@@ -23,10 +25,15 @@ def typed_module(fn, args):
     return infer_types(lower_function(fn), list(signature.types_of(values))), values
 
 
+compiled = functools.cache(jit)
+"""One compiled function per corpus function: its cases whose arguments have the same types
+share a signature's compilation, as calls of one @jit function do."""
+
+
 @pytest.mark.parametrize("fn,args", CASE_IDS, ids=NAMES)
 def test_jit_matches_cpython(fn, args):
     expected = outcome(fn, args)
-    got = outcome(jit(fn), args)
+    got = outcome(compiled(fn), args)
     assert same(expected, got, fn in VALUE_ONLY), f"CPython {expected}, jit {got}"
 
 

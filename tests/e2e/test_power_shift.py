@@ -69,12 +69,17 @@ def _half_then(x):
     return x ** 0.5 + 1.0
 
 
+JITTED = {fn: jit(fn) for fn in (_half, _np_half, _power, _np_power, _half_then)}
+"""One dispatcher per function for the whole file: an exponent or a value is a run-time
+argument, so the cases that differ only by it share a compilation (as the shifts below do)."""
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("fn", [_half, _np_half, _half_then])
 def test_constant_half_is_numpy_sqrt(fn, dtype):
     x = _values(dtype)
     with np.errstate(all="ignore"):
-        _same(jit(fn)(x), fn(x))
+        _same(JITTED[fn](x), fn(x))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -85,9 +90,9 @@ def test_run_time_exponent(fn, p, dtype):
     exact = dtype is np.float64 or p in (0.5, 2.0, 1.0, -1.0, 0.0) or not _numpy_powf_is_simd()
     check = _same if exact else _close
     with np.errstate(all="ignore"):
-        check(jit(fn)(x, p), fn(x, p))
-        check(jit(fn)(x, dtype(p)), fn(x, dtype(p)))
-        check(jit(fn)(x[::-2], p), fn(x[::-2], p))
+        check(JITTED[fn](x, p), fn(x, p))
+        check(JITTED[fn](x, dtype(p)), fn(x, dtype(p)))
+        check(JITTED[fn](x[::-2], p), fn(x[::-2], p))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -96,8 +101,8 @@ def test_array_exponent_is_pow(fn, dtype):
     x = _values(dtype)
     p = np.full(len(SPECIAL), 0.5, dtype=dtype)
     with np.errstate(all="ignore"):
-        _same(jit(fn)(x, p), fn(x, p))
-        _same(jit(fn)(np.array(-0.0, dtype), p), fn(np.array(-0.0, dtype), p))
+        _same(JITTED[fn](x, p), fn(x, p))
+        _same(JITTED[fn](np.array(-0.0, dtype), p), fn(np.array(-0.0, dtype), p))
 
 
 @pytest.mark.parametrize("value", [-0.0, -np.inf, np.inf, 4.0, -1.0, np.nan])
@@ -107,9 +112,9 @@ def test_numpy_scalars(value, dtype):
     x = dtype(value)
     with np.errstate(all="ignore"):
         for fn in (_half, _np_half):
-            _same(jit(fn)(x), fn(x))
+            _same(JITTED[fn](x), fn(x))
         for fn in (_power, _np_power):
-            _same(jit(fn)(x, 0.5), fn(x, 0.5))
+            _same(JITTED[fn](x, 0.5), fn(x, 0.5))
 
 
 def _power_into(x, p):
@@ -143,11 +148,11 @@ def test_complex_array_to_python_half_is_csqrt(dtype):
     z = np.array(COMPLEX, dtype=dtype)
     with np.errstate(all="ignore"):
         for fn in (_half, _np_half):
-            _same(jit(fn)(z), fn(z))
+            _same(JITTED[fn](z), fn(z))
         for p in (0.5, 1.5, 2.0):
-            _same(jit(_power)(z, p), _power(z, p))
-            _same(jit(_np_power)(z, p), _np_power(z, p))
-        _same(jit(_power)(z, np.full(len(z), 0.5)), _power(z, np.full(len(z), 0.5)))
+            _same(JITTED[_power](z, p), _power(z, p))
+            _same(JITTED[_np_power](z, p), _np_power(z, p))
+        _same(JITTED[_power](z, np.full(len(z), 0.5)), _power(z, np.full(len(z), 0.5)))
 
 
 # ---- shifts -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ is a module, else to `pkg`.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import astjit
@@ -26,9 +27,9 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def _type_checking_nodes(tree: ast.Module) -> set[int]:
+def _type_checking_nodes(nodes: list[ast.AST]) -> set[int]:
     skipped = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skipped.update(id(sub) for sub in ast.walk(node))
     return skipped
@@ -46,10 +47,11 @@ def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The astjit modules `module` imports."""
-    tree = ast.parse(path.read_text())
-    skipped = _type_checking_nodes(tree)
+    nodes = [node for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, (ast.If, ast.Import, ast.ImportFrom))]  # one walk of the tree
+    skipped = _type_checking_nodes(nodes)
     targets = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if id(node) in skipped:
             continue
         if isinstance(node, ast.ImportFrom):
@@ -62,7 +64,11 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {t for t in targets if t in modules and t != module}
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
+    """Parsed once per process: the four tests that read it share it (reading every module's
+    source and walking its syntax tree is most of this file's CPU time). The tests do not
+    mutate it."""
     modules = module_files()
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
 
