@@ -1,6 +1,8 @@
 """Starred unpacking, comprehensions of known length and iteration over dicts, each against
 plain Python; what is refused (an unknown length, an `if` clause) with its message; grad
 through a comprehension against finite differences; hypothesis over random tuple lengths."""
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -178,6 +180,11 @@ def test_grad_through_a_comprehension_matches_finite_differences():
     assert np.isclose(grad(comprehension_loss)(0.7, xs), fd, rtol=1e-6, atol=1e-8)
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function for the whole file: the tests that run the same
+function on arguments of the same types share its compilation."""
+
+
 floats = st.floats(-1e3, 1e3, allow_nan=False)
 
 
@@ -187,7 +194,7 @@ def test_starred_unpacking_over_random_lengths(values, as_list):
     t = list(values) if as_list else tuple(values)
     if len(t) < 2:
         with pytest.raises(astjit.TypingError, match="not enough values to unpack"):
-            jit(head_mid_tail)(t)
+            compiled(head_mid_tail)(t)
         return
-    assert_same(jit(head_mid_tail)(t), head_mid_tail(t))
-    assert_same(jit(all_but_last)(t), all_but_last(t))
+    assert_same(compiled(head_mid_tail)(t), head_mid_tail(t))
+    assert_same(compiled(all_but_last)(t), all_but_last(t))
