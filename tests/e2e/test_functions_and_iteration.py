@@ -231,14 +231,19 @@ def test_iteration_matches_python(fn, args):
 floats = st.floats(-1e3, 1e3, allow_nan=False)
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function: the cases below that run the same function on
+arguments of the same types share its compilation."""
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(floats, min_size=0, max_size=5), st.lists(floats, min_size=0, max_size=5),
        floats)
 def test_enumerate_zip_reversed_over_random_tuples(a, b, x):
     a, b = tuple(a), tuple(b)
-    assert jit(weighted)(a) == pytest.approx(weighted(a), rel=1e-12, abs=1e-9)
-    assert jit(dot_zip)(a, b) == pytest.approx(dot_zip(a, b), rel=1e-12, abs=1e-9)
-    assert jit(horner)(a, x / 1e3) == pytest.approx(horner(a, x / 1e3), rel=1e-9, abs=1e-9)
+    assert compiled(weighted)(a) == pytest.approx(weighted(a), rel=1e-12, abs=1e-9)
+    assert compiled(dot_zip)(a, b) == pytest.approx(dot_zip(a, b), rel=1e-12, abs=1e-9)
+    assert compiled(horner)(a, x / 1e3) == pytest.approx(horner(a, x / 1e3), rel=1e-9, abs=1e-9)
 
 
 def test_enumerate_start_must_be_an_int():

@@ -4,6 +4,7 @@ Integer constants beyond int64, range() of floats, `0 ** -1`, min/max of bools: 
 case compares the compiled function with the plain one (value, type, exception class),
 or checks the compile-time refusal names the construct.
 """
+import functools
 import math
 
 import numpy as np
@@ -257,9 +258,14 @@ MIXED += [(bitwise, (n, m, c)) for n in (1, 0, -2) for m in (1, 5) for c in (Tru
 MIXED += [(extremes_mixed, (a, b)) for a in (True, False, 0, 2) for b in (True, False, 1, -1)]
 
 
+compiled = functools.cache(jit)
+"""One compiled function per function: the cases below that run the same function on
+arguments of the same types share its compilation."""
+
+
 @pytest.mark.parametrize("fn,args", MIXED, ids=[f"{fn.__name__}{args}" for fn, args in MIXED])
 def test_bool_or_int_keeps_cpythons_type(fn, args):
-    expected, got = fn(*args), jit(fn)(*args)
+    expected, got = fn(*args), compiled(fn)(*args)
     assert repr(got) == repr(expected)
 
 
