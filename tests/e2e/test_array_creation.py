@@ -12,7 +12,6 @@ graphs are in passes/test_memory_pass.py.
 """
 from __future__ import annotations
 
-import functools
 import gc
 import sys
 import tracemalloc
@@ -63,11 +62,6 @@ def same_outcome(want, have, values: bool = True) -> bool:
     return same(want[1], have[1], values)
 
 
-compiled = functools.cache(jit)
-"""One compiled function per function for the whole file: the tests that run the same
-function on arguments of the same types share its compilation."""
-
-
 def check_against_numpy(fn, make, values: bool = True):
     """The interpreter on the typed and the final module, and jit, do what `fn` does."""
     expected = outcome(fn, make())
@@ -75,7 +69,7 @@ def check_against_numpy(fn, make, values: bool = True):
     for stage, module in (("typed", typed), ("final", final)):
         got = outcome(lambda *a, m=module: interpret(m, list(a)), make())
         assert same_outcome(expected, got, values), f"{fn.__name__} ({stage}): {got} vs {expected}"
-    got = outcome(compiled(fn), make())
+    got = outcome(jit(fn), make())
     assert same_outcome(expected, got, values), f"{fn.__name__} (jit): {got} vs {expected}"
     return typed, final
 
@@ -584,7 +578,7 @@ def test_compiled_code_leaks_no_reference(fn, make):
     """The result holds what the Python function's result holds; the arguments end as they began."""
     args = make()
     before = [sys.getrefcount(a) for a in arrays_in(args)]
-    f = compiled(fn)
+    f = jit(fn)
     assert reference_counts(f, args) == reference_counts(fn, args)
     assert reference_counts(f, args)[1] == before
 
@@ -599,7 +593,7 @@ def test_compiled_code_leaks_no_reference(fn, make):
     (zero_step, lambda: (0, 5, 0)),
 ])
 def test_compiled_code_frees_what_it_allocates(fn, make):
-    f = compiled(fn)
+    f = jit(fn)
     args = make()
     outcome(f, args)  # compile, and warm NumPy's caches
     tracemalloc.start()

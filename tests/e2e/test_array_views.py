@@ -1,7 +1,6 @@
 """Array views: slices, rows, transpose, reshape and slice assignment, checked against
 NumPy through the interpreter (typed and final IR) and compiled code; views share memory
 with their base, writes through them reach it, and no reference leaks."""
-import functools
 import gc
 import sys
 
@@ -35,15 +34,10 @@ def same_value(a, b):
     return type(a) is type(b) and a == b
 
 
-compiled = functools.cache(jit)
-"""One compiled function per function for the whole file: the tests that run the same
-function on arguments of the same types share its compilation."""
-
-
 def runners(fn, make):
     typed, final = stages(fn, make())
     return [("typed", lambda *a: interpret(typed, list(a))),
-            ("final", lambda *a: interpret(final, list(a))), ("jit", compiled(fn))]
+            ("final", lambda *a: interpret(final, list(a))), ("jit", jit(fn))]
 
 
 def check_against_numpy(fn, make):
@@ -276,7 +270,7 @@ def test_views_match_numpy(fn, make):
 
 def test_slices_of_every_shape_match_numpy():
     bounds = [None, -9, -4, -1, 0, 2, 5, 9]
-    f = compiled(s_dynamic)
+    f = jit(s_dynamic)
     for n in (0, 1, 5):
         x = vec(n)
         for start in bounds:
