@@ -80,7 +80,7 @@ def _copy(x):
 NO_SPELLING = {
     # structure and values, not operations
     "const": "a literal or a global constant", "undef": "a value not produced yet on a path",
-    "tuple": "a tuple display", "getitem": "indexing a tuple with a constant",
+    "getitem": "indexing a tuple with a constant",
     "select": "`x if c else y` (corpus and random programs)",
     "is_none": "`x is None`, decided by types (test_frontend.py)",
     "index": "range()'s bounds must be ints (test_python_semantics.py)",

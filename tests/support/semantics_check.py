@@ -105,11 +105,15 @@ def expected(s: Spelling, fn, args) -> tuple[Value | Raised | Refused, str]:
 
 def int64_wraps(s, fn, args, outcome):
     """`int` is int64: an int result outside it wraps (from integers) or raises OverflowError
-    (a float converted: int(1e19), math.floor, round). README: "int is a signed 64-bit"."""
-    if isinstance(outcome, Value) and type(outcome.value) is int \
-            and not INT64[0] <= outcome.value < INT64[1]:
+    (a float converted: int(1e19), math.floor, round). README: "int is a signed 64-bit".
+    Each int of a tuple result (divmod's) alike."""
+    if not isinstance(outcome, Value):
+        return None
+    values = outcome.value if type(outcome.value) is tuple else (outcome.value,)
+    if any(type(v) is int and not INT64[0] <= v < INT64[1] for v in values):
         if all(_is_int(x) for x in args):
-            return Value(_wrap(outcome.value))
+            wrapped = tuple(_wrap(v) if type(v) is int else v for v in values)
+            return Value(wrapped if type(outcome.value) is tuple else wrapped[0])
         return Raised(OverflowError, "int too large for int64")
     return None
 

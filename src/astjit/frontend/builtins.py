@@ -97,6 +97,15 @@ def _pow(emit: Emit, args: list[Value]) -> Value:
     return emit("pow", args)
 
 
+def _divmod(emit: Emit, args: list[Value]) -> Value:
+    """divmod(a, b): the tuple (a // b, a % b), the two ops' numbers, semantics and
+    gradients; attr `divmod` gives their ZeroDivisionError and TypeError divmod()'s words.
+    Of arrays or NumPy scalars it is np.divmod, as those are NumPy's // and %."""
+    if len(args) != 2:
+        raise CallError(f"divmod() takes 2 arguments, got {len(args)}")
+    return emit("tuple", [emit(op, args, {"divmod": True}) for op in ("floordiv", "mod")])
+
+
 def _complex(emit: Emit, args: list[Value]) -> Value:
     """complex(), complex(x) (a cast: of a complex its value), complex(a, b) of two reals."""
     if not args:
@@ -124,6 +133,7 @@ _BUILTIN_HANDLERS: dict[object, Handler] = {
     builtins.round: _round,
     builtins.len: _fixed("len", "len"),
     builtins.pow: _pow,
+    builtins.divmod: _divmod,
     builtins.range: _range,
 }
 _MATH_HANDLERS = {getattr(math, name): _fixed(op, f"math.{name}", scalars_only=True)

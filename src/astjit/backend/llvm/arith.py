@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 # ---- integers -----------------------------------------------------------------------
 
 def _check_divisor(em: FunctionEmitter, node: Node, b: ir.Value, message: str) -> None:
+    """ZeroDivisionError for a zero `b`: `message`, or divmod()'s where `node` is a part of
+    divmod(a, b) (attr `divmod`)."""
+    if node.attrs.get("divmod"):
+        message = msg.DIVMOD[isinstance(b.type, (ir.DoubleType, ir.FloatType))]
     em.fail_if(node, compare_const(em.builder, "==", b, 0), "ZeroDivisionError", message)
 
 

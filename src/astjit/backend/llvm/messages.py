@@ -29,6 +29,8 @@ FLOAT_FLOOR_DIVISION = message_of(lambda: 1.0 // _zero)
 FLOAT_MODULO = message_of(lambda: 1.0 % _zero)
 INT_DIVISION = message_of(lambda: 1 // int(_zero))
 INT_MODULO = message_of(lambda: 1 % int(_zero))
+DIVMOD = {True: message_of(lambda: divmod(1.0, _zero)), False: message_of(lambda: divmod(1, 0))}
+"""divmod()'s ZeroDivisionError, of floats (True) and of ints (False)."""
 INT_NEGATIVE_POWER = message_of(lambda: ops.int_pow(2, -1))
 NUMPY_INT_NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
 """NumPy's message for an integer array raised to a negative integer (a ValueError)."""

@@ -200,6 +200,8 @@ _NO_DIVISION = ("complex numbers have no floor division or remainder: compute wi
 _REFUSALS = {
     "//": lambda a, b: f"unsupported operand type(s) for //: '{a}' and '{b}' ({_NO_DIVISION})",
     "%": lambda a, b: f"unsupported operand type(s) for %: '{a}' and '{b}' ({_NO_DIVISION})",
+    "divmod": lambda a, b: f"unsupported operand type(s) for divmod(): '{a}' and '{b}' "
+                           f"({_NO_DIVISION})",
     "round": lambda a: f"type {a} doesn't define __round__ method (round the parts: "
                        "complex(round(z.real), round(z.imag)))",
     "math.trunc": lambda a: f"type {a} doesn't define __trunc__ method (take a part: "
@@ -214,14 +216,16 @@ _REFUSALS = {
 def refusing_complex(spelling: str):
     """The `decide` hook (ops/table.py) refusing a complex scalar operand (no array beside
     it) with Python's TypeError, a CompileError at the source line saying what to write
-    instead; `spelling` is `//`, `%`, `round` or `math.floor`, `ceil`, `trunc`. NumPy's
+    instead; `spelling` is `//`, `%`, `round` or `math.floor`, `ceil`, `trunc`, and
+    `divmod` for the quotient and remainder of divmod(a, b) (attr `divmod`). NumPy's
     functions and complex arrays keep NumPy's refusal (ops/elementwise.py)."""
     def decide(inference, node, inputs, out):
         types = [v.type for v in inputs]
         if node.attrs.get("numpy"):  # np.remainder(z, w): NumPy's refusal
             return None
         if all(isinstance(t, ScalarType) for t in types) and any(t.is_complex for t in types):
-            raise TypingError(_REFUSALS[spelling](*map(type_name, types)), node.loc)
+            refusal = _REFUSALS["divmod" if node.attrs.get("divmod") else spelling]
+            raise TypingError(refusal(*map(type_name, types)), node.loc)
     return decide
 
 

@@ -35,7 +35,9 @@ DIVISION = {("truediv", True): _message_of(lambda: 1.0 / _zero),
             ("floordiv", True): _message_of(lambda: 1.0 // _zero),
             ("mod", True): _message_of(lambda: 1.0 % _zero),
             ("floordiv", False): _message_of(lambda: 1 // int(_zero)),
-            ("mod", False): _message_of(lambda: 1 % int(_zero))}
+            ("mod", False): _message_of(lambda: 1 % int(_zero)),
+            ("divmod", True): _message_of(lambda: divmod(1.0, _zero)),
+            ("divmod", False): _message_of(lambda: divmod(1, int(_zero)))}
 ZERO_NEGATIVE_POWER = _message_of(lambda: float_pow(0.0, -1.0))
 NEGATIVE_FRACTIONAL_POWER = _message_of(lambda: float_pow(-8.0, 0.5))
 POWER_OVERFLOW = _message_of(lambda: float_pow(10.0, 400.0))
@@ -136,7 +138,8 @@ def _division(b, op: str, operands: list, attrs: dict):
     divisor = operands[1]
     floats = op == "truediv" or any(_dtype(v).is_float for v in operands)  # as compiled
     zero = b.const(0.0 if _dtype(divisor).is_float else 0, _dtype(divisor))
-    raise_if_any(b, b.op("eq", divisor, zero), "ZeroDivisionError", DIVISION[op, floats])
+    spelling = "divmod" if attrs.get("divmod") else op  # a part of divmod(a, b)
+    raise_if_any(b, b.op("eq", divisor, zero), "ZeroDivisionError", DIVISION[spelling, floats])
     return b.op(op, *operands, **attrs)
 
 

@@ -7,6 +7,7 @@ are in ops/mathfuncs.py."""
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -300,7 +301,18 @@ _def("truediv", 2, truediv_rule, operator.truediv,
      numpy=("true_divide", "divide"), vjp=v.truediv_vjp,
      cuda={"f": CExpr("({0} / {1})"), "c": CExpr("({0} / {1})")},
      cuda_python={"c": CExpr("astjit_py_cdiv({0}, {1})")})
-_def("floordiv", 2, arith_rule, operator.floordiv,
+def _floordiv(a, b, divmod=False):
+    """Python's a // b; `divmod`: the quotient of divmod(a, b) (frontend/builtins.py), the
+    same number, whose ZeroDivisionError names divmod() ("float divmod()")."""
+    return builtins.divmod(a, b)[0] if divmod else a // b
+
+
+def _mod(a, b, divmod=False):
+    """Python's a % b; `divmod`: the remainder of divmod(a, b), as `_floordiv`'s quotient."""
+    return builtins.divmod(a, b)[1] if divmod else a % b
+
+
+_def("floordiv", 2, arith_rule, _floordiv,
      {"f": Routine("floordiv_float"), "i": Routine("floordiv_int")}, _ARITH_RAISES,
      llvm_numpy={"f": Routine("floordiv_float_numpy"), "i": Routine("floordiv_int_numpy"),
                  "u": Routine("floordiv_uint_numpy")},
@@ -320,7 +332,7 @@ def _mod_vjp(e, g, ins, out, needs):
     return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
 
 
-_def("mod", 2, arith_rule, operator.mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
+_def("mod", 2, arith_rule, _mod, {"f": Routine("mod_float"), "i": Routine("mod_int")},
      _ARITH_RAISES, llvm_numpy={"f": Routine("mod_float_numpy"), "i": Routine("mod_int_numpy"),
                                 "u": Routine("mod_uint_numpy")},
      numpy=("remainder", "mod"), vjp=_mod_vjp, decide=refusing_complex("%"),
