@@ -93,6 +93,14 @@ def test_cycles_are_found_in_printed_functions(body, cycle):
     assert split._has_cycle(chunk) is cycle
 
 
+def test_a_module_loops_where_one_of_its_functions_does():
+    """What `Engine.emit_parts` asks before running the loop extractor."""
+    assert split.has_loop(PRINTED)
+    assert not split.has_loop(PRINTED.replace("br i1 %more, label %head, label %done",
+                                              "br label %done"))
+    assert not split.has_loop("declare double @exp(double)\n")
+
+
 def test_borrowed_loops_print_as_declarations():
     glue = PRINTED.replace('define internal void @"f.loop.7"',
                            'define available_externally void @"f.loop.7"')

@@ -46,6 +46,7 @@ code (`math.sin` on a scalar, with its domain checks) never uses them.
 """
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import functools
 import os
@@ -108,25 +109,44 @@ class VectorLibrary:
 
 @functools.cache
 def host_library() -> VectorLibrary | None:
-    """libmvec's variants usable on this CPU, their symbols registered with LLVM; None
-    without libmvec or AVX2. Loaded on first use, never at import."""
+    """libmvec's variants usable on this CPU; None without libmvec or AVX2. Loaded on first
+    use, never at import. Only the variants a kernel calls are registered with LLVM
+    (`_register`, by `call_math`): registering all of them (about a hundred) cost a
+    millisecond or two of the first kernel's compile (docs/measurements.md)."""
     features = llvm.get_host_cpu_features()
     isas = tuple((isa, width) for isa, width, feature in ISAS if features.get(feature))
-    if not isas:
-        return None
-    try:
-        library = ctypes.CDLL(LIBRARY)
-    except OSError:
+    handle = _handle()
+    if not isas or handle is None:
         return None
     probe = VectorLibrary(isas, frozenset())
-    functions = []
-    for name in [*arities(), *(n + "f" for n in arities())]:
-        symbols = [getattr(library, v, None) for v, _ in probe.variants(name)]
-        if all(s is not None for s in symbols):
-            functions.append(name)
-            for (variant, _), symbol in zip(probe.variants(name), symbols):
-                llvm.add_symbol(variant, ctypes.cast(symbol, ctypes.c_void_p).value)
-    return VectorLibrary(isas, frozenset(functions))
+    return VectorLibrary(isas, frozenset(
+        name for name in [*arities(), *(n + "f" for n in arities())]
+        if all(_address(handle, variant) for variant, _ in probe.variants(name))))
+
+
+@functools.cache
+def _handle() -> int | None:
+    """libmvec's dlopen handle (the library stays loaded: ctypes never closes it), or None
+    without it."""
+    try:
+        return ctypes.CDLL(LIBRARY)._handle
+    except OSError:
+        return None
+
+
+def _address(handle: int, name: str) -> int | None:
+    """The address of libmvec's symbol `name`, or None (`dlsym`, without the function object
+    `getattr` of a CDLL makes)."""
+    try:
+        return _ctypes.dlsym(handle, name)
+    except OSError:
+        return None
+
+
+@functools.cache
+def _register(variant: str) -> None:
+    """Make libmvec's function `variant` resolvable by name in JIT-compiled code."""
+    llvm.add_symbol(variant, _address(_handle(), variant))
 
 
 def enabled() -> bool:
@@ -148,6 +168,7 @@ def call_math(em: FunctionEmitter, name: str, args: list[ir.Value]) -> ir.Value 
     module = em.module
     mappings = []
     for variant, lanes in library.variants(c_name):
+        _register(variant)
         if variant not in module.globals:
             vector = ir.VectorType(ty, lanes)
             ir.Function(module, ir.FunctionType(vector, [vector] * len(args)), variant)

@@ -54,9 +54,9 @@ intrinsics such as `llvm.sin`) are registered with `add_symbol` from the C
 library's own addresses, so resolution never depends on how Python was linked;
 so are malloc, realloc and free (tapes), as the process itself resolves them.
 Kernels' vector math (`vecmath`) calls glibc's libmvec, whose symbols
-`vecmath.host_library` registers the same way when the first kernel needs
-them; `compile_ir` keeps those declarations alive until the loop vectorizer
-has run (`vecmath.keep_variants`).
+`vecmath.call_math` registers the same way, each when a kernel first calls it;
+`compile_ir` keeps those declarations alive until the loop vectorizer has run
+(`vecmath.keep_variants`).
 
 Memory: llvmlite 0.50 never frees a ModulePassManager (`run_passes` does) and
 keeps part of every PassBuilder made; without the first, most of what a compile
@@ -358,7 +358,9 @@ class Engine:
                     self.emit(parse(glue), "glue", context))
         module = parse(text)
         parts = []
-        if arrays:
+        if arrays and not split.has_loop(text):
+            whole = "glue"  # nothing to extract (a product, the runtime's calls): all glue
+        elif arrays:
             whole = "glue"
             names = self.extract_loops(module)
             loops = split.loops_module(str(module), names)

@@ -37,6 +37,20 @@ _LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_lo
 _EDGE = re.compile(rf"^{_NAME}:|label %{_NAME}", re.MULTILINE)
 
 
+def has_loop(text: str) -> bool:
+    """Whether some function of `text` (a printed module) loops: a cycle in its control
+    flow. An array module without one (a product, a call of the runtime) has nothing for
+    the extractor, whose passes and second printing of the module `Engine.emit_parts`
+    then skips."""
+    for match in _DEFINE_ANYWHERE.finditer(text):
+        if _has_cycle(text[match.end():text.find("\n}", match.end())]):
+            return True
+    return False
+
+
+_DEFINE_ANYWHERE = re.compile(_DEFINE.pattern, re.MULTILINE)
+
+
 def loops_module(text: str, names: list[str]) -> str | None:
     """The loops module: the functions `names` of `text` (a module printed by LLVM after
     `loop-extract`), external, with the functions they call; None when some other
