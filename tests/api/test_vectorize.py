@@ -7,7 +7,10 @@ import math
 import numpy as np
 import pytest
 import scalar_functions
+from complex_checks import COMPLEXES
 from cuda_checks import compile_to_ptx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from astjit import CompileError, vectorize
 
@@ -194,19 +197,67 @@ def test_complex_elements(target):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_python_complex_semantics(target):
-    """abs and `/` of Python complexes are CPython's, OverflowError and ZeroDivisionError
-    included; `**` is on the CPU only (the GPU targets name NumPy's np.power)."""
+    """abs, `/` and `**` of Python complexes are CPython's, OverflowError and
+    ZeroDivisionError included, on every target."""
     z, w = _complex_operands()
     check(python_complex, target, z[:, :3], w[:3])
     with pytest.raises(ZeroDivisionError):
         vectorize(python_complex, target=target)(z, w)
     with pytest.raises(OverflowError):
         vectorize(python_complex, target=target)(np.array([1 + 1j, 1.5e308 + 1.5e308j]), 1 + 0j)
-    if target == "cpu":
-        check(python_power, target, z)
-    else:
-        with pytest.raises(CompileError, match=r"'\*\*' of a Python complex.*np.power"):
-            vectorize(python_power, target=target)(z)
+    check(python_power, target, z)
+
+
+def python_powers(z, w):
+    return z ** w
+
+
+POWER_EDGES = [complex(a, b) for a in (0.0, -0.0, 1.0, -2.5, 1e-200, 1e200, np.inf, np.nan)
+               for b in (0.0, -0.0, 0.5, -3.0)]
+EXPONENTS = [0j, -0j, 1 + 0j, 2 + 0j, 3 + 0j, -1 + 0j, -2 + 0j, 7 + 0j, 100 + 0j, -100 + 0j,
+             101 + 0j, 0.5 + 0j, -0.5 + 0j, 2.5 + 0j, 1j, -1j, 0.5 - 2j, 1e300 + 0j,
+             complex(np.inf, 0), complex(0, np.inf), complex(np.nan, 0), complex(2, np.nan)]
+
+
+def _python_power_outcome(z, w):
+    """CPython's z ** w (a Python complex each), or its exception's type."""
+    try:
+        return complex(z) ** complex(w)
+    except (ZeroDivisionError, OverflowError) as error:
+        return type(error)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_python_complex_power_as_cpython(target):
+    """`**` of Python complexes: c_powi's products for an integral exponent up to 100 (exact,
+    bit for bit), the polar form otherwise (the C library's functions: bit for bit on
+    cuda-sim, which calls glibc's), CPython's ZeroDivisionError and OverflowError (the GPU
+    records them, the CPU's rerun raises them)."""
+    power = vectorize(python_powers, target=target)
+    for w in EXPONENTS:
+        for z in POWER_EDGES:
+            _check_power(power, z, w)
+
+
+_SIM_POWER = vectorize(python_powers, target="cuda-sim")
+
+
+@settings(max_examples=300, deadline=None)
+@given(COMPLEXES, st.one_of(COMPLEXES, st.builds(complex, st.integers(-110, 110), st.just(0.0))))
+def test_python_complex_power_on_cuda_sim_as_cpython(z, w):
+    _check_power(_SIM_POWER, z, w)
+
+
+def _check_power(power, z, w):
+    expected = _python_power_outcome(z, w)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            power(np.array([z, z]), w)
+        return
+    got = power(np.array([z]), np.array([w]))[0]
+    for part, want in ((got.real, expected.real), (got.imag, expected.imag)):
+        assert part == want or (np.isnan(part) and np.isnan(want)), (z, w, got, expected)
+        assert np.signbit(part) == np.signbit(want) or np.isnan(want), (z, w, got, expected)
 
 
 def test_recursion_refused_on_the_gpu_targets():
@@ -229,7 +280,8 @@ CASES = [(mandel, (np.float64, np.float64)), (gcd, (np.int64, np.int64)),
          (to_int, (np.float64,)), (grow, (np.float64,)),
          (complex_step, (np.complex128, np.complex128)), (complex_step, (np.complex64, np.float32)),
          (complex_imag, (np.float64, np.complex128)),
-         (python_complex, (np.complex128, np.complex128))]
+         (python_complex, (np.complex128, np.complex128)), (python_power, (np.complex128,)),
+         (python_powers, (np.complex128, np.complex128))]
 
 
 @pytest.mark.parametrize("fn, dtypes", CASES, ids=[c[0].__name__ for c in CASES])

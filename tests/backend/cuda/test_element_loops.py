@@ -239,13 +239,43 @@ def test_a_loop_that_may_break_stays_on_the_host(launches):
     assert "it may leave early (break or return)" in cuda_source(until_negative, x, x)
 
 
-def test_python_semantics_that_may_raise_stay_on_the_host(launches):
+def _raises_as_on_the_cpu(fn, error, *args):
+    """The CPU's exception, message and writes before it, from the host's run of the loop."""
+    cpu_args, sim_args = _copies(args), _copies(args)
+    with pytest.raises(error) as cpu:
+        jit(fn)(*cpu_args)
+    with pytest.raises(error) as sim:
+        jit(fn, target="cuda-sim")(*sim_args)
+    assert str(sim.value).split(" (at ")[0] == str(cpu.value).split(" (at ")[0]
+    for a, b in zip(cpu_args, sim_args):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(b, a)
+
+
+def test_python_semantics_that_may_raise_are_checked_by_a_dry_launch(launches):
+    """math.sqrt raises where Python's does: a dry launch finds whether any iteration
+    would, then one launch writes; where one would, the host runs the loop (the CPU's
+    writes up to the failing element, its ValueError)."""
     x = np.abs(_rng().standard_normal(20))
     run_both(roots, np.zeros(20), x)
+    assert launches == ["k0_loop", "k0_loop"]
+    launches.clear()
+    _raises_as_on_the_cpu(roots, ValueError, np.full(3, -5.0), np.array([1.0, -1.0, 2.0]))
+    assert launches == ["k0_loop"]
+    assert "if (!dry) " in cuda_source(roots, np.zeros(20), x)
+
+
+def rereads(y, x):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * 2.0
+        y[i] = math.sqrt(y[i])
+    return y
+
+
+def test_a_checked_loop_reading_what_it_wrote_stays_on_the_host(launches):
+    run_both(rereads, np.zeros(5), np.arange(5.0))
     assert launches == []
-    assert "'sqrt' at line" in cuda_source(roots, np.zeros(20), x)
-    with pytest.raises(ValueError, match="math domain error"):
-        jit(roots, target="cuda-sim")(np.zeros(3), np.array([1.0, -1.0, 2.0]))
+    assert "reads an element it wrote" in cuda_source(rereads, np.zeros(5), np.arange(5.0))
 
 
 def test_a_loop_around_a_loop_launches_the_inner_one_per_row(launches):
@@ -264,13 +294,39 @@ def test_a_complex_loop_is_one_launch(dtype, launches):
     assert launches == ["k0_loop"]
 
 
-def test_abs_of_a_python_complex_stays_on_the_host(launches):
-    x = np.array([3.0, 1.7e308, -0.5])
-    run_both(python_magnitudes, np.zeros(3), x / 2)
-    assert launches == []
-    with pytest.raises(OverflowError):
-        jit(python_magnitudes, target="cuda-sim")(np.zeros(3), x)
-    assert "'abs' at line" in cuda_source(python_magnitudes, x, x)
+def test_abs_of_a_python_complex_runs_on_the_device(launches):
+    """CPython's abs (hypot of the parts), its OverflowError where finite parts overflow."""
+    x = np.array([3.0, 1.7e308, -0.5, np.inf, np.nan, -0.0, 5e-324, 1e-300])
+    run_both(python_magnitudes, np.zeros(8), x / 2)
+    assert launches == ["k0_loop", "k0_loop"]
+    assert "astjit_py_cabs(" in cuda_source(python_magnitudes, x, x)
+    _raises_as_on_the_cpu(python_magnitudes, OverflowError, np.full(8, -1.0), x)
+
+
+def python_powers_and_quotients(y, z, w):
+    for i in range(z.shape[0]):
+        y[i] = complex(z[i]) ** w + complex(z[i]) ** 3 + w / complex(z[i])
+    return y
+
+
+def test_python_complex_power_and_division_run_on_the_device(launches):
+    """CPython's `**` (c_powi's products, the polar form) and `/` (_Py_c_quot) of Python
+    complexes; their ZeroDivisionError and OverflowError as the CPU raises them."""
+    z = _rng().standard_normal(40) + 1j * _rng().standard_normal(40)
+    z[:3] = [complex(1e100, -0.0), complex(-0.0, 2.0), 1e-100]
+    for w in (2 + 0j, -3 + 0j, 0.5 - 1j, 1j):
+        launches.clear()
+        run_both(python_powers_and_quotients, np.zeros(40, complex), z, w)
+        assert launches == ["k0_loop", "k0_loop"]
+    z[5] = 0
+    _raises_as_on_the_cpu(python_powers_and_quotients, ZeroDivisionError,
+                          np.zeros(40, complex), z, 2 + 0j)
+    z[5] = 1e-200  # (1e-200) ** -3: the product underflows to 0, CPython's EDOM
+    _raises_as_on_the_cpu(python_powers_and_quotients, ZeroDivisionError,
+                          np.zeros(40, complex), z, -3 + 0j)
+    z[5] = 1e200
+    _raises_as_on_the_cpu(python_powers_and_quotients, OverflowError,
+                          np.zeros(40, complex), z, 2 + 0j)
 
 
 SOURCES = [(fn, make) for fn, make in INDEPENDENT] + [
@@ -281,6 +337,8 @@ SOURCES = [(fn, make) for fn, make in INDEPENDENT] + [
     (until_negative, lambda: (np.zeros(3), np.ones(3))),
     (from_to, lambda: (np.zeros(3), 0, 3)),
     (roots, lambda: (np.zeros(3), np.ones(3))),
+    (python_magnitudes, lambda: (np.zeros(3), np.ones(3))),
+    (python_powers_and_quotients, lambda: (np.zeros(3, complex), np.ones(3), 2j)),
     (shifted, lambda: (np.zeros(3), np.ones(3))),
     (array_functions.loop_2d, lambda: (np.ones((2, 3)), np.ones(3))),
     (array_functions.prefix_sum, lambda: (np.ones(3),)),

@@ -130,7 +130,7 @@ template <typename F> __device__ astjit_complex<F> astjit_csign(astjit_complex<F
     if (magnitude == (F)0) return {(F)0, (F)0};
     return {z.re / magnitude, z.im / magnitude};
 }
-// ---- a Python complex's abs and / (vectorize's device functions): CPython's complexobject.c ----
+// ---- a Python complex's abs, / and ** (vectorize's device functions): CPython's complexobject.c ----
 template <typename F> __device__ astjit_complex<F> astjit_py_cdiv(astjit_complex<F> a, astjit_complex<F> b) {
     // _Py_c_quot: divide through by b's part of larger magnitude; a NaN part of b gives NaN,
     // NaN; a zero b 0 (the caller raises ZeroDivisionError: astjit_cis_zero)
@@ -155,6 +155,44 @@ template <typename F> __device__ __forceinline__ F astjit_py_cabs(astjit_complex
 }
 template <typename F> __device__ __forceinline__ bool astjit_cis_zero(astjit_complex<F> z) {
     return z.re == (F)0 && z.im == (F)0;
+}
+template <typename F> __device__ astjit_complex<F> astjit_py_cpow(astjit_complex<F> a, astjit_complex<F> b,
+                                                 int* astjit_error) {
+    // complex_pow: an exponent with no imaginary part and an integral real part of magnitude <= 100
+    // multiplies (c_powi: square and multiply from 1 + 0j, every product made; 1 / that for a
+    // negative one), any other takes _Py_c_pow's polar form. Records an error (the CPU's rerun
+    // raises CPython's) where CPython's errno ends EDOM (0 to a negative or complex power, a
+    // negative power's product 0, an infinite angle: ZeroDivisionError) or a part is infinite
+    // (OverflowError)
+    const astjit_complex<F> one = {(F)1, (F)0};
+    astjit_complex<F> r = one;
+    bool edom;
+    if (b.im == (F)0 && b.re == floor(b.re) && fabs(b.re) <= (F)100) {
+        const long long n = (long long)b.re, m = n < 0 ? -n : n;
+        astjit_complex<F> p = a;
+        for (long long mask = 1; m >= mask; mask <<= 1) {
+            if (m & mask) r = r * p;
+            p = p * p;
+        }
+        edom = n < 0 && astjit_cis_zero(r);
+        if (n < 0) r = astjit_py_cdiv(one, r);
+    } else if (astjit_cis_zero(b)) {
+        edom = false;
+    } else if (astjit_cis_zero(a)) {
+        r = {(F)0, (F)0};
+        edom = b.im != (F)0 || b.re < (F)0;
+    } else {
+        const F vabs = hypot(a.re, a.im), at = atan2(a.im, a.re);
+        F length = pow(vabs, b.re), phase = at * b.re;
+        if (b.im != (F)0) {
+            length /= exp(at * b.im);
+            phase += b.im * log(vabs);
+        }
+        r = {length * cos(phase), length * sin(phase)};
+        edom = isinf(phase);  // cos and sin of an infinity set errno to EDOM
+    }
+    if (edom || isinf(r.re) || isinf(r.im)) astjit_error[0] = 1;
+    return r;
 }
 template <typename F> __device__ __forceinline__ bool astjit_cisnan(astjit_complex<F> z) {
     return isnan(z.re) || isnan(z.im);

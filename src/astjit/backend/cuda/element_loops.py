@@ -8,16 +8,23 @@ round trip per `x[i]`. A `while` node is such a loop when:
   or the same hand-written `while`); a loop carrying anything else (`acc` of a prefix
   sum, `best` of a running max, a `break` flag) depends on its earlier iterations;
 - its body (and the `if` regions in it) holds only scalar ops with a `CExpr` lowering
-  that cannot raise with the operands' semantics (scalar_functions.raise_check says
-  ""; a Python division, `math.sqrt` would need a check: the loop stays on the host)
-  and computes as NumPy does (scalars.numpy_computes: not `abs` of a Python complex),
-  real or complex (complexes.h), and element reads and writes `x[..., i, ...]` indexed
-  by the counter itself at one axis and by loop-invariant values (parameters, constants)
-  at the others;
+  (their `cuda_python` one where Python's semantics differ: a Python complex's abs, `/`
+  and `**`), real or complex (complexes.h), and element reads and writes
+  `x[..., i, ...]` indexed by the counter itself at one axis and by loop-invariant values
+  (parameters, constants) at the others;
 - an array it writes is accessed at one pattern of indices only (`x[i] = x[i] * s`, not
   `x[i, 0] = x[i, 1]`), so iteration `i` touches elements no other iteration does.
 Loops around loops are not parallelised in this version (the outer loop stays on the
 host; an inner loop that qualifies is a kernel launched once per outer iteration).
+
+An op that raises with Python's semantics (a Python division, `math.sqrt`, abs of a Python
+complex: scalar_functions.raise_check's condition) makes the loop *checked*: its kernel
+takes `astjit_error` and `dry`, and is launched twice. The dry launch computes every
+iteration and writes nothing, recording in `astjit_error` whether any check holds; if
+one does, the host runs the loop (the CPU's writes up to the failing iteration, and its
+exception); else the second launch writes. Without writes a dry iteration computes what
+the host's would (no iteration reads what another writes), except where it reads an
+element it wrote itself: such a checked loop stays on the host.
 
 Arrays of the loop may be one array at run time (`f(x, x)`), and an index may be out of
 bounds: loop_launch.py checks both for the whole range before the launch, and runs the
@@ -35,7 +42,7 @@ from ...ir.ops import OPS, CExpr, lowering_for
 from ...ir.types import I64, ArrayType, ScalarType
 from .csource import KERNEL_TYPES, Source, c_literal, c_type
 from .scalar_functions import raise_check
-from .scalars import c_expression, local_name, numpy_computes
+from .scalars import c_expression, local_name, numpy_computes, python_lowering
 
 THREADS = 256
 
@@ -58,6 +65,10 @@ class ElementLoop:
     written: set[int] = field(default_factory=set)
     body: list[str] = field(default_factory=list)
     """The C statements of one iteration (at depth 0)."""
+    checked: bool = False
+    """Whether an op of the body raises where a check holds (the dry launch first)."""
+    rereads: bool = False
+    """Whether the body reads an element after writing its array (no dry launch then)."""
 
 
 class _Refused(Exception):
@@ -98,12 +109,17 @@ def element_loop(node: Node) -> ElementLoop | str | None:
     for k, p in enumerate(body.params[:n]):
         env[p] = ("inv", k)
     src = Source()
+    lowering = _Body(plan, src)
     try:
-        _Body(plan, src).region(body, env)
+        lowering.region(body, env)
     except _Refused as why:
         return str(why)
     if not plan.written:
         return "it writes no array element"
+    if plan.checked and plan.rereads:
+        return "it may raise, and reads an element it wrote (a dry launch would read the old)"
+    if plan.checked:
+        lowering.guard_writes()
     plan.body = src.lines
     return plan
 
@@ -132,6 +148,15 @@ class _Body:
 
     def __init__(self, plan: ElementLoop, src: Source):
         self.plan, self.src = plan, src
+        self.writes: list[int] = []
+        """The lines of `src` that write an element: a checked loop's dry launch skips them."""
+
+    def guard_writes(self) -> None:
+        """Each element write `if (!dry)`, once the body is known to be checked."""
+        for k in self.writes:
+            line = self.src.lines[k]
+            indent = len(line) - len(line.lstrip())
+            self.src.lines[k] = f"{line[:indent]}if (!dry) {line[indent:]}"
 
     def region(self, graph: Graph, env: dict) -> list[str]:
         for node in graph.nodes:
@@ -172,17 +197,30 @@ class _Body:
                     if isinstance(lowering, dict) else None)
         if not isinstance(template, CExpr):
             raise _Refused(f"'{node.op}'{_line(node)} has no GPU kernel lowering")
-        if raise_check(node) != "":
-            raise _Refused(f"'{node.op}'{_line(node)} may raise (Python's semantics)")
-        if not numpy_computes(node):
-            raise _Refused(f"'{node.op}'{_line(node)} of a Python complex is CPython's "
-                           "algorithm")
+        if not numpy_computes(node) and python_lowering(node.op, node.attrs, types) is None:
+            raise _Refused(f"'{node.op}'{_line(node)} of a Python complex has no GPU lowering "
+                           "of CPython's algorithm")
+        check = raise_check(node)
+        if check is None:
+            raise _Refused(f"'{node.op}'{_line(node)} may raise (Python's semantics), with "
+                           "no check on the GPU")
         operands = [self.scalar(v, env, node) for v in node.inputs]
         name = local_name(out)
-        self.src.line(f"const {c_type(out.type)} {name} = "
-                      f"{c_expression(node.op, node.attrs, operands, types, out.type, node.loc)};")
+        expression = c_expression(node.op, node.attrs, operands, types, out.type, node.loc,
+                                  python=True)
+        after = "{r}" in check or check == "astjit_error[0]"
+        if check and not after:
+            self.fail_if(check.format(*operands))
+        self.src.line(f"const {c_type(out.type)} {name} = {expression};")
+        if after:
+            self.fail_if(check.format(*operands, r=name))
         const = node.attrs.get("value") if node.op == "const" and out.type == I64 else None
         env[out] = ("const", name, const) if const is not None else ("value", name)
+
+    def fail_if(self, condition: str) -> None:
+        """Where `condition` holds, Python raises: record it and leave the iteration."""
+        self.plan.checked = True
+        self.src.line(f"if ({condition}) {{ astjit_error[0] = 1; continue; }}")
 
     def access(self, node: Node, env: dict) -> None:
         array, *rest = node.inputs
@@ -205,6 +243,7 @@ class _Body:
             terms.append(f"({c} < 0 ? {c} + a{k}_n{j} : {c}) * a{k}_s{j}")
         element = f"a{k}[{' + '.join(terms)}]"
         if node.op == "array_get":
+            self.plan.rereads |= k in self.plan.written
             (out,) = node.outputs
             if out.type != array.type.dtype:
                 raise _Refused(f"the element read{_line(node)} is typed {out.type}")
@@ -217,6 +256,7 @@ class _Body:
         if len(self.plan.patterns[k]) > 1:
             raise _Refused(f"{array.name or 'an array'} is written{_line(node)} and accessed "
                            "at other indices too")
+        self.writes.append(len(self.src.lines))
         self.src.line(f"{element} = {self.scalar(rest[0], env, node)};")
 
     def index(self, entry: tuple, node: Node):
@@ -254,7 +294,8 @@ class _Body:
 
 def parameters(plan: ElementLoop) -> list[str]:
     """Per used invariant (in order): an array's pointer `a<k>`, its lengths `a<k>_n<j>` and
-    element strides `a<k>_s<j>`, or a scalar `s<k>`; then `start` and `stop`."""
+    element strides `a<k>_s<j>`, or a scalar `s<k>`; then `start` and `stop`, and for a
+    checked loop the error flag and `dry` (module docstring)."""
     params = []
     for k, t in sorted(plan.used.items()):
         if isinstance(t, ArrayType):
@@ -263,7 +304,8 @@ def parameters(plan: ElementLoop) -> list[str]:
             params += [f"long long a{k}_s{j}" for j in range(t.ndim)]
         else:
             params.append(f"{c_type(t)} s{k}")
-    return params + ["long long start", "long long stop"]
+    checks = ["int* astjit_error", "long long dry"] if plan.checked else []
+    return params + ["long long start", "long long stop", *checks]
 
 
 def emit_element_loop(src: Source, plan: ElementLoop, name: str) -> list[str]:

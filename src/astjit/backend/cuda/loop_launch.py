@@ -10,7 +10,9 @@ the checks the CPU would make during the loop, made for the whole range at once.
   interleaved views, which then run on the host.
 
 If either fails, the interpreter's own step runs the loop on the host, one element at a
-time: it raises the CPU's IndexError at the same iteration after the same writes.
+time: it raises the CPU's IndexError at the same iteration after the same writes. So
+does a checked loop (one whose ops raise with Python's semantics) whose dry launch found
+an iteration that raises: the host raises the CPU's exception after the CPU's writes.
 """
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ from .space import kernel_scalar
 
 
 class ElementLoopLaunch:
-    """A parallel element loop's step: the checks, then one launch; else `host`, the
-    interpreter's own step (the loop one element at a time)."""
+    """A parallel element loop's step: the checks, then one launch (a checked loop's dry
+    launch before it); else `host`, the interpreter's own step (the loop one element at a
+    time)."""
 
     def __init__(self, device, node: Node, name: str, inputs: list[int], outputs: list[int],
                  host: Step):
@@ -48,7 +51,14 @@ class ElementLoopLaunch:
             else:
                 args.append(kernel_scalar(a, t))
         grid = max(1, min(-(-(stop - start) // THREADS), self.device.max_blocks))
-        self.device.launch(self.name, grid, THREADS, args + [start, stop])
+        args += [start, stop]
+        if self.plan.checked:
+            error = self.device.xp.zeros(1, dtype="int32")
+            self.device.launch(self.name, grid, THREADS, args + [error, 1])  # dry: no writes
+            if int(error[0]):
+                return self.host(frame)
+            args += [error, 0]
+        self.device.launch(self.name, grid, THREADS, args)
         frame[self.outputs[0]] = stop
 
     def in_bounds(self, values: list, start: int, stop: int) -> bool:

@@ -126,12 +126,18 @@ ERROR_MESSAGES = {1: ("ValueError", "Integers to negative integer powers are not
 
 
 
+CHECKS = r"""// astjit: where Python's semantics raise (scalar_functions.raise_check's conditions)
+template <typename T> __device__ __forceinline__ bool astjit_is_nan(T x) { return x != x; }
+template <typename T> __device__ __forceinline__ bool astjit_is_finite(T x) { return x - x == x - x; }
+"""
+
+
 def prelude_for(kernels: str) -> str:
-    """The device functions to put before `kernels` (C source): PRELUDE, and the complex
-    numbers' where a kernel computes with them."""
-    if not any(name in kernels for name in COMPLEX_TYPES):
-        return PRELUDE
-    return PRELUDE + _complexes()
+    """The device functions to put before `kernels` (C source): PRELUDE, the complex
+    numbers' where a kernel computes with them, CHECKS where it tests Python's errors."""
+    complexes = _complexes() if any(name in kernels for name in COMPLEX_TYPES) else ""
+    checks = CHECKS if "astjit_is_nan(" in kernels or "astjit_is_finite(" in kernels else ""
+    return PRELUDE + complexes + checks
 
 
 @functools.cache

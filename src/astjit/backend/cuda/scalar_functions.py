@@ -3,7 +3,7 @@
 A kernel region (scalars.py) is straight-line; a vectorized function has structured
 control flow (`if`, `while`) and calls, so it becomes C functions with mutable locals for
 a loop's carried values. Ops compute with their `CExpr` templates (NumPy's semantics;
-their `cuda_python` ones where Python's differ: a Python complex's abs and `/`);
+their `cuda_python` ones where Python's differ: a Python complex's abs, `/` and `**`);
 where Python's would raise instead (a division by zero, `math.sqrt(-1.0)`, `int(nan)`),
 a check before or after the op sets `astjit_error[0]` and returns at once, so that the
 host can run the call again on the CPU, which raises Python's exception. A raising op
@@ -18,16 +18,13 @@ from ...ir.types import ScalarType
 from .csource import Source, c_type
 from .scalars import c_expression, local_name, numpy_computes, python_lowering
 
-CHECKS_PRELUDE = r"""// astjit vectorize: where Python's semantics raise
-template <typename T> __device__ __forceinline__ bool astjit_is_nan(T x) { return x != x; }
-template <typename T> __device__ __forceinline__ bool astjit_is_finite(T x) { return x - x == x - x; }
-"""
-
 _ZERO_DIVISOR = "({1} == 0)"
 _PYTHON_COMPLEX_CHECKS = {"truediv": "astjit_cis_zero({1})",
-                          "abs": "(!astjit_is_finite({r}) && astjit_cisfinite({0}))"}
-"""Where a Python complex's `/` (ZeroDivisionError) and abs (OverflowError) raise
-(complexes.h's astjit_py_cdiv, astjit_py_cabs)."""
+                          "abs": "(!astjit_is_finite({r}) && astjit_cisfinite({0}))",
+                          "pow": "astjit_error[0]"}
+"""Where a Python complex's `/` (ZeroDivisionError) and abs (OverflowError) raise, and `**`
+records its own ZeroDivisionError and OverflowError (complexes.h's astjit_py_cdiv,
+astjit_py_cabs, astjit_py_cpow)."""
 _CAST_TO_INT = "!({0} >= -9.2233720368547758e18 && {0} < 9.2233720368547758e18)"
 NEVER_RAISE_ON_FLOATS = frozenset({"fabs", "copysign", "atan2", "hypot"})
 
@@ -149,12 +146,8 @@ class FunctionEmitter:
             return
         types = [v.type for v in node.inputs]
         if not numpy_computes(node) and python_lowering(node.op, node.attrs, types) is None:
-            pow_ = node.op == "pow"
-            shown, instead = ("'**'", "write np.power(a, b) for NumPy's, or ") if pow_ \
-                else (f"'{node.op}'", "")
-            raise CompileError(f"{shown} of a Python complex (CPython's algorithm) is not "
-                               f"supported in a GPU-vectorized function yet; {instead}use "
-                               "target='cpu'", node.loc)
+            raise CompileError(f"'{node.op}' of a Python complex (CPython's algorithm) has no "
+                               "GPU lowering; use target='cpu'", node.loc)
         check = raise_check(node)
         if check is None:
             raise CompileError(f"'{node.op}' raises in Python; not supported in a "

@@ -13,7 +13,7 @@ from typing import Any
 from .csource import Source, c_type
 from .devices import DEVICES
 from .prelude import prelude_for
-from .scalar_functions import CHECKS_PRELUDE, emit_functions
+from .scalar_functions import emit_functions
 
 KERNEL = "astjit_vectorized"
 THREADS = 256
@@ -53,7 +53,7 @@ def build_program(vectorized, types: tuple) -> VectorizedProgram:
     src.close()
     kinds = [f"const {c_type(t)}*" for t in types] + [f"{c_type(result)}*", "int*", "long long"]
     code = src.text()
-    return VectorizedProgram(prelude_for(code) + CHECKS_PRELUDE + code, {KERNEL: kinds},
+    return VectorizedProgram(prelude_for(code) + code, {KERNEL: kinds},
                              NUMPY_NAMES[result.name])
 
 

@@ -374,7 +374,8 @@ _def("pow", 2, arith_rule, _pow, {"f": Routine("pow_float"), "i": Routine("pow_i
      numpy=("power",), vjp=v.pow_vjp, operands=_pow_operands,
      cuda={"f": CExpr("astjit_pow_float({0}, {1}, {attrs[sqrt_at_half]})"),
            "i": CExpr("astjit_pow_int({0}, {1}, astjit_error)"),
-           "c": CExpr("astjit_cpow({0}, {1}, {attrs[sqrt_at_half]})")})
+           "c": CExpr("astjit_cpow({0}, {1}, {attrs[sqrt_at_half]})")},
+     cuda_python={"c": CExpr("astjit_py_cpow({0}, {1}, astjit_error)")})
 
 
 def _shift_on_arrays(types):
