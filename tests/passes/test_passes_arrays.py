@@ -1,6 +1,7 @@
 """Whole-graph optimizations on array code: CSE of array expressions (only where no one can
 tell), algebraic simplification, dead kernel code; each checked against NumPy and in the dump."""
 import numpy as np
+import pytest
 
 from astjit import jit
 
@@ -48,3 +49,68 @@ def test_arrays_someone_can_tell_apart_stay_apart():
     a[0] = 99.0
     assert b[0] == 0.0
     assert jit(one_written)(x) == 6.0
+
+
+def squares_around_other_writes(x):
+    h = np.tanh(x)
+    acc = np.zeros(2)
+    acc[0] = np.sum(h * h)  # writes into acc, which shares no memory with h
+    acc[1] = np.sum(h * h)
+    return acc
+
+
+def squares_around_a_write_into_them(x):
+    h = x * 1.5
+    before = np.sum(h * h)
+    v = h[1:]
+    v[0] = 10.0  # a write into a view of h
+    return before, np.sum(h * h)
+
+
+def squares_around_a_write_into_an_argument(x, y):
+    before = np.sum(x * x)
+    y[0] = 10.0  # y may be x
+    return before, np.sum(x * x)
+
+
+def test_merging_across_writes_into_other_arrays_only():
+    x = np.arange(3.0)
+    np.testing.assert_allclose(jit(squares_around_other_writes)(x), squares_around_other_writes(x))
+    assert jit(squares_around_other_writes).ir(x, stage="optimized").count(" mul ") == 1
+    assert jit(squares_around_a_write_into_them)(x) == squares_around_a_write_into_them(x)
+    x1, x2 = np.arange(3.0), np.arange(3.0)
+    assert jit(squares_around_a_write_into_an_argument)(x1, x1) == \
+        squares_around_a_write_into_an_argument(x2, x2)
+
+
+def unused_float_work(x, y):
+    unused = np.sin(x) * 2.0 - x  # noqa: F841 - x with itself broadcasts
+    return np.sum(y)
+
+
+def unused_sum_of_two(x, y):
+    unused = x + y  # noqa: F841 - may not broadcast: its ValueError stays
+    return np.sum(x)
+
+
+def test_unused_array_work_goes_unless_it_may_raise():
+    x, y = np.arange(3.0), np.arange(4.0)
+    assert jit(unused_float_work)(x, y) == 6.0
+    assert "sin" not in jit(unused_float_work).ir(x, y, stage="optimized")
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        jit(unused_sum_of_two)(x, y)
+    assert jit(unused_sum_of_two)(x, x) == 3.0
+
+
+def tanh_and_derivative(x, m):
+    h = np.tanh(x)
+    return h, (1.0 - h * h) * m
+
+
+def test_a_group_not_exact_splits_by_the_arrays_its_members_read():
+    x, m = np.linspace(-1.0, 1.0, 4), np.arange(12.0).reshape(3, 4)
+    got, want = jit(tanh_and_derivative)(x, m), tanh_and_derivative(x, m)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+    text = jit(tanh_and_derivative).ir(x, m, stage="optimized")
+    assert text.count("= fused") == 2  # tanh, h * h and 1 - h * h in one loop over x

@@ -66,6 +66,17 @@ def broadcast(shapes: list[Shape], ndim: int) -> Shape | None:
     return tuple(dims)
 
 
+def broadcasts(shapes: list[Shape], ndim: int) -> bool:
+    """Whether NumPy's broadcast of `shapes` to `ndim` axes provably succeeds: on each axis
+    one of them has the union of the others' dims. That value exists, so its atoms' lengths
+    other than 1 agree (the module docstring), and every subset of them has that length or 1."""
+    for axis in range(ndim):
+        aligned = [s[axis - (ndim - len(s))] for s in shapes if axis >= ndim - len(s)]
+        if aligned and frozenset().union(*aligned) not in aligned:
+            return False
+    return True
+
+
 def reduced(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
     """`shape` reduced over `axes`: those made ONE with `keepdims`, else dropped."""
     if keepdims:

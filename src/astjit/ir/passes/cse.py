@@ -14,7 +14,10 @@ reaches it or a view of it, and it does not leave the graph (returned,
 yielded, carried, passed to a call). `_private_arrays` finds those: every use
 of the array and of its views is a read (`READERS`). And a node that may write
 into an array (`_may_write`) ends the life of every earlier entry that reads
-an array: `np.sum(y)` before `y[0] = 5.0` is not `np.sum(y)` after it.
+an array it may write: `np.sum(y)` before `y[0] = 5.0` is not `np.sum(y)` after it.
+A leaf op writes only into its array operands, and a new array that only leaf ops
+touch (`_apart`: read, viewed or written, never returned, captured or passed on) is
+memory no other array shares; the writes of a structural op are not looked into.
 """
 from __future__ import annotations
 
@@ -38,17 +41,27 @@ VIEWS = frozenset(name for name, op in OPS.items() if "view" in op.traits)
 """Ops whose array result may share memory with their first input."""
 READERS = frozenset(name for name, op in OPS.items() if op.traits & {"reads", "view"})
 """Ops that only read their array inputs (besides the elementwise ones)."""
+WRITERS = frozenset(name for name, op in OPS.items() if "writes" in op.traits)
+"""Ops that may write into their array inputs (an array they return is one of those)."""
 
 
 def _cse_graph(graph: Graph) -> None:
     seen: dict[Hashable, Node] = {}
-    private = _private_arrays(graph)
+    roots = _roots(graph)
+    private = _private_arrays(graph, roots)
+    apart = _apart(graph, roots)
+
+    def may_alias(a: Value, b: Value) -> bool:
+        a, b = roots.get(a, a), roots.get(b, b)
+        return a is b or (a not in apart and b not in apart)
 
     def visit(node: Node) -> Replacement | None:
         for region in node.regions:
             _cse_graph(region)
         if _may_write(node):  # what read arrays before may read other values after
-            for key in [k for k, n in seen.items() if _reads_array(n)]:
+            written = _arrays(node)
+            for key in [k for k, n in seen.items() if node.op in STRUCTURAL_OPS and _arrays(n)
+                        or any(may_alias(r, w) for r in _arrays(n) for w in written)]:
                 del seen[key]
         if node.op not in OPS or "pure" not in OPS[node.op].traits:
             return None
@@ -63,20 +76,54 @@ def _cse_graph(graph: Graph) -> None:
 def _may_write(node: Node) -> bool:
     """Whether `node` may write into an array: a write, or a structural op (a call, a loop,
     a branch, a kernel reusing a buffer), whose insides are not looked at here."""
-    return node.op in STRUCTURAL_OPS or (node.op in OPS and "writes" in OPS[node.op].traits)
+    return node.op in STRUCTURAL_OPS or node.op in WRITERS
 
 
-def _reads_array(node: Node) -> bool:
-    return any(isinstance(v.type, ArrayType) for v in node.inputs)
+def _arrays(node: Node) -> list[Value]:
+    """The array operands of `node`."""
+    return [v for v in node.inputs if isinstance(v.type, ArrayType)]
 
 
-def _private_arrays(graph: Graph) -> set[Value]:
-    """The array values of `graph`'s nodes that are only ever read, directly or through views."""
+def _roots(graph: Graph) -> dict[Value, Value]:
+    """For each value a node of `graph` makes, the value whose memory it is: itself, or
+    for a view (or the array a write returns) the root of its first operand."""
     root: dict[Value, Value] = {}
     for node in graph.nodes:
+        shares = node.inputs and (node.op in VIEWS or node.op in WRITERS)
         for v in node.outputs:
-            root[v] = root.get(node.inputs[0], node.inputs[0]) \
-                if node.op in VIEWS and node.inputs else v
+            root[v] = root.get(node.inputs[0], node.inputs[0]) if shares else v
+    return root
+
+
+def _apart(graph: Graph, root: dict[Value, Value]) -> set[Value]:
+    """The new arrays (of allocating and elementwise ops) no other array value of `graph`
+    may share memory with but their views and the arrays writes into them return: those
+    are used only by leaf ops that make no other alias of them (`_keeps_apart`), and
+    never leave the graph."""
+    made = {v for node in graph.nodes if node.op in OPS and node.op != "callback"  # fn's own
+            and OPS[node.op].traits & {"allocates", "elementwise"}
+            for v in node.outputs if isinstance(v.type, ArrayType)}
+    escaped = {root.get(v, v) for v in graph.outputs}
+    for node in graph.nodes:
+        if not _keeps_apart(node):
+            escaped.update(root.get(v, v) for v in _arrays(node))
+    return made - escaped
+
+
+def _keeps_apart(node: Node) -> bool:
+    """Whether every array `node` makes is a new one, a view of its first operand or what a
+    write into it returns (`_roots` follows those): `sum_to_like` may return its operand."""
+    if node.op not in OPS:
+        return False
+    traits = OPS[node.op].traits
+    if node.op in VIEWS or node.op in WRITERS or "elementwise" in traits:
+        return True
+    return "reads" in traits and ("allocates" in traits or not any(
+        isinstance(v.type, ArrayType) for v in node.outputs))
+
+
+def _private_arrays(graph: Graph, root: dict[Value, Value]) -> set[Value]:
+    """The array values of `graph`'s nodes that are only ever read, directly or through views."""
     shared = {root.get(v, v) for v in graph.outputs}
     for node in graph.nodes:
         reads = node.op in READERS or (node.op in OPS and "elementwise" in OPS[node.op].traits)

@@ -14,7 +14,9 @@ Walking each graph backwards from its outputs:
 - a `fused` node's kernel loses the scalar work no kernel output reads, a
   `rowwise` node's region what no region output needs;
 - except that a node marked `recomputed` by reverse mode (`ad.recomputation`) goes when its
-  results are unused, whatever its effects: the backward loop runs the same work again.
+  results are unused, whatever its effects: the backward loop runs the same work again;
+  and so does a new array of floats whose only effect is a broadcasting check that the
+  graph's symbolic shapes prove passes (`effects.only_computes`).
 
 Regions are cleaned after their node's outputs are pruned, so everything that
 only fed a removed output goes too.
@@ -22,7 +24,8 @@ only fed a removed output goes too.
 from __future__ import annotations
 
 from ..core import Graph, Module, Node, Value
-from .effects import has_effects
+from ..symbolic_shapes import symbolic_shapes
+from .effects import has_effects, only_computes
 
 
 def eliminate_dead_code(module: Module) -> Module:
@@ -35,6 +38,20 @@ def eliminate_dead_code(module: Module) -> Module:
 def _dce_graph(graph: Graph) -> None:
     live: set[Value] = set(graph.outputs)
     kept: list[Node] = []
+    shapes: dict[Value, tuple] = {}
+
+    def shapes_of_graph() -> dict[Value, tuple]:
+        """The symbolic shapes of `graph` as it was (the dead nodes shape nothing that
+        stays), found once a node needs them."""
+        if not shapes:
+            shapes.update(symbolic_shapes(graph))
+        return shapes
+
+    def stays(node: Node) -> bool:
+        if any(out in live for out in node.outputs):
+            return True
+        return _must_run(node) and not only_computes(node, shapes_of_graph)
+
     for node in reversed(graph.nodes):
         if node.op == "if":
             _dce_if(node, live)
@@ -42,7 +59,7 @@ def _dce_graph(graph: Graph) -> None:
             _dce_while(node, live)
         elif node.op in ("fused", "rowwise"):  # all region outputs are results: clean inside
             _dce_graph(node.regions[0])
-        if _must_run(node) or any(out in live for out in node.outputs):
+        if stays(node):
             kept.append(node)
             live.update(node.inputs)
     graph.nodes = kept[::-1]

@@ -21,7 +21,9 @@ Elementwise ops on whole arrays (an array-typed add, exp, where) have effects:
 each makes a new array the program may write into (two of them must not be
 merged into one) and raises ValueError when the shapes do not broadcast. A
 `fused` node, made from them, and a `rowwise` node, made of those, have effects
-as every structural op but `if` has.
+as every structural op but `if` has. Where its operands provably broadcast and its
+element type raises nothing, it only computes (`only_computes`): an unused one may
+still be deleted, and one may be moved past nodes that write into no array.
 
 Where the primitive
 table's traits are coarser than the operand types, the types refine them:
@@ -29,9 +31,15 @@ table's traits are coarser than the operand types, the types refine them:
 """
 from __future__ import annotations
 
-from ..core import Node
+from collections.abc import Callable
+
+from ..core import Node, Value
+from ..kernels import kernel_of
 from ..ops import OPS
-from ..ops.elementwise import is_array_elementwise
+from ..ops.elementwise import array_plan, is_array_elementwise
+from ..ops.reductions import REDUCTIONS
+from ..shape_algebra import Shape, broadcasts
+from ..types import BOOL, ArrayType, ScalarType, Type
 
 TO_INT_CONVERSIONS = frozenset({"cast", "floor", "ceil", "trunc", "round"})
 """Ops that raise only when they turn a float (NaN, infinite, too large) into an int."""
@@ -60,3 +68,47 @@ def _float_to_int(node: Node) -> bool:
     """Whether a conversion may see a float and must produce an int (unknown types: yes)."""
     source, target = node.inputs[0].type, node.outputs[0].type
     return getattr(source, "is_float", True) and getattr(target, "is_int", True)
+
+
+def may_write(node: Node) -> bool:
+    """Whether `node` may write into an array: a write, a structural op, an op outside the
+    table, a callback (Python code), or any other op that neither reads, views nor
+    allocates (`tape_push` ...)."""
+    if node.op not in OPS or node.op == "callback":
+        return True
+    traits = OPS[node.op].traits
+    return "writes" in traits or not traits & {"pure", "reads", "view", "allocates"}
+
+
+def only_computes(node: Node, shapes: Callable[[], dict[Value, Shape]]) -> bool:
+    """Whether all `node` does is make a new array of floats (an elementwise op on
+    arrays, a `reduce`, a `fused` kernel): its operands provably broadcast (`shapes()`:
+    symbolic_shapes.py's of its graph) and it raises nothing else: NumPy's float, complex
+    and bool ufuncs raise nothing (an integer power can), nor do reductions with an
+    identity. Unused, it may go (reverse mode leaves such work behind: the adjoint of
+    `x - y` for `y`, when only `x` is differentiated)."""
+    if is_array_elementwise(node):
+        plan = array_plan(node.op, tuple(v.type for v in node.inputs))
+        ndim = node.outputs[0].type.ndim
+        types = [*plan.operands, plan.result]
+    elif node.op == "reduce" and node.inputs and isinstance(node.inputs[0].type, ArrayType):
+        ndim, types = node.inputs[0].type.ndim, [node.inputs[0].type.dtype]
+        if REDUCTIONS[node.attrs["kind"]].empty_raises:
+            return False
+    elif (spec := kernel_of(node)) is not None:
+        ndim = spec.ndim
+        types = [v.type for inner in node.regions[0].nodes for v in (*inner.inputs, *inner.outputs)]
+        types += [p.type for p in node.regions[0].params]
+        if spec.reduce is not None and REDUCTIONS[spec.reduce.kind].empty_raises:
+            return False
+    else:
+        return False
+    table = shapes()
+    arrays = [table.get(v) for v in node.inputs if isinstance(v.type, ArrayType)]
+    return (all(map(_raises_nothing_as_element, types)) and None not in arrays
+            and broadcasts(arrays, ndim))
+
+
+def _raises_nothing_as_element(t: Type) -> bool:
+    """An array element type whose NumPy ufuncs raise nothing (floats give inf and NaN)."""
+    return isinstance(t, ScalarType) and (t.is_float or t.is_complex or t == BOOL)

@@ -6,7 +6,9 @@ region. A *member* is a leaf node computing an elementwise op over whole arrays
 Walking a node list in order, members that feed each other (one's array result
 is another's operand) join one group. A group is *closed* (no later member may
 join it) as soon as a node outside it uses one of its results, or a node with
-effects runs (an element write, a call, a loop ...): so all of a group's members
+effects runs (an element write, a call, a loop ...), unless that node writes into
+no array and every member only computes (`effects.only_computes`: it cannot
+raise, so that it runs later is not seen): so all of a group's members
 sit between nodes it may be moved across, and the `fused` node, placed where
 the group's last member was, sees all its inputs defined and comes before every
 outside use of its results.
@@ -21,9 +23,12 @@ as a scalar `select`.
 All outputs of a `fused` node have the shape of the whole iteration space, so
 a member result that is an output must be computed from every array input of
 the group (otherwise its own shape could be smaller: `a = x * 2` used outside,
-then `a + m` with a 2-d `m`); a group where that fails is split into one-op
-`fused` nodes, which is always exact. After this pass no array-typed
-elementwise leaf op remains.
+then `a + m` with a 2-d `m`); a group where that fails is split into groups of
+the members computed from the same arrays (`_exact_parts`: `a` apart from `a + m`;
+one-op `fused` nodes at worst, which are always exact), and a part whose results
+one other part alone reads is joined to it where symbolic shapes prove that their
+results all have the shape of its space; all are placed where the group's last
+member was. After this pass no array-typed elementwise leaf op remains.
 
 Reductions (`reduce`, ops/reductions.py): a `reduce` whose operand is the
 result of an open group *joins* it (when the group is exact, as above): the
@@ -65,10 +70,10 @@ from ..kernels import Kernel, Reduction, kernel_of
 from ..ops.elementwise import BOOL_LOGIC, array_plan, is_array_elementwise
 from ..ops.reductions import accumulator as reduction_dtype
 from ..ops.reductions import normalize_axes
-from ..shape_algebra import ONE
+from ..shape_algebra import ONE, broadcast
 from ..symbolic_shapes import symbolic_shapes
 from ..types import BOOL, ArrayType
-from .effects import has_effects
+from .effects import has_effects, may_write, only_computes
 
 
 def fuse_elementwise(module: Module) -> Module:
@@ -91,6 +96,7 @@ def _fuse_graph(graph: Graph) -> None:
     group_of: dict[Value, _Group] = {}  # member result -> its group
     groups: list[_Group] = []
     uses = node_uses(graph)
+    shapes = symbolic_shapes(graph)
     for node in graph.nodes:
         if is_reduction(node):
             group = group_of.get(node.inputs[0])
@@ -120,25 +126,87 @@ def _fuse_graph(graph: Graph) -> None:
             if v in group_of:
                 group_of[v].closed = True
         if has_effects(node):
+            writes = may_write(node)
             for g in groups:
-                g.closed = True
+                g.closed = g.closed or writes or not all(
+                    only_computes(m, lambda: shapes) for m in g.members)
     groups = [g for g in groups if g.members]
     consts = {n.outputs[0]: n for n in graph.nodes if n.op == "const"}
-    ones = _known_ones(graph)
+    ones = _known_ones(shapes)
     _mark_reducing(graph, ones)
     if not groups:
         return
-    replacement: dict[Node, Node | None] = {}
+    replacement: dict[Node, list[Node]] = {}
     for group in groups:
         whole = group.members[-1].op == "reduce" or _exact(group.members, uses)
-        parts = [group.members] if whole else [[m] for m in group.members]
-        for members in parts:
-            fused = _build(members, uses, consts, ones)
-            for member in members:
-                replacement[member] = None
-            replacement[members[-1]] = fused
-    graph.nodes = [replacement.get(n, n) for n in graph.nodes if replacement.get(n, n) is not None]
+        for member in group.members:
+            replacement[member] = []
+        replacement[group.members[-1]] = [
+            _build(members, uses, consts, ones)
+            for members in ([group.members] if whole
+                            else _exact_parts(group.members, uses, shapes))]
+    graph.nodes = [new for n in graph.nodes for new in replacement.get(n, [n])]
     _mark_reuse(graph)
+
+
+def _exact_parts(members: list[Node], uses: dict[Value, set[int]],
+                 shapes: dict[Value, tuple]) -> list[list[Node]]:
+    """A group that is not exact split into groups that are, in an order each can run in
+    (`_split_by_reads`), then each part whose results only one other part reads joined
+    to it where the two make a group whose results all have the shape of its whole space
+    (`shapes`, symbolic: the group exact in effect)."""
+    order = {id(m): k for k, m in enumerate(members)}
+    parts = _split_by_reads(members, uses)
+    joined = True
+    while joined:
+        joined = False
+        for i, part in enumerate(parts):
+            results = set(_outputs(part, uses))
+            readers = [j for j, other in enumerate(parts)
+                       if j != i and any(v in results for m in other for v in m.inputs)]
+            if len(readers) != 1:
+                continue
+            merged = sorted(part + parts[readers[0]], key=lambda m: order[id(m)])
+            if _fills_its_space(merged, uses, shapes):
+                parts[readers[0]] = merged  # the reader comes later: its place serves both
+                del parts[i]
+                joined = True
+                break
+    return parts
+
+
+def _split_by_reads(members: list[Node], uses: dict[Value, set[int]]) -> list[list[Node]]:
+    """Exact groups of `members`: those computed from the same arrays of the group's
+    operands together (`a` and `a * a` of `x`, apart from `(a * a) * m` of `x` and `m`),
+    those from fewer first (a member reads only what is computed from fewer of them or
+    the same); a part that is still not exact split again (the arrays it reads of the
+    others count), until one op per group."""
+    produced = {m.outputs[0] for m in members}
+    reads: dict[Value, frozenset] = {}
+    parts: dict[frozenset, list[Node]] = {}
+    for m in members:
+        seen = frozenset().union(*(reads[v] if v in produced else {v} for v in m.inputs
+                                   if v in produced or isinstance(v.type, ArrayType)))
+        reads[m.outputs[0]] = seen
+        parts.setdefault(seen, []).append(m)
+    if len(parts) == 1:  # one set of arrays, and still not exact
+        return [[m] for m in members]
+    ordered = sorted(parts.items(), key=lambda item: len(item[0]))
+    return [piece for _, part in ordered
+            for piece in ([part] if _exact(part, uses) else _split_by_reads(part, uses))]
+
+
+def _fills_its_space(members: list[Node], uses: dict[Value, set[int]],
+                     shapes: dict[Value, tuple]) -> bool:
+    """Whether every result of `members` used elsewhere has, symbolically, the shape of
+    the broadcast of all the arrays they read (shape_algebra.py: then the same lengths)."""
+    produced = {m.outputs[0] for m in members}
+    inputs = [shapes.get(v) for m in members for v in m.inputs
+              if v not in produced and isinstance(v.type, ArrayType)]
+    outputs = _outputs(members, uses)
+    ndim = max(v.type.ndim for v in outputs)
+    space = None if None in inputs else broadcast(inputs, ndim)
+    return space is not None and all(shapes.get(v) == space for v in outputs)
 
 
 def _mark_reuse(graph: Graph) -> None:
@@ -192,14 +260,14 @@ def _mark_reducing(graph: Graph, ones: dict[Value, tuple[int, ...]]) -> None:
             node.attrs["reduces"] = True
 
 
-def _known_ones(graph: Graph) -> dict[Value, tuple[int, ...]]:
+def _known_ones(shapes: dict[Value, tuple]) -> dict[Value, tuple[int, ...]]:
     """The array values of `graph` known to have length 1 along some axes, and those axes:
     where their symbolic shape (ir/symbolic_shapes.py) is the constant 1, as a `keepdims`
     reduction's result, a reshape to a literal 1, and what they carry to (`stop_gradient`,
     `new_like`, a gradient's `sum_to_like` onto them, elementwise ops where every operand
     has it)."""
     ones = {}
-    for value, shape in symbolic_shapes(graph).items():
+    for value, shape in shapes.items():
         axes = tuple(k for k, dim in enumerate(shape) if dim == ONE)
         if axes:
             ones[value] = axes

@@ -11,6 +11,11 @@ each array value a Dim per axis; two axes of the same Dim have the same length
 on every call. Each region (`if`, `while`) is analysed on its own; the regions of
 `fused` and `rowwise` nodes are never rewritten.
 
+Two more facts the shapes prove, for the fusion pass after it: an `array_broadcast_to`
+of an array to its own shape, only read, is the array itself; and an `array_dim` of an
+elementwise op's result reads the same length from the operand that has its dim there,
+so that it does not keep the op out of a fused group with its successors.
+
 The pass (`resolve_sums_to_like`, before fusion: pipeline.FINAL) rewrites
 `sum_to_like(g, x)` when `x` is an array of `g`'s dtype (or a scalar of it)
 and, for `x`'s axes aligned with `g`'s trailing ones, each dim of `x` is `g`'s
@@ -29,6 +34,8 @@ or ONE (with `g`'s not ONE):
 from __future__ import annotations
 
 from ..core import Graph, Module, Node, Value
+from ..ops import OPS
+from ..ops.elementwise import is_array_elementwise
 from ..ops.reductions import result_type
 from ..shape_algebra import ONE, Shape
 from ..symbolic_shapes import ShapeTable
@@ -48,6 +55,8 @@ def resolve_sums_to_like(module: Module) -> Module:
 
 def _resolve_graph(graph: Graph) -> None:
     table = ShapeTable(graph.params)
+    made_by: dict[Value, Node] = {}
+    only_read = _only_read(graph)
 
     def visit(node: Node) -> Replacement | None:
         if node.op not in ("fused", "rowwise"):  # kernels hold no arrays; groups stay whole
@@ -57,10 +66,47 @@ def _resolve_graph(graph: Graph) -> None:
             replacement = _resolved(node, table)
             if replacement is not None:
                 return replacement
+        if node.op == "array_dim":
+            _ask_operand(node, table, made_by)
         table.record(node)
+        if node.op == "array_broadcast_to" and node.outputs[0] in only_read \
+                and node.outputs[0].type == node.inputs[0].type \
+                and table.shape(node.outputs[0]) == table.shape(node.inputs[0]):
+            return forward(node, [node.inputs[0]])
+        made_by.update((v, node) for v in node.outputs)
         return None
 
     rewrite_graph(graph, visit)
+
+
+def _only_read(graph: Graph) -> set[Value]:
+    """The values of `graph` only read by what uses them: elementwise ops, and ops that read
+    arrays to make new ones or numbers (not views, nor `sum_to_like`, which may return its
+    operand)."""
+    used_otherwise = set(graph.outputs)
+    for node in graph.nodes:
+        traits = OPS[node.op].traits if node.op in OPS else frozenset()
+        makes_new = "allocates" in traits or not any(
+            isinstance(v.type, ArrayType) for v in node.outputs)
+        if "elementwise" not in traits and not ("reads" in traits and makes_new):
+            used_otherwise.update(node.inputs)
+    return {v for node in graph.nodes for v in node.inputs} - used_otherwise
+
+
+def _ask_operand(node: Node, table: ShapeTable, made_by: dict[Value, Node]) -> None:
+    """Point `node`, an `array_dim` of an elementwise op's result, at the operand (of the
+    earliest such op) that has the same dim there: the fusion pass closes a group whose
+    result something outside reads, and a length is the same read from either."""
+    (v,), axis = node.inputs, node.attrs["axis"]
+    while (producer := made_by.get(v)) is not None and is_array_elementwise(producer):
+        for u in producer.inputs:
+            k = axis - (v.type.ndim - u.type.ndim) if isinstance(u.type, ArrayType) else -1
+            if k >= 0 and table.shape(u)[k] == table.shape(v)[axis]:
+                v, axis = u, k
+                break
+        else:
+            break
+    node.inputs, node.attrs["axis"] = [v], axis
 
 
 def summed_axes(node: Node, shapes: dict[Value, Shape]) -> list[int] | None:
