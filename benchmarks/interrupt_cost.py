@@ -4,10 +4,11 @@
     python benchmarks/interrupt_cost.py [--fifo] [--rounds 41]
 
 The unchecked version is compiled with the checks taken out for that compile only:
-`interrupts.at_back_edge` (the work counter and its check at a loop's back-edge) a no-op
-and `interrupts.LONG_TRIP` past any trip count (a flat counted loop never runs in
-chunks). Nothing else of the code differs. `pi_sum` runs at 10^6 iterations, as run.py
-has it (under LONG_TRIP: one unchecked version), and at 4 * 10^6 (in chunks).
+`interrupts.at_back_edge` (the work counter and its check at a loop's back-edge) a no-op,
+and a flat counted loop one unchecked loop, never in chunks (`interrupts.LONG_TRIP` past
+any trip count, and no `LongTrip.small`, whose version runs in chunks at any trip count).
+Nothing else of the code differs. `pi_sum` runs at 10^6 iterations, as run.py has it
+(its counter in [1, 2^31): one chunk of the `small` version), and at 4 * 10^6 (four).
 
 Rounds alternate the two versions (interleaved.py), medians; `--fifo` runs under the
 real-time SCHED_FIFO policy (Linux; root or CAP_SYS_NICE), so that on a loaded machine
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterator
 
@@ -30,13 +32,20 @@ from astjit.backend.llvm import interrupts
 @contextlib.contextmanager
 def unchecked() -> Iterator[None]:
     """Compiles meanwhile have no signal checks."""
-    saved = interrupts.at_back_edge, interrupts.LONG_TRIP
+    saved = interrupts.at_back_edge, interrupts.LONG_TRIP, interrupts.long_trip
+    long_trip = interrupts.long_trip
+
+    def one_version(*args):
+        trip = long_trip(*args)
+        return trip and dataclasses.replace(trip, small=None)
+
     interrupts.at_back_edge = lambda *args, **kwargs: None
     interrupts.LONG_TRIP = 1 << 62
+    interrupts.long_trip = one_version
     try:
         yield
     finally:
-        interrupts.at_back_edge, interrupts.LONG_TRIP = saved
+        interrupts.at_back_edge, interrupts.LONG_TRIP, interrupts.long_trip = saved
 
 
 def cases() -> list[tuple[str, object, tuple]]:

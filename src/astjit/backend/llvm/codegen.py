@@ -222,9 +222,10 @@ def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 
 def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     """A natural loop (`emit_loop`); an outermost counted one whose trip count may be long
-    in versions: as it is, without signal checks, where it is short, else in chunks with
-    the checks between them (`interrupts.long_trip`, `emit_chunked_loop`), the chunks'
-    body told its counter's range where it is small (`LongTrip.assume_small`)."""
+    in two versions: as it is, without signal checks, where it is short, else in chunks
+    with the checks between them (`interrupts.long_trip`, `emit_chunked_loop`); where its
+    counter may be small, in chunks whose body is told its counter's range where it is
+    (`LongTrip.assume_small`), short or not, else in chunks."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
@@ -245,15 +246,13 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     def chunked(bounded: bool):
         return lambda: emit_chunked_loop(em, node, invariants, initial, trip, bounded)
 
-    short = version("while.short", lambda: emit_loop(em, node, invariants, initial, checked=False))
     if trip.small is None:
+        short = version("while.short",
+                        lambda: emit_loop(em, node, invariants, initial, checked=False))
         em.builder.cbranch(trip.long, version("while.long", chunked(False)), short)
     else:
-        long = em.function.append_basic_block("while.long")
-        em.builder.cbranch(trip.long, long, short)
-        with em.builder.goto_block(long):
-            em.builder.cbranch(trip.small, version("while.long.small", chunked(True)),
-                               version("while.long.any", chunked(False)))
+        em.builder.cbranch(trip.small, version("while.small", chunked(True)),
+                           version("while.any", chunked(False)))
     em.builder.position_at_end(merge)
     return [em.merge(out.type, [(outs[i], block) for outs, block in incoming])
             for i, out in enumerate(node.outputs)]
@@ -349,11 +348,13 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
 
 def emit_call(em: FunctionEmitter, node: Node) -> ir.Value:
     """Call another graph; a nonzero status returns from this function too. A call
-    that may close a cycle first checks the stack (`runtime/stack.py`)."""
+    that may close a cycle first checks the stack (`runtime/stack.py`), unless a check
+    before it on every path did (`FunctionEmitter.stack_checked`)."""
     callee = em.functions[node.attrs["callee"]]
     guarded = node.attrs["callee"] in em.guarded
-    if guarded:
+    if guarded and not em.stack_checked:
         em.fail_if(node, stack.too_deep(em.builder), "RecursionError", msg.RECURSION)
+        em.stack_checked = True
     slot = em.alloca(lltype(node.outputs[0].type))
     # A guarded call stays a call: made a loop, an endless recursion would not raise.
     status = em.builder.call(callee, em.values_of(node.inputs) + [slot],

@@ -136,6 +136,10 @@ class FunctionEmitter:
         """The status phi of the failure exit, once some site needs it (`failure_exit`)."""
         self.guarded: set[str] = set()
         """The callees that reach back to this graph: their calls check the stack first."""
+        self.stack_checked = False
+        """Whether the stack was checked on every path to the node being emitted (by a call
+        of `guarded` earlier in its region or an enclosing one): a check there answers the
+        same (the invocation's frame and the limit stay), so its calls skip theirs."""
         self.numpy_semantics = False
         """Set while a `fused` kernel is emitted: leaf ops follow NumPy (`OpDef.llvm_numpy`),
         without the table's error checks."""
@@ -171,15 +175,17 @@ class FunctionEmitter:
 
     def emit_graph(self, graph: Graph, args: list[ir.Value]) -> list[ir.Value]:
         """Emit a graph's nodes with its parameters bound to `args`; return its outputs.
-        What the region learns of its indices stays in it: its code dominates none after."""
+        What the region learns of its indices and of the stack stays in it: its code
+        dominates none after."""
         self.values.update(zip(graph.params, args))
         enclosing, self.indices = self.indices, dict(self.indices)
+        checked = self.stack_checked
         for node in graph.nodes:
             if self.deferred is not None and not self._may_wait(node):
                 self.settle_deferred()
             self.values.update(zip(node.outputs, self.emit_node(self, node)))
         self.settle_deferred()
-        self.indices = enclosing
+        self.indices, self.stack_checked = enclosing, checked
         return [self.value(v) for v in graph.outputs]
 
     # ---- a conversion checked by the index check --------------------------------------

@@ -33,8 +33,11 @@ it starts, is at most `LONG_TRIP`, it runs without checks; beyond, it runs in ch
 chunk's end, and the handlers run between two chunks; where an i64 counter counts up
 from 1 or more to at most `SMALL_COUNT`, the chunks' body is told so (`LongTrip.
 assume_small`: LLVM cannot bound a chunk's counter, and keeps the checks that bound
-excludes, which stop it vectorizing). (Where the count cannot be bounded,
-as for a float counter, the loop checks its counter of work as every other loop does.) Where the count is
+excludes, which stop it vectorizing), and that version runs at every trip count, a short
+one as one chunk: two versions of the loop, not three (no unchecked short one), which
+LLVM optimizes and compiles in about a third less time (docs/benchmarks.md). (Where
+the count cannot be bounded, as for a float counter, the loop checks its counter of work
+as every other loop does.) Where the count is
 over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
 """
 from __future__ import annotations
@@ -172,8 +175,7 @@ class LongTrip:
         SMALL_COUNT], as it is there. Of a chunk's counter, whose start is the previous
         chunk's end, LLVM proves nothing, so it keeps the checks that range excludes
         (`1 / (k * k)`'s ZeroDivisionError, as `k * k` wraps to 0 at 2^32), and a loop
-        with such a check does not vectorize; the short version's counter, from a known
-        start for a known number of iterations, it bounds itself."""
+        with such a check does not vectorize."""
         assume = builder.module.globals.get("llvm.assume") or ir.Function(
             builder.module, ir.FunctionType(ir.VoidType(), [ir.IntType(1)]), "llvm.assume")
         for test, value in ((">=", 1), ("<=", SMALL_COUNT)):
@@ -194,8 +196,8 @@ def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
               initial: list[ir.Value]) -> LongTrip | None:
     """For an outermost flat counted loop whose trip count can be bounded when it starts:
     its `LongTrip`; the loop is then emitted twice, unchecked where it runs at most
-    `LONG_TRIP` iterations, else in chunks of that many (codegen.emit_while). None for
-    every other loop."""
+    `LONG_TRIP` iterations, else in chunks of that many, or, where its counter is `small`,
+    in chunks told so, else in chunks (codegen.emit_while). None for every other loop."""
     if em.numpy_semantics or em.loop_depth or weight(node) != 1 or any(
             n.op in ("while", "call") for region in node.regions for n in region.walk()):
         return None

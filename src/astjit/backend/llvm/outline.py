@@ -126,9 +126,10 @@ def run_chunks(em: FunctionEmitter, n: ir.Value, split: Split,
 @contextlib.contextmanager
 def _emitting_into(em: FunctionEmitter, function: ir.Function) -> Iterator[None]:
     """Point `em` at `function` meanwhile: its builder, its failure exit (returning the
-    status, owning nothing), its own work counter, one loop deeper (no signal checks)."""
+    status, owning nothing), its own work counter and stack checks, one loop deeper (no
+    signal checks)."""
     saved = (em.function, em.builder, em._failure, em.work_counter, em.loop_depth,
-             em.resources, em.indices)
+             em.resources, em.indices, em.stack_checked)
     em.function, em.builder = function, ir.IRBuilder(function.append_basic_block("entry"))
     # Not straight into the loop: LLVM's loop extractor leaves a function that is only a
     # loop where it is, and the engine then compiles the whole module at O3 (jit/split.py).
@@ -136,12 +137,12 @@ def _emitting_into(em: FunctionEmitter, function: ir.Function) -> Iterator[None]
     em.builder.position_at_end(function.blocks[-1])
     em._failure, em.work_counter, em.resources = None, None, ()  # the failure exit is per function
     em.loop_depth += 1
-    em.indices = dict(em.indices)
+    em.indices, em.stack_checked = dict(em.indices), False  # another frame, another thread
     try:
         yield
     finally:
         (em.function, em.builder, em._failure, em.work_counter, em.loop_depth,
-         em.resources, em.indices) = saved
+         em.resources, em.indices, em.stack_checked) = saved
 
 
 def _capture(function: ir.Function, context: ir.Value) -> list[ir.Value]:

@@ -7,11 +7,14 @@ Every pass is a function Module -> Module that keeps the invariants of
 `optimize` runs the rounds while they still change the module, at most
 `MAX_ROUNDS` times; "changed" compares a structural fingerprint of the module
 (ops, operand wiring, attrs and types), so it needs no cooperation from the passes.
+A module without arrays whose rounds settled ends there: the steps after them rewrite
+arrays, then clean up after that (`has_arrays`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..analysis import contains_array
 from ..core import Graph, Module, Value
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -62,15 +65,26 @@ def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
     `fuse=False` skips the FINAL steps (autodiff differentiates the unfused graph).
     """
     module = _run(lambda m: inline_calls(m, keep_custom_rules=keep_custom_rules), module, verify)
+    settled, before = False, fingerprint(module)
     for _ in range(MAX_ROUNDS):
-        before = fingerprint(module)
         for _name, run_pass in ROUND:
             module = _run(run_pass, module, verify)
-        if fingerprint(module) == before:
+        after = fingerprint(module)
+        settled, before = after == before, after
+        if settled:
             break
+    if settled and not has_arrays(module):
+        fuse = False  # nothing for FINAL to do (see the module's docstring)
     for _name, run_pass in FINAL if fuse else []:
         module = _run(run_pass, module, verify)
     return module
+
+
+def has_arrays(module: Module) -> bool:
+    """Whether a parameter of `module`'s graphs or a node's result (in any region) is or
+    holds an array: the values a region takes are those."""
+    return any(contains_array(value.type) for graph in module.graphs.values()
+               for value in (*graph.params, *(v for node in graph.walk() for v in node.outputs)))
 
 
 def _run(run_pass: Pass, module: Module, verify: Callable[[Module], None] | None) -> Module:

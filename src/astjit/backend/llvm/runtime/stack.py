@@ -5,8 +5,9 @@ pairs `cycle_callees` finds) first compares the stack address with the
 module's limit, `astjit.stack.limit`; below it, the call fails with
 RecursionError at its source line, and the status unwinds like any error's
 (tapes freed, owned arrays released). That is one load, one compare and one
-unlikely branch per such call; calls off every cycle, and modules without
-one, have no check.
+unlikely branch per such call, but for a call that a check earlier in its region (or one
+enclosing it) precedes on every path, which would answer the same (codegen.emit_call);
+calls off every cycle, and modules without one, have no check.
 
 The wrapper of a module with a guarded call sets the limit around its call of
 the entry graph (`enter` / `leave`, which restore the previous limit): the
