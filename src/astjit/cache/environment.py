@@ -31,11 +31,11 @@ import functools
 import marshal
 import os
 import sys
-from pathlib import Path
+import zlib
 
 from .dependencies import sha512
 
-FORMAT = 3
+FORMAT = 4
 """The version of the entries' layout (store.py, entries.py): part of every key."""
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
@@ -63,8 +63,8 @@ def package_state(root: str) -> str:
     from one, else each source file's path, size and modification time (see the module's
     docstring)."""
     record = installed_record(root)
-    if record is not None:
-        return "record:" + sha512(record).hexdigest()[:16]
+    if record is not None:  # checksums, not SHA-512: a third of the instructions of a load
+        return f"record:{len(record)}:{zlib.crc32(record):08x}{zlib.adler32(record):08x}"
     return "files:" + sha512(marshal.dumps(source_stats(root))).hexdigest()[:16]
 
 
@@ -99,18 +99,28 @@ def source_stats(root: str) -> list[tuple[str, int, int]]:
     return stats
 
 
-def _package_folder(name: str) -> Path | None:
+def _package_folder(name: str) -> str | None:
     """The folder of the package `name` that importing it would load (imported: its own):
     the first entry of `sys.path` holding `name/__init__.py`. (A stat per entry: cheaper
     than `PathFinder.find_spec`, which a warm load paid for llvmlite and NumPy both.)"""
     module = sys.modules.get(name)
     if module is not None and getattr(module, "__file__", None):
-        return Path(os.path.dirname(module.__file__))
+        return os.path.dirname(module.__file__)
     for entry in sys.path:
         folder = os.path.join(entry or os.getcwd(), name)
         if os.path.isfile(os.path.join(folder, "__init__.py")):
-            return Path(folder)
+            return folder
     return None
+
+
+def _read(path: str) -> str:
+    """The text of the file at `path` ("" where it cannot be read): as bytes, then decoded
+    (a text-mode file asks the locale for its encoding, several times the read)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def llvmlite_state() -> str:
@@ -118,14 +128,11 @@ def llvmlite_state() -> str:
     folder = _package_folder("llvmlite")
     if folder is None:
         return "absent"
-    try:
-        text = (folder / "_version.py").read_text()
-    except OSError:
-        text = ""
+    text = _read(os.path.join(folder, "_version.py"))
     found = [_assigned(text, "version_version"), _assigned(text, "version_full")]
     version = ":".join(found) if all(found) else _imported_version("llvmlite")
     try:
-        with os.scandir(folder / "binding") as found:  # not glob: its pattern costs more
+        with os.scandir(os.path.join(folder, "binding")) as found:  # not glob: costs more
             libraries = sorted((entry.name, entry.stat()) for entry in found
                                if "llvmlite" in entry.name and not entry.name.endswith(".py"))
     except OSError:
@@ -139,21 +146,23 @@ def numpy_version() -> str:
     if numpy is not None:
         return numpy.__version__
     folder = _package_folder("numpy")
-    try:
-        text = (folder / "version.py").read_text() if folder is not None else ""
-    except OSError:
-        text = ""
+    text = _read(os.path.join(folder, "version.py")) if folder is not None else ""
     return _assigned(text, "version") or _imported_version("numpy")
 
 
 def _assigned(text: str, name: str) -> str | None:
-    """The string literal assigned to `name` at the start of a line of `text`, or None."""
-    for line in text.splitlines():
-        left, equals, right = line.partition("=")
+    """The string literal assigned to `name` at the start of a line of `text`, or None. (Only
+    the lines holding `name` are split: a loop over every line costs more than the read.)"""
+    at = text.find(name)
+    while at >= 0:
+        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        end = len(text) if end < 0 else end
+        left, equals, right = text[start:end].partition("=")
         value = right.strip()
         if equals and left.strip() == name and len(value) >= 2 and value[0] == value[-1] \
                 and value[0] in "'\"":
             return value[1:-1]
+        at = text.find(name, end)
     return None
 
 
@@ -168,20 +177,33 @@ def machine() -> str:
 
 def cpu() -> str:
     """The host CPU (see the module's docstring)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
-            fields = {}
-            for line in file:
-                if not line.strip():
-                    break
-                name, _, value = line.partition(":")
-                if name.strip() in CPU_FIELDS:
-                    fields[name.strip()] = " ".join(value.split())
-    except OSError:
-        fields = {}
+    fields = {}
+    for line in _first_processor().splitlines():
+        if not line.strip():
+            break
+        name, _, value = line.partition(":")
+        if name.strip() in CPU_FIELDS:
+            fields[name.strip()] = " ".join(value.split())
     if "flags" in fields and "model name" in fields:
         text = ";".join(f"{name}={fields.get(name, '')}" for name in CPU_FIELDS)
         return "cpuinfo:" + sha512(text.encode()).hexdigest()[:32]
     import llvmlite.binding as llvm
 
     return f"llvm:{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}"
+
+
+def _first_processor() -> str:
+    """The start of /proc/cpuinfo, to the end of its first processor's block ("" where it
+    cannot be read): read as bytes, a block at a time (as text, line by line, it cost more
+    than the rest of the CPU's key)."""
+    data = b""
+    try:
+        with open("/proc/cpuinfo", "rb") as file:
+            while b"\n\n" not in data:
+                block = file.read(4096)
+                if not block:
+                    break
+                data += block
+    except OSError:
+        return ""
+    return data.partition(b"\n\n")[0].decode("utf-8", "replace")

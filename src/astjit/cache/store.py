@@ -7,28 +7,34 @@ function's module and file, so entries of different programs never meet).
 One file per entry, `<module>.<qualname>-<hash of the key>.astjit`:
 
     b"ASTJITC\\n"  format (4 bytes, little-endian)  length of the payload (8 bytes)
-    SHA-512 of the payload (64 bytes)  payload
+    CRC-32 and Adler-32 of the payload (4 bytes each)  payload
 
 `read` returns the payload only when every part checks: a file of another format, a
 truncated one, or one with a flipped bit anywhere is ignored, as if absent (and the
-entry is compiled and written again). `write` writes a temporary file in the same
-folder and renames it over the entry (`os.replace`, atomic on POSIX and Windows):
-readers see the old file or the new one, never a mix, however many processes write
-the same entry at once (the last rename wins; all wrote equivalent code). A cache
-that cannot be written (a read-only folder) is skipped silently: the code runs, it
-is just compiled again next time.
+entry is compiled and written again). The checksums are for damage, not tampering (the
+folder holds machine code: it is trusted as the user's own files are): CRC-32 finds
+every change within 32 consecutive bits (a flipped bit, a changed byte), the length a
+truncation, and other damage passes CRC-32 and Adler-32 both only by a chance of the
+order of 2^-64; in C, they cost a load a fraction of a SHA-512 of the payload.
+
+`write` writes a temporary file in the same folder and renames it over the entry
+(`os.replace`, atomic on POSIX and Windows): readers see the old file or the new one,
+never a mix, however many processes write the same entry at once (the last rename wins;
+all wrote equivalent code). A cache that cannot be written (a read-only folder) is
+skipped silently: the code runs, it is just compiled again next time.
 """
 from __future__ import annotations
 
 import os
 import struct
+import zlib
 from pathlib import Path
 
 from .dependencies import sha512
 from .environment import FORMAT
 
 MAGIC = b"ASTJITC\n"
-HEADER = struct.Struct("<8sIQ64s")
+HEADER = struct.Struct("<8sIQII")
 
 
 def directory() -> Path:
@@ -56,17 +62,17 @@ def read(path: Path) -> bytes | None:
         return None
     if len(data) < HEADER.size:
         return None
-    magic, version, length, checksum = HEADER.unpack_from(data)
+    magic, version, length, crc, adler = HEADER.unpack_from(data)
     payload = data[HEADER.size:]
     if magic != MAGIC or version != FORMAT or length != len(payload) \
-            or sha512(payload).digest() != checksum:
+            or zlib.crc32(payload) != crc or zlib.adler32(payload) != adler:
         return None
     return payload
 
 
 def write(path: Path, payload: bytes) -> bool:
     """Write the entry atomically (see the module's docstring); whether it was written."""
-    header = HEADER.pack(MAGIC, FORMAT, len(payload), sha512(payload).digest())
+    header = HEADER.pack(MAGIC, FORMAT, len(payload), zlib.crc32(payload), zlib.adler32(payload))
     import tempfile  # a writer's only (a loading process never imports it)
 
     try:

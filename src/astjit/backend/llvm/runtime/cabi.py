@@ -11,6 +11,7 @@ own kinds (`_SimpleCData` with the same type codes), so they mix with ctypes' fr
 """
 from __future__ import annotations
 
+import struct
 import sys
 from _ctypes import (
     FUNCFLAG_CDECL,
@@ -53,14 +54,19 @@ else:
     class c_ulong(_SimpleCData):
         _type_ = "L"
 
-    class c_uint64(_SimpleCData):
-        _type_ = "Q"
-
-    class c_size_t(_SimpleCData):
-        _type_ = "Q" if sys.platform == "win32" else "L"  # LLP64 or LP64/ILP32
-
     class c_long(_SimpleCData):
         _type_ = "l"
+
+    # Where an unsigned long has 64 bits (LP64: Linux, macOS) it is uint64_t and size_t, one
+    # type, as ctypes makes them (each type made is a noticeable part of a warm load).
+    if struct.calcsize("L") == 8:
+        c_uint64 = c_size_t = c_ulong
+    else:
+        class c_uint64(_SimpleCData):
+            _type_ = "Q"
+
+        class c_size_t(_SimpleCData):
+            _type_ = "Q" if sys.platform == "win32" else "L"  # LLP64 or ILP32
 
     class py_object(_SimpleCData):
         _type_ = "O"
