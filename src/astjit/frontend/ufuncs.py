@@ -75,6 +75,8 @@ def _clip_bounds(what: str, names: tuple[str, str], method: bool = False):
                 if bounds[position] is not None:
                     raise CallError(f"{what}() got multiple values for argument '{name}'")
                 bounds[position] = given[name]
+        if bounds == [None, None]:
+            raise CallError(f"{what}() needs a bound", "give min or max (or both)")
         bounds = [emit("const", [], {"value": None}) if b is None else b for b in bounds]
         return emit("numpy_clip", [args[0], *bounds], {"numpy": True, "method": method})
     return handle
