@@ -332,7 +332,9 @@ LEAK_CASES = [
 def test_no_leaks(fn, make, argnums):
     args = make()
     g = grad(fn, argnums=argnums)
-    assert_no_leaks(lambda: g(*args), args)
+    # the arrays' counts: a small int's (a loop count) is shared with the whole interpreter,
+    # and moves with the garbage collector's work on unrelated objects
+    assert_no_leaks(lambda: g(*args), [a for a in args if isinstance(a, np.ndarray)])
 
 
 def fails_after_a_loop(x, k):
