@@ -159,7 +159,8 @@ def mutate(source: str, kind: str, rng: random.Random) -> str | None:
         if not numbers:
             return None
         m = rng.choice(numbers)
-        lines[k] = line[: m.start()] + rng.choice(["0", "1", "-1", "0.0", "2.5", "1e308", "True"]) + line[m.end():]
+        constant = rng.choice(["0", "1", "-1", "0.0", "2.5", "1e308", "True"])
+        lines[k] = line[: m.start()] + constant + line[m.end():]
     elif kind == "duplicate":
         lines.insert(k, line)
     elif kind == "insert":
@@ -209,7 +210,8 @@ class Runaway(Exception):
 
 def guard(frame, event, arg):
     guard.steps += 1
-    if guard.steps > 20000 or any(type(v) is int and not -2 ** 63 <= v < 2 ** 63 for v in frame.f_locals.values()):
+    if guard.steps > 20000 or any(type(v) is int and not -2 ** 63 <= v < 2 ** 63
+                                  for v in frame.f_locals.values()):
         raise Runaway()
     return guard
 
@@ -234,7 +236,8 @@ def judge_mutants(module_name: str, cases: list[tuple[str, str]]) -> dict[str, s
             ref = outcome(lambda: fn(*ref_args))
         finally:
             sys.settrace(None)
-        if isinstance(ref[1], Runaway) or ref[0] == "ok" and isinstance(ref[1], int) and not -2 ** 63 <= ref[1] < 2 ** 63:
+        if isinstance(ref[1], Runaway) or ref[0] == "ok" and isinstance(ref[1], int) \
+                and not -2 ** 63 <= ref[1] < 2 ** 63:
             verdicts[name] = "skipped"
             continue
         got = outcome(lambda: astjit.jit(fn)(*got_args))

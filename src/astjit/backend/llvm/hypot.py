@@ -8,8 +8,8 @@ Veltkamp-Dekker splitting, two accumulators rather than three, subnormal operand
 rescaled rather than divided by the largest), and they decide the last bit: the
 lowering follows the running interpreter's version. It is almost always correctly
 rounded, where glibc's `hypot` is not: `math.hypot(4.2, 4.2)` is 5.939696961966999 and
-C's `hypot` 5.939696961967 (found by the fuzzer, seed 20261205, program 7555). `np.hypot` is C's `hypot`, NumPy's own, and
-keeps that lowering (the op's `llvm_numpy`).
+C's `hypot` 5.939696961967 (found by the fuzzer, seed 20261205, program 7555).
+`np.hypot` is C's `hypot`, NumPy's own, and keeps that lowering (the op's `llvm_numpy`).
 
 The order of the floating-point operations below is CPython's; LLVM keeps it, as the
 emitted code carries no fast-math flags.

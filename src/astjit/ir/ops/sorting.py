@@ -113,7 +113,8 @@ def _along_batch(b, node, ins, batched):
 
 
 _def("sort", 1, sort_rule, py_sort, {"*": Routine("sort")},
-     ("pure", "reads", "allocates", "raises", "complex_rule"), vjp=_sort_vjp, jvp=_sort_jvp, shape=like(0), batch=_along_batch,
+     ("pure", "reads", "allocates", "raises", "complex_rule"), vjp=_sort_vjp, jvp=_sort_jvp,
+     shape=like(0), batch=_along_batch,
      doc="np.sort(x, axis, kind): attrs axis (non-negative int), kind ('quicksort', "
          "'heapsort', 'stable')")
 _def("argsort", 1, argsort_rule, py_argsort, {"*": Routine("argsort")},
