@@ -261,11 +261,11 @@ def _mark_reducing(graph: Graph, ones: dict[Value, tuple[int, ...]]) -> None:
 
 
 def _known_ones(shapes: dict[Value, tuple]) -> dict[Value, tuple[int, ...]]:
-    """The array values of `graph` known to have length 1 along some axes, and those axes:
-    where their symbolic shape (ir/symbolic_shapes.py) is the constant 1, as a `keepdims`
-    reduction's result, a reshape to a literal 1, and what they carry to (`stop_gradient`,
-    `new_like`, a gradient's `sum_to_like` onto them, elementwise ops where every operand
-    has it)."""
+    """The array values known to have length 1 along some axes, and those axes: where
+    their symbolic shape (`shapes`, a graph's `symbolic_shapes`) is the constant 1, as a
+    `keepdims` reduction's result, a reshape to a literal 1, and what they carry to
+    (`stop_gradient`, `new_like`, a gradient's `sum_to_like` onto them, elementwise ops
+    where every operand has it)."""
     ones = {}
     for value, shape in shapes.items():
         axes = tuple(k for k, dim in enumerate(shape) if dim == ONE)
