@@ -144,8 +144,10 @@ def test_conjugate_of_a_real_number_is_itself():  # Python's, since complex numb
 
 
 def array_methods(z, w, x, m, v):
+    ordered = np.sort(x)
     return (z.conjugate(), w.conj(), w.conjugate(), w.round(), x.round(), x.conj(),
-            m.dot(v), m.trace(), m.transpose(), v.dot(v), m.T.dot(m))
+            m.dot(v), m.trace(), m.transpose(), v.dot(v), m.T.dot(m),
+            ordered.searchsorted(0.5), ordered.searchsorted(x))
 
 
 def rounded_to(x):

@@ -39,6 +39,7 @@ ARRAY_METHODS = {
     ("dot", 1): ("linalg_function", {"function": "dot"}),
     ("trace", 0): ("linalg_function", {"function": "trace", "offset": 0, "axis1": 0,
                                        "axis2": 1, "dtype": None}),
+    ("searchsorted", 1): ("sorting_function", {"function": "searchsorted", "side": "left"}),
 }
 """(name, number of arguments) -> (op, attrs): an array's methods that are the NumPy
 function of the array (`x.dot(y)` is `np.dot(x, y)`, `x.T` and `x.transpose()` one op),
