@@ -13,6 +13,7 @@ first compile, not with this module: `import astjit` stays cheap
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import threading
 import types
@@ -130,11 +131,44 @@ def interpret_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     return result if rebuild is None else rebuild(result)
 
 
-COMPILING = threading.RLock()
-"""Held while anything compiles: llvmlite parses every module in LLVM's one global
-context, which is not thread-safe (two threads compiling at once crashed the process),
-and the runtime's shared functions must load before their callers. Calls of compiled
-code never take it."""
+class _Compiling:
+    """A reentrant lock held while anything compiles: llvmlite parses every module in
+    LLVM's one global context, which is not thread-safe (two threads compiling at once
+    crashed the process), and the runtime's shared functions must load before their
+    callers. Calls of compiled code never take it.
+
+    The outermost holder also freezes the garbage collector's generations (`gc.freeze`)
+    until it lets go: a compile allocates many short-lived objects, and a full
+    collection it set off traversed every object of the process (the compiler's
+    modules, NumPy's, llvmlite's), about 30 ms of an MLP step's first call, where the
+    objects made since the freeze are all that need looking at (docs/measurements.md).
+    Nothing is collected that would not be: frozen objects are only left out of the
+    collections (their references into new objects count as outside references), and
+    go back to the oldest generation when the compile ends. A process that froze
+    objects itself (`gc.get_freeze_count()`, a server before it forks) keeps them frozen:
+    the compile then freezes nothing."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.froze = False
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.depth += 1
+        if self.depth == 1 and gc.get_freeze_count() == 0:
+            gc.freeze()
+            self.froze = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.froze:
+            self.froze = False
+            gc.unfreeze()
+        self.lock.release()
+
+
+COMPILING = _Compiling()
 
 
 @dataclass
