@@ -15,8 +15,8 @@ import pytest
 
 import astjit
 from astjit import cache, jit
-from astjit.cache import environment, store
-from astjit.cache.dependencies import Uncacheable, digest
+from astjit.cache import key, store
+from astjit.cache.key import Uncacheable, digest
 
 MODULE = '''
 import os
@@ -180,14 +180,14 @@ def test_a_warm_scalar_call_links_without_llvm(project):
 
 
 def test_the_loader_imports_no_ctypes():
-    """The loader makes its C calls with `_ctypes` alone (runtime/cabi.py): importing the
+    """The loader makes its C calls with `_ctypes` alone (astjit/cabi.py): importing the
     ctypes package would cost a warm load of a scalar kernel a quarter of its instructions
     where nothing else imports it (NumPy does)."""
     code = ("import sys\n"
             "from astjit.cache import native, entries\n"
-            "from astjit.backend.llvm.runtime import builtin, process\n"
-            "process.thread_state(), process.thread_stack_limit_address()\n"
-            "assert process.thread_stack_limit() > 0\n"
+            "from astjit import cabi\n"
+            "cabi.thread_state(), cabi.thread_stack_limit_address()\n"
+            "assert cabi.thread_stack_limit() > 0\n"
             "print('ctypes' in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
@@ -295,30 +295,30 @@ def test_astjit_is_keyed_by_its_files_or_by_its_wheels_record(tmp_path):
     (package / "ir").mkdir(parents=True)
     (package / "__init__.py").write_text("x = 1\n")
     (package / "ir" / "core.py").write_text("y = 2\n")
-    checkout = environment.package_state(str(package))
+    checkout = key.package_state(str(package))
     assert checkout.startswith("files:")
     folder_time = os.stat(package / "ir").st_mtime_ns
     with open(package / "ir" / "core.py", "r+") as file:  # in place, as some editors write
         file.write("y = 3\n")
     os.utime(package / "ir" / "core.py", ns=(1, 10**18))
     assert os.stat(package / "ir").st_mtime_ns == folder_time
-    edited = environment.package_state(str(package))
+    edited = key.package_state(str(package))
     assert edited != checkout
     (package / "ir" / "new.py").write_text("")
-    assert environment.package_state(str(package)) not in (checkout, edited)
+    assert key.package_state(str(package)) not in (checkout, edited)
 
     site = tmp_path / "site"
     shutil.copytree(package, site / "astjit")
     info = site / f"astjit-{version}.dist-info"
     info.mkdir()
     (info / "RECORD").write_text("astjit/__init__.py,sha256=abc,6\nastjit/ir/core.py,sha256=d,6\n")
-    installed = environment.package_state(str(site / "astjit"))
+    installed = key.package_state(str(site / "astjit"))
     assert installed.startswith("record:")
     (info / "RECORD").write_text("astjit/__init__.py,sha256=abd,6\nastjit/ir/core.py,sha256=d,6\n")
-    assert environment.package_state(str(site / "astjit")) not in (installed, checkout)
+    assert key.package_state(str(site / "astjit")) not in (installed, checkout)
     # an editable install's dist-info lists a .pth file, not the package: the files count
     (info / "RECORD").write_text("__editable__.astjit.pth,sha256=abc,15\n")
-    assert environment.package_state(str(site / "astjit")).startswith("files:")
+    assert key.package_state(str(site / "astjit")).startswith("files:")
 
 
 def closure_reading(value):

@@ -5,8 +5,8 @@ called; on a hit its object code is linked into the process and called, with no
 parsing, type inference, optimization or LLVM compile; on a miss it is compiled as
 usual and its entry written. See docs/caching.md for what is keyed and what is not.
 
-- `dependencies`: the digest of a function's source, callees, globals and closures;
-- `environment`: astjit, LLVM, NumPy, Python and the CPU;
+- `key`: the digest of a function's source, callees, globals and closures, and of the
+  environment (astjit, LLVM, NumPy, Python and the CPU);
 - `store`: the folder, the files' layout (checksummed), atomic writes;
 - `entries`: what one entry holds and how it is linked back;
 - `symbols`: registering the symbols loaded code imports.
@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import entries, store
-from .dependencies import Uncacheable, digest, sha512
-from .environment import fingerprint
+from .key import Uncacheable, digest, fingerprint, sha512
 
 
 class Place:

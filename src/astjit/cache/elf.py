@@ -27,9 +27,11 @@ from __future__ import annotations
 import struct
 import sys
 import weakref
+from _ctypes import get_errno
 from collections.abc import Callable, Sequence
 
-from ..backend.llvm.runtime import cabi
+from .. import cabi
+from ..cabi import c_void_p
 
 HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 SECTION = struct.Struct("<IIQQQQIIQQ")
@@ -162,9 +164,10 @@ def _link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Ima
         linker = _Relocator(image, base, stub_start, got_start, globals_, resolve)
         for obj in parsed:
             linker.relocate(obj)
-        cabi.memmove(base, bytes(image), total)
-        if data_start and _libc().mprotect(base, data_start, PROT_READ | PROT_EXEC) != 0:
-            raise OSError(cabi.get_errno(), "mprotect failed")
+        cabi.memmove(c_void_p(base), bytes(image), c_void_p(total))
+        if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
+                                     PROT_READ | PROT_EXEC) != 0:
+            raise OSError(get_errno(), "mprotect failed")
     except BaseException:
         _unmap(base, total)
         raise
@@ -345,25 +348,15 @@ def _align(offset: int, align: int) -> int:
     return (offset + align - 1) // align * align
 
 
-class _Memory:
-    """The C library's `mmap`, `munmap` and `mprotect`, errno kept."""
-
-    def __init__(self) -> None:
-        pointer, size_t, c_int = cabi.c_void_p, cabi.c_size_t, cabi.c_int
-        self.mmap = cabi.process_function("mmap", pointer, pointer, size_t, c_int, c_int, c_int,
-                                          cabi.c_long, errno=True)
-        self.munmap = cabi.process_function("munmap", c_int, pointer, size_t, errno=True)
-        self.mprotect = cabi.process_function("mprotect", c_int, pointer, size_t, c_int,
-                                              errno=True)
+_LIBC: dict = {}
+"""The C library's `mmap`, `munmap` and `mprotect` (errno kept), made on first use."""
 
 
-_LIBC: _Memory | None = None
-
-
-def _libc() -> _Memory:
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = _Memory()
+def _libc() -> dict:
+    if not _LIBC:
+        _LIBC.update((name, cabi.process_function(name, c_void_p if name == "mmap" else None,
+                                                  errno=True))
+                     for name in ("mmap", "munmap", "mprotect"))
     return _LIBC
 
 
@@ -372,11 +365,12 @@ MAP_FAILED = (1 << 64) - 1
 
 
 def _map(size: int) -> int:
-    address = _libc().mmap(None, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+    address = _libc()["mmap"](None, c_void_p(size), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, c_void_p(0))
     if address is None or address == MAP_FAILED:
-        raise OSError(cabi.get_errno(), "mmap failed")
+        raise OSError(get_errno(), "mmap failed")
     return address
 
 
 def _unmap(base: int, size: int) -> None:
-    _libc().munmap(base, size)
+    _libc()["munmap"](c_void_p(base), c_void_p(size))

@@ -33,7 +33,6 @@ import struct
 from typing import Any
 
 from ..errors import Loc
-from .batch import Batch
 
 ROLES = ("fallback", "handler", "reporter", "general")
 
@@ -50,6 +49,18 @@ class Site(tuple):
     exc = property(lambda self: self[0])
     message = property(lambda self: self[1])
     loc = property(lambda self: self[2])
+
+
+class Batch:
+    """A runtime module's object code as an entry carries it, the functions it defines and
+    what it imports (runtime.py: the runtime's shared functions an entry calls)."""
+
+    __slots__ = ("imports", "names", "object")
+
+    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes) -> None:
+        self.names = names
+        self.imports = imports
+        self.object = obj
 
 
 class Saved:
@@ -88,13 +99,14 @@ def roles_of(pinned: list, entry_pins: Any) -> list[str] | None:
     return roles
 
 
-def encode(key: str, tag: str, compiled: Any, batches: list[Batch], roles: list[str]) -> bytes:
+def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, bytes]],
+           roles: list[str]) -> bytes:
     """The payload of a compiled entry (`entry.CompiledEntry`) whose pins had `roles`, with
-    the runtime `batches` it calls."""
+    the runtime `batches` it calls ((names, imports, object code): runtime.needed)."""
     module = compiled.compiled
-    address = compiled.call.__self__.method_def.ml_meth
+    address = compiled.call.__self__.method
     wrapper = next(name for name, found in module.addresses.items() if found == address)
-    blobs = [obj for _, obj in module.objects] + [batch.object for batch in batches]
+    blobs = [obj for _, obj in module.objects] + [obj for _, _, obj in batches]
     meta = {
         "key": key,
         "tag": tag,
@@ -109,7 +121,7 @@ def encode(key: str, tag: str, compiled: Any, batches: list[Batch], roles: list[
         "parts": [pipeline for pipeline, _ in module.objects],
         "names": list(module.addresses),
         "imports": list(module.imports),
-        "runtime": [[list(batch.names), list(batch.imports)] for batch in batches],
+        "runtime": [[list(names), list(imports)] for names, imports, _ in batches],
         "sizes": [len(blob) for blob in blobs],
     }
     text = marshal.dumps(meta)
@@ -144,8 +156,7 @@ def link(saved: Saved, fallback: Any, handler: Any, general: Any) -> Any | None:
     its pins bound to the loading dispatcher's `fallback`, error `handler` (wrapped in an
     `ErrorReporter` where the saved one was) and `general` entry; None when it cannot link
     in this process. Linked by the ELF linker (native.py) where it can, else by LLVM."""
-    from ..backend.llvm.runtime.builtin import EntryPins, ErrorReporter, make_builtin
-    from ..backend.llvm.runtime.objects import PIN_PREFIX
+    from ..cabi import PIN_PREFIX, EntryPins, ErrorReporter, make_builtin
     from . import native
 
     meta = saved.meta

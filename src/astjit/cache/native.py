@@ -7,9 +7,9 @@ the ELF linker (elf.py), resolving what the code imports in this order:
 - runtime functions: those this loader linked (`_runtime`), then, when llvmlite is
   loaded, LLVM's symbol table (functions this process compiled, and everything a
   compile registered);
-- the process's own state (runtime/process.py: the main thread, the released-GIL key,
+- the process's own state (astjit/cabi.py: the main thread, the released-GIL key,
   the stack limit function);
-- objects by portable name (`astjit.obj.<name>`, runtime/objects.py `resolve`);
+- objects by portable name (`astjit.obj.<name>`, astjit/cabi.py `resolve`);
 - NumPy's C API table and SciPy's BLAS capsules (runtime/capsules.py), libmvec's vector
   math;
 - any other name by the dynamic linker (dlsym over the process: the C API, the C and
@@ -32,11 +32,14 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..backend.llvm.runtime import cabi, objects, process
+from .. import cabi
 from ..errors import CompileError
 from . import elf
-from .batch import Batch
+
+if TYPE_CHECKING:
+    from .entries import Batch
 
 _lock = threading.RLock()
 _runtime: dict[str, int] = {}
@@ -169,12 +172,12 @@ def _resolver(pins: dict[str, object]) -> Callable[[str], int | None]:
 def _process_symbol(name: str) -> int | None:
     """The address of `name` in this process by the process's state, an object's portable
     name or the dynamic linker; None where none knows it."""
-    if name.startswith(objects.OBJECT_PREFIX):
+    if name.startswith(cabi.OBJECT_PREFIX):
         return _object(name)
-    if name == process.THREAD_LIMIT:
-        return process.thread_stack_limit_address()
-    if name in (process.MAIN_THREAD, process.RELEASED_KEY):
-        return process.thread_state()[name]
+    if name == cabi.THREAD_LIMIT:
+        return cabi.thread_stack_limit_address()
+    if name in (cabi.MAIN_THREAD, cabi.RELEASED_KEY):
+        return cabi.thread_state()[name]
     if name.startswith("astjit.PyArray_"):
         return _numpy(name.removeprefix("astjit."))
     for prefix in ("astjit.blas.", "astjit.lapack."):
@@ -217,12 +220,12 @@ def _numpy(name: str) -> int | None:
 def _object(name: str) -> int | None:
     obj = _objects.get(name)
     if obj is None:
-        portable = name.removeprefix(objects.OBJECT_PREFIX)
+        portable = name.removeprefix(cabi.OBJECT_PREFIX)
         try:
-            obj = objects.resolve(portable)
+            obj = cabi.resolve(portable)
         except (ImportError, AttributeError, TypeError):
             return None
-        if objects.portable_name(obj) != portable:  # found, but under another name there
+        if cabi.portable_name(obj) != portable:  # found, but under another name there
             return None
         _objects[name] = obj
     return id(obj)

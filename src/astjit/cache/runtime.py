@@ -12,16 +12,19 @@ compiling the batch's LLVM IR again, which would be most of a load.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from .batch import Batch
+if TYPE_CHECKING:
+    from .entries import Batch
 
 _ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
 
 
-def needed(imports: tuple[str, ...]) -> list[Batch] | None:
+def needed(imports: tuple[str, ...]) -> list[tuple[tuple, tuple, bytes]] | None:
     """The runtime batches defining the runtime functions among `imports` and those they
-    call, earliest first; None when one is not found (not a batch of this process)."""
+    call, earliest first, as (names, imports, object code); None when one is not found (not
+    a batch of this process)."""
     from ..backend.llvm import shared
 
     runtime = shared.RUNTIME
@@ -36,7 +39,7 @@ def needed(imports: tuple[str, ...]) -> list[Batch] | None:
             wanted = (wanted - set(module.addresses)) | (set(module.imports) & compiled)
     if wanted or any(len(module.parts) != 1 or _embeds_addresses(module) for module in chosen):
         return None
-    return [Batch(tuple(m.addresses), tuple(m.imports), m.parts[0].object)
+    return [(tuple(m.addresses), tuple(m.imports), m.parts[0].object)
             for m in reversed(chosen)]
 
 

@@ -30,8 +30,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from .dependencies import sha512
-from .environment import FORMAT
+from .key import FORMAT, sha512
 
 MAGIC = b"ASTJITC\n"
 HEADER = struct.Struct("<8sIQII")

@@ -47,12 +47,12 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from ...cabi import MAIN_THREAD
 from ...ir.core import Node
 from ...ir.types import ArrayType
 from .emitter import FunctionEmitter
 from .lltypes import I32_T, I64_T, STATUS, constant, lltype
 from .runtime import gil
-from .runtime.process import MAIN_THREAD
 from .runtime.pyapi import declare
 from .shared import shared_function
 

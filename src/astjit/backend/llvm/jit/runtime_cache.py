@@ -12,7 +12,7 @@ optimizing it and generating its machine code again.
 Key: the SHA-256 of the batch's LLVM IR as the process printed it, the pipeline that
 compiles it (its settings spelled out) and the environment: the disk cache's
 fingerprint (astjit's version and sources, llvmlite, NumPy, Python, the CPU;
-`cache/environment.py`) and LLVM's own name for the host CPU and its features. The
+`cache/key.py`) and LLVM's own name for the host CPU and its features. The
 object code is a function of these alone, so an entry is found only for the very
 module it was made from: an edit of an emitter gives other IR, so another key. A
 batch whose IR embeds something of this process alone (an object's address, a disk
@@ -42,7 +42,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from ....cache import store
-from ....cache.environment import fingerprint
+from ....cache.key import fingerprint
 
 SWITCH = "ASTJIT_RUNTIME_CACHE"
 FOLDER = "runtime"

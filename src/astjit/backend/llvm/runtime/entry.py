@@ -4,7 +4,7 @@ The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
 the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
 LLVM module), `engine().compile_ir` (LLVM's pipelines and machine code, in two
 parts: array code's loops apart from the rest (`is_array_module`), scalar code's
-wrapper apart from the kernel), then `builtin.make_builtin`: a builtin
+wrapper apart from the kernel), then `cabi.make_builtin`: a builtin
 whose `__self__` (`EntryPins`) keeps the fallback, the error handler (an
 `ErrorReporter` where some error site reports numbers), the general-tier
 callable and the compiled code alive exactly as long as the builtin.
@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .builtin import EntryPins, ErrorReporter, make_builtin
+from ....cabi import EntryPins, ErrorReporter, make_builtin
 
 if TYPE_CHECKING:  # the code generator and LLVM are imported by `build_entry`: a process
-    # loading cached code (astjit/cache) makes builtins with builtin.py and needs neither
+    # loading cached code (astjit/cache) makes builtins with astjit/cabi.py and needs neither
     from ....ir.core import Module
     from ..codegen import ErrorSite, LoweredModule
     from ..jit.engine import CompiledModule

@@ -5,7 +5,7 @@ GIL costs about as much as the whole call of a short function (docs/measurements
 call releases it where it is known to run long: at a loop's first signal check (after
 `interrupts.CHECK_INTERVAL` units of work) or before a counted loop of more than
 `interrupts.RELEASE_TRIP` iterations. The module's `astjit.release()` saves the thread
-state (`PyEval_SaveThread`) into the thread's slot of `process.RELEASED_KEY`; the wrapper,
+state (`PyEval_SaveThread`) into the thread's slot of `cabi.RELEASED_KEY`; the wrapper,
 once the entry graph returns, takes the GIL back with it if it is there (`restore`): one
 `pthread_getspecific` a call.
 
@@ -32,10 +32,10 @@ import functools
 
 from llvmlite import ir
 
+from ....cabi import RELEASED_KEY
 from ..jit.engine import LIBC_FUNCTIONS, libm_functions
 from ..shared import RUNTIME, shared_function
 from . import stack
-from .process import RELEASED_KEY
 from .pyapi import KEY, PYOBJ, THREAD_FUNCTIONS, VOID, declare
 
 RELEASE, CHECK = "astjit.release", "astjit.signals"

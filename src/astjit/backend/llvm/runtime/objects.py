@@ -16,78 +16,26 @@ to each by a symbol instead, which LLVM resolves when it links the code:
   first used; whoever loads the code binds each name to its own object. Outside
   `pinning`, such an object stays an address: that code is never saved.
 
-`resolve` and `portable_name` need no LLVM (llvmlite is imported where a symbol is
-registered with it): the disk cache's loader finds objects by name without it
-(astjit/cache/native.py).
+The names themselves (`portable_name`, `resolve`) are astjit/cabi.py's, which needs no
+LLVM: the disk cache's loader finds objects by name without it (astjit/cache/native.py).
 
 `declared(text)` adds the declarations of the symbols a printed module uses
 (`external global i8`: only their addresses are used), which the engine parses.
 """
 from __future__ import annotations
 
-import builtins
-import importlib
 import re
-import sys
 import threading
 from contextlib import contextmanager
 
-OBJECT_PREFIX = "astjit.obj."
-PIN_PREFIX = "astjit.pin."
-SINGLETONS = {"None": None, "True": True, "False": False, "Ellipsis": Ellipsis,
-              "NotImplemented": NotImplemented}
+from ....cabi import OBJECT_PREFIX, PIN_PREFIX, portable_name, resolve
 
 _named: dict[int, tuple[str, object]] = {}
 """id -> (symbol, the object, kept alive so that its id is never another's)."""
 _lock = threading.Lock()
 _local = threading.local()
 _REFERENCE = r'@"(astjit\.(?:obj|pin)\.[^"]*)"'
-"""A symbol's reference in printed IR (a pattern, compiled by `re` on first use: the disk
-cache's loader imports this module and never prints IR)."""
-
-
-def portable_name(obj: object) -> str | None:
-    """A name another process finds `obj` by (`resolve`), or None."""
-    for name, value in SINGLETONS.items():
-        if obj is value:
-            return f"builtins:{name}"
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        if obj is numpy.True_ or obj is numpy.False_:
-            return f"numpy:{'True_' if obj else 'False_'}"
-        if isinstance(obj, numpy.dtype):
-            return f"dtype:{obj.str}" if _dtype(obj.str) is obj else None
-    if isinstance(obj, type):
-        name = f"{obj.__module__}:{obj.__qualname__}"
-        try:
-            return name if _attribute(name) is obj else None
-        except (ImportError, AttributeError):
-            return None
-    return None
-
-
-def resolve(name: str) -> object:
-    """The object of a `portable_name` in this process (ImportError, AttributeError,
-    TypeError where it has none)."""
-    if name.startswith("builtins:") and name[9:] in SINGLETONS:
-        return SINGLETONS[name[9:]]
-    if name.startswith("dtype:"):
-        return _dtype(name[6:])
-    return _attribute(name)
-
-
-def _dtype(text: str) -> object:
-    import numpy
-
-    return numpy.dtype(text)
-
-
-def _attribute(name: str) -> object:
-    module, _, qualname = name.partition(":")
-    obj = importlib.import_module(module) if module != "builtins" else builtins
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+"""A symbol's reference in printed IR."""
 
 
 def symbol(obj: object) -> str | None:

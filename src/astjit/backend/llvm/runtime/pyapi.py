@@ -17,8 +17,9 @@ import functools
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from .... import cabi
 from ..lltypes import DOUBLE, I8, I32_T, I64_T
-from . import objects, process
+from . import objects
 
 PTR_BYTES = ctypes.sizeof(ctypes.c_void_p)
 PYOBJ = I8.as_pointer()
@@ -75,21 +76,21 @@ FUNCTIONS: dict[str, ir.FunctionType] = {
 THREAD_FUNCTIONS = ("pthread_self", "pthread_getspecific", "pthread_setspecific",
                     "clock_gettime")
 """What a call running without the GIL asks the C library (runtime/gil.py, interrupts.py)."""
-KEY = ir.IntType(8 * ctypes.sizeof(process.KEY_TYPE))
-"""`pthread_key_t`, the type of `RELEASED_KEY` (process.py)."""
+KEY = ir.IntType(8 * cabi.KEY_BYTES)
+"""`pthread_key_t`, the type of `RELEASED_KEY` (astjit/cabi.py)."""
 
 
 @functools.cache
 def register_functions() -> None:
     """Give LLVM the address of every C API function in `FUNCTIONS`, of `THREAD_FUNCTIONS`,
-    `MAIN_THREAD` and `RELEASED_KEY` (once per process: process.py)."""
+    `MAIN_THREAD` and `RELEASED_KEY` (once per process: astjit/cabi.py)."""
     for name in FUNCTIONS:
         address = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
         llvm.add_symbol(name, address)
     libc = ctypes.CDLL(None)
     for name in THREAD_FUNCTIONS:
         llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
-    for name, address in process.thread_state().items():
+    for name, address in cabi.thread_state().items():
         llvm.add_symbol(name, address)
 
 

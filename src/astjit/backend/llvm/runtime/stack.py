@@ -11,9 +11,9 @@ calls off every cycle, and modules without one, have no check.
 
 The wrapper of a module with a guarded call sets the limit around its call of
 the entry graph (`enter` / `leave`, which restore the previous limit): the
-lowest address of the calling thread's stack plus `process.HEADROOM` (for one more
+lowest address of the calling thread's stack plus `cabi.HEADROOM` (for one more
 frame and what compiled code calls unchecked: NumPy, BLAS, libm). The bounds
-come from the thread library, once per thread (`process.thread_stack_limit`, cached
+come from the thread library, once per thread (`cabi.thread_stack_limit`, cached
 per thread in Python and, for the last thread that called, in the module).
 Compiled code holds the GIL throughout, so no other thread enters the module
 between one's `enter` and `leave`: one limit per module serves every thread. Where the
@@ -26,9 +26,9 @@ import ctypes
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ....cabi import THREAD_LIMIT, thread_stack_limit_address
 from ....ir.core import Module
 from ..lltypes import I8, I64_T
-from .process import THREAD_LIMIT, thread_stack_limit_address
 
 LIMIT = "astjit.stack.limit"
 CACHED_THREAD, CACHED_LIMIT = "astjit.stack.thread", "astjit.stack.thread_limit"

@@ -1,0 +1,359 @@
+"""The process's C side that compiled code and the disk cache's loader share, from `_ctypes`.
+
+One module, importing nothing of astjit's: a process that only loads cached machine code
+(astjit/cache) imports it and no code generator, no llvmlite and not the `ctypes` package
+(whose import defines some forty types, libraries and prototypes the loader never uses).
+It holds what both sides need once per process:
+
+- C calls (`function`, `process_function`, `symbol`, `library`, `memmove`): no argument
+  types are declared, so a C `int` passes as a Python int, a pointer or any 64-bit
+  integer as `c_void_p(...)`, an object as `py_object(...)`, a `bytes` as its data; the
+  result is a C `int` unless said otherwise. Two ctypes types in all, `c_void_p` and
+  `py_object` (ctypes' own where its package is imported): each type made costs a warm
+  load more than most of its work, and the integer ones twice (a byte-swapped twin);
+- the process state compiled code reads (`MAIN_THREAD`, `RELEASED_KEY`: runtime/gil.py,
+  interrupts.py) and the C function it calls for the calling thread's stack limit
+  (`THREAD_LIMIT`: runtime/stack.py);
+- builtin function objects around machine code (`make_builtin`, `EntryPins`,
+  `ErrorReporter`), for compiled entries (runtime/entry.py) and loaded ones alike;
+- Python objects by portable name (`portable_name`, `resolve`): machine code refers to
+  `float`, `None` or a dtype by a symbol another process finds again
+  (runtime/objects.py registers them with LLVM; the loader resolves them itself).
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib
+import os
+import struct
+import sys
+import threading
+from _ctypes import (
+    FUNCFLAG_CDECL,
+    FUNCFLAG_PYTHONAPI,
+    FUNCFLAG_USE_ERRNO,
+    RTLD_LOCAL,
+    CFuncPtr,
+    _memmove_addr,
+    _SimpleCData,
+    addressof,
+    dlopen,
+    dlsym,
+)
+from collections.abc import Callable
+from typing import Any
+
+_ctypes_package = sys.modules.get("ctypes")
+if _ctypes_package is not None:  # the same kinds either way; ctypes' are ready-made
+    c_void_p, py_object = _ctypes_package.c_void_p, _ctypes_package.py_object
+else:
+    class c_void_p(_SimpleCData):
+        _type_ = "P"
+
+    class py_object(_SimpleCData):
+        _type_ = "O"
+
+# ---- C calls ---------------------------------------------------------------------------------
+
+RTLD_NOW = 2
+PROCESS = dlopen(None, RTLD_LOCAL | RTLD_NOW)
+"""The process's own symbols (`dlopen(NULL)`: the C library, pthreads, the C API)."""
+
+
+def library(name: str) -> int:
+    """A handle on the shared library `name` (OSError where it does not load)."""
+    return dlopen(name, RTLD_LOCAL | RTLD_NOW)
+
+
+def symbol(name: str, handle: int = PROCESS) -> int | None:
+    """The address of `name` in the library `handle` (the process by default), or None."""
+    try:
+        return dlsym(handle, name)
+    except OSError:
+        return None
+
+
+_prototypes: dict[int, type] = {}
+
+
+def function(target: object, restype: type | None = None, errno: bool = False,
+             python_api: bool = False) -> CFuncPtr:
+    """The C function at address `target` (an int), or calling the Python callable `target`
+    (a callback C code may call, taking no arguments), returning `restype` (a C int where
+    None). `errno`: the call saves errno for `get_errno`; `python_api`: the call keeps the
+    GIL and raises the Python error the function set."""
+    flags = FUNCFLAG_CDECL | (FUNCFLAG_USE_ERRNO if errno else 0) \
+        | (FUNCFLAG_PYTHONAPI if python_api else 0)
+    if callable(target):  # a callback's types are its class's
+        return type("CFunction", (CFuncPtr,), {"_flags_": flags, "_restype_": restype,
+                                               "_argtypes_": ()})(target)
+    prototype = _prototypes.get(flags)
+    if prototype is None:  # one class per flags, as ctypes' CDLL makes
+        prototype = _prototypes[flags] = type("CFunction", (CFuncPtr,), {"_flags_": flags})
+    made = prototype(target)
+    if restype is not None:
+        made.restype = restype
+    return made
+
+
+def process_function(name: str, restype: type | None = None, errno: bool = False,
+                     python_api: bool = False) -> CFuncPtr:
+    """The process's C function `name` (AttributeError where it has none)."""
+    address = symbol(name)
+    if address is None:
+        raise AttributeError(f"this process has no C function {name!r}")
+    return function(address, restype, errno, python_api)
+
+
+def address_of(function_object: CFuncPtr) -> int:
+    """The address a C function object calls (of a callback: the C entry point made)."""
+    return c_void_p.from_buffer(function_object).value
+
+
+def buffer_address(data: bytearray) -> int:
+    """The address of `data`'s bytes (stable while it is not resized)."""
+    return addressof(c_void_p.from_buffer(data))
+
+
+memmove = function(_memmove_addr, c_void_p)
+"""`memmove(c_void_p(destination), source, c_void_p(size))`; a `bytes` source passes its data."""
+
+# ---- the process state compiled code reads ---------------------------------------------------
+
+MAIN_THREAD = "astjit.main_thread"
+"""An i64 holding the main thread's `pthread_self()`, the one thread that runs handlers."""
+RELEASED_KEY = "astjit.released_key"
+"""The `pthread_key_t` of the thread state a compiled call saved when it released the GIL
+(runtime/gil.py): NULL while the call holds it."""
+KEY_BYTES = 4 if sys.platform.startswith("linux") else 8
+"""The size of `pthread_key_t` (an unsigned int on Linux, an unsigned long elsewhere), in
+the 8-byte cell `RELEASED_KEY` names."""
+THREAD_LIMIT = "astjit_thread_stack_limit"
+"""The C-callable `thread_stack_limit`, as compiled code calls it."""
+
+_main_thread = c_void_p()
+_released_key = c_void_p()
+
+HEADROOM = (128 << 10, 1 << 20)
+"""The stack bytes kept free above the thread's lowest address: a quarter of the stack,
+within these bounds. The guard fails that far before the stack would overflow; below
+the last check, NumPy's allocations and BLAS calls need tens of KiB. A thread with
+less stack than the lower bound raises at its first guarded call."""
+MAX_STACK = 1 << 30
+"""The most stack one thread is assumed to have (an unlimited RLIMIT_STACK reports the
+whole gap below the stack, which later mappings may take)."""
+
+
+def _note_main_thread() -> None:
+    _main_thread.value = threading.main_thread().ident or 0
+
+
+@functools.cache
+def thread_state() -> dict[str, int]:
+    """The addresses of `MAIN_THREAD` and `RELEASED_KEY`, the key made on first request (once
+    per process; a forked child notes its own main thread)."""
+    create = process_function("pthread_key_create")
+    if create(c_void_p(addressof(_released_key)), None) != 0:
+        raise OSError("pthread_key_create failed: no thread-local key for compiled code")
+    _note_main_thread()
+    os.register_at_fork(after_in_child=_note_main_thread)
+    return {MAIN_THREAD: addressof(_main_thread), RELEASED_KEY: addressof(_released_key)}
+
+
+_thread = threading.local()
+
+
+def thread_stack_limit() -> int:
+    """The lowest stack address compiled code may use in the calling thread (0: unknown)."""
+    limit = getattr(_thread, "limit", None)
+    if limit is None:
+        try:
+            bounds = thread_stack_bounds()
+        except (OSError, AttributeError, TypeError):
+            bounds = None
+        limit = 0
+        if bounds is not None:
+            low, high = bounds
+            low = max(low, high - MAX_STACK)
+            limit = low + min(max(HEADROOM[0], (high - low) // 4), HEADROOM[1])
+        _thread.limit = limit
+    return limit
+
+
+def thread_stack_bounds() -> tuple[int, int] | None:
+    """The calling thread's stack as (lowest address, highest address), from the thread
+    library: glibc's and musl's `pthread_getattr_np`, macOS's `pthread_get_stack*_np`."""
+    thread = c_void_p(process_function("pthread_self", c_void_p)())
+    if sys.platform == "darwin":
+        high = process_function("pthread_get_stackaddr_np", c_void_p)(thread) or 0
+        size = process_function("pthread_get_stacksize_np", c_void_p)(thread) or 0
+        return high - size, high
+    attr = bytearray(256)  # a pthread_attr_t (56 or 64 bytes)
+    at = c_void_p(buffer_address(attr))
+    if process_function("pthread_getattr_np")(thread, at) != 0:
+        return None
+    try:
+        address, size = c_void_p(), c_void_p()
+        if process_function("pthread_attr_getstack")(
+                at, c_void_p(addressof(address)), c_void_p(addressof(size))) != 0:
+            return None
+        low = address.value or 0
+        return low, low + (size.value or 0)
+    finally:
+        process_function("pthread_attr_destroy")(at)
+
+
+_thread_limit: list = []
+_thread_limit_lock = threading.Lock()
+
+
+def thread_stack_limit_address() -> int:
+    """The address of `THREAD_LIMIT`, the C function compiled code calls: `thread_stack_limit`
+    as a C function, made on first request (once: code linked to it calls it for the
+    process's life)."""
+    with _thread_limit_lock:
+        if not _thread_limit:
+            _thread_limit.append(function(thread_stack_limit, c_void_p))
+    return address_of(_thread_limit[0])
+
+# ---- builtins around machine code ------------------------------------------------------------
+
+METH_FASTCALL = 0x0080
+METH_KEYWORDS = 0x0002
+METHOD_DEF = struct.Struct("PPiP")
+"""PyMethodDef: ml_name, ml_meth, ml_flags, ml_doc (laid out in a bytearray, followed by the
+two strings: no ctypes Structure class to make)."""
+
+_new_builtin = process_function("PyCFunction_NewEx", py_object, python_api=True)
+
+
+class EntryPins:
+    """What a compiled entry's machine code points at, kept alive by the builtin (its
+    `__self__`): the PyMethodDef, the fallback, the error handler, the general-tier
+    callable and the container boundary (whose addresses the machine code embeds, or whose
+    pin symbols it was linked to), and the compiled code itself (unmapped when collected)."""
+
+    __slots__ = ("code", "error_handler", "fallback", "general", "method_def", "trees")
+
+    def __init__(self, method_def: bytearray | None, fallback: Any, error_handler: Any,
+                 general: Any = None, trees: Any = None):
+        self.method_def = method_def
+        self.fallback = fallback
+        self.error_handler = error_handler
+        self.general = general
+        self.trees = trees
+        self.code: Any = None
+        """The machine code the builtin runs (set by `make_builtin`)."""
+
+    @property
+    def method(self) -> int:
+        """The address of the function the builtin calls (PyMethodDef's ml_meth)."""
+        return METHOD_DEF.unpack_from(self.method_def)[1]
+
+    def __repr__(self) -> str:
+        name = self.method_def[METHOD_DEF.size:].partition(b"\0")[0].decode()
+        return f"<astjit entry {name}>"
+
+
+class ErrorReporter:
+    """The handler the wrapper calls when some sites report numbers: `(status, *values)`.
+
+    It calls `error_handler(status)`. For a site with a detail template, the
+    exception that raises has the site's fixed message (wherever the handler put
+    it in its text) replaced by the template filled with the numbers:
+    "index out of bounds for axis 0" becomes NumPy's "index 7 is out of bounds
+    for axis 0 with size 5". What the handler returns is returned.
+    """
+
+    __slots__ = ("details", "errors", "handler")
+
+    def __init__(self, handler: Callable, errors: list, details: dict[int, str]):
+        self.handler = handler
+        self.errors = errors
+        """The error sites (`codegen.ErrorSite`, or the cache's `entries.Site`)."""
+        self.details = details
+
+    def __call__(self, status: int, *values: int) -> Any:
+        detail = self.details.get(status)
+        if detail is None:
+            return self.handler(status)
+        try:
+            return self.handler(status)
+        except Exception as exc:
+            text = exc.args[0] if len(exc.args) == 1 else None
+            message = self.errors[status - 1].message
+            if isinstance(text, str) and message in text:
+                exc.args = (text.replace(message, detail.format(*values), 1),)
+            raise
+
+    def __repr__(self) -> str:
+        return f"ErrorReporter({self.handler!r})"
+
+
+def make_builtin(compiled: Any, wrapper: str, name: str, pins: EntryPins) -> Callable:
+    """A builtin function object calling `compiled`'s (a `CompiledModule`, or the loader's)
+    METH_FASTCALL | METH_KEYWORDS function `wrapper`, its `self` `pins` (which gets the
+    PyMethodDef, and keeps `compiled`)."""
+    text = name.encode() + b"\0"
+    doc = f"astjit-compiled {name}".encode() + b"\0"
+    memory = bytearray(METHOD_DEF.size + len(text) + len(doc))
+    base = buffer_address(memory)
+    METHOD_DEF.pack_into(memory, 0, base + METHOD_DEF.size, compiled.addresses[wrapper],
+                         METH_FASTCALL | METH_KEYWORDS, base + METHOD_DEF.size + len(text))
+    memory[METHOD_DEF.size:] = text + doc
+    pins.code = compiled
+    pins.method_def = memory
+    return _new_builtin(c_void_p(base), py_object(pins), None)
+
+# ---- Python objects by portable name ---------------------------------------------------------
+
+OBJECT_PREFIX = "astjit.obj."
+PIN_PREFIX = "astjit.pin."
+SINGLETONS = {"None": None, "True": True, "False": False, "Ellipsis": Ellipsis,
+              "NotImplemented": NotImplemented}
+
+
+def portable_name(obj: object) -> str | None:
+    """A name another process finds `obj` by (`resolve`), or None: the builtin singletons,
+    NumPy's bool scalars, builtin dtype descriptors, classes by `module:qualname`."""
+    for name, value in SINGLETONS.items():
+        if obj is value:
+            return f"builtins:{name}"
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if obj is numpy.True_ or obj is numpy.False_:
+            return f"numpy:{'True_' if obj else 'False_'}"
+        if isinstance(obj, numpy.dtype):
+            return f"dtype:{obj.str}" if _dtype(obj.str) is obj else None
+    if isinstance(obj, type):
+        name = f"{obj.__module__}:{obj.__qualname__}"
+        try:
+            return name if _attribute(name) is obj else None
+        except (ImportError, AttributeError):
+            return None
+    return None
+
+
+def resolve(name: str) -> object:
+    """The object of a `portable_name` in this process (ImportError, AttributeError,
+    TypeError where it has none)."""
+    if name.startswith("builtins:") and name[9:] in SINGLETONS:
+        return SINGLETONS[name[9:]]
+    if name.startswith("dtype:"):
+        return _dtype(name[6:])
+    return _attribute(name)
+
+
+def _dtype(text: str) -> object:
+    import numpy
+
+    return numpy.dtype(text)
+
+
+def _attribute(name: str) -> object:
+    module, _, qualname = name.partition(":")
+    obj = importlib.import_module(module) if module != "builtins" else builtins
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj

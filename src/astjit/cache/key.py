@@ -1,0 +1,405 @@
+"""The cache's key: what compiled code depends on, hashed without parsing or compiling.
+
+An entry is valid while the code it was compiled from, and everything that code was
+compiled under, are as they were. Both are hashed here, in one module (each module
+imported costs a warm load about as much as computing a key).
+
+**The code** (`digest(fn)`). astjit compiles a function's source and, transitively, the
+functions it calls, and freezes the values of the globals and closure variables it reads
+(source.py). `digest` hashes them from the live objects:
+
+- each function reached: its module, qualified name, file, and the text of its source
+  lines (from the first line of its code to the last line any of its code, nested code
+  included, comes from: an edit of the body changes them, whatever its length), its
+  default values and `static_params`;
+- each name its code objects mention (`co_names`: globals and attribute names) that its
+  module binds, and each closure variable, by value: numbers, strings, tuples and NumPy
+  scalars by their value, arrays by dtype and shape (compiled code refuses a global
+  array: it takes arrays only as arguments), functions as above (so callees and helpers
+  passed around), jitted and derived functions by what they wrap, modules by name (with
+  the functions of theirs the code names), classes and builtins by qualified name;
+- anything else (an instance of a user class, say) makes the function uncacheable
+  (`Uncacheable`): its value could be read in ways the cache cannot key. It is then
+  compiled in every process, as without `cache=True`.
+
+The walk over-approximates (a name mentioned only as an attribute is hashed if the
+module binds it too): an entry is at worst rebuilt needlessly, never loaded stale.
+Functions of NumPy, astjit and the standard library are keyed by name: their code is in
+the environment's versions.
+
+**The environment** (`fingerprint()`). Machine code is tuned to the host CPU, calls
+NumPy's C API by the table of the NumPy it was compiled against, and is made by one
+astjit and one LLVM. An entry made under another of any of these is foreign: its key
+differs, so it is never found. All of it is read without importing llvmlite or NumPy (a
+warm cache's process needs neither for a scalar kernel):
+
+- astjit: its version and the state of its files (`package_state`). Installed from a
+  wheel (its `.dist-info` beside the package, whose RECORD lists the package's files
+  with their SHA-256): RECORD's content, one small file, which every install, upgrade
+  or reinstall of another build rewrites. Otherwise (an editable install, a
+  development checkout, a folder on `sys.path`): the size and modification time of
+  each of its source files, so that editing astjit never loads code an older one
+  compiled; a stat per file (about 240), where no cheaper test is safe: an editor
+  that rewrites a file in place changes neither its folder's modification time nor
+  anything but that file's own stat;
+- llvmlite: its version (`_version.py`, with its commit) and the size and modification
+  time of its shared library, into which LLVM is linked statically: another LLVM is
+  another library file;
+- NumPy: its version (the imported module's, else its `version.py`);
+- the CPU (`cpu`): on Linux the first processor's vendor, family, model, stepping, name
+  and feature flags from /proc/cpuinfo: LLVM derives the CPU it targets and its
+  features from the same CPUID words (the kernel clears a flag the OS does not
+  support, as LLVM's own check of XCR0 does); elsewhere LLVM's host CPU name and
+  features (llvmlite imported).
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import linecache
+import marshal
+import os
+import sys
+import types
+import zlib
+from typing import Any
+
+try:  # the C module alone: hashlib also loads OpenSSL, a noticeable part of a cached load.
+    # SHA-512, not SHA-256: `import astjit` has imported its module already (`random`
+    # does), and on a 64-bit machine it hashes a byte in fewer instructions
+    from _sha512 import sha512
+except ImportError:  # Python 3.12+ (_sha2), or a build without it
+    try:
+        from _sha2 import sha512
+    except ImportError:
+        from hashlib import sha512
+
+LIBRARIES = frozenset({"numpy", "astjit", "math", "cmath", "builtins", "operator", "functools",
+                       "scipy", "itertools"})
+"""Top-level packages whose functions are keyed by name, not by source."""
+
+
+class Uncacheable(Exception):
+    """The function reads something the cache cannot key by value."""
+
+
+def digest(fn: Any) -> str:
+    """The hex digest of everything compiling `fn` depends on (see the module's docstring)."""
+    walk = _Walk()
+    walk.value(fn)
+    return walk.hash.hexdigest()
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.hash = sha512()
+        self.seen: dict[int, int] = {}
+        """id of each function hashed -> its number, for recursion (and keeping ids apart)."""
+        self.alive: list = []
+
+    def add(self, *parts: object) -> None:
+        for part in parts:
+            self.hash.update(str(part).encode("utf-8", "surrogatepass"))
+            self.hash.update(b"\0")
+
+    def value(self, obj: Any) -> None:
+        """Hash `obj` by value (see the module's docstring)."""
+        kind = type(obj)
+        if obj is None or kind in (bool, int, float, complex, str, bytes):
+            self.add(kind.__name__, repr(obj))
+        elif kind in (tuple, list, frozenset, set):
+            items = sorted(obj, key=repr) if kind in (frozenset, set) else obj
+            self.add(kind.__name__, len(items))
+            for item in items:
+                self.value(item)
+        elif kind is dict:
+            self.add("dict", len(obj))
+            for key, item in obj.items():
+                self.value(key)
+                self.value(item)
+        elif isinstance(obj, types.ModuleType):
+            self.add("module", obj.__name__)
+        elif isinstance(obj, types.FunctionType):
+            self.function(obj)
+        elif self.numpy_value(obj):
+            pass
+        elif hasattr(obj, "__astjit_derived__"):
+            spec = obj.__astjit_derived__
+            self.add("derived", repr(spec.derive), spec.params)
+            self.value(spec.base)
+        elif callable(getattr(obj, "py_func", None)) and hasattr(obj, "dispatcher"):
+            self.add("jitted", repr(sorted(obj.dispatcher.options.items())))
+            self.value(obj.py_func)
+        elif type(obj) is types.MethodType:
+            raise Uncacheable("a bound method: its object is read when the code runs")
+        elif isinstance(obj, (type, types.BuiltinFunctionType)) and _named(obj):
+            self.add("named", obj.__module__, obj.__qualname__)
+        else:
+            raise Uncacheable(f"a value of type {kind.__qualname__} ({obj!r:.60})")
+
+    def numpy_value(self, obj: Any) -> bool:
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return False
+        if isinstance(obj, numpy.ndarray):  # compiled code takes arrays only as arguments
+            self.add("ndarray", obj.dtype.str, obj.shape)
+        elif isinstance(obj, numpy.generic):
+            self.add("numpy", obj.dtype.str, obj.tobytes().hex())
+        elif isinstance(obj, numpy.ufunc):
+            self.add("ufunc", obj.__name__)
+        elif isinstance(obj, numpy.dtype):
+            self.add("dtype", obj.str)
+        else:
+            return False
+        return True
+
+    def function(self, fn: types.FunctionType) -> None:
+        number = self.seen.get(id(fn))
+        if number is not None:
+            self.add("again", number)
+            return
+        self.seen[id(fn)] = len(self.seen)
+        self.alive.append(fn)  # its id stays its own while the walk runs
+        module = getattr(fn, "__module__", None) or ""
+        self.add("function", module, fn.__qualname__)
+        if module.partition(".")[0] in LIBRARIES:
+            return
+        code = fn.__code__
+        self.add(code.co_filename, *source_lines(code))
+        self.value(fn.__defaults__)
+        self.value(fn.__kwdefaults__)
+        self.value(getattr(fn, "__astjit_static__", None))
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                contents = cell.cell_contents
+            except ValueError:
+                self.add("empty cell", name)
+                continue
+            self.add("cell", name)
+            self.value(contents)
+        namespace = fn.__globals__
+        for name in sorted(global_names(code)):
+            if name in namespace:
+                self.add("global", name)
+                self.value(namespace[name])
+            elif hasattr(builtins, name):
+                self.add("builtin", name)
+        modules = [v for v in namespace.values() if isinstance(v, types.ModuleType)
+                   and v.__name__.partition(".")[0] not in LIBRARIES]
+        for name in sorted(global_names(code)):  # mylib.helper: the helper's code too
+            for module in modules:
+                member = getattr(module, name, None)
+                if isinstance(member, types.FunctionType):
+                    self.add("member", module.__name__, name)
+                    self.value(member)
+
+
+def _named(obj: Any) -> bool:
+    """Whether `obj` is found again by its module and qualified name."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    found = module
+    for part in getattr(obj, "__qualname__", "<none>").split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+def code_objects(code: types.CodeType) -> list[types.CodeType]:
+    """`code` and the code objects nested in it (local functions, comprehensions)."""
+    found, stack = [], [code]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return found
+
+
+def global_names(code: types.CodeType) -> set[str]:
+    """The names `code` (nested code included) looks up as globals or attributes."""
+    return {name for c in code_objects(code) for name in c.co_names}
+
+
+def source_lines(code: types.CodeType) -> list[str]:
+    """The lines of `code`'s source, from its first line to the last line of its code (as
+    linecache has them, and as astjit reads them); Uncacheable without source."""
+    lines = linecache.getlines(code.co_filename)
+    last = max((line for c in code_objects(code) for _, _, line in c.co_lines()
+                if line is not None), default=code.co_firstlineno)
+    if not lines or last > len(lines):
+        raise Uncacheable(f"no source for {code.co_name} in {code.co_filename}")
+    return lines[code.co_firstlineno - 1:last]
+
+
+# ---- the environment ----------------------------------------------------------------------
+
+FORMAT = 4
+"""The version of the entries' layout (store.py, entries.py): part of every key."""
+
+CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+"""The fields of /proc/cpuinfo that name a processor and its features."""
+
+
+@functools.cache
+def fingerprint() -> str:
+    """One line naming everything above, for this process (computed once)."""
+    version = sys.modules["astjit"].__version__  # imported by now (an import: a cycle)
+    parts = [
+        f"format={FORMAT}",
+        f"astjit={version}:{package_state(os.path.dirname(os.path.dirname(__file__)))}",
+        f"llvmlite={llvmlite_state()}",
+        f"numpy={numpy_version()}",
+        f"python={sys.version.split()[0]}:{sys.implementation.cache_tag}",
+        f"machine={machine()}",
+        f"cpu={cpu()}",
+    ]
+    return ";".join(parts)
+
+
+def package_state(root: str) -> str:
+    """A digest of astjit's files under `root`: its wheel's RECORD where it was installed
+    from one, else each source file's path, size and modification time (see the module's
+    docstring)."""
+    record = installed_record(root)
+    if record is not None:  # checksums, not SHA-512: a third of the instructions of a load
+        return f"record:{len(record)}:{zlib.crc32(record):08x}{zlib.adler32(record):08x}"
+    return "files:" + sha512(marshal.dumps(source_stats(root))).hexdigest()[:16]
+
+
+def installed_record(root: str) -> bytes | None:
+    """The RECORD of the wheel `root` (the package's folder) was installed from, or None: no
+    `.dist-info` of this version beside it, or one whose RECORD does not list the package's
+    own files (an editable install's lists a `.pth` file, or a finder, instead)."""
+    folder, name = os.path.split(root)
+    version = sys.modules["astjit"].__version__
+    try:
+        with open(os.path.join(folder, f"{name}-{version}.dist-info", "RECORD"), "rb") as file:
+            record = file.read()
+    except OSError:
+        return None
+    return record if f"\n{name}/__init__.py,".encode() in b"\n" + record else None
+
+
+def source_stats(root: str) -> list[tuple[str, int, int]]:
+    """(path, size, modification time in ns) of every `.py` file under `root`, sorted."""
+    stats = []
+    folders = [root]
+    while folders:
+        with os.scandir(folders.pop()) as found:
+            for entry in found:
+                name = entry.name
+                if name.endswith(".py"):
+                    stat = entry.stat()
+                    stats.append((entry.path, stat.st_size, stat.st_mtime_ns))
+                elif name != "__pycache__" and entry.is_dir():
+                    folders.append(entry.path)
+    stats.sort()
+    return stats
+
+
+def _package_folder(name: str) -> str | None:
+    """The folder of the package `name` that importing it would load (imported: its own):
+    the first entry of `sys.path` holding `name/__init__.py`. (A stat per entry: cheaper
+    than `PathFinder.find_spec`, which a warm load paid for llvmlite and NumPy both.)"""
+    module = sys.modules.get(name)
+    if module is not None and getattr(module, "__file__", None):
+        return os.path.dirname(module.__file__)
+    for entry in sys.path:
+        folder = os.path.join(entry or os.getcwd(), name)
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            return folder
+    return None
+
+
+def _read(path: str) -> str:
+    """The text of the file at `path` ("" where it cannot be read): as bytes, then decoded
+    (a text-mode file asks the locale for its encoding, several times the read)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def llvmlite_state() -> str:
+    """llvmlite's version and commit, and its library's size and modification time."""
+    folder = _package_folder("llvmlite")
+    if folder is None:
+        return "absent"
+    text = _read(os.path.join(folder, "_version.py"))
+    found = [_assigned(text, "version_version"), _assigned(text, "version_full")]
+    version = ":".join(found) if all(found) else _imported_version("llvmlite")
+    try:
+        with os.scandir(os.path.join(folder, "binding")) as found:  # not glob: costs more
+            libraries = sorted((entry.name, entry.stat()) for entry in found
+                               if "llvmlite" in entry.name and not entry.name.endswith(".py"))
+    except OSError:
+        libraries = []
+    stats = [f"{name}:{stat.st_size}:{stat.st_mtime_ns}" for name, stat in libraries]
+    return ":".join([version, *stats])
+
+
+def numpy_version() -> str:
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        return numpy.__version__
+    folder = _package_folder("numpy")
+    text = _read(os.path.join(folder, "version.py")) if folder is not None else ""
+    return _assigned(text, "version") or _imported_version("numpy")
+
+
+def _assigned(text: str, name: str) -> str | None:
+    """The string literal assigned to `name` at the start of a line of `text`, or None. (Only
+    the lines holding `name` are split: a loop over every line costs more than the read.)"""
+    at = text.find(name)
+    while at >= 0:
+        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        end = len(text) if end < 0 else end
+        left, equals, right = text[start:end].partition("=")
+        value = right.strip()
+        if equals and left.strip() == name and len(value) >= 2 and value[0] == value[-1] \
+                and value[0] in "'\"":
+            return value[1:-1]
+        at = text.find(name, end)
+    return None
+
+
+def _imported_version(name: str) -> str:
+    """`name.__version__`, importing it: where its version file reads otherwise than above."""
+    return str(__import__(name).__version__)
+
+
+def machine() -> str:
+    return os.uname().machine if hasattr(os, "uname") else sys.platform
+
+
+def cpu() -> str:
+    """The host CPU (see the module's docstring)."""
+    fields = {}
+    for line in _first_processor().splitlines():
+        if not line.strip():
+            break
+        name, _, value = line.partition(":")
+        if name.strip() in CPU_FIELDS:
+            fields[name.strip()] = " ".join(value.split())
+    if "flags" in fields and "model name" in fields:
+        text = ";".join(f"{name}={fields.get(name, '')}" for name in CPU_FIELDS)
+        return "cpuinfo:" + sha512(text.encode()).hexdigest()[:32]
+    import llvmlite.binding as llvm
+
+    return f"llvm:{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}"
+
+
+def _first_processor() -> str:
+    """The start of /proc/cpuinfo, to the end of its first processor's block ("" where it
+    cannot be read): read as bytes, a block at a time (as text, line by line, it cost more
+    than the rest of the CPU's key)."""
+    data = b""
+    try:
+        with open("/proc/cpuinfo", "rb") as file:
+            while b"\n\n" not in data:
+                block = file.read(4096)
+                if not block:
+                    break
+                data += block
+    except OSError:
+        return ""
+    return data.partition(b"\n\n")[0].decode("utf-8", "replace")
