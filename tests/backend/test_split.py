@@ -215,3 +215,70 @@ def test_compiles_leave_no_llvmlite_objects_behind():
     for _ in range(3):
         np.testing.assert_array_equal(jit(_summed)(np.ones(3)), np.full(3, 3.0))
     assert alive() == before
+
+
+MARKED = '''\
+define void @"f.loop.1"(ptr %p, i64 %n) {
+newFuncRoot:
+  br label %head
+
+head:
+  %i = phi i64 [ 0, %newFuncRoot ], [ %next, %body ]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %body, label %done
+
+body:
+  %next = add i64 %i, 1
+  br label %head, !llvm.loop !0
+
+done:
+  ret void
+}
+'''
+
+
+def test_loops_the_lowerings_marked_are_told_from_the_users():
+    """A loop whose closing branch carries `llvm.loop` metadata is one the array lowerings
+    made (nests.count_up); one without, a loop the user wrote."""
+    assert split.marked_loops_only(MARKED)
+    assert not split.marked_loops_only(MARKED.replace(", !llvm.loop !0", ""))
+    assert split.marked_loops_only(MARKED.replace(", !llvm.loop !0", "").replace(
+        "br label %head\n\ndone", "br label %done\n\ndone"))  # no cycle left
+    assert not split.marked_loops_only(PRINTED)
+
+
+def _prefix_sum(x, out):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+        out[i] = s
+    return s
+
+
+def test_array_loops_compile_without_loop_strength_reduction():
+    """The loops module of elementwise work and reductions has its machine code made
+    without LLVM's loop strength reduction (engine.ARRAY_LOOPS_CODEGEN), which its
+    assembly (regenerated from the optimized IR) shows too; one holding a loop the user
+    wrote keeps it."""
+    from astjit.backend.llvm.jit.engine import ARRAY_LOOPS_CODEGEN
+
+    x = np.linspace(-1.0, 1.0, 37)
+    f = jit(_row_softmax_like)
+    np.testing.assert_allclose(f(x), np.exp(x) / np.sum(np.exp(x)), rtol=1e-14)
+    (spec,) = f.dispatcher.specializations.values()
+    loops = spec.compiled.compiled.parts[0]
+    assert (loops.pipeline, loops.codegen) == ("loops", ARRAY_LOOPS_CODEGEN)
+    assert "# ---- astjit: the loops module" in spec.compiled.compiled.asm
+
+    g = jit(_prefix_sum)
+    out = np.zeros_like(x)
+    assert g(x, out) == pytest.approx(np.sum(x), rel=1e-14)
+    np.testing.assert_allclose(out, np.cumsum(x), rtol=1e-14)
+    (spec,) = g.dispatcher.specializations.values()
+    loops = spec.compiled.compiled.parts[0]
+    assert (loops.pipeline, loops.codegen) == ("loops", ())
+
+
+def _row_softmax_like(x):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e)

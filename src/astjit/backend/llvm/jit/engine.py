@@ -66,6 +66,7 @@ to what it keeps).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -74,7 +75,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -128,6 +129,15 @@ A loop the user wrote keeps LLVM's choice, as in the `scalar` pipeline: a stenci
 the global `force-vector-interleave`, which would override every loop's metadata.)"""
 
 
+ARRAY_LOOPS_CODEGEN = (("disable-lsr", "true", "false"),)
+"""The code generator's options (as `OPTIONS`) for a loops module whose loops are all
+those of astjit's array lowerings (`split.marked_loops_only`): no loop strength
+reduction. Over the array benchmarks' loop modules it was about a third of their machine
+code's compile time (the MLP step's: 187 -> 90 ms), and the kernels ran as fast without
+it; loops the user wrote ran up to ~10 % slower without it (a prefix sum, a histogram:
+docs/measurements.md), so a module holding one keeps it."""
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """One way to compile a module."""
@@ -158,10 +168,13 @@ class Part:
     printed on first request: printing costs milliseconds that most compiles never use."""
 
     def __init__(self, pipeline: str, obj: bytes, module: llvm.ModuleRef | None = None,
-                 text: str | None = None) -> None:
+                 text: str | None = None,
+                 codegen: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.pipeline = pipeline
         self.object = obj
         self.module = module
+        self.codegen = codegen
+        """The code generator's options it was compiled with (`ARRAY_LOOPS_CODEGEN`)."""
         self._text = text
         """The optimized module's text: printed from `module` on first request, or given
         (a runtime batch from runtime_cache.py)."""
@@ -245,7 +258,8 @@ class CompiledModule:
         if self._asm is None:
             self._asm = "\n".join(
                 f"# ---- astjit: the {part.pipeline} module ----\n"
-                + engine().assembly(part.llvm_ir_optimized, part.pipeline) for part in self.parts)
+                + engine().assembly(part.llvm_ir_optimized, part.pipeline, part.codegen)
+                for part in self.parts)
         return self._asm
 
     def image(self) -> ObjectImage:
@@ -367,7 +381,8 @@ class Engine:
             if loops is None:  # a loop the extractor left where it was: compile it whole
                 module, whole = parse(text), "scalar"
             elif names:
-                parts.append(self.emit(parse(loops), "loops", context))
+                codegen = ARRAY_LOOPS_CODEGEN if split.marked_loops_only(loops) else ()
+                parts.append(self.emit(parse(loops), "loops", context, codegen))
                 for name in names:
                     module.get_function(name).linkage = llvm.Linkage.available_externally
         parts.append(self.emit(module, whole, context))
@@ -394,15 +409,18 @@ class Engine:
                 names.append(function.name)
         return names
 
-    def emit(self, module: llvm.ModuleRef, pipeline: str, context: llvm.ContextRef) -> Part:
+    def emit(self, module: llvm.ModuleRef, pipeline: str, context: llvm.ContextRef,
+             codegen: tuple[tuple[str, str, str], ...] = ()) -> Part:
         """Optimize `module` (of LLVM context `context`) by `pipeline` and generate its
-        object code with the pipeline's TargetMachine."""
+        object code with the pipeline's TargetMachine, LLVM's options `codegen` set
+        meanwhile (as `optimize` sets a pipeline's)."""
         if pipeline in self.tunings:
             vecmath.keep_variants(module, context)
             self.optimize(module, pipeline)
         with self.lock:  # a TargetMachine's subtargets and LLVM's context are not thread-safe
-            obj = self.machines[pipeline].emit_object(module)
-        return Part(pipeline, obj, module)
+            with _options(codegen):
+                obj = self.machines[pipeline].emit_object(module)
+        return Part(pipeline, obj, module, codegen=codegen)
 
     def link(self, binaries: list[bytes], names: list[str]) -> tuple[llvm.ExecutionEngine,
                                                                      dict[str, int]]:
@@ -483,9 +501,24 @@ class Engine:
                 for option, _, default in options:
                     llvm.set_option("", f"-{option}={default}")
 
-    def assembly(self, text: str, pipeline: str = "scalar") -> str:
+    def assembly(self, text: str, pipeline: str = "scalar",
+                 codegen: tuple[tuple[str, str, str], ...] = ()) -> str:
         """Host assembly for (already optimized) LLVM IR, as `compile_ir` made it."""
-        return self.machines[pipeline].emit_assembly(self.parse(text))
+        module = self.parse(text)
+        with self.lock, _options(codegen):
+            return self.machines[pipeline].emit_assembly(module)
+
+
+@contextlib.contextmanager
+def _options(options: tuple[tuple[str, str, str], ...]) -> Iterator[None]:
+    """LLVM's global `options` (name, astjit's value, LLVM's default) set meanwhile."""
+    for option, ours, _ in options:
+        llvm.set_option("", f"-{option}={ours}")
+    try:
+        yield
+    finally:
+        for option, _, default in options:
+            llvm.set_option("", f"-{option}={default}")
 
 
 @functools.cache

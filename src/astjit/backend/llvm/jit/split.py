@@ -198,6 +198,58 @@ def _closure(bodies: dict[str, str], roots: set[str]) -> set[str]:
     return seen - roots
 
 
+def marked_loops_only(text: str) -> bool:
+    """Whether every loop of `text` (a printed module, as emitted) carries `llvm.loop`
+    metadata on the branch that closes it: the loops astjit's array lowerings make
+    (`nests.count_up`, `fused`, `loop_metadata.scalar_loops`) all do; a loop the user
+    wrote (a `while`, a `for` over a range, the chunks of its interrupt checks) has none.
+    `Engine.emit_parts` compiles a loops module of only the former without loop strength
+    reduction (`engine.ARRAY_LOOPS_CODEGEN`)."""
+    return all(_marked_latches(chunk) for name, chunk in _chunks(text) if name is not None)
+
+
+_LATCH_MARK = re.compile(r",? !llvm\.loop !\d+")
+
+
+def _marked_latches(chunk: str) -> bool:
+    """Whether each branch of a printed function that closes a cycle (jumps to a block
+    on the depth-first search's stack) carries `llvm.loop` metadata."""
+    successors: dict[str, list[str]] = {}
+    marked: set[str] = set()
+    block = "<entry>"
+    order = [block]
+    for line in chunk.splitlines():
+        label = re.match(rf"^{_NAME}:", line)
+        if label is not None:
+            block = _unquote(label.group(1))
+            order.append(block)
+            continue
+        targets = [_unquote(t) for t in re.findall(rf"label %{_NAME}", line)]
+        if targets:
+            successors.setdefault(block, []).extend(targets)
+            if _LATCH_MARK.search(line):
+                marked.add(block)
+    state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
+    for root in order:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(successors.get(root, ())))]
+        while stack:
+            node, rest = stack[-1]
+            for successor in rest:
+                if state.get(successor) == 1 and node not in marked:
+                    return False
+                if successor not in state:
+                    state[successor] = 1
+                    stack.append((successor, iter(successors.get(successor, ()))))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+    return True
+
+
 def _has_cycle(chunk: str) -> bool:
     """Whether a printed function's control flow graph has a cycle."""
     successors: dict[str, list[str]] = {}
