@@ -132,10 +132,9 @@ the global `force-vector-interleave`, which would override every loop's metadata
 ARRAY_LOOPS_CODEGEN = (("disable-lsr", "true", "false"),)
 """The code generator's options (as `OPTIONS`) for a loops module whose loops are all
 those of astjit's array lowerings (`split.marked_loops_only`): no loop strength
-reduction. Over the array benchmarks' loop modules it was about a third of their machine
-code's compile time (the MLP step's: 187 -> 90 ms), and the kernels ran as fast without
-it; loops the user wrote ran up to ~10 % slower without it (a prefix sum, a histogram:
-docs/measurements.md), so a module holding one keeps it."""
+reduction, a large part of the machine code's compile time of the array benchmarks' loop
+modules, which ran as fast without it; loops the user wrote (a prefix sum, a histogram)
+ran slower without it, so a module holding one keeps it (docs/measurements.md)."""
 
 
 @dataclass(frozen=True)
