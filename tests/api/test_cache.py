@@ -105,8 +105,8 @@ out["llvmlite"] = sorted(m for m in sys.modules if m.partition(".")[0] == "llvml
 if len(sys.argv) > 1:  # then compile in the same process: it calls the loaded runtime
     from astjit import jit
     from astjit.backend.llvm import shared
-    from astjit.cache import native
-    out["adopted"] = bool(native._runtime) and set(native._runtime) <= shared.RUNTIME.compiled
+    from astjit.cache import entries
+    out["adopted"] = bool(entries._runtime) and set(entries._runtime) <= shared.RUNTIME.compiled
     counting = jit(k.count_down, cache=True)
     out["count"] = [counting(n) for n in (10, 100000)]
     out["python_count"] = [k.count_down(n) for n in (10, 100000)]
@@ -164,7 +164,7 @@ def test_a_second_process_loads_what_the_first_compiled(project):
 
 def test_a_warm_scalar_call_links_without_llvm(project):
     """A process loading scalar code never imports llvmlite (nor NumPy's masked arrays): the
-    ELF linker links it (cache/native.py). Code it compiles afterwards calls the runtime
+    ELF linker links it (cache/entries.py, elf.py). Code it compiles afterwards calls the runtime
     functions it loaded, and is cached in turn."""
     cold = run_child(project, SCALAR_CHILD)
     assert not cold["loaded"] and cold["scalar"] == cold["python_scalar"]
@@ -184,7 +184,7 @@ def test_the_loader_imports_no_ctypes():
     ctypes package would cost a warm load of a scalar kernel a quarter of its instructions
     where nothing else imports it (NumPy does)."""
     code = ("import sys\n"
-            "from astjit.cache import native, entries\n"
+            "from astjit.cache import entries\n"
             "from astjit import cabi\n"
             "cabi.thread_state(), cabi.thread_stack_limit_address()\n"
             "assert cabi.thread_stack_limit() > 0\n"
@@ -525,17 +525,17 @@ def test_a_foreign_entry_is_not_decoded():
 
 def test_the_loader_names_libmvec_as_the_code_generator_does():
     from astjit.backend.llvm import vecmath
-    from astjit.cache import native
+    from astjit.cache import entries
 
-    assert native.LIBMVEC == vecmath.LIBRARY
+    assert entries.LIBMVEC == vecmath.LIBRARY
 
 
 def test_an_entry_the_elf_linker_refuses_links_through_llvm(monkeypatch, tmp_path):
-    from astjit.cache import native
+    from astjit.cache import entries
 
     monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
     assert jit(closure_reading(6.0), cache=True)(2.0) == 12.0
-    monkeypatch.setattr(native, "link", lambda saved, pins: None)
+    monkeypatch.setattr(entries, "link_natively", lambda saved, pins: None)
     loaded = jit(closure_reading(6.0), cache=True)
     assert loaded(3.0) == 18.0
     spec = next(iter(loaded.signatures.values()))

@@ -8,7 +8,7 @@ named by its C signature (blas.py, lapack.py). NumPy's wheels bundle an OpenBLAS
 exported symbols, found through that module's library (`numpy_routines`). The addresses are read here,
 without LLVM: the modules that declare these functions to LLVM register them, and the
 disk cache's loader links cached code to them without importing llvmlite
-(astjit/cache/native.py).
+(astjit/cache/entries.py).
 """
 from __future__ import annotations
 
