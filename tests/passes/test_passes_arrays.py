@@ -3,7 +3,7 @@ tell), algebraic simplification, dead kernel code; each checked against NumPy an
 import numpy as np
 import pytest
 
-from astjit import jit
+from astjit import grad, hessian, jit
 
 
 def repeated(x, y):
@@ -114,3 +114,48 @@ def test_a_group_not_exact_splits_by_the_arrays_its_members_read():
         np.testing.assert_allclose(g, w, rtol=1e-15)
     text = jit(tanh_and_derivative).ir(x, m, stage="optimized")
     assert text.count("= fused") == 2  # tanh, h * h and 1 - h * h in one loop over x
+
+
+def product_after_its_check(x, W):
+    p = x @ W
+    unused = W.T @ x  # noqa: F841 - W's rows are x's length, x @ W checked it
+    return np.sum(p)
+
+
+def product_before_its_check(x, W):
+    unused = W.T @ x  # noqa: F841 - may raise: it stays, and raises first
+    return np.sum(x @ W)
+
+
+def test_unused_products_go_where_an_earlier_check_proves_their_lengths():
+    x, W = np.arange(3.0), np.ones((3, 2))
+    assert jit(product_after_its_check)(x, W) == product_after_its_check(x, W)
+    assert jit(product_before_its_check)(x, W) == product_before_its_check(x, W)
+    assert jit(product_after_its_check).ir(x, W, stage="optimized").count(" matmul ") == 1
+    assert jit(product_before_its_check).ir(x, W, stage="optimized").count(" matmul ") == 2
+    for fn in (product_after_its_check, product_before_its_check):
+        with pytest.raises(ValueError) as numpy_error:
+            fn(x, np.ones((4, 2)))
+        with pytest.raises(ValueError, match="matmul") as compiled_error:
+            jit(fn)(x, np.ones((4, 2)))
+        assert str(numpy_error.value) in str(compiled_error.value)
+
+
+def small_mlp_loss(w, x):
+    h = np.tanh(x @ w[:6].reshape(3, 2))
+    return np.sum(h[:, 0] * w[6:8][0])
+
+
+def test_hessian_does_not_accumulate_the_gradient_it_does_not_return():
+    """Forward over reverse mode computes the gradient along with its tangents; the writes
+    accumulating it into a new array nobody reads (add_at, add_into) go, with their work."""
+    w, x = np.linspace(-0.5, 0.7, 8), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    hess = jit(hessian(small_mlp_loss))
+    optimized = hess.ir(w, x, stage="optimized")
+    assert " add_at " not in optimized
+    assert ": array<f64, 1>" not in "".join(line for line in optimized.splitlines()
+                                           if " add_into " in line)
+    g, eps = jit(grad(small_mlp_loss)), 1e-6
+    steps = np.eye(8) * eps
+    differences = np.stack([(g(w + e, x) - g(w - e, x)) / (2 * eps) for e in steps], axis=1)
+    np.testing.assert_allclose(hess(w, x), differences, atol=1e-7)

@@ -93,16 +93,32 @@ def test_keepdims_reductions_have_constant_ones():
 
 
 def products(a, b, v):
-    return a @ b, a @ v, v @ b.T, a.T @ a
+    return a.T, a @ b, b @ v, v @ b.T, a.T @ a
 
 
 def test_matmul_and_transpose():
-    (a, b, v), (ab, av, vbt, ata) = shapes_of(products, np.ones((3, 4)), np.ones((4, 5)),
-                                              np.ones(4))
+    (a, b, v), (at, ab, bv, vbt, ata) = shapes_of(products, np.ones((3, 4)), np.ones((4, 5)),
+                                                  np.ones(5))
+    assert at == (a[1], a[0])  # made before a @ b checks a's columns against b's rows
     assert ab == (a[0], b[1])
-    assert av == (a[0],)
+    assert bv == (b[0],)  # after a @ b: a's columns are b's rows, named b[0]
     assert vbt == (b[0],)
-    assert ata == (a[1], a[1])
+    assert ata == (b[0], b[0])
+
+
+def checked_lengths(w, x):
+    W = w[:12].reshape(3, 4)  # w[:12] has 12 elements from here on
+    h = x @ W  # x has 3 columns from here on
+    return w[:12] * 1.0, x.T, h, w[12:16], np.eye(w.size)[:, 12:16]
+
+
+def test_checks_teach_the_lengths_after_them():
+    (w, x), (first, xt, h, b, eye_columns) = shapes_of(checked_lengths, np.ones(21),
+                                                      np.ones((8, 3)))
+    assert first == (frozenset({("const", 12)}),)
+    assert xt == (frozenset({("const", 3)}), x[0])
+    assert h == (x[0], frozenset({("const", 4)}))
+    assert eye_columns[1] == b[0]  # the same literal slice of one length
 
 
 def reshapes(v, b, y):

@@ -44,6 +44,9 @@ class ShapeContext(Protocol):
         """The Dim a length given by int value `v` is; a fresh atom of `owner`'s axis
         when unknown."""
 
+    def equate(self, a: Dim, b: Dim) -> None:
+        """Lengths `a` and `b` are equal after the node being recorded: it raises otherwise."""
+
 
 ShapeRule = Callable[[Node, ShapeContext], "Shape | Dim | None"]
 """An op's rule: the Shape of its array result or the Dim of its int result (None: unknown)."""
@@ -75,6 +78,51 @@ def broadcasts(shapes: list[Shape], ndim: int) -> bool:
         if aligned and frozenset().union(*aligned) not in aligned:
             return False
     return True
+
+
+def same_size(a: Shape, b: Shape) -> bool:
+    """Whether two shapes provably hold as many elements: the same literal lengths'
+    product, and the same other dims, counted with repeats (each one length, the module
+    docstring)."""
+    def factors(shape: Shape) -> tuple[int, list[Dim]]:
+        product, others = 1, []
+        for d in shape:
+            (atom,) = d if len(d) == 1 else (None,)
+            if isinstance(atom, tuple) and atom[0] == "const":
+                product *= atom[1]
+            elif d != ONE:
+                others.append(d)
+        return product, others
+
+    (n, rest_a), (m, rest_b) = factors(a), factors(b)
+    return n == m and sorted(map(sorted_atoms, rest_a)) == sorted(map(sorted_atoms, rest_b))
+
+
+def unknown_length(a: Shape, b: Shape) -> tuple[Dim, Dim] | None:
+    """Where two shapes of equal size differ by one length that is not a literal (the
+    other axes literal lengths or ONE): that Dim, and the literal it is then."""
+    def split(shape: Shape) -> tuple[int, list[Dim]]:
+        product, others = 1, []
+        for d in shape:
+            (atom,) = d if len(d) == 1 else (None,)
+            if isinstance(atom, tuple) and atom[0] == "const":
+                product *= atom[1]
+            elif d != ONE:
+                others.append(d)
+        return product, others
+
+    (n, unknown_a), (m, unknown_b) = split(a), split(b)
+    for (known, unknown), total in (((n, unknown_a), m), ((m, unknown_b), n)):
+        if len(unknown) == 1 and not (unknown_b if unknown is unknown_a else unknown_a) \
+                and known and total % known == 0:
+            length = total // known
+            return unknown[0], ONE if length == 1 else frozenset({("const", length)})
+    return None
+
+
+def sorted_atoms(d: Dim) -> list:
+    """A Dim's atoms in a fixed order (to compare multisets of dims)."""
+    return sorted(d, key=repr)
 
 
 def reduced(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:

@@ -155,6 +155,16 @@ def _new_shape(node, table):
 
 
 
+def _like_cannot_raise(node, shapes):
+    """A new array of its operand's dtype (so of a size that exists), filled with nothing, a
+    constant or a number of the same kind (no conversion that raises)."""
+    dtype = node.outputs[0].type.dtype
+    value = node.inputs[-1].type if node.attrs.get("fill") == "value" else dtype
+    return (dtype == node.inputs[0].type.dtype and isinstance(value, ScalarType)
+            and (value.name == dtype.name or dtype.is_float and value.is_float
+                 or dtype.is_complex and (value.is_float or value.is_complex)))
+
+
 @with_attrs
 def _fill_vjp(e, g, ins, out, needs, attrs):
     """np.full(shape, v) / np.full_like(x, v): v's adjoint is the sum of g; nothing else has one."""
@@ -199,6 +209,7 @@ _def("array_new", -1, new_rule, py_array_new, {"*": Routine("array_new")}, _FILL
      doc="np.empty/zeros/ones/full(shape): inputs are the dims (then the fill value)")
 _def("array_new_like", -1, new_like_rule, py_array_new_like, {"*": Routine("array_new_like")},
      (*_FILLED, "reads"), vjp=_fill_vjp, jvp=_fill_jvp("array_new_like"),
+     cannot_raise=_like_cannot_raise,
      batch=_filled_batch,
      operands=_creation_operands,
      shape=like(0), doc="np.empty_like/zeros_like/ones_like/full_like(x)")

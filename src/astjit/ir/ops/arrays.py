@@ -153,6 +153,12 @@ def _axis_length(node, table):
     return table.shape(node.inputs[0])[node.attrs["axis"]]
 
 
+def _size_length(node, table):
+    """`x.size` of a 1-d array as a length: its axis's Dim (of others a product: unknown)."""
+    shape = table.shape(node.inputs[0]) if isinstance(node.inputs[0].type, ArrayType) else ()
+    return shape[0] if len(shape) == 1 else None
+
+
 # ---- batching rules (ops/batching.py) ----------------------------------------------------
 
 def _get_batch(b, node, ins, batched):
@@ -228,6 +234,7 @@ _def("array_shape", 1, shape_rule, lambda a: tuple(a.shape), {"*": Routine("arra
      zero_derivative="an int (the shape of an array)", batch=_shape_batch,
      doc="x.shape, a tuple of ints")
 _def("array_size", 1, size_rule, lambda a: a.size, {"*": Routine("array_size")}, ("pure", "reads"),
-     zero_derivative="an int (the shape of an array)", batch=_size_batch, doc="x.size")
+     zero_derivative="an int (the shape of an array)", shape=_size_length, batch=_size_batch,
+     doc="x.size")
 _def("array_ndim", 1, ndim_rule, lambda a: a.ndim, {"*": Routine("array_ndim")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)", batch=_ndim_batch, doc="x.ndim")

@@ -37,7 +37,7 @@ may write), so the passes never merge, move or drop them (passes/effects.py).
 """
 from __future__ import annotations
 
-from ..shape_algebra import broadcast
+from ..shape_algebra import broadcast, broadcasts, dims_of
 from ..types import BOOL, F64, I64, NUMPY_NAMES, ArrayType, ScalarType, is_numeric
 from .adjoints import AddIntoView
 from .batching import SHAPE_PER_EXAMPLE, NotBatchable, each, example_ndim, with_rank
@@ -223,7 +223,22 @@ def _matmul_shape(node, table):
     batch = broadcast([batch_a, batch_b], max(len(batch_a), len(batch_b)))
     rows = a[-2:-1]  # (..., m, k) @ ... gives m; (k,) @ ... nothing
     cols = b[-1:] if len(b) >= 2 else ()  # ... @ (..., k, n) gives n; ... @ (k,) nothing
+    table.equate(a[-1], b[-2] if len(b) >= 2 else b[-1])  # k: checked equal
     return (*batch, *rows, *cols)
+
+
+def _matmul_cannot_raise(node, shapes):
+    """Floats (BLAS raises nothing) whose contracted lengths are one dim and whose stacks
+    broadcast (ir/shape_algebra.py)."""
+    if not all(isinstance(v.type, ArrayType) and (v.type.dtype.is_float or v.type.dtype.is_complex)
+               for v in node.inputs):
+        return False
+    a, b = shapes().operands(node)
+    if a is None or b is None:
+        return False
+    k_b = b[-2] if len(b) >= 2 else b[-1]
+    batch_a, batch_b = a[:-2], b[:-2]
+    return a[-1] == k_b and broadcasts([batch_a, batch_b], max(len(batch_a), len(batch_b)))
 
 
 def _matmul_batch(b, node, ins, batched):
@@ -255,7 +270,7 @@ def _matmul_batch(b, node, ins, batched):
 _def("matmul", 2, matmul_rule, py_matmul, {"*": Routine("matmul")},
      ("raises", "allocates", "reads", "numpy_result", "holomorphic"), vjp=_matmul_vjp,
      jvp=_matmul_jvp,
-     shape=_matmul_shape, batch=_matmul_batch,
+     shape=_matmul_shape, cannot_raise=_matmul_cannot_raise, batch=_matmul_batch,
      doc="a @ b, np.matmul (stacks of matrices too), np.dot of 1-d/2-d arrays through BLAS; "
          "attrs['kind'] picks the error message")
 def _diag_batch(b, node, ins, batched):
@@ -293,4 +308,5 @@ _def("diag", 2, diag_rule, py_diag, {"*": Routine("diag")}, ("raises", "view", "
      doc="np.diag(x, k): a new matrix from a vector, or a view of a matrix's diagonal")
 _def("eye", 3, eye_rule, py_eye, {"*": Routine("eye")}, ("raises", "allocates"),
      no_vjp="not differentiable in reverse mode yet",
+     shape=lambda node, table: dims_of(node, node.inputs[:2], table),  # n x m
      doc="np.eye(n, m, k, dtype): a new matrix with ones on diagonal k")

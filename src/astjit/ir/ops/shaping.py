@@ -315,9 +315,20 @@ _def("array_permute", 1, permute_rule, lambda x, axes: x.transpose(axes),
      {"*": Routine("array_permute")}, _VIEW, vjp=_permute_vjp,
      shape=lambda node, table: tuple(table.shape(node.inputs[0])[k] for k in node.attrs["axes"]),
      batch=_axes_batch("array_permute"), doc="np.transpose(x, axes): a view with the axes permuted")
+def _broadcast_to_cannot_raise(node, shapes):
+    """Each axis of `x` is ONE or the target's own dim there (trailing axes aligned)."""
+    table = shapes()
+    source, target = table.operands(node)[0], table.get(node.outputs[0])
+    if source is None or target is None or len(source) > len(target):
+        return False
+    aligned = target[len(target) - len(source):]
+    return all(d == ONE or d == t for d, t in zip(source, aligned))
+
+
 _def("array_broadcast_to", -1, broadcast_to_rule, py_broadcast_to,
      {"*": Routine("array_broadcast_to")}, ("raises", "view", "linear"), vjp=_broadcast_to_vjp,
      shape=lambda node, table: dims_of(node, node.inputs[1:], table),
+     cannot_raise=_broadcast_to_cannot_raise,
      batch=_broadcast_to_batch,
      doc="np.broadcast_to(x, shape): a view, stride 0 along the stretched axes")
 _def("array_concatenate", -1, concatenate_rule, py_concatenate,

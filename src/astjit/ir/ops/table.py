@@ -125,6 +125,11 @@ class OpDef:
     """The symbolic-shape rule (ir/shape_algebra.py): `shape(node, table)` -> the Shape of the
     array result, or the Dim (a length) the int result is; None: unknown. An elementwise
     op's broadcasts unless it declares its own (ops/declare.py)."""
+    cannot_raise: Callable | None = None
+    """Where an op with the 'raises' trait provably raises nothing for a node:
+    `cannot_raise(node, shapes)`, `shapes()` giving its graph's symbolic shapes (ir/
+    symbolic_shapes.py), is True when its operands and attrs exclude every error but a
+    MemoryError (passes/effects.py: an unused one may go); None: it may raise."""
     array_rule: Callable | None = None
     """An elementwise op's element types on arrays, where they are not its scalar rule's on
     NumPy's promotion of every operand (ops/elementwise.py): `array_rule(types)` ->

@@ -34,7 +34,7 @@ import operator
 import sys
 
 from ..core import Node, Value
-from ..shape_algebra import dims_of
+from ..shape_algebra import dims_of, same_size, unknown_length
 from ..types import BOOL, I64, NONE, ArrayType, ScalarType, is_numeric
 from . import vjp as v
 from .adjoints import AddIntoView
@@ -183,21 +183,55 @@ def _advanced_view(inference, node, inputs, out):
 
 def _view_shape(node, table):
     """The axes a whole slice `:` or no index takes kept, those an index takes dropped,
-    a bounded slice's of a length of its own."""
+    a bounded slice's of a length of its own: one that slices of one axis length by the
+    same literal bounds share (`x[12:16]` and `eye(n)[:, 12:16]` of an `x` of length n)."""
     shape, out, dims = table.shape(node.inputs[0]), node.outputs[0], []
-    spec = node.attrs["spec"]
+    spec, parts = node.attrs["spec"], iter(node.inputs[1:])
     for k, d in enumerate(shape):
         entry = spec[k] if k < len(spec) else "s000"
+        bounds = [next(parts) if flag == "1" else None for flag in entry[1:]]
         if entry == "s000":  # `:` or no index: the whole axis
             dims.append(d)
-        elif entry != "i":  # a slice with bounds: a length of its own
-            dims.append(frozenset({(out.id, len(dims))}))
+        elif entry != "i":  # a slice with bounds
+            given = [b for b in bounds if b is not None]
+            literal = [_literal(table.dim(b, out, len(dims))) for b in given]
+            dims.append(frozenset({("slice", d, entry, *literal)} if None not in literal
+                                  else {(out.id, len(dims))}))
     return tuple(dims)
 
 
+def _literal(d):
+    """The int a Dim is when it is a literal length (ONE: 1), else None."""
+    if not d:
+        return 1
+    (atom,) = d if len(d) == 1 else (None,)
+    return atom[1] if isinstance(atom, tuple) and atom[0] == "const" else None
+
+
 def _reshape_shape(node, table):
-    """The dims its int inputs give (unknown while the shape is packed)."""
-    return None if node.attrs.get("packed_shape") else dims_of(node, node.inputs[1:], table)
+    """The dims its int inputs give (unknown while the shape is packed); where the sizes,
+    checked equal, differ by one length that is not a literal, that length is known."""
+    if node.attrs.get("packed_shape"):
+        return None
+    shape = dims_of(node, node.inputs[1:], table)
+    found = unknown_length(table.shape(node.inputs[0]), shape)
+    if found is not None:
+        table.equate(*found)
+    return shape
+
+
+def _view_cannot_raise(node, shapes):
+    """Slices without a step (bounds clamp), and indices proved or assumed in bounds."""
+    fine = node.attrs.get("inbounds") or node.attrs.get("boundscheck", True) is False
+    return all(entry[-1] == "0" if entry != "i" else fine for entry in node.attrs["spec"])
+
+
+def _reshape_cannot_raise(node, shapes):
+    """Sizes the symbolic shapes prove equal (a reshape back to a shape of the same size)."""
+    table = shapes()
+    source, result = table.operands(node)[0], table.get(node.outputs[0])
+    return (not node.attrs.get("packed_shape") and None not in (source, result)
+            and same_size(source, result))
 
 
 # ---- reference semantics -------------------------------------------------------------
@@ -296,7 +330,7 @@ def _reshape_vjp(e, g, ins, out, needs):
 
 _def("array_view", -1, view_rule, py_array_view, {"*": Routine("array_view")},
      ("raises", "view", "linear"),
-     shape=_view_shape, expand=_advanced_view,
+     shape=_view_shape, cannot_raise=_view_cannot_raise, expand=_advanced_view,
      vjp=v.with_attrs(lambda e, g, ins, out, needs, attrs: [
          AddIntoView(g, "array_view", tuple(ins[1:]), dict(attrs))] + [None] * len(ins[1:])),
      batch=_view_batch,
@@ -309,7 +343,8 @@ _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_t
      batch=_transpose_batch, doc="x.T: a view with the axes reversed")
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
      ("raises", "view", "linear"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
-     batch=_reshape_batch, doc="x.reshape(dims): a view if C-contiguous, else a copy")
+     cannot_raise=_reshape_cannot_raise, batch=_reshape_batch,
+     doc="x.reshape(dims): a view if C-contiguous, else a copy")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes", "linear"), batch=_assign_batch,
      no_vjp="reverse mode handles array writes itself (ad/writes.py)",

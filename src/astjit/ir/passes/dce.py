@@ -13,6 +13,9 @@ Walking each graph backwards from its outputs:
 - `call` nodes stay (the callee may raise), and so do function parameters;
 - a `fused` node's kernel loses the scalar work no kernel output reads, a
   `rowwise` node's region what no region output needs;
+- a write into memory of the invocation's own that nothing reads afterwards goes, when it
+  raises nothing (`_unread_write`): reverse mode accumulates adjoints into new arrays
+  (`add_into`, `add_at`), and forward mode over it computes the gradient it does not return;
 - except that a node marked `recomputed` by reverse mode (`ad.recomputation`) goes when its
   results are unused, whatever its effects: the backward loop runs the same work again;
   and so does a new array of floats whose only effect is a broadcasting check that the
@@ -24,8 +27,13 @@ only fed a removed output goes too.
 from __future__ import annotations
 
 from ..core import Graph, Module, Node, Value
-from ..symbolic_shapes import symbolic_shapes
+from ..ops.adjoints import ACCUMULATING
+from ..symbolic_shapes import Shapes, symbolic_shapes
+from ..types import ArrayType
 from .effects import has_effects, only_computes
+
+FRESH = frozenset({"array_new", "array_new_like", "array_copy"})
+"""Ops whose array result is new memory, which only the graph's own nodes see."""
 
 
 def eliminate_dead_code(module: Module) -> Module:
@@ -38,18 +46,23 @@ def eliminate_dead_code(module: Module) -> Module:
 def _dce_graph(graph: Graph) -> None:
     live: set[Value] = set(graph.outputs)
     kept: list[Node] = []
-    shapes: dict[Value, tuple] = {}
+    shapes: list[Shapes] = []
 
-    def shapes_of_graph() -> dict[Value, tuple]:
+    def shapes_of_graph() -> Shapes:
         """The symbolic shapes of `graph` as it was (the dead nodes shape nothing that
         stays), found once a node needs them."""
         if not shapes:
-            shapes.update(symbolic_shapes(graph))
-        return shapes
+            shapes.append(symbolic_shapes(graph))
+        return shapes[0]
+
+    owner = _own_memory(graph)
+    read = {owner[v] for v in graph.outputs if v in owner}  # memory a later node reads
 
     def stays(node: Node) -> bool:
         if any(out in live for out in node.outputs):
             return True
+        if _unread_write(node, owner, read):
+            return False
         return _must_run(node) and not only_computes(node, shapes_of_graph)
 
     for node in reversed(graph.nodes):
@@ -62,7 +75,42 @@ def _dce_graph(graph: Graph) -> None:
         if stays(node):
             kept.append(node)
             live.update(node.inputs)
+            read.update(owner[v] for v in _reads(node) if v in owner)
     graph.nodes = kept[::-1]
+
+
+def _own_memory(graph: Graph) -> dict[Value, Value]:
+    """Each array of `graph` in the memory of a new array it makes (`FRESH`), one of the
+    views of it an `array_view` takes, or the accumulator a write returns -> that new
+    array. Any other use of one (a read, a call, a region's) counts as reading it."""
+    owner: dict[Value, Value] = {}
+    for node in graph.nodes:
+        if node.op in FRESH and isinstance(node.outputs[0].type, ArrayType):
+            owner[node.outputs[0]] = node.outputs[0]
+        elif (node.op in ACCUMULATING or node.op == "array_view") and node.inputs[0] in owner:
+            owner[node.outputs[0]] = owner[node.inputs[0]]
+    return owner
+
+
+def _reads(node: Node) -> list[Value]:
+    """The inputs `node` reads (or passes on) as arrays: all but the accumulator a write
+    writes into and its view, and the array a view is taken of."""
+    if node.op in ("add_into", "zero_into"):
+        return node.inputs[2:]
+    if node.op in ACCUMULATING or node.op == "array_view":
+        return node.inputs[1:]
+    return node.inputs
+
+
+def _unread_write(node: Node, owner: dict[Value, Value], read: set[Value]) -> bool:
+    """A write that raises nothing into memory of `graph`'s own no later node reads."""
+    if node.op not in ACCUMULATING or node.inputs[0] not in owner:
+        return False
+    target = owner[node.inputs[0]]
+    if node.op in ("add_into", "zero_into"):  # view += g: one shape by construction
+        return target not in read and owner.get(node.inputs[1]) == target
+    checked = node.attrs.get("boundscheck", True) and not node.attrs.get("inbounds")
+    return target not in read and not checked
 
 
 def _dce_if(node: Node, live: set[Value]) -> None:

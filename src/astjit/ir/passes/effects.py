@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..core import Node, Value
+from ..core import Node
 from ..kernels import kernel_of
 from ..ops import OPS
 from ..ops.elementwise import array_plan, is_array_elementwise
 from ..ops.reductions import REDUCTIONS
-from ..shape_algebra import Shape, broadcasts
+from ..shape_algebra import broadcasts
+from ..symbolic_shapes import Shapes
 from ..types import BOOL, ArrayType, ScalarType, Type
 
 TO_INT_CONVERSIONS = frozenset({"cast", "floor", "ceil", "trunc", "round"})
@@ -80,13 +81,17 @@ def may_write(node: Node) -> bool:
     return "writes" in traits or not traits & {"pure", "reads", "view", "allocates"}
 
 
-def only_computes(node: Node, shapes: Callable[[], dict[Value, Shape]]) -> bool:
+def only_computes(node: Node, shapes: Callable[[], Shapes]) -> bool:
     """Whether all `node` does is make a new array of floats (an elementwise op on
     arrays, a `reduce`, a `fused` kernel): its operands provably broadcast (`shapes()`:
     symbolic_shapes.py's of its graph) and it raises nothing else: NumPy's float, complex
     and bool ufuncs raise nothing (an integer power can), nor do reductions with an
     identity. Unused, it may go (reverse mode leaves such work behind: the adjoint of
-    `x - y` for `y`, when only `x` is differentiated)."""
+    `x - y` for `y`, when only `x` is differentiated). So does a view, reshape, product or
+    new array whose op's `cannot_raise` (ops/table.py) says it raises nothing here."""
+    rule = OPS[node.op].cannot_raise if node.op in OPS else None
+    if rule is not None:
+        return not may_write(node) and rule(node, shapes)
     if is_array_elementwise(node):
         plan = array_plan(node.op, tuple(v.type for v in node.inputs))
         ndim = node.outputs[0].type.ndim
@@ -103,8 +108,8 @@ def only_computes(node: Node, shapes: Callable[[], dict[Value, Shape]]) -> bool:
             return False
     else:
         return False
-    table = shapes()
-    arrays = [table.get(v) for v in node.inputs if isinstance(v.type, ArrayType)]
+    arrays = [s for v, s in zip(node.inputs, shapes().operands(node))
+              if isinstance(v.type, ArrayType)]
     return (all(map(_raises_nothing_as_element, types)) and None not in arrays
             and broadcasts(arrays, ndim))
 
