@@ -208,7 +208,8 @@ def marked_loops_only(text: str) -> bool:
     return all(_marked_latches(chunk) for name, chunk in _chunks(text) if name is not None)
 
 
-_LATCH_MARK = re.compile(r",? !llvm\.loop !\d+")
+_LABEL = re.compile(rf"{_NAME}:")
+_TARGET = re.compile(rf"label %{_NAME}")
 
 
 def _marked_latches(chunk: str) -> bool:
@@ -218,16 +219,16 @@ def _marked_latches(chunk: str) -> bool:
     marked: set[str] = set()
     block = "<entry>"
     order = [block]
-    for line in chunk.splitlines():
-        label = re.match(rf"^{_NAME}:", line)
-        if label is not None:
-            block = _unquote(label.group(1))
-            order.append(block)
-            continue
-        targets = [_unquote(t) for t in re.findall(rf"label %{_NAME}", line)]
-        if targets:
-            successors.setdefault(block, []).extend(targets)
-            if _LATCH_MARK.search(line):
+    for line in chunk.split("\n")[1:]:  # labels start a line; instructions are indented
+        if line[:1] not in (" ", "", "}"):
+            label = _LABEL.match(line)
+            if label is not None:
+                block = _unquote(label.group(1))
+                order.append(block)
+        elif "label %" in line:
+            successors.setdefault(block, []).extend(
+                _unquote(target) for target in _TARGET.findall(line))
+            if "!llvm.loop " in line:
                 marked.add(block)
     state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
     for root in order:
