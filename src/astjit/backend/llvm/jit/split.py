@@ -28,13 +28,13 @@ scalar code does.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 _NAME = r'("(?:[^"\\]|\\.)*"|[-\w$.]+)'
 """An LLVM name as printed: quoted (with escapes), or bare."""
 _DEFINE = re.compile(rf"^define [^@]*@{_NAME}\(")
 _REFERENCE = re.compile(rf"@{_NAME}")
 _LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_local) )*")
-_EDGE = re.compile(rf"^{_NAME}:|label %{_NAME}", re.MULTILINE)
 
 
 def has_loop(text: str) -> bool:
@@ -213,13 +213,27 @@ _TARGET = re.compile(rf"label %{_NAME}")
 
 
 def _marked_latches(chunk: str) -> bool:
-    """Whether each branch of a printed function that closes a cycle (jumps to a block
-    on the depth-first search's stack) carries `llvm.loop` metadata."""
+    """Whether each branch of a printed function that closes a cycle carries `llvm.loop`
+    metadata."""
+    order, successors, marked = _graph(chunk)
+    return all(latch in marked for latch in _latches(order, successors))
+
+
+def _has_cycle(chunk: str) -> bool:
+    """Whether a printed function's control flow graph has a cycle."""
+    order, successors, _ = _graph(chunk)
+    return next(_latches(order, successors), None) is not None
+
+
+def _graph(chunk: str) -> tuple[list[str], dict[str, list[str]], set[str]]:
+    """A printed function's blocks in order, each block's branch targets, and the blocks
+    whose branch carries `llvm.loop` metadata. Read line by line: labels start a line,
+    instructions are indented (a `switch`'s cases too), branches hold `label %`."""
     successors: dict[str, list[str]] = {}
     marked: set[str] = set()
     block = "<entry>"
     order = [block]
-    for line in chunk.split("\n")[1:]:  # labels start a line; instructions are indented
+    for line in chunk.split("\n")[1:]:  # the first: the definition's header
         if line[:1] not in (" ", "", "}"):
             label = _LABEL.match(line)
             if label is not None:
@@ -230,39 +244,12 @@ def _marked_latches(chunk: str) -> bool:
                 _unquote(target) for target in _TARGET.findall(line))
             if "!llvm.loop " in line:
                 marked.add(block)
-    state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
-    for root in order:
-        if root in state:
-            continue
-        state[root] = 1
-        stack = [(root, iter(successors.get(root, ())))]
-        while stack:
-            node, rest = stack[-1]
-            for successor in rest:
-                if state.get(successor) == 1 and node not in marked:
-                    return False
-                if successor not in state:
-                    state[successor] = 1
-                    stack.append((successor, iter(successors.get(successor, ()))))
-                    break
-            else:
-                state[node] = 2
-                stack.pop()
-    return True
+    return order, successors, marked
 
 
-def _has_cycle(chunk: str) -> bool:
-    """Whether a printed function's control flow graph has a cycle."""
-    successors: dict[str, list[str]] = {}
-    block = "<entry>"
-    order = [block]
-    for match in _EDGE.finditer(chunk):  # labels and branch targets, in order: one pass
-        label, target = match.groups()
-        if label is not None:
-            block = _unquote(label)
-            order.append(block)
-        else:
-            successors.setdefault(block, []).append(_unquote(target))
+def _latches(order: list[str], successors: dict[str, list[str]]) -> Iterator[str]:
+    """The blocks whose branch closes a cycle (jumps to a block on the depth-first
+    search's stack), as the search meets them."""
     state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
     for root in order:
         if root in state:
@@ -273,7 +260,7 @@ def _has_cycle(chunk: str) -> bool:
             node, rest = stack[-1]
             for successor in rest:
                 if state.get(successor) == 1:
-                    return True
+                    yield node
                 if successor not in state:
                     state[successor] = 1
                     stack.append((successor, iter(successors.get(successor, ()))))
@@ -281,4 +268,3 @@ def _has_cycle(chunk: str) -> bool:
             else:
                 state[node] = 2
                 stack.pop()
-    return False
