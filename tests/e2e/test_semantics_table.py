@@ -135,6 +135,8 @@ TESTED_ELSEWHERE = {
     "array_contiguous": "np.ascontiguousarray",
     "array_astype": "x.astype", "array_pack": "np.array((a, b))",
     "array_linspace": "np.linspace",
+    # an array's attributes and methods (test_array_methods.py)
+    "array_bytes": "x.itemsize, x.nbytes", "array_view_as": "x.view(dtype)",
     "callback": "print(...) and astjit.callback (test_python_calls.py)",
     "tuple_slice": "a, *rest = t (test_comprehensions.py)",
     "tuple_append": "comprehensions (test_comprehensions.py)",

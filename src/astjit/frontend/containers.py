@@ -52,10 +52,22 @@ def lower_dict(state: Lowering, scope: Scope, node: ast.Dict) -> Value:
                      state.loc(node))
 
 
-def lower_field(state: Lowering, scope: Scope, node: ast.Attribute) -> Value:
-    """`p.w`: a field of the container `p` is, resolved by type inference."""
+def lower_field(state: Lowering, scope: Scope, node: ast.Attribute, use: str = "value") -> Value:
+    """`p.w`: a field of the container `p` is, resolved by type inference. An array's
+    `x.flat` is read (`x.flat[i]`, use "read"; a copy where the index slices, "copy") or
+    iterated ("iterate"); any other use of it is refused by type inference."""
     base = state.lower_expr(scope, node.value)
-    return scope.emit("getfield", [base], state.loc(node), {"name": node.attr})
+    attrs = {"name": node.attr, "use": use} if node.attr == "flat" else {"name": node.attr}
+    return scope.emit("getfield", [base], state.loc(node), attrs)
+
+
+def is_flat(state: Lowering, scope: Scope, node: ast.expr) -> bool:
+    """Whether `node` is `v.flat` of a local value `v` (an array's flat iterator, or a
+    container's field named flat: type inference tells)."""
+    if not isinstance(node, ast.Attribute) or node.attr != "flat":
+        return False
+    owner = static_object(state, scope, node.value)
+    return owner is LOCAL or (owner is NOT_FOUND and not isinstance(node.value, ast.Name))
 
 
 def lower_key(state: Lowering, scope: Scope, node: ast.Subscript, base: Value) -> Value:

@@ -166,8 +166,10 @@ def lower_attribute(state: Lowering, scope: Scope, node: ast.Attribute) -> Value
     if node.attr in ARRAY_ATTRIBUTES and not isinstance(base, types.ModuleType):
         # an array's (else a TypingError), or the problem of the base, reported by its lowering
         array = state.lower_expr(scope, node.value)
-        numpy = {"numpy": True} if node.attr in ("real", "imag") else None  # True.real is 1
-        return scope.emit(ARRAY_ATTRIBUTES[node.attr], [array], state.loc(node), numpy)
+        attrs = {"numpy": True} if node.attr in ("real", "imag") else None  # True.real is 1
+        if ARRAY_ATTRIBUTES[node.attr] == "array_bytes":
+            attrs = {"name": node.attr}
+        return scope.emit(ARRAY_ATTRIBUTES[node.attr], [array], state.loc(node), attrs)
     if base is LOCAL or (base is NOT_FOUND and not isinstance(node.value, ast.Name)):
         return lower_field(state, scope, node)  # p.w of a container, resolved by its type
     return state.fail(scope, node, UnsupportedSyntaxError,

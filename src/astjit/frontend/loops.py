@@ -33,6 +33,7 @@ from ..ir.core import Value
 from ..parallel import prange
 from .analysis import assigned_names, constant_index, may_break, may_return
 from .blocks import Rest, guard, lower_block, none_set, skip_stmt, unsupported_stmt
+from .containers import is_flat, lower_field
 from .resolve import LOCAL, static_object
 from .scope import (
 RESULT,
@@ -261,7 +262,8 @@ def sequence_loop(state: Lowering, scope: Scope, stmt: ast.For,
                          f"write: for ... in {kind}(seq):" if kind == "reversed"
                          else "write: for ... in enumerate(seq) or enumerate(seq, start):")
         return
-    sequences = [state.lower_expr(scope, n) for n in nodes]
+    sequences = [lower_field(state, scope, n, "iterate") if is_flat(state, scope, n)
+                 else state.lower_expr(scope, n) for n in nodes]  # x.flat: ravel(x)
     if not sequences:
         unsupported_stmt(state, scope, stmt, "zip() of nothing is not supported")
         return

@@ -13,6 +13,8 @@ UNARY_OPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "n
 COMPARE_OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
                ast.NotEq: "ne"}
 ARRAY_ATTRIBUTES = {"shape": "array_shape", "size": "array_size", "ndim": "array_ndim",
-                    "T": "array_transpose", "real": "real", "imag": "imag"}
+                    "T": "array_transpose", "real": "real", "imag": "imag",
+                    "itemsize": "array_bytes", "nbytes": "array_bytes"}
 """The attributes of a value (an array; `.real`/`.imag` of a number too) compiled code reads,
-and their primitives (`.real` of a complex array is np.real's view: ir/ops/complexes.py)."""
+and their primitives (`.real` of a complex array is np.real's view: ir/ops/complexes.py;
+`array_bytes` takes the attribute's name)."""

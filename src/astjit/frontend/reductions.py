@@ -15,8 +15,10 @@ Arguments bind as NumPy's signatures do (`PARAMETERS`: positional or by keyword)
 literal, a global constant, a static parameter): the result's type depends on them.
 `axis` is None, an int or (where NumPy takes one) a tuple of ints, stored as None or
 a tuple; it is checked against the array's ndim by type inference, which knows it.
-`ddof` is an operand (any int or float). NumPy's other parameters (`out=`,
-`initial=`, `where=`, ...) are reported as not supported.
+`ddof` is an operand (any int or float), and so is `initial=` of the extrema (max, min,
+nanmax, nanmin), which makes the call an `array_function` (ir/ops/shape_functions.py:
+`extremum`). NumPy's other parameters (`out=`, `where=`, ...) are reported as not
+supported.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from ..errors import UnsupportedCallError
 from ..ir.core import Value
 from ..ir.ops.reductions import REDUCTIONS
+from ..ir.ops.shape_functions import EXTREMA
 from ..ir.ops.statistics import STATISTICS
 from ..ir.types import BOOL
 from .builtins import CallError, numpy_lookup
@@ -133,6 +136,13 @@ def _lower(lowerer, scope: Scope, node: ast.Call, reducer: Reducer, name: str,
         attrs["keepdims"] = keepdims
     if dtype is not None:
         attrs["dtype"] = dtype
+    initial = given.get("initial")
+    if initial is not None and not (isinstance(initial, ast.Constant) and initial.value is None):
+        # np.max(x, initial=v): made of primitives by type inference
+        attrs = {"function": reducer.kind, "arguments": (("a", None), ("initial", None)),
+                 "axis": axis, "keepdims": keepdims}
+        return scope.emit("array_function", [array, lowerer.lower_expr(scope, initial)], loc,
+                          attrs)
     inputs = [array]
     if reducer.op == "statistic":
         ddof = given.get("ddof")
@@ -158,6 +168,8 @@ def _bind(reducer: Reducer, name: str, args: list[ast.expr],
             raise CallError(f"{name}() got multiple values for argument '{k.arg}'")
         given[k.arg] = k.value
     for param, value in given.items():
+        if param == "initial" and reducer.op == "reduce" and reducer.kind in EXTREMA:
+            continue
         if param not in SUPPORTED and not (isinstance(value, ast.Constant) and value.value is None):
             takes = ", ".join(f"{p}=" for p in reducer.params if p in SUPPORTED)
             raise CallError(f"the argument {param}= of {name}() is not supported yet",

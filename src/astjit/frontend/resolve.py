@@ -167,8 +167,10 @@ def static_dtype(state: Lowering, scope: Scope, node: ast.expr | None,
 
 
 def dtype_of_array(state: Lowering, scope: Scope, node: ast.expr | None) -> ast.expr | None:
-    """For `dtype=x.dtype` with `x` a local (an array), the expression `x`; else None."""
-    if isinstance(node, ast.Attribute) and node.attr == "dtype" \
-            and static_object(state, scope, node.value) is LOCAL:
-        return node.value
+    """For `dtype=x.dtype` with `x` a local or an expression of locals (`x[1:].dtype`;
+    type inference says whether it has a dtype), the expression `x`; else None."""
+    if isinstance(node, ast.Attribute) and node.attr == "dtype":
+        owner = static_object(state, scope, node.value)
+        if owner is LOCAL or (owner is NOT_FOUND and not isinstance(node.value, ast.Name)):
+            return node.value
     return None

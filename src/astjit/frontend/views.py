@@ -27,15 +27,21 @@ import ast
 from ..errors import UnsupportedCallError, UnsupportedSyntaxError
 from ..ir.core import Value
 from .analysis import constant_index
-from .containers import lower_key
+from .containers import is_flat, lower_field, lower_key
 from .scope import Scope
 from .state import ExprRule, Lowering
 
 
 def lower_subscript(state: Lowering, scope: Scope, node: ast.Subscript) -> Value:
     """`t[0]` -> getitem (inference makes it an array_get when `t` is an array);
-    `x[i]`, `x[i, j]` -> array_get; `x[1:n]` -> array_view."""
-    base = state.lower_expr(scope, node.value)
+    `x[i]`, `x[i, j]` -> array_get; `x[1:n]` -> array_view. `x.flat[k]`: of `ravel(x)`,
+    copied first where the index may select more than one element (NumPy's copy)."""
+    if is_flat(state, scope, node.value):
+        sliced = isinstance(node.slice, (ast.Slice, ast.Tuple)) or has_extended(state, node) \
+            or _is_constant(node.slice, None)
+        base = lower_field(state, scope, node.value, "copy" if sliced else "read")
+    else:
+        base = state.lower_expr(scope, node.value)
     if unsupported_index(state, node):
         return scope.emit("undef", [], state.loc(node))
     if has_slice(node) or has_extended(state, node):

@@ -50,7 +50,7 @@ scalar.py (operators, conversions, stop_gradient), mathfuncs.py (`math` and
 NumPy functions), ieee.py (IEEE float primitives derivative code uses),
 tapes.py (what a differentiated `while` records), containers.py and sequences.py
 (containers' fields; starred unpacking, comprehensions, dict keys), methods.py (calls
-on objects, resolved from the receiver's class), vjp.py (what VJP
+on objects, resolved from the receiver's class), reinterpret.py (x.view(dtype)), vjp.py (what VJP
 rules are built from), arrays/views/allocation/reductions/linalg/adjoints.py (array ops),
 elementwise.py and strong.py (NumPy's promotion). The structural ops (`if`, `while`, `call`) are
 not in this table; see `core.py`.
@@ -73,6 +73,7 @@ from . import (  # noqa: F401
     methods,
     python_complex,
     reductions,
+    reinterpret,
     scalar,
     scans,
     sequences,

@@ -15,13 +15,13 @@ compiled, and the interpreter asserts the claim.
 from __future__ import annotations
 
 from ..core import Node, Value
-from ..types import BOOL, I64, NONE, ArrayType, TupleType
+from ..types import BOOL, I64, NONE, NUMPY_NAMES, ArrayType, TupleType, is_strong
 from . import advanced_index
 from .adjoints import AddAt
 from .batching import NotBatchable, as_batched, batch_size_product, each
 from .declare import _def
 from .sequences import key_read
-from .table import OpTypeError, Routine
+from .table import OpTypeError, Refused, Routine
 
 
 def _array(t, what):
@@ -238,3 +238,42 @@ _def("array_size", 1, size_rule, lambda a: a.size, {"*": Routine("array_size")},
      doc="x.size")
 _def("array_ndim", 1, ndim_rule, lambda a: a.ndim, {"*": Routine("array_ndim")}, ("pure", "reads"),
      zero_derivative="an int (the shape of an array)", batch=_ndim_batch, doc="x.ndim")
+
+
+# ---- sizes in bytes: constants of the dtype ------------------------------------------------
+
+_BYTES_RESOLVED = "type inference replaces it by a constant (times x.size for nbytes)"
+
+
+def itemsize(dtype) -> int:
+    """The bytes of one element of `dtype` (an IR scalar type), NumPy's itemsize."""
+    import numpy
+
+    return numpy.dtype(NUMPY_NAMES[dtype.name]).itemsize
+
+
+def _bytes_rule(types, attrs):
+    """Reached only where `_bytes` found no array or NumPy scalar: the error."""
+    raise OpTypeError(f".{attrs['name']} needs an array or a NumPy scalar, got {types[0]}")
+
+
+def _bytes(inference, node, inputs, out):
+    """x.itemsize: a constant of x's dtype; x.nbytes: x.size times it (of a NumPy scalar,
+    its itemsize)."""
+    t = inputs[0].type
+    dtype = t.dtype if isinstance(t, ArrayType) else t if is_strong(t) else None
+    if dtype is None:
+        return None
+    made = Node("const", [], [Value("")], attrs={"value": itemsize(dtype)}, loc=node.loc)
+    if node.attrs["name"] == "nbytes" and isinstance(t, ArrayType):
+        size = Node("array_size", [], [Value("")], loc=node.loc)
+        parts = [*inference.infer_leaf(size, inputs, out), *inference.infer_leaf(made, [], out)]
+        return inference.infer_leaf(Node("mul", [], node.outputs, loc=node.loc), parts, out)
+    return inference.infer_leaf(Node("const", [], node.outputs, attrs=made.attrs, loc=node.loc),
+                                [], out)
+
+
+_def("array_bytes", 1, _bytes_rule, lambda a, name: getattr(a, name),
+     {"*": Refused(_BYTES_RESOLVED)}, cuda=Refused(_BYTES_RESOLVED), expand=_bytes,
+     zero_derivative="an int (the size of an array)",
+     doc="x.itemsize, x.nbytes (attrs name): replaced by constants and x.size by type inference")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...errors import TypingError
 from ..core import Graph, Node, Value
-from ..types import NONE, TreeNode, TupleType, Type, exact
+from ..types import NONE, ArrayType, TreeNode, TupleType, Type, exact
 from .declare import _def
 from .table import OpTypeError, Refused
 
@@ -39,14 +39,41 @@ def getfield_rule(types, attrs):
     if subscript:
         raise OpTypeError(f"{_describe(t)} cannot be indexed by the string {name!r}: only "
                           "dicts with constant string keys can")
+    if name == "dtype" and isinstance(t, ArrayType):
+        raise OpTypeError("x.dtype is not a value in compiled code: pass it where a dtype is "
+                          "taken (np.zeros(n, x.dtype), y.astype(x.dtype), np.array(v, "
+                          "dtype=x.dtype)), or look at dtypes outside compiled code")
     raise OpTypeError(f"{_describe(t)} has no attribute '{name}' in compiled code: fields of "
-                      "dataclasses and namedtuples, and an array's .shape, .size, .ndim, .T, can "
-                      "be read")
+                      "dataclasses and namedtuples, and an array's .shape, .size, .ndim, .T, "
+                      ".real, .imag, .itemsize, .nbytes and .flat[i] can be read")
+
+
+FLAT_USES = ("read", "copy", "iterate")
+"""How compiled code takes an array's `x.flat`: indexed (`x.flat[i]`; "copy" where the
+index may select several elements, which NumPy copies) or iterated. `ravel(x)` is each."""
+
+
+def _flat(inference, node, x: Value, out):
+    """`x.flat` of an array: ravel(x) (a view of C-contiguous x, else a copy), copied
+    for use "copy", so that no result shares x's memory where NumPy's does not."""
+    if node.attrs["use"] not in FLAT_USES:
+        raise TypingError("x.flat of an array can be indexed (x.flat[i], x.flat[a:b]) and "
+                          "iterated (for e in x.flat) in compiled code, not kept or written",
+                          node.loc, hint="read x.ravel(), and write x's elements by x's indices")
+    if node.attrs["use"] == "copy":
+        copy = Node("array_copy", [], [Value("")], loc=node.loc)
+        (x,) = inference.infer_leaf(copy, [x], out)
+    minus_one = Node("const", [], [Value("")], attrs={"value": -1}, loc=node.loc)
+    ravel = Node("array_reshape", [], node.outputs, loc=node.loc)
+    return inference.infer_leaf(ravel, [x, *inference.infer_leaf(minus_one, [], out)], out)
 
 
 def _field(inference, node, inputs, out):
-    """`p.w` of a dataclass or namedtuple, `d["w"]` of a dict: the element's getitem."""
+    """`p.w` of a dataclass or namedtuple, `d["w"]` of a dict: the element's getitem;
+    `x.flat` of an array (`_flat`)."""
     t = inputs[0].type
+    if isinstance(t, ArrayType) and node.attrs["name"] == "flat" and "use" in node.attrs:
+        return _flat(inference, node, inputs[0], out)
     spec = getattr(t, "node", None)
     subscript = node.attrs.get("subscript", False)
     if spec is None or node.attrs["name"] not in spec.keys or subscript != (spec.kind == "dict"):

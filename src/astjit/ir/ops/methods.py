@@ -17,7 +17,9 @@ import types
 from ...errors import TypingError
 from ..core import Node, Value
 from ..types import BOOL, ArrayType, is_numeric
+from . import selections
 from .declare import _def
+from .shape_functions import _Emitter
 from .table import OpTypeError, Refused
 
 _RESOLVED = "type inference resolves it into a call"
@@ -26,6 +28,8 @@ _RESOLVED = "type inference resolves it into a call"
 def method_rule(types_, attrs):
     """Reached only where `_resolve` found nothing to call: the error."""
     receiver = types_[0]
+    if isinstance(receiver, ArrayType) and attrs["name"] in ARRAY_REFUSALS:
+        raise OpTypeError(ARRAY_REFUSALS[attrs["name"]])
     node = getattr(receiver, "node", None)
     what = f"a {node.cls.__name__}" if node is not None and node.cls is not None else str(receiver)
     raise OpTypeError(f"'{attrs['name']}' of {what} is not a method compiled code can call: "
@@ -40,12 +44,26 @@ ARRAY_METHODS = {
     ("trace", 0): ("linalg_function", {"function": "trace", "offset": 0, "axis1": 0,
                                        "axis2": 1, "dtype": None}),
     ("searchsorted", 1): ("sorting_function", {"function": "searchsorted", "side": "left"}),
+    ("take", 1): ("array_function", {"function": "take", "arguments": (("a", None), (
+        "indices", None)), "axis": None, "mode": "raise"}),
+    ("compress", 1): ("array_function", {"function": "compress", "arguments": (("a", None), (
+        "condition", None)), "axis": None}),
+    **{("diagonal", n): ("array_function", {"function": "diagonal", "arguments": (
+        ("a", None), ("offset", None))[:n + 1], "axis1": 0, "axis2": 1}) for n in (0, 1)},
 }
 """(name, number of arguments) -> (op, attrs): an array's methods that are the NumPy
 function of the array (`x.dot(y)` is `np.dot(x, y)`, `x.T` and `x.transpose()` one op),
 with NumPy's defaults; `conj` and `round` of NumPy scalars too. (And `x.clip(min, max)`,
 np.clip's op of the array and its bounds, a NumPy scalar's too: `_array_method`.) The frontend cannot tell
 an array from an object, so such a call is a `method_call`, resolved here by its type."""
+
+
+ARRAY_REFUSALS = {
+    "tolist": "x.tolist() is not supported in compiled code: a list's length is part of its "
+              "type here, and an array's is known only at run time; return the array and call "
+              ".tolist() on the result, or write a list display [x[0], x[1]]",
+}
+"""An array's methods compiled code refuses, and what to write instead."""
 
 
 def _array_method(inference, node: Node, receiver: Value, args: list[Value], out):
@@ -55,7 +73,15 @@ def _array_method(inference, node: Node, receiver: Value, args: list[Value], out
     name = node.attrs["name"]
     array = isinstance(receiver.type, ArrayType)
     if not array and not (is_numeric(receiver.type) and receiver.type.strong
-                          and name in ("conj", "conjugate", "round", "clip")):
+                          and name in ("conj", "conjugate", "round", "clip", "item")):
+        return None
+    if name in ("item", "fill"):
+        em = _Emitter(inference, node, out)
+        if name == "item":
+            return [_named(selections.item(em, receiver, args), node)]
+        if array and len(args) == 1:  # x.fill(v): x[...] = v, NumPy's casts and checks
+            em.op("array_assign", receiver, args[0])
+            return [_named(em.const(None), node)]
         return None
     if name == "clip" and len(args) in (1, 2):  # x.clip(min[, max]): np.clip, max None
         if len(args) == 1:
@@ -72,6 +98,11 @@ def _array_method(inference, node: Node, receiver: Value, args: list[Value], out
     op, attrs = found
     return inference.infer_leaf(Node(op, [], node.outputs, attrs=dict(attrs), loc=node.loc),
                                 [receiver, *args], out)
+
+
+def _named(value: Value, node: Node) -> Value:
+    value.name = value.name or node.outputs[0].name
+    return value
 
 
 def _resolve(inference, node: Node, inputs: list[Value], out):

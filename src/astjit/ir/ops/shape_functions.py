@@ -19,15 +19,19 @@ axis, `np.stack`'s new axis, `np.tile`'s reps), so a call lowers to one
 | `np.tile`, `np.repeat` | `array_copy` of an `array_broadcast_to` view, reshaped |
 | `np.broadcast_to` | `array_broadcast_to` (a view) |
 | `np.copy`, `x.copy()`, `x.astype(dtype)` | `array_copy`, `array_astype` |
+| `x.view(dtype)` (one item size) | `array_view_as` (a view; reinterpret.py) |
 | `np.array(numbers or arrays)` | `array_pack` (numbers), `np.stack` (arrays), a copy (an array) |
 | `np.linspace` | `array_linspace` |
+| `np.take`, `np.compress`, `np.diagonal` (and methods) | indexing primitives (selections.py) |
+| `np.max(x, axis, initial=v)`, min, nanmax, nanmin | `reduce` of x joined with a slab of v |
 
 `arguments` says how the node's inputs map to the call's: `(name, count)` pairs in
 order, `count` None for one value, k for a display of k values (a tuple or list
 written in the call), -1 for one value that is a tuple, unpacked here. Compile-time
 arguments (`axis`, `dtype`, `endpoint`, `copy`, `shape` of a nested `np.array`) are
-the node's other attrs. Errors that types decide (an axis out of range) are compile
-errors with NumPy's message; those that depend on lengths raise at run time as NumPy's.
+the node's other attrs (`dtype=y.dtype`: y is the input `dtype_of`). Errors that types
+decide (an axis out of range) are compile errors with NumPy's message; those that depend
+on lengths raise at run time as NumPy's.
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from ..types import (
     is_numeric,
     weak,
 )
+from . import selections
 from .allocation import shape_dims
 from .declare import _def
 from .shaping import linspace_compute_type
@@ -401,6 +406,30 @@ def broadcast_to(em: _Emitter, x: Value, shape: Value) -> Value:
     return em.op("array_broadcast_to", em.as_array(x), *dims)
 
 
+# ---- extrema with an initial value ---------------------------------------------------------
+
+def extremum(em: _Emitter, x: Value, initial: Value, kind: str, axis, keepdims: bool) -> Value:
+    """np.max(x, axis, initial=v) (min, nanmax, nanmin): one reduced axis at a time, x
+    joined along it with a slab of v in x's dtype (NumPy casts the initial value to it),
+    so that every reduced row holds v and none is empty (the kinds are associative): the
+    later axes reduced to length 1, then all of them at once."""
+    x = em.as_array(x)
+    if not is_numeric(initial.type):
+        em.fail(f"the initial value of np.{kind}() must be a number, got {initial.type}")
+    if x.type.ndim == 0:
+        x = em.ravel(x)
+    axes = em.axes(axis, x.type.ndim) if axis is not None else tuple(range(x.type.ndim))
+    for k in (*axes[1:], axes[0]):
+        dims = em.dims(x)
+        dims[k] = em.const(1)
+        slab = em.op("array_new", *dims, initial, dtype=x.type.dtype, fill="value")
+        joined = em.op("array_concatenate", x, slab, axis=k, stacking=False)
+        last = k == axes[0]
+        x = em.op("reduce", joined, kind=kind, axis=axes if last else (k,),
+                  keepdims=keepdims if last else True, dtype=None)
+    return x
+
+
 # ---- copies, conversions, creation ------------------------------------------------------------
 
 def ascontiguousarray(em: _Emitter, x: Value) -> Value:
@@ -417,6 +446,13 @@ def astype(em: _Emitter, x: Value, dtype: ScalarType, copy: bool) -> Value:
     if x.type.dtype == dtype:
         return em.op("array_copy", x) if copy else x
     return em.op("array_astype", x, dtype=dtype)
+
+
+def view(em: _Emitter, x: Value, dtype: ScalarType) -> Value:
+    """x.view(dtype): x itself for its own dtype, else `array_view_as` (same item size)."""
+    if not isinstance(x.type, ArrayType):
+        em.fail(f"x.view(dtype) needs an array, got {x.type}")
+    return x if x.type.dtype == dtype else em.op("array_view_as", x, dtype=dtype)
 
 
 def array(em: _Emitter, values: list[Value], shape: tuple[int, ...] | None,
@@ -458,9 +494,21 @@ def linspace(em: _Emitter, start: Value, stop: Value, num: Value, endpoint: bool
 
 # ---- the node -------------------------------------------------------------------------------
 
+def _dtype_of(em: _Emitter, value: Value) -> ScalarType:
+    """The dtype `dtype=y.dtype` names: y's, an array's or a NumPy scalar's."""
+    t = value.type
+    if isinstance(t, ArrayType):
+        return t.dtype
+    if isinstance(t, ScalarType) and t.strong:
+        return weak(t)
+    em.fail(f"a {t} has no dtype (Python's AttributeError)", "take the dtype of an array")
+
+
 def _expand(inference, node, inputs, out):
     em = _Emitter(inference, node, out)
-    a, at = _arguments(em, inputs), node.attrs
+    a, at = _arguments(em, inputs), dict(node.attrs)
+    for name in [name for name in a if name.endswith("_of")]:
+        at[name[:-len("_of")]] = _dtype_of(em, a.pop(name))
     function = at["function"]
     calls = {
         "concatenate": lambda: concatenate(em, a["arrays"], at["axis"]),
@@ -482,9 +530,16 @@ def _expand(inference, node, inputs, out):
         "copy": lambda: em.op("array_copy", em.as_array(a["a"])),
         "ascontiguousarray": lambda: ascontiguousarray(em, a["a"]),
         "astype": lambda: astype(em, a["a"], at["dtype"], at["copy"]),
+        "view": lambda: view(em, a["a"], at["dtype"]),
         "array": lambda: array(em, a["object"], at["shape"], at["dtype"]),
         "linspace": lambda: linspace(em, a["start"], a["stop"], a["num"], at["endpoint"],
                                      at["dtype"]),
+        **{kind: lambda: extremum(em, a["a"], a["initial"], function, at["axis"],
+                                  at["keepdims"]) for kind in EXTREMA},
+        "take": lambda: selections.take(em, a["a"], a["indices"], at["axis"], at["mode"]),
+        "compress": lambda: selections.compress(em, a["condition"], a["a"], at["axis"]),
+        "diagonal": lambda: selections.diagonal(em, a["a"], a.get("offset"), at["axis1"],
+                                                at["axis2"]),
     }
     result = calls[function]()
     result.name = result.name or node.outputs[0].name
@@ -506,8 +561,12 @@ def py_array_function(*inputs, function, arguments, **statics):
             rest = rest[count:]
     dtype = statics.pop("dtype", None)
     dtype = NUMPY_NAMES[dtype.name] if dtype is not None else None
-    if function in ("flatten", "astype"):
+    if arguments and arguments[-1][0] == "dtype_of":  # dtype=y.dtype: y, the last input
+        dtype, args = args[-1].dtype, args[:-1]
+    if function in ("flatten", "astype", "view"):
         x = args[0]
+        if function == "view":
+            return x.view(dtype)
         return x.flatten() if function == "flatten" else x.astype(dtype, copy=statics["copy"])
     if function == "array":
         shape = statics.get("shape")
@@ -515,6 +574,11 @@ def py_array_function(*inputs, function, arguments, **statics):
         return numpy.array(value, dtype=dtype)
     if function in ("linspace",):
         return numpy.linspace(*args, endpoint=statics["endpoint"], dtype=dtype)
+    if function in EXTREMA:
+        return getattr(numpy, function)(args[0], initial=args[1], **statics)
+    if function == "compress":  # x.compress(condition) binds the array first
+        named = dict(zip((name for name, _ in arguments), args))
+        return numpy.compress(named["condition"], named["a"], **statics)
     if function == "split":
         statics = {"indices_or_sections": statics["indices_or_sections"], "axis": statics["axis"]}
         return tuple(numpy.split(*args, **statics))
@@ -526,9 +590,13 @@ _def("array_function", -1, _function_rule, py_array_function, {"*": Refused(_RES
      expand=_expand, cuda=Refused(_RESOLVED),
      doc="np.<function>(...) of shape_functions.py: replaced by primitives in type inference")
 
+EXTREMA = ("max", "min", "nanmax", "nanmin")
+"""The reductions whose `initial=` compiled code takes: np.max(x, initial=v) is an
+`array_function` (`extremum`), without it a `reduce`."""
 FUNCTIONS = ("concatenate", "stack", "hstack", "vstack", "split", "squeeze", "expand_dims",
              "ravel", "flip", "roll", "tile", "repeat", "broadcast_to", "swapaxes", "moveaxis",
-             "copy", "ascontiguousarray", "array", "linspace")
+             "copy", "ascontiguousarray", "array", "linspace", "take", "compress", "diagonal")
 """The NumPy functions (np.<name>) that lower to `array_function`."""
-METHODS = ("ravel", "flatten", "copy", "astype", "squeeze", "swapaxes", "repeat")
+METHODS = ("ravel", "flatten", "copy", "astype", "squeeze", "swapaxes", "repeat", "take",
+           "compress", "diagonal", "view")
 """The array methods (x.<name>()) that lower to `array_function`."""
