@@ -515,7 +515,7 @@ def test_a_foreign_entry_is_not_decoded():
 
     meta_key, other = "format=2;one environment", "format=2;another"
     payload = entries.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
-                                     "runtime": []})
+                                     "runtime": [], "plans": [None]})
     blob = len(payload).to_bytes(4, "little") + payload
     assert entries.decode(blob, meta_key) is not None
     assert entries.decode(blob, other) is None

@@ -121,13 +121,24 @@ def supported_host() -> bool:
 
 def link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Image:
     """The objects linked together into this process (see the module's docstring)."""
+    return load(plan(objects), resolve)
+
+
+def plan(objects: Sequence[bytes]) -> tuple:
+    """The objects parsed, checked and laid out, for `load`: (size, data_start, stub_start,
+    got_start, code, data, symbols, relocations), plain values `marshal` keeps, so that a
+    cached entry is linked without parsing its objects again (a third of a link's
+    instructions, in Python). `code` is the image's start (its code sections placed),
+    `data` its bytes from `data_start` to the GOT; `symbols` the offset of each global
+    symbol; `relocations` (type, offset, target, addend, weak) with the target an offset
+    in the image or an external symbol's name."""
     try:
-        return _link(objects, resolve)
+        return _plan(objects)
     except (ValueError, IndexError, KeyError, struct.error) as exc:  # a malformed object
         raise Unsupported(f"malformed object: {exc!r}") from exc
 
 
-def _link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Image:
+def _plan(objects: Sequence[bytes]) -> tuple:
     parsed = [_parse(data) for data in objects]
     code_size = data_size = stubs = got = 0
     for obj in parsed:  # code first, then data, each section at its alignment
@@ -152,26 +163,40 @@ def _link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Ima
                 section.place, data_size = data_size, data_size + section.size
     got_start = _align(data_size, 8)
     total = _align(max(got_start + got * 8, 1), PAGE)
+    content = bytearray(got_start)  # the stubs, the GOT and the code page's end stay zeros
+    for obj in parsed:
+        for section in obj.sections:
+            if section.place >= 0 and section.kind != SHT_NOBITS:
+                content[section.place:section.place + section.size] = \
+                    obj.data[section.offset:section.offset + section.size]
+    symbols = _globals(parsed)
+    relocations = [relocation for obj in parsed
+                   for relocation in _relocations(obj, symbols, got_start)]
+    return (total, data_start, stub_start, got_start, bytes(content[:stub_start]),
+            bytes(content[data_start:]), symbols, relocations)
+
+
+def load(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
+    """The objects `plan` laid out, mapped into this process and relocated, their external
+    symbols found by `resolve` (Unresolved where it knows one not)."""
+    total, data_start, stub_start, got_start, code, data, symbols, relocations = laid_out
     base = _map(total)
     try:
         image = bytearray(total)
-        for obj in parsed:
-            for section in obj.sections:
-                if section.place >= 0 and section.kind != SHT_NOBITS:
-                    image[section.place:section.place + section.size] = \
-                        obj.data[section.offset:section.offset + section.size]
-        globals_ = _globals(parsed, base)
-        linker = _Relocator(image, base, stub_start, got_start, globals_, resolve)
-        for obj in parsed:
-            linker.relocate(obj)
+        image[:len(code)] = code
+        image[data_start:data_start + len(data)] = data
+        linker = _Relocator(image, base, stub_start, got_start, resolve)
+        for kind, at, target, addend, weak in relocations:
+            value = base + target if type(target) is int else linker.external(target, weak)
+            linker.apply(kind, at, value, addend)
         cabi.memmove(c_void_p(base), bytes(image), c_void_p(total))
         if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
-                                     PROT_READ | PROT_EXEC) != 0:
+                                               PROT_READ | PROT_EXEC) != 0:
             raise OSError(get_errno(), "mprotect failed")
     except BaseException:
         _unmap(base, total)
         raise
-    return Image(base, total, globals_)
+    return Image(base, total, {name: base + offset for name, offset in symbols.items()})
 
 
 def _parse(data: bytes) -> _Object:
@@ -217,79 +242,83 @@ def _parse(data: bytes) -> _Object:
     return obj
 
 
-def _globals(parsed: list[_Object], base: int) -> dict[str, int]:
-    """The objects' defined global and weak symbols -> address (a strong symbol defined
-    twice refuses the link; the first of weak ones wins)."""
+def _globals(parsed: list[_Object]) -> dict[str, int]:
+    """The objects' defined global and weak symbols -> offset in the image (a strong symbol
+    defined twice refuses the link; the first of weak ones wins)."""
     found: dict[str, int] = {}
     strong: set[str] = set()
     for obj in parsed:
         for (name, binding, _, shndx), value in zip(obj.symbols, obj.values):
             if binding == STB_LOCAL or shndx == SHN_UNDEF:
                 continue
-            address = _symbol_address(obj, shndx, value, base)
+            offset = _symbol_offset(obj, shndx, value)
             text = name.decode()
             if binding != STB_WEAK:
                 if text in strong:
                     raise Unsupported(f"{text} defined twice")
                 strong.add(text)
-                found[text] = address
+                found[text] = offset
             else:
-                found.setdefault(text, address)
+                found.setdefault(text, offset)
     return found
 
 
-def _symbol_address(obj: _Object, shndx: int, value: int, base: int) -> int:
-    if shndx == SHN_ABS:
-        return value
+def _symbol_offset(obj: _Object, shndx: int, value: int) -> int:
+    if shndx == SHN_ABS:  # never in astjit's objects: their symbols live in their sections
+        raise Unsupported("an absolute symbol")
     if shndx >= len(obj.sections) or obj.sections[shndx].place < 0:
         raise Unsupported("a symbol in a section that is not loaded")
-    return base + obj.sections[shndx].place + value
+    return obj.sections[shndx].place + value
+
+
+def _relocations(obj: _Object, symbols: dict[str, int], got: int) -> list[tuple]:
+    """The relocations of `obj`'s loaded sections, as `plan` describes them."""
+    found = []
+    for table in obj.sections:
+        if table.kind != SHT_RELA or obj.sections[table.info].place < 0:
+            continue
+        target = obj.sections[table.info]
+        for offset, info, addend in RELA.iter_unpack(
+                obj.data[table.offset:table.offset + table.size]):
+            kind, index = info & 0xFFFFFFFF, info >> 32
+            if kind not in RELOCATIONS:
+                raise Unsupported(f"relocation type {kind} in {target.name!r}")
+            if kind == R_NONE:
+                continue
+            if offset + (8 if kind in WIDE else 4) > target.size:
+                raise Unsupported("a relocation past its section's end")
+            name, binding, symbol_kind, shndx = obj.symbols[index]
+            if shndx != SHN_UNDEF and (symbol_kind == STT_SECTION or binding == STB_LOCAL):
+                where: int | str = _symbol_offset(obj, shndx, obj.values[index])
+            elif shndx != SHN_UNDEF:
+                where = symbols[name.decode()]
+            elif name == b"_GLOBAL_OFFSET_TABLE_":
+                where = got
+            else:
+                where = symbols.get(name.decode(), name.decode())
+            found.append((kind, target.place + offset, where, addend, binding == STB_WEAK))
+    return found
 
 
 class _Relocator:
     def __init__(self, image: bytearray, base: int, stubs: int, got: int,
-                 globals_: dict[str, int], resolve: Callable[[str], int | None]) -> None:
+                 resolve: Callable[[str], int | None]) -> None:
         self.image, self.base = image, base
         self.next_stub, self.got = stubs, got
         self.got_slots: dict[int, int] = {}
-        self.globals, self.resolve = globals_, resolve
-        self.external: dict[bytes, int] = {}
+        self.resolve = resolve
+        self.externals: dict[str, int] = {}
 
-    def relocate(self, obj: _Object) -> None:
-        for table in obj.sections:
-            if table.kind != SHT_RELA or obj.sections[table.info].place < 0:
-                continue
-            target = obj.sections[table.info]
-            for offset, info, addend in RELA.iter_unpack(
-                    obj.data[table.offset:table.offset + table.size]):
-                kind, index = info & 0xFFFFFFFF, info >> 32
-                if kind not in RELOCATIONS:
-                    raise Unsupported(f"relocation type {kind} in {target.name!r}")
-                if kind == R_NONE:
-                    continue
-                if offset + (8 if kind in WIDE else 4) > target.size:
-                    raise Unsupported("a relocation past its section's end")
-                self.apply(kind, target.place + offset, self.symbol(obj, index), addend)
-
-    def symbol(self, obj: _Object, index: int) -> int:
-        name, binding, kind, shndx = obj.symbols[index]
-        if shndx != SHN_UNDEF:
-            if kind == STT_SECTION or binding == STB_LOCAL:
-                return _symbol_address(obj, shndx, obj.values[index], self.base)
-            return self.globals[name.decode()]
-        address = self.external.get(name)
-        if address is None and name == b"_GLOBAL_OFFSET_TABLE_":
-            address = self.external[name] = self.base + self.got
+    def external(self, name: str, weak: bool) -> int:
+        """The address of the external symbol `name` (0 for a weak one resolving nowhere)."""
+        address = self.externals.get(name)
         if address is None:
-            text = name.decode()
-            address = self.globals.get(text)
+            address = self.resolve(name)
             if address is None:
-                address = self.resolve(text)
-            if address is None:
-                if binding != STB_WEAK:
-                    raise Unresolved(text)
+                if not weak:
+                    raise Unresolved(name)
                 address = 0
-            self.external[name] = address
+            self.externals[name] = address
         return address
 
     def apply(self, kind: int, at: int, value: int, addend: int) -> None:

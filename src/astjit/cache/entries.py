@@ -90,12 +90,15 @@ class Batch:
     """A runtime module's object code as an entry carries it, the functions it defines and
     what it imports (runtime.py: the runtime's shared functions an entry calls)."""
 
-    __slots__ = ("imports", "names", "object")
+    __slots__ = ("imports", "names", "object", "plan")
 
-    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes) -> None:
+    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes,
+                 plan: tuple | None) -> None:
         self.names = names
         self.imports = imports
         self.object = obj
+        self.plan = plan
+        """Its object laid out by the ELF linker (`elf.plan`), or None: linked by LLVM."""
 
 
 class Saved:
@@ -158,9 +161,22 @@ def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, 
         "imports": list(module.imports),
         "runtime": [[list(names), list(imports)] for names, imports, _ in batches],
         "sizes": [len(blob) for blob in blobs],
+        "plans": [_plan([obj for _, obj in module.objects]),
+                  *(_plan([obj]) for _, _, obj in batches)],
     }
     text = marshal.dumps(meta)
     return b"".join([struct.pack("<I", len(text)), text, *blobs])
+
+
+def _plan(objects: list[bytes]) -> tuple | None:
+    """The objects laid out by the ELF linker, which the loading process then links without
+    parsing them; None where it refuses them (the loader links them by LLVM)."""
+    if not elf.supported_host():
+        return None
+    try:
+        return elf.plan(objects)
+    except elf.Unsupported:
+        return None
 
 
 def decode(payload: bytes, key: str) -> Saved | None:
@@ -177,10 +193,11 @@ def decode(payload: bytes, key: str) -> Saved | None:
             offset += size
         parts = len(meta["parts"])
         if offset != len(payload) or not set(meta["roles"]) <= set(ROLES) \
-                or len(blobs) != parts + len(meta["runtime"]):
+                or len(blobs) != parts + len(meta["runtime"]) \
+                or len(meta["plans"]) != 1 + len(meta["runtime"]):
             return None
-        batches = [Batch(tuple(names), tuple(imports), blob)
-                   for (names, imports), blob in zip(meta["runtime"], blobs[parts:])]
+        batches = [Batch(tuple(names), tuple(imports), blob, plan) for (names, imports), blob, plan
+                   in zip(meta["runtime"], blobs[parts:], meta["plans"][1:])]
         return Saved(meta, list(zip(meta["parts"], blobs[:parts])), batches)
     except (ValueError, KeyError, TypeError, EOFError, struct.error):
         return None
@@ -306,9 +323,9 @@ class NativeModule:
 def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
     """The entry `saved` (entries.Saved) linked here, its pin symbols bound to `pins`; None
     where it cannot be (see the module's docstring)."""
-    if not elf.supported_host():
-        return None
     meta = saved.meta
+    if meta["plans"][0] is None or not elf.supported_host():
+        return None
     resolve = _resolver(pins)
     wanted = [*meta["imports"], *(name for batch in saved.runtime for name in batch.imports)]
     unknown = [name for name in dict.fromkeys(wanted) if resolve(name) is None and
@@ -322,9 +339,9 @@ def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
         with _lock:
             for batch in saved.runtime:
                 _link_batch(batch, resolve)
-        image = elf.link([obj for _, obj in saved.objects], resolve)
-    except (elf.Unsupported, elf.Unresolved, OSError):
-        return None
+        image = elf.load(meta["plans"][0], resolve)
+    except (elf.Unsupported, elf.Unresolved, OSError, ValueError, TypeError, struct.error):
+        return None  # (the last three: a layout that is not one `elf.plan` made)
     addresses = {name: image.symbols.get(name) for name in meta["names"]}
     if not all(addresses.values()):
         return None
@@ -334,7 +351,9 @@ def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
 def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
     if all(resolve(name) is not None for name in batch.names):
         return
-    image = elf.link([batch.object], resolve)
+    if batch.plan is None:
+        raise elf.Unsupported("a runtime batch the ELF linker refused where it was written")
+    image = elf.load(batch.plan, resolve)
     addresses = {name: image.symbols.get(name) for name in batch.names}
     if not all(addresses.values()):
         raise elf.Unsupported("a runtime batch without the functions its entry names")

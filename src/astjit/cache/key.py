@@ -231,7 +231,7 @@ def source_lines(code: types.CodeType) -> list[str]:
 
 # ---- the environment ----------------------------------------------------------------------
 
-FORMAT = 4
+FORMAT = 5
 """The version of the entries' layout (store.py, entries.py): part of every key."""
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
