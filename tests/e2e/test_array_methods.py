@@ -374,6 +374,36 @@ def test_an_object_s_own_view_stays_its_own():
     assert jit(look)(Camera(1.0), 2.0) == 3.0
 
 
+@jit
+def flat_at(x, i):
+    return x.flat[i]
+
+
+def test_flat_index_reads_the_element_at_its_c_order_position():
+    for x in (rand(3, 4), rand(4, 3).T, rand(2, 3, 2)[:, ::-1], np.array(2.5)):
+        for i in (0, x.size - 1, -1, -x.size):
+            against_numpy(flat_at, x, i)
+        for i in (x.size, -x.size - 1):
+            with pytest.raises(IndexError, match="out of bounds"):
+                flat_at(x, i)
+
+
+class Grid:
+    def __init__(self, flat):
+        self.flat = flat
+
+
+def test_a_field_named_flat_stays_a_field():
+    def read(g, i):
+        total = 0.0
+        for e in g.flat:
+            total += e
+        return g.flat[i] + total
+
+    g = Grid(rand(4))
+    assert jit(read)(g, 2) == pytest.approx(read(g, 2))
+
+
 def test_refusals_say_what_to_write():
     def tolist(x):
         return x.tolist()

@@ -52,13 +52,16 @@ def lower_dict(state: Lowering, scope: Scope, node: ast.Dict) -> Value:
                      state.loc(node))
 
 
-def lower_field(state: Lowering, scope: Scope, node: ast.Attribute, use: str = "value") -> Value:
+def lower_field(state: Lowering, scope: Scope, node: ast.Attribute, use: str = "value",
+                index: Value | None = None) -> Value:
     """`p.w`: a field of the container `p` is, resolved by type inference. An array's
-    `x.flat` is read (`x.flat[i]`, use "read"; a copy where the index slices, "copy") or
-    iterated ("iterate"); any other use of it is refused by type inference."""
+    `x.flat` is indexed (`x.flat[i]`, use "item", `index` an input; "copy" where the index
+    may select several elements) or iterated ("iterate"); any other use of it is refused
+    by type inference (ir/ops/selections.py: `flat`)."""
     base = state.lower_expr(scope, node.value)
     attrs = {"name": node.attr, "use": use} if node.attr == "flat" else {"name": node.attr}
-    return scope.emit("getfield", [base], state.loc(node), attrs)
+    inputs = [base] if index is None else [base, index]
+    return scope.emit("getfield", inputs, state.loc(node), attrs)
 
 
 def is_flat(state: Lowering, scope: Scope, node: ast.expr) -> bool:

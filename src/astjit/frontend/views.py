@@ -34,12 +34,15 @@ from .state import ExprRule, Lowering
 
 def lower_subscript(state: Lowering, scope: Scope, node: ast.Subscript) -> Value:
     """`t[0]` -> getitem (inference makes it an array_get when `t` is an array);
-    `x[i]`, `x[i, j]` -> array_get; `x[1:n]` -> array_view. `x.flat[k]`: of `ravel(x)`,
-    copied first where the index may select more than one element (NumPy's copy)."""
+    `x[i]`, `x[i, j]` -> array_get; `x[1:n]` -> array_view. `x.flat[k]`: a `getfield`
+    of x and k; a slice (any index that may select several elements) of a copy of x.flat,
+    as NumPy's is a copy."""
     if is_flat(state, scope, node.value):
-        sliced = isinstance(node.slice, (ast.Slice, ast.Tuple)) or has_extended(state, node) \
-            or _is_constant(node.slice, None)
-        base = lower_field(state, scope, node.value, "copy" if sliced else "read")
+        if not (isinstance(node.slice, (ast.Slice, ast.Tuple)) or has_extended(state, node)
+                or _is_constant(node.slice, None)):
+            return lower_field(state, scope, node.value, "item",
+                               state.lower_expr(scope, node.slice))
+        base = lower_field(state, scope, node.value, "copy")
     else:
         base = state.lower_expr(scope, node.value)
     if unsupported_index(state, node):

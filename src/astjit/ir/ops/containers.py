@@ -12,7 +12,9 @@ from __future__ import annotations
 from ...errors import TypingError
 from ..core import Graph, Node, Value
 from ..types import NONE, ArrayType, TreeNode, TupleType, Type, exact
+from . import selections
 from .declare import _def
+from .shape_functions import _Emitter
 from .table import OpTypeError, Refused
 
 _RESOLVED = "type inference resolves it into tuple and getitem nodes"
@@ -28,7 +30,7 @@ def _describe(t: Type) -> str:
 
 def getfield_rule(types, attrs):
     """Reached only where `_field` found no such field: the error."""
-    (t,) = types
+    t = types[0]
     name, subscript = attrs["name"], attrs.get("subscript", False)
     node = getattr(t, "node", None)
     if node is not None and node.keys:
@@ -48,32 +50,30 @@ def getfield_rule(types, attrs):
                       ".real, .imag, .itemsize, .nbytes and .flat[i] can be read")
 
 
-FLAT_USES = ("read", "copy", "iterate")
-"""How compiled code takes an array's `x.flat`: indexed (`x.flat[i]`; "copy" where the
-index may select several elements, which NumPy copies) or iterated. `ravel(x)` is each."""
-
-
-def _flat(inference, node, x: Value, out):
-    """`x.flat` of an array: ravel(x) (a view of C-contiguous x, else a copy), copied
-    for use "copy", so that no result shares x's memory where NumPy's does not."""
-    if node.attrs["use"] not in FLAT_USES:
-        raise TypingError("x.flat of an array can be indexed (x.flat[i], x.flat[a:b]) and "
-                          "iterated (for e in x.flat) in compiled code, not kept or written",
-                          node.loc, hint="read x.ravel(), and write x's elements by x's indices")
-    if node.attrs["use"] == "copy":
-        copy = Node("array_copy", [], [Value("")], loc=node.loc)
-        (x,) = inference.infer_leaf(copy, [x], out)
-    minus_one = Node("const", [], [Value("")], attrs={"value": -1}, loc=node.loc)
-    ravel = Node("array_reshape", [], node.outputs, loc=node.loc)
-    return inference.infer_leaf(ravel, [x, *inference.infer_leaf(minus_one, [], out)], out)
+def _flat(inference, node, inputs, out):
+    """`x.flat` (`x.flat[i]`: inputs [x, i]) of an array (selections.flat), or a field
+    named flat (indexed: its element)."""
+    em = _Emitter(inference, node, out)
+    found = inputs[0]
+    if not isinstance(found.type, ArrayType):
+        plain = Node("getfield", [], [Value("")], attrs={"name": "flat"}, loc=node.loc)
+        (found,) = inference.infer_leaf(plain, inputs[:1], out)
+        if len(inputs) == 1:
+            return [found]
+        return inference.infer_leaf(Node("array_get", [], node.outputs, loc=node.loc),
+                                    [found, inputs[1]], out)
+    result = selections.flat(em, found, inputs[1] if len(inputs) > 1 else None,
+                             node.attrs["use"])
+    result.name = result.name or node.outputs[0].name
+    return [result]
 
 
 def _field(inference, node, inputs, out):
     """`p.w` of a dataclass or namedtuple, `d["w"]` of a dict: the element's getitem;
     `x.flat` of an array (`_flat`)."""
     t = inputs[0].type
-    if isinstance(t, ArrayType) and node.attrs["name"] == "flat" and "use" in node.attrs:
-        return _flat(inference, node, inputs[0], out)
+    if node.attrs["name"] == "flat" and "use" in node.attrs:
+        return _flat(inference, node, inputs, out)
     spec = getattr(t, "node", None)
     subscript = node.attrs.get("subscript", False)
     if spec is None or node.attrs["name"] not in spec.keys or subscript != (spec.kind == "dict"):
@@ -189,9 +189,10 @@ def _tree_rule(what):
     return rule
 
 
-_def("getfield", 1, getfield_rule, None, {"*": Refused(_RESOLVED)}, cuda=Refused(_RESOLVED),
+_def("getfield", -1, getfield_rule, None, {"*": Refused(_RESOLVED)}, cuda=Refused(_RESOLVED),
      no_vjp=_RESOLVED, expand=_field,
-     doc="`p.w` (a dataclass's or namedtuple's field), `d['w']` (subscript: a dict's key)")
+     doc="`p.w` (a dataclass's or namedtuple's field), `d['w']` (subscript: a dict's key); "
+         "`x.flat` (attrs use; inputs [x, i] for x.flat[i])")
 _def("tree_leaves", 1, _tree_rule("leaves"), None, {"*": Refused(_RESOLVED)},
      cuda=Refused(_RESOLVED), no_vjp=_RESOLVED, expand=_leaves,
      doc="astjit.tree.leaves(t): the list of t's leaves")

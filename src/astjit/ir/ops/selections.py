@@ -6,7 +6,7 @@ inference (`array_function`, shape_functions.py):
 | `np.take(a, indices, axis, mode)`, `x.take` | `array_index` along `axis` (of `ravel(a)` without one) |
 | `np.compress(condition, a, axis)`, `x.compress` | `gather` of the rows of `nonzero(condition)` |
 | `np.diagonal(a, offset, axis1, axis2)`, `x.diagonal` | `diag` of the matrix (a view) |
-| `x.item()`, `x.item(i)`, `x.item(i, j, ...)` | `array_get` (of `ravel(x)`: one flat index), `cast` |
+| `x.item()`, `x.item(i, j, ...)`, `x.flat[i]` | `array_get` (a flat i: its axis indices, `flat_element`) |
 
 np.take copies (an int index of an n-d array makes a view, copied); x.item() gives
 Python's scalar (`python_scalar`). So their numbers, IndexErrors and derivatives are those
@@ -94,6 +94,46 @@ def diagonal(em, a: Value, offset: Value | None, axis1, axis2) -> Value:
     return em.op("diag", matrix, offset)
 
 
+FLAT_USES = ("item", "copy", "iterate")
+"""How compiled code takes an array's `x.flat`: indexed by one value (`x.flat[i]`,
+`x.flat[idx]`), indexed so that several elements may be selected (`x.flat[a:b]`,
+"copy": NumPy copies them) or iterated; not kept as a value nor written through."""
+FLAT_REFUSED = ("x.flat of an array can be indexed (x.flat[i], x.flat[a:b]) and iterated "
+                "(for e in x.flat) in compiled code, not kept or written")
+FLAT_OUT_OF_BOUNDS = "index out of bounds for the size of the flattened array"
+
+
+def flat(em, x: Value, index: Value | None, use: str) -> Value:
+    """`x.flat[index]` (use "item"), `x.flat` to be sliced ("copy") or iterated: an
+    element read at its C-order position (`flat_element`) for an int, else of
+    ravel(x) (a view of C-contiguous x, else a copy), copied for "copy"."""
+    if use not in FLAT_USES:
+        em.fail(FLAT_REFUSED, "read x.ravel(), and write x's elements by x's indices")
+    if use == "item" and is_numeric(index.type) and index.type.is_int and index.type != BOOL:
+        return flat_element(em, x, em.op("cast", index, to=I64) if index.type != I64 else index)
+    if use == "copy":
+        x = em.op("array_copy", x)
+    flattened = em.ravel(x)
+    return flattened if use != "item" else em.op("array_index", flattened, index, spec=("i",))
+
+
+def flat_element(em, x: Value, i: Value) -> Value:
+    """x's element at C-order position i (negative from the end): x[i] of a 1-d array,
+    else IndexError outside [-size, size), then the index of each axis by // and %."""
+    if x.type.ndim == 1:
+        return em.op("array_get", x, i)
+    size = em.op("array_size", x)
+    i = em.op("select", em.op("lt", i, em.const(0)), em.op("add", i, size), i)
+    outside = em.op("bitor", em.op("lt", i, em.const(0)), em.op("ge", i, size))
+    em.raise_if(outside, "IndexError", FLAT_OUT_OF_BOUNDS)
+    indices = []
+    for k in reversed(range(x.type.ndim)):  # C order: the last axis varies fastest
+        length = em.dim(x, k)
+        indices.append(em.op("mod", i, length))
+        i = em.op("floordiv", i, length)
+    return em.op("array_get", x, *reversed(indices))
+
+
 def python_scalar(t: ScalarType) -> ScalarType:
     """The Python type x.item() gives for an element of type t: bool, int, float or complex."""
     return BOOL if t == BOOL else C128 if t.is_complex else F64 if t.is_float else I64
@@ -116,10 +156,11 @@ def item(em, x: Value, indices: list[Value]) -> Value:
         size = em.op("array_size", x)
         em.raise_if(em.op("ne", size, em.const(1)), "ValueError", ITEM_SIZE)
         indices = [em.const(0)]
-    if len(indices) == 1 and x.type.ndim != 1:
-        x = em.ravel(x)
-    elif len(indices) != x.type.ndim:
+    if len(indices) == 1:
+        element = flat_element(em, x, indices[0])
+    elif len(indices) == x.type.ndim:
+        element = em.op("array_get", x, *indices)
+    else:
         em.fail("incorrect number of indices for array (NumPy's ValueError)",
                 f"pass no index, one flat index or {x.type.ndim}")
-    element = em.op("array_get", x, *indices)
     return em.op("cast", element, to=python_scalar(x.type.dtype))
