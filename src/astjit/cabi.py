@@ -18,7 +18,9 @@ It holds what both sides need once per process:
   `ErrorReporter`), for compiled entries (runtime/entry.py) and loaded ones alike;
 - Python objects by portable name (`portable_name`, `resolve`): machine code refers to
   `float`, `None` or a dtype by a symbol another process finds again
-  (runtime/objects.py registers them with LLVM; the loader resolves them itself).
+  (runtime/objects.py registers them with LLVM; the loader resolves them itself);
+- machine code in memory (`load_image`, `Image`): object code the ELF linker laid out
+  where a cache entry was written (cache/elf.py), mapped and relocated here.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import os
 import struct
 import sys
 import threading
+import weakref
 from _ctypes import (
     FUNCFLAG_CDECL,
     FUNCFLAG_PYTHONAPI,
@@ -40,6 +43,7 @@ from _ctypes import (
     addressof,
     dlopen,
     dlsym,
+    get_errno,
 )
 from collections.abc import Callable
 from typing import Any
@@ -357,3 +361,173 @@ def _attribute(name: str) -> object:
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+# ---- machine code in memory ------------------------------------------------------------------
+# An image cache/elf.py laid out (`elf.plan`) mapped into fresh memory and relocated: the
+# half of the ELF linker a warm load runs (the objects were parsed where the entry was
+# written), here so that loading imports no module of its own for it.
+
+R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64 = 1, 2, 4, 10, 11, 24
+R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX = 9, 41, 42
+R_GOTOFF64, R_GOTPC32, R_GOT64, R_GOTPC64 = 25, 26, 27, 29
+"""x86-64's relocation types (the ELF psABI), those `load_image` applies."""
+GOT_RELOCATIONS = frozenset({R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX, R_GOT64})
+STUB = 16
+"""Bytes of a branch stub: `jmp *0(%rip)` then the target's 8-byte address (a PLT32 call
+whose target lies beyond 2 GiB goes through one)."""
+
+PAGE = 4096
+PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
+MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
+
+
+class Unsupported(Exception):
+    """Object code the ELF linker (cache/elf.py) does not handle exactly."""
+
+
+class Unresolved(LookupError):
+    """An undefined symbol resolves nowhere."""
+
+
+class Image:
+    """Linked code in memory of its own: the addresses of its global symbols. The memory is
+    unmapped when the Image is collected."""
+
+    def __init__(self, base: int, size: int, symbols: dict[str, int]) -> None:
+        self.base = base
+        self.size = size
+        self.symbols = symbols
+        weakref.finalize(self, _unmap, base, size)
+
+    def __repr__(self) -> str:
+        return f"<astjit.cabi.Image {self.size} bytes at {self.base:#x}>"
+
+
+def supported_host() -> bool:
+    """Whether this process runs x86-64 Linux code (the objects' machine and ABI)."""
+    return sys.platform.startswith("linux") and os.uname().machine == "x86_64"
+
+
+def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
+    """The objects `elf.plan` laid out, mapped into this process and relocated, their external
+    symbols found by `resolve` (Unresolved where it knows one not)."""
+    total, data_start, stub_start, got_start, code, data, symbols, relocations = laid_out
+    base = _map(total)
+    try:
+        image = bytearray(total)
+        image[:len(code)] = code
+        image[data_start:data_start + len(data)] = data
+        linker = _Relocator(image, base, stub_start, got_start, resolve)
+        for kind, at, target, addend, weak in relocations:
+            value = base + target if type(target) is int else linker.external(target, weak)
+            linker.apply(kind, at, value, addend)
+        memmove(c_void_p(base), bytes(image), c_void_p(total))
+        if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
+                                               PROT_READ | PROT_EXEC) != 0:
+            raise OSError(get_errno(), "mprotect failed")
+    except BaseException:
+        _unmap(base, total)
+        raise
+    return Image(base, total, {name: base + offset for name, offset in symbols.items()})
+
+
+class _Relocator:
+    def __init__(self, image: bytearray, base: int, stubs: int, got: int,
+                 resolve: Callable[[str], int | None]) -> None:
+        self.image, self.base = image, base
+        self.next_stub, self.got = stubs, got
+        self.got_slots: dict[int, int] = {}
+        self.resolve = resolve
+        self.externals: dict[str, int] = {}
+
+    def external(self, name: str, weak: bool) -> int:
+        """The address of the external symbol `name` (0 for a weak one resolving nowhere)."""
+        address = self.externals.get(name)
+        if address is None:
+            address = self.resolve(name)
+            if address is None:
+                if not weak:
+                    raise Unresolved(name)
+                address = 0
+            self.externals[name] = address
+        return address
+
+    def apply(self, kind: int, at: int, value: int, addend: int) -> None:
+        place = self.base + at
+        if kind == R_64:
+            struct.pack_into("<Q", self.image, at, (value + addend) & (2**64 - 1))
+        elif kind == R_PC64:
+            struct.pack_into("<Q", self.image, at, (value + addend - place) & (2**64 - 1))
+        elif kind == R_GOTOFF64:
+            struct.pack_into("<Q", self.image, at,
+                             (value + addend - self.base - self.got) & (2**64 - 1))
+        elif kind == R_GOTPC64:
+            struct.pack_into("<Q", self.image, at,
+                             (self.base + self.got + addend - place) & (2**64 - 1))
+        elif kind == R_GOTPC32:
+            self.signed32(at, self.base + self.got + addend - place)
+        elif kind in (R_PC32, R_PLT32):
+            if kind == R_PLT32 and not -2**31 <= value + addend - place < 2**31:
+                value = self.stub(value)
+            self.signed32(at, value + addend - place)
+        elif kind == R_GOT64:
+            struct.pack_into("<Q", self.image, at,
+                             (self.got_slot(value) - self.base - self.got + addend) & (2**64 - 1))
+        elif kind in GOT_RELOCATIONS:
+            self.signed32(at, self.got_slot(value) + addend - place)
+        elif kind == R_32:
+            if not 0 <= value + addend < 2**32:
+                raise Unsupported("an R_X86_64_32 value past 4 GiB")
+            struct.pack_into("<I", self.image, at, value + addend)
+        else:  # R_32S
+            self.signed32(at, value + addend)
+
+    def signed32(self, at: int, number: int) -> None:
+        if not -2**31 <= number < 2**31:
+            raise Unsupported("a 32-bit relocation out of range")
+        struct.pack_into("<i", self.image, at, number)
+
+    def stub(self, target: int) -> int:
+        """The address of a new stub jumping to `target`."""
+        at, self.next_stub = self.next_stub, self.next_stub + STUB
+        self.image[at:at + 6] = b"\xff\x25\x00\x00\x00\x00"  # jmp *0(%rip)
+        struct.pack_into("<Q", self.image, at + 6, target)
+        return self.base + at
+
+    def got_slot(self, target: int) -> int:
+        """The address of the GOT slot holding `target` (one per target)."""
+        slot = self.got_slots.get(target)
+        if slot is None:
+            slot = self.got + 8 * len(self.got_slots)
+            struct.pack_into("<Q", self.image, slot, target)
+            self.got_slots[target] = slot
+        return self.base + slot
+
+
+_LIBC: dict = {}
+"""The C library's `mmap`, `munmap` and `mprotect` (errno kept), made on first use."""
+
+
+def _libc() -> dict:
+    if not _LIBC:
+        _LIBC.update((name, process_function(name, c_void_p if name == "mmap" else None,
+                                                  errno=True))
+                     for name in ("mmap", "munmap", "mprotect"))
+    return _LIBC
+
+
+MAP_FAILED = (1 << 64) - 1
+"""`mmap`'s `(void *) -1`, as an unsigned address."""
+
+
+def _map(size: int) -> int:
+    address = _libc()["mmap"](None, c_void_p(size), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, c_void_p(0))
+    if address is None or address == MAP_FAILED:
+        raise OSError(get_errno(), "mmap failed")
+    return address
+
+
+def _unmap(base: int, size: int) -> None:
+    _libc()["munmap"](c_void_p(base), c_void_p(size))

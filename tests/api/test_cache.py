@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import astjit
-from astjit import cache, jit
+from astjit import cabi, cache, jit
 from astjit.cache import key, store
 from astjit.cache.key import Uncacheable, digest
 
@@ -485,7 +485,7 @@ def test_the_elf_linker_refuses_what_it_does_not_handle():
                     b"\x7fELF" + bytes(60)):
         with pytest.raises(elf.Unsupported):
             elf.link([damaged], resolve)
-    with pytest.raises(elf.Unresolved, match="labs"):
+    with pytest.raises(cabi.Unresolved, match="labs"):
         elf.link([obj], {}.get)
 
 

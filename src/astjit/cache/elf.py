@@ -7,11 +7,14 @@ module does the link as a static linker would, for the little LLVM emits for ast
 code model (`jitdefault`: the large model, where code reaches everything through 64-bit
 absolute addresses):
 
-- `link(objects, resolve)` parses each object's section headers, symbols and RELA
-  relocations, places the allocated sections (code first, then data and zeroed bss,
-  page-aligned apart) in fresh anonymous memory, resolves each undefined symbol among
-  the objects' own globals first and then by `resolve(name)`, applies the
-  relocations, and makes the code pages read+execute (the data ones stay read+write);
+- `plan(objects)` parses each object's section headers, symbols and RELA relocations,
+  lays out the allocated sections (code first, then data and zeroed bss, page-aligned
+  apart) and resolves each undefined symbol among the objects' own globals: plain
+  values a cache entry keeps. `cabi.load_image(plan, resolve)` then places them in
+  fresh anonymous memory, resolves the other symbols by `resolve(name)`, applies the
+  relocations, and makes the code pages read+execute (the data ones stay read+write):
+  a warm load runs that half alone, without importing this module.
+  `link(objects, resolve)` is the two;
 - it refuses (`Unsupported`) anything it does not handle exactly: another machine or
   byte order, a relocation type not in `RELOCATIONS`, thread-local or constructor
   sections, common symbols, a 32-bit field whose value does not fit; and an undefined
@@ -25,13 +28,29 @@ runs the code keeps its Image.
 from __future__ import annotations
 
 import struct
-import sys
-import weakref
-from _ctypes import get_errno
 from collections.abc import Callable, Sequence
 
-from .. import cabi
-from ..cabi import c_void_p
+from ..cabi import (
+    GOT_RELOCATIONS,
+    PAGE,
+    R_32,
+    R_32S,
+    R_64,
+    R_GOT64,
+    R_GOTOFF64,
+    R_GOTPC32,
+    R_GOTPC64,
+    R_GOTPCREL,
+    R_GOTPCRELX,
+    R_PC32,
+    R_PC64,
+    R_PLT32,
+    R_REX_GOTPCRELX,
+    STUB,
+    Image,
+    Unsupported,
+    load_image,
+)
 
 HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 SECTION = struct.Struct("<IIQQQQIIQQ")
@@ -49,31 +68,13 @@ STB_LOCAL, STB_WEAK = 0, 2
 STT_SECTION = 3
 SKIPPED = frozenset({b".eh_frame"})
 
-R_NONE, R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64 = 0, 1, 2, 4, 10, 11, 24
-R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX = 9, 41, 42
-R_GOTOFF64, R_GOTPC32, R_GOT64, R_GOTPC64 = 25, 26, 27, 29
+R_NONE = 0
 RELOCATIONS = frozenset({R_NONE, R_64, R_PC32, R_PLT32, R_32, R_32S, R_PC64, R_GOTPCREL,
                          R_GOTPCRELX, R_REX_GOTPCRELX, R_GOTOFF64, R_GOTPC32, R_GOT64,
                          R_GOTPC64})
 """The relocation types applied; any other refuses the object."""
 WIDE = frozenset({R_64, R_PC64, R_GOTOFF64, R_GOT64, R_GOTPC64})
 """The relocations writing 8 bytes (the others write 4)."""
-GOT_RELOCATIONS = frozenset({R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX, R_GOT64})
-STUB = 16
-"""Bytes of a branch stub: `jmp *0(%rip)` then the target's 8-byte address (a PLT32 call
-whose target lies beyond 2 GiB goes through one)."""
-
-PAGE = 4096
-PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
-MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
-
-
-class Unsupported(Exception):
-    """The object is not one this linker handles exactly."""
-
-
-class Unresolved(LookupError):
-    """An undefined symbol resolves nowhere."""
 
 
 class _Section:
@@ -98,30 +99,9 @@ class _Object:
         """The value (offset in its section) of each symbol."""
 
 
-class Image:
-    """Linked code in memory of its own: the addresses of its global symbols. The memory is
-    unmapped when the Image is collected."""
-
-    def __init__(self, base: int, size: int, symbols: dict[str, int]) -> None:
-        self.base = base
-        self.size = size
-        self.symbols = symbols
-        weakref.finalize(self, _unmap, base, size)
-
-    def __repr__(self) -> str:
-        return f"<astjit.cache.elf.Image {self.size} bytes at {self.base:#x}>"
-
-
-def supported_host() -> bool:
-    """Whether this process runs x86-64 Linux code (the objects' machine and ABI)."""
-    import os
-
-    return sys.platform.startswith("linux") and os.uname().machine == "x86_64"
-
-
 def link(objects: Sequence[bytes], resolve: Callable[[str], int | None]) -> Image:
     """The objects linked together into this process (see the module's docstring)."""
-    return load(plan(objects), resolve)
+    return load_image(plan(objects), resolve)
 
 
 def plan(objects: Sequence[bytes]) -> tuple:
@@ -174,29 +154,6 @@ def _plan(objects: Sequence[bytes]) -> tuple:
                    for relocation in _relocations(obj, symbols, got_start)]
     return (total, data_start, stub_start, got_start, bytes(content[:stub_start]),
             bytes(content[data_start:]), symbols, relocations)
-
-
-def load(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
-    """The objects `plan` laid out, mapped into this process and relocated, their external
-    symbols found by `resolve` (Unresolved where it knows one not)."""
-    total, data_start, stub_start, got_start, code, data, symbols, relocations = laid_out
-    base = _map(total)
-    try:
-        image = bytearray(total)
-        image[:len(code)] = code
-        image[data_start:data_start + len(data)] = data
-        linker = _Relocator(image, base, stub_start, got_start, resolve)
-        for kind, at, target, addend, weak in relocations:
-            value = base + target if type(target) is int else linker.external(target, weak)
-            linker.apply(kind, at, value, addend)
-        cabi.memmove(c_void_p(base), bytes(image), c_void_p(total))
-        if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
-                                               PROT_READ | PROT_EXEC) != 0:
-            raise OSError(get_errno(), "mprotect failed")
-    except BaseException:
-        _unmap(base, total)
-        raise
-    return Image(base, total, {name: base + offset for name, offset in symbols.items()})
 
 
 def _parse(data: bytes) -> _Object:
@@ -300,106 +257,7 @@ def _relocations(obj: _Object, symbols: dict[str, int], got: int) -> list[tuple]
     return found
 
 
-class _Relocator:
-    def __init__(self, image: bytearray, base: int, stubs: int, got: int,
-                 resolve: Callable[[str], int | None]) -> None:
-        self.image, self.base = image, base
-        self.next_stub, self.got = stubs, got
-        self.got_slots: dict[int, int] = {}
-        self.resolve = resolve
-        self.externals: dict[str, int] = {}
-
-    def external(self, name: str, weak: bool) -> int:
-        """The address of the external symbol `name` (0 for a weak one resolving nowhere)."""
-        address = self.externals.get(name)
-        if address is None:
-            address = self.resolve(name)
-            if address is None:
-                if not weak:
-                    raise Unresolved(name)
-                address = 0
-            self.externals[name] = address
-        return address
-
-    def apply(self, kind: int, at: int, value: int, addend: int) -> None:
-        place = self.base + at
-        if kind == R_64:
-            struct.pack_into("<Q", self.image, at, (value + addend) & (2**64 - 1))
-        elif kind == R_PC64:
-            struct.pack_into("<Q", self.image, at, (value + addend - place) & (2**64 - 1))
-        elif kind == R_GOTOFF64:
-            struct.pack_into("<Q", self.image, at,
-                             (value + addend - self.base - self.got) & (2**64 - 1))
-        elif kind == R_GOTPC64:
-            struct.pack_into("<Q", self.image, at,
-                             (self.base + self.got + addend - place) & (2**64 - 1))
-        elif kind == R_GOTPC32:
-            self.signed32(at, self.base + self.got + addend - place)
-        elif kind in (R_PC32, R_PLT32):
-            if kind == R_PLT32 and not -2**31 <= value + addend - place < 2**31:
-                value = self.stub(value)
-            self.signed32(at, value + addend - place)
-        elif kind == R_GOT64:
-            struct.pack_into("<Q", self.image, at,
-                             (self.got_slot(value) - self.base - self.got + addend) & (2**64 - 1))
-        elif kind in GOT_RELOCATIONS:
-            self.signed32(at, self.got_slot(value) + addend - place)
-        elif kind == R_32:
-            if not 0 <= value + addend < 2**32:
-                raise Unsupported("an R_X86_64_32 value past 4 GiB")
-            struct.pack_into("<I", self.image, at, value + addend)
-        else:  # R_32S
-            self.signed32(at, value + addend)
-
-    def signed32(self, at: int, number: int) -> None:
-        if not -2**31 <= number < 2**31:
-            raise Unsupported("a 32-bit relocation out of range")
-        struct.pack_into("<i", self.image, at, number)
-
-    def stub(self, target: int) -> int:
-        """The address of a new stub jumping to `target`."""
-        at, self.next_stub = self.next_stub, self.next_stub + STUB
-        self.image[at:at + 6] = b"\xff\x25\x00\x00\x00\x00"  # jmp *0(%rip)
-        struct.pack_into("<Q", self.image, at + 6, target)
-        return self.base + at
-
-    def got_slot(self, target: int) -> int:
-        """The address of the GOT slot holding `target` (one per target)."""
-        slot = self.got_slots.get(target)
-        if slot is None:
-            slot = self.got + 8 * len(self.got_slots)
-            struct.pack_into("<Q", self.image, slot, target)
-            self.got_slots[target] = slot
-        return self.base + slot
-
-
 def _align(offset: int, align: int) -> int:
     return (offset + align - 1) // align * align
 
 
-_LIBC: dict = {}
-"""The C library's `mmap`, `munmap` and `mprotect` (errno kept), made on first use."""
-
-
-def _libc() -> dict:
-    if not _LIBC:
-        _LIBC.update((name, cabi.process_function(name, c_void_p if name == "mmap" else None,
-                                                  errno=True))
-                     for name in ("mmap", "munmap", "mprotect"))
-    return _LIBC
-
-
-MAP_FAILED = (1 << 64) - 1
-"""`mmap`'s `(void *) -1`, as an unsigned address."""
-
-
-def _map(size: int) -> int:
-    address = _libc()["mmap"](None, c_void_p(size), PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, c_void_p(0))
-    if address is None or address == MAP_FAILED:
-        raise OSError(get_errno(), "mmap failed")
-    return address
-
-
-def _unmap(base: int, size: int) -> None:
-    _libc()["munmap"](c_void_p(base), c_void_p(size))

@@ -46,7 +46,7 @@ links an entry's object code and the runtime batches it needs with the ELF linke
 Names none of these knows (LAPACK, NumPy's sort kernels, a type's `tp_alloc`) are
 registered by `symbols.provide`, which imports llvmlite (not LLVM's target, nor MCJIT)
 and the registrars of the code generator's runtime, and then read from LLVM's table. A
-refused link (elf.Unsupported, an unknown symbol, a host that is not x86-64 Linux)
+refused link (cabi.Unsupported, an unknown symbol, a host that is not x86-64 Linux)
 returns None: the caller links through LLVM.
 
 Runtime batches linked here are the process's runtime (kept for the process, like
@@ -67,7 +67,6 @@ from typing import Any
 from .. import cabi
 from ..cabi import PIN_PREFIX, EntryPins, ErrorReporter, make_builtin
 from ..errors import CompileError, Loc
-from . import elf
 
 ROLES = ("fallback", "handler", "reporter", "general")
 
@@ -171,11 +170,13 @@ def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, 
 def _plan(objects: list[bytes]) -> tuple | None:
     """The objects laid out by the ELF linker, which the loading process then links without
     parsing them; None where it refuses them (the loader links them by LLVM)."""
-    if not elf.supported_host():
+    from . import elf  # a writer's only
+
+    if not cabi.supported_host():
         return None
     try:
         return elf.plan(objects)
-    except elf.Unsupported:
+    except cabi.Unsupported:
         return None
 
 
@@ -302,7 +303,7 @@ class LoadedBatch:
     CompiledModule`: `addresses`, `imports`, `parts`) for `shared.RUNTIME.modules`."""
 
     def __init__(self, addresses: dict[str, int], imports: tuple[str, ...],
-                 parts: tuple[LoadedPart, ...], code: elf.Image) -> None:
+                 parts: tuple[LoadedPart, ...], code: cabi.Image) -> None:
         self.addresses = addresses
         self.imports = imports
         self.parts = parts
@@ -314,7 +315,7 @@ class NativeModule:
     """An entry's code linked here: what `entry.make_builtin` reads of a CompiledModule."""
 
     def __init__(self, addresses: dict[str, int], imports: tuple[str, ...],
-                 code: elf.Image) -> None:
+                 code: cabi.Image) -> None:
         self.addresses = addresses
         self.imports = imports
         self.code = code
@@ -324,7 +325,7 @@ def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
     """The entry `saved` (entries.Saved) linked here, its pin symbols bound to `pins`; None
     where it cannot be (see the module's docstring)."""
     meta = saved.meta
-    if meta["plans"][0] is None or not elf.supported_host():
+    if meta["plans"][0] is None or not cabi.supported_host():
         return None
     resolve = _resolver(pins)
     wanted = [*meta["imports"], *(name for batch in saved.runtime for name in batch.imports)]
@@ -339,8 +340,8 @@ def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
         with _lock:
             for batch in saved.runtime:
                 _link_batch(batch, resolve)
-        image = elf.load(meta["plans"][0], resolve)
-    except (elf.Unsupported, elf.Unresolved, OSError, ValueError, TypeError, struct.error):
+        image = cabi.load_image(meta["plans"][0], resolve)
+    except (cabi.Unsupported, cabi.Unresolved, OSError, ValueError, TypeError, struct.error):
         return None  # (the last three: a layout that is not one `elf.plan` made)
     addresses = {name: image.symbols.get(name) for name in meta["names"]}
     if not all(addresses.values()):
@@ -352,11 +353,11 @@ def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
     if all(resolve(name) is not None for name in batch.names):
         return
     if batch.plan is None:
-        raise elf.Unsupported("a runtime batch the ELF linker refused where it was written")
-    image = elf.load(batch.plan, resolve)
+        raise cabi.Unsupported("a runtime batch the ELF linker refused where it was written")
+    image = cabi.load_image(batch.plan, resolve)
     addresses = {name: image.symbols.get(name) for name in batch.names}
     if not all(addresses.values()):
-        raise elf.Unsupported("a runtime batch without the functions its entry names")
+        raise cabi.Unsupported("a runtime batch without the functions its entry names")
     _batches.append(LoadedBatch(addresses, batch.imports, (LoadedPart(batch.object),), image))
     _runtime.update(addresses)
     shared = sys.modules.get("astjit.backend.llvm.shared")
