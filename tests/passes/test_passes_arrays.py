@@ -159,3 +159,15 @@ def test_hessian_does_not_accumulate_the_gradient_it_does_not_return():
     steps = np.eye(8) * eps
     differences = np.stack([(g(w + e, x) - g(w - e, x)) / (2 * eps) for e in steps], axis=1)
     np.testing.assert_allclose(hess(w, x), differences, atol=1e-7)
+
+
+def like_of_a_square(y):
+    z = np.zeros_like(y ** 2)  # y ** 2 only for its shape and dtype: y's
+    z[0] = 1.0
+    return z
+
+
+def test_a_new_array_like_a_result_takes_its_operand_shape():
+    y = np.arange(3.0)
+    np.testing.assert_array_equal(jit(like_of_a_square)(y), like_of_a_square(y))
+    assert " pow " not in jit(like_of_a_square).ir(y, stage="optimized")

@@ -84,40 +84,32 @@ def same_size(a: Shape, b: Shape) -> bool:
     """Whether two shapes provably hold as many elements: the same literal lengths'
     product, and the same other dims, counted with repeats (each one length, the module
     docstring)."""
-    def factors(shape: Shape) -> tuple[int, list[Dim]]:
-        product, others = 1, []
-        for d in shape:
-            (atom,) = d if len(d) == 1 else (None,)
-            if isinstance(atom, tuple) and atom[0] == "const":
-                product *= atom[1]
-            elif d != ONE:
-                others.append(d)
-        return product, others
-
-    (n, rest_a), (m, rest_b) = factors(a), factors(b)
+    (n, rest_a), (m, rest_b) = _factors(a), _factors(b)
     return n == m and sorted(map(sorted_atoms, rest_a)) == sorted(map(sorted_atoms, rest_b))
 
 
 def unknown_length(a: Shape, b: Shape) -> tuple[Dim, Dim] | None:
     """Where two shapes of equal size differ by one length that is not a literal (the
     other axes literal lengths or ONE): that Dim, and the literal it is then."""
-    def split(shape: Shape) -> tuple[int, list[Dim]]:
-        product, others = 1, []
-        for d in shape:
-            (atom,) = d if len(d) == 1 else (None,)
-            if isinstance(atom, tuple) and atom[0] == "const":
-                product *= atom[1]
-            elif d != ONE:
-                others.append(d)
-        return product, others
-
-    (n, unknown_a), (m, unknown_b) = split(a), split(b)
-    for (known, unknown), total in (((n, unknown_a), m), ((m, unknown_b), n)):
-        if len(unknown) == 1 and not (unknown_b if unknown is unknown_a else unknown_a) \
-                and known and total % known == 0:
+    (n, unknown_a), (m, unknown_b) = _factors(a), _factors(b)
+    for known, unknown, total, other in ((n, unknown_a, m, unknown_b),
+                                         (m, unknown_b, n, unknown_a)):
+        if len(unknown) == 1 and not other and known and total % known == 0:
             length = total // known
             return unknown[0], ONE if length == 1 else frozenset({("const", length)})
     return None
+
+
+def _factors(shape: Shape) -> tuple[int, list[Dim]]:
+    """The product of a shape's literal lengths, and its other dims (not ONE)."""
+    product, others = 1, []
+    for d in shape:
+        (atom,) = d if len(d) == 1 else (None,)
+        if isinstance(atom, tuple) and atom[0] == "const":
+            product *= atom[1]
+        elif d != ONE:
+            others.append(d)
+    return product, others
 
 
 def sorted_atoms(d: Dim) -> list:

@@ -68,7 +68,8 @@ class ShapeTable:
     def shape(self, v: Value) -> Shape:
         if v not in self.shapes:
             self.shapes[v] = fresh(v)
-        return tuple(map(self.canonical, self.shapes[v]))
+        shape = self.shapes[v]  # canonical as made: as it is while nothing was equated
+        return tuple(map(self.canonical, shape)) if self.named else shape
 
     def dim(self, v: Value, owner: Value, axis: int) -> Dim:
         """The Dim a length given by int value `v` is; a fresh atom of `owner`'s axis
@@ -99,8 +100,10 @@ class ShapeTable:
                 atoms.add(atom)
             atoms.discard(("const", 1))
             d = frozenset(atoms)
-        literals = [atom for atom in d if _is_literal(atom)]
-        return frozenset(literals) if len(literals) == 1 and len(d) > 1 else d
+        if len(d) > 1:
+            literals = [atom for atom in d if _is_literal(atom)]
+            return frozenset(literals) if len(literals) == 1 else d
+        return d
 
     def record(self, node: Node) -> None:
         if self.named:  # else as made

@@ -14,7 +14,9 @@ on every call. Each region (`if`, `while`) is analysed on its own; the regions o
 Two more facts the shapes prove, for the fusion pass after it: an `array_broadcast_to`
 of an array to its own shape, only read, is the array itself; and an `array_dim` of an
 elementwise op's result reads the same length from the operand that has its dim there,
-so that it does not keep the op out of a fused group with its successors.
+so that it does not keep the op out of a fused group with its successors (an
+`array_new_like` the same from an operand of its shape and dtype, so that it keeps no
+op alive only for its shape).
 
 The pass (`resolve_sums_to_like`, before fusion: pipeline.FINAL) rewrites
 `sum_to_like(g, x)` when `x` is an array of `g`'s dtype (or a scalar of it)
@@ -68,6 +70,8 @@ def _resolve_graph(graph: Graph) -> None:
                 return replacement
         if node.op == "array_dim":
             _ask_operand(node, table, made_by)
+        elif node.op == "array_new_like":
+            _ask_like(node, table, made_by)
         table.record(node)
         if node.op == "array_broadcast_to" and node.outputs[0] in only_read \
                 and node.outputs[0].type == node.inputs[0].type \
@@ -107,6 +111,21 @@ def _ask_operand(node: Node, table: ShapeTable, made_by: dict[Value, Node]) -> N
         else:
             break
     node.inputs, node.attrs["axis"] = [v], axis
+
+
+def _ask_like(node: Node, table: ShapeTable, made_by: dict[Value, Node]) -> None:
+    """Point `node`, an `array_new_like`, which reads only its operand's shape and dtype, at
+    the operand of the elementwise op or kernel making it that has both (of the earliest
+    such op): `zeros_like(y ** 2)` keeps no kernel computing `y ** 2` for its shape."""
+    v = node.inputs[0]
+    while (producer := made_by.get(v)) is not None and (
+            is_array_elementwise(producer) or producer.op == "fused"):
+        u = next((u for u in producer.inputs
+                  if u.type == v.type and table.shape(u) == table.shape(v)), None)
+        if u is None:
+            break
+        v = u
+    node.inputs = [v, *node.inputs[1:]]
 
 
 def summed_axes(node: Node, shapes: dict[Value, Shape]) -> list[int] | None:
