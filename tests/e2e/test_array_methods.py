@@ -326,6 +326,26 @@ def test_a_dtype_given_as_y_dtype():
         against_numpy(fn, rand(3), np.ones(2, dtype))
 
 
+def reduced(x, y):
+    return (np.sum(x, dtype=y.dtype), x.prod(axis=0, dtype=y.dtype), np.cumsum(x, dtype=y.dtype),
+            np.mean(x, axis=1, keepdims=True, dtype=y.dtype), np.var(x, 0, ddof=1, dtype=y.dtype),
+            np.nansum(x, dtype=y.dtype), np.std(x, dtype=y.dtype), np.nanvar(x, 1, dtype=y.dtype))
+
+
+def test_a_reduction_s_dtype_given_as_y_dtype():
+    fn = jit(reduced)
+    for x in (rand(3, 4), np.arange(12, dtype=np.int8).reshape(3, 4)):
+        for y in (np.ones(2, np.float32), np.ones(2)):
+            got = against_numpy(fn, x, y)
+            assert got[0].dtype == y.dtype
+
+    def int_mean(x, k):
+        return np.mean(x, dtype=k.dtype)
+
+    with pytest.raises(CompileError, match="it takes a float type"):
+        jit(int_mean)(rand(3), np.ones(2, np.int16))
+
+
 def flat_reads(x, i):
     total = 0.0
     for e in x.flat:

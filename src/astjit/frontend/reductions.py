@@ -15,7 +15,8 @@ Arguments bind as NumPy's signatures do (`PARAMETERS`: positional or by keyword)
 literal, a global constant, a static parameter): the result's type depends on them.
 `axis` is None, an int or (where NumPy takes one) a tuple of ints, stored as None or
 a tuple; it is checked against the array's ndim by type inference, which knows it.
-`ddof` is an operand (any int or float), and so is `initial=` of the extrema (max, min,
+`dtype=y.dtype` takes y's dtype, read by type inference (an `array_function` making the
+op). `ddof` is an operand (any int or float), and so is `initial=` of the extrema (max, min,
 nanmax, nanmin), which makes the call an `array_function` (ir/ops/shape_functions.py:
 `extremum`). NumPy's other parameters (`out=`, `where=`, ...) are reported as not
 supported.
@@ -33,7 +34,7 @@ from ..ir.ops.shape_functions import EXTREMA
 from ..ir.ops.statistics import STATISTICS
 from ..ir.types import BOOL
 from .builtins import CallError, numpy_lookup
-from .resolve import compile_time_value, static_dtype
+from .resolve import compile_time_value, dtype_of_array, static_dtype
 from .scope import Scope
 from .source import NOT_CONSTANT
 
@@ -125,8 +126,9 @@ def _lower(lowerer, scope: Scope, node: ast.Call, reducer: Reducer, name: str,
     loc = lowerer.loc(node)
     axis = _static_axis(lowerer, scope, given.get("axis"), name, reducer.tuple_axis)
     keepdims = _static_keepdims(lowerer, scope, given.get("keepdims"), name)
+    dtype_of = dtype_of_array(lowerer, scope, given.get("dtype"))
     try:
-        dtype = _dtype(lowerer, scope, given.get("dtype"), name, reducer)
+        dtype = None if dtype_of else _dtype(lowerer, scope, given.get("dtype"), name, reducer)
     except CallError as error:
         return lowerer.fail(scope, node, UnsupportedCallError, error.message, error.hint)
     if axis is NOT_CONSTANT or keepdims is NOT_CONSTANT:
@@ -148,6 +150,12 @@ def _lower(lowerer, scope: Scope, node: ast.Call, reducer: Reducer, name: str,
         ddof = given.get("ddof")
         inputs.append(lowerer.lower_expr(scope, ddof) if ddof is not None
                       else scope.const(0, loc))
+    if dtype_of is not None:  # dtype=y.dtype: the op made by inference, which knows y's
+        named = (("a", None), ("ddof", None))[:len(inputs)] + (("dtype_of", None),)
+        attrs = {**attrs, "function": "reduction", "op": reducer.op, "arguments": named,
+                 "dtype": None}
+        return scope.emit("array_function", [*inputs, lowerer.lower_expr(scope, dtype_of)],
+                          loc, attrs)
     return scope.emit(reducer.op, inputs, loc, attrs)
 
 

@@ -24,6 +24,7 @@ axis, `np.stack`'s new axis, `np.tile`'s reps), so a call lowers to one
 | `np.linspace` | `array_linspace` |
 | `np.take`, `np.compress`, `np.diagonal` (and methods) | indexing primitives (selections.py) |
 | `np.max(x, axis, initial=v)`, min, nanmax, nanmin | `reduce` of x joined with a slab of v |
+| `np.sum(x, dtype=y.dtype)` and the other reductions | their op with y's dtype |
 
 `arguments` says how the node's inputs map to the call's: `(name, count)` pairs in
 order, `count` None for one value, k for a display of k values (a tuple or list
@@ -408,6 +409,19 @@ def broadcast_to(em: _Emitter, x: Value, shape: Value) -> Value:
 
 # ---- extrema with an initial value ---------------------------------------------------------
 
+def reduction(em: _Emitter, x: Value, ddof: Value | None, op: str, attrs: dict) -> Value:
+    """np.sum(x, dtype=y.dtype) and the other reductions given a dtype by an array: the
+    reduction's op (`reduce`, `statistic`, `scan`) with y's dtype, checked as the frontend
+    checks a dtype it reads (frontend/reductions.py)."""
+    dtype, kind = attrs["dtype"], attrs["kind"]
+    floats = kind in ("mean", "var", "std", "nanvar", "nanstd", "nanmean")
+    if dtype == BOOL or floats and not dtype.is_float:
+        em.fail(f"dtype={NUMPY_NAMES[dtype.name]} of np.{kind}() is not supported: it takes "
+                + ("a float type" if floats else "a float type or int64"))
+    made = {k: attrs[k] for k in ("kind", "axis", "keepdims") if k in attrs}
+    return em.op(op, *([x] if ddof is None else [x, ddof]), dtype=dtype, **made)
+
+
 def extremum(em: _Emitter, x: Value, initial: Value, kind: str, axis, keepdims: bool) -> Value:
     """np.max(x, axis, initial=v) (min, nanmax, nanmin): one reduced axis at a time, x
     joined along it with a slab of v in x's dtype (NumPy casts the initial value to it),
@@ -536,6 +550,7 @@ def _expand(inference, node, inputs, out):
                                      at["dtype"]),
         **{kind: lambda: extremum(em, a["a"], a["initial"], function, at["axis"],
                                   at["keepdims"]) for kind in EXTREMA},
+        "reduction": lambda: reduction(em, a["a"], a.get("ddof"), at["op"], at),
         "take": lambda: selections.take(em, a["a"], a["indices"], at["axis"], at["mode"]),
         "compress": lambda: selections.compress(em, a["condition"], a["a"], at["axis"]),
         "diagonal": lambda: selections.diagonal(em, a["a"], a.get("offset"), at["axis1"],
@@ -574,6 +589,13 @@ def py_array_function(*inputs, function, arguments, **statics):
         return numpy.array(value, dtype=dtype)
     if function in ("linspace",):
         return numpy.linspace(*args, endpoint=statics["endpoint"], dtype=dtype)
+    if function == "reduction":  # np.<kind>(x, dtype=y.dtype): y the last input
+        name = f"cum{statics['kind']}" if statics["op"] == "scan" else statics["kind"]
+        keep = {k: statics[k] for k in ("axis", "keepdims") if k in statics}
+        axis = keep.get("axis")
+        keep["axis"] = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
+        more = {"ddof": args[1]} if statics["op"] == "statistic" else {}
+        return getattr(numpy, name)(args[0], dtype=dtype, **keep, **more)
     if function in EXTREMA:
         return getattr(numpy, function)(args[0], initial=args[1], **statics)
     if function == "compress":  # x.compress(condition) binds the array first

@@ -72,7 +72,7 @@ def _count(e, x, axes) -> Value:
 def _squares(e, x, axes, keepdims, dtype, mask=None):
     """sum((x - mean) ** 2) over `axes`, the mean that of `x` (of the non-NaN elements of
     x, where `mask` (NaN-free) and `mask`'s count are given), and the deviations of
-    masked elements 0."""
+    masked elements 0. The mean and the sum in `dtype` (NumPy's _var: x - mean in x's)."""
     if mask is None:
         m = e.op("reduce", x, kind="mean", axis=axes, keepdims=True, dtype=dtype)
         d = e.op("sub", x, m)
@@ -84,7 +84,7 @@ def _squares(e, x, axes, keepdims, dtype, mask=None):
     squares = e.op("mul", d, d)
     if _scalar_type(d).is_complex:  # NumPy's |d|^2: the real part of d * conj(d)
         squares = e.op("real", e.op("mul", d, e.op("conj", d)))
-    return e.op("reduce", squares, kind="sum", axis=axes, keepdims=keepdims)
+    return e.op("reduce", squares, kind="sum", axis=axes, keepdims=keepdims, dtype=dtype)
 
 
 def _var(e, x, ddof, axes, keepdims, dtype):
