@@ -15,12 +15,15 @@ from .scope import Scope
 from .source import NOT_FOUND
 from .state import Lowering
 
+COMPUTED = (ast.Subscript, ast.Call, ast.BinOp, ast.UnaryOp)
+"""The expressions whose value a method may be called on in place (not a literal)."""
+
 
 def is_call_on_a_local(state: Lowering, scope: Scope, func: ast.expr) -> bool:
     """Whether `func(...)` calls a local value (`model(x)`) or an attribute of one
     (`self.forward(x)`, `self.hidden.out(x)`), or a method of a value computed in place
     (`y[0].fill(v)`, `(x * 2).item(1)`): a call on an object."""
-    if isinstance(func, ast.Attribute) and not isinstance(func.value, (ast.Name, ast.Attribute)):
+    if isinstance(func, ast.Attribute) and isinstance(func.value, COMPUTED):
         return static_object(state, scope, func.value) is NOT_FOUND
     root = func
     while isinstance(root, ast.Attribute):
