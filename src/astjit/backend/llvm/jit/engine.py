@@ -489,16 +489,9 @@ class Engine:
         O3 and machine-code time of array programs for a few leftover elements per row
         (docs/measurements.md).
         """
-        options = PIPELINES[pipeline].options
         builder = llvm.create_pass_builder(self.machines[pipeline], self.tunings[pipeline])
-        with self.lock:
-            for option, ours, _ in options:
-                llvm.set_option("", f"-{option}={ours}")
-            try:
-                run_passes(builder.getModulePassManager(), module, builder)
-            finally:
-                for option, _, default in options:
-                    llvm.set_option("", f"-{option}={default}")
+        with self.lock, _options(PIPELINES[pipeline].options):
+            run_passes(builder.getModulePassManager(), module, builder)
 
     def assembly(self, text: str, pipeline: str = "scalar",
                  codegen: tuple[tuple[str, str, str], ...] = ()) -> str:
