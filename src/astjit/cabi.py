@@ -81,14 +81,14 @@ def symbol(name: str, handle: int = PROCESS) -> int | None:
 _prototypes: dict[int, type] = {}
 
 
-def function(target: object, restype: type | None = None, errno: bool = False,
+def function(target: object, restype: type | None = None,
              python_api: bool = False) -> CFuncPtr:
     """The C function at address `target` (an int), or calling the Python callable `target`
     (a callback C code may call, taking no arguments), returning `restype` (a C int where
-    None). `errno`: the call saves errno for `get_errno`; `python_api`: the call keeps the
-    GIL and raises the Python error the function set."""
-    flags = FUNCFLAG_CDECL | (FUNCFLAG_USE_ERRNO if errno else 0) \
-        | (FUNCFLAG_PYTHONAPI if python_api else 0)
+    None). `python_api`: the call keeps the GIL and raises the Python error the function
+    set; other calls save errno for `get_errno` (one class of C functions for them all:
+    each class made costs a warm load more than the calls)."""
+    flags = FUNCFLAG_CDECL | (FUNCFLAG_PYTHONAPI if python_api else FUNCFLAG_USE_ERRNO)
     if callable(target):  # a callback's types are its class's
         return type("CFunction", (CFuncPtr,), {"_flags_": flags, "_restype_": restype,
                                                "_argtypes_": ()})(target)
@@ -101,13 +101,13 @@ def function(target: object, restype: type | None = None, errno: bool = False,
     return made
 
 
-def process_function(name: str, restype: type | None = None, errno: bool = False,
+def process_function(name: str, restype: type | None = None,
                      python_api: bool = False) -> CFuncPtr:
     """The process's C function `name` (AttributeError where it has none)."""
     address = symbol(name)
     if address is None:
         raise AttributeError(f"this process has no C function {name!r}")
-    return function(address, restype, errno, python_api)
+    return function(address, restype, python_api)
 
 
 def address_of(function_object: CFuncPtr) -> int:
@@ -418,10 +418,7 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
         image = bytearray(total)
         image[:len(code)] = code
         image[data_start:data_start + len(data)] = data
-        linker = _Relocator(image, base, stub_start, got_start, resolve)
-        for kind, at, target, addend, weak in relocations:
-            value = base + target if type(target) is int else linker.external(target, weak)
-            linker.apply(kind, at, value, addend)
+        _relocate(image, base, stub_start, got_start, relocations, resolve)
         memmove(c_void_p(base), bytes(image), c_void_p(total))
         if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
                                                PROT_READ | PROT_EXEC) != 0:
@@ -432,77 +429,67 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
     return Image(base, total, {name: base + offset for name, offset in symbols.items()})
 
 
-class _Relocator:
-    def __init__(self, image: bytearray, base: int, stubs: int, got: int,
-                 resolve: Callable[[str], int | None]) -> None:
-        self.image, self.base = image, base
-        self.next_stub, self.got = stubs, got
-        self.got_slots: dict[int, int] = {}
-        self.resolve = resolve
-        self.externals: dict[str, int] = {}
+def _relocate(image: bytearray, base: int, stub_start: int, got_start: int,
+              relocations: list, resolve: Callable[[str], int | None]) -> None:
+    """Apply `relocations` (`elf.plan`'s) to `image`, to be mapped at `base`: the branch
+    stubs from `stub_start`, the GOT from `got_start`, one slot per target. (Functions, not
+    a class: each class made costs a warm load more than this loop.)"""
+    externals: dict[str, int] = {}
+    got_slots: dict[int, int] = {}
+    got = base + got_start
+    pack = struct.pack_into
 
-    def external(self, name: str, weak: bool) -> int:
-        """The address of the external symbol `name` (0 for a weak one resolving nowhere)."""
-        address = self.externals.get(name)
-        if address is None:
-            address = self.resolve(name)
-            if address is None:
-                if not weak:
-                    raise Unresolved(name)
-                address = 0
-            self.externals[name] = address
-        return address
+    def slot(target: int) -> int:
+        at = got_slots.get(target)
+        if at is None:
+            at = got_slots[target] = got_start + 8 * len(got_slots)
+            pack("<Q", image, at, target)
+        return base + at
 
-    def apply(self, kind: int, at: int, value: int, addend: int) -> None:
-        place = self.base + at
+    def signed32(at: int, number: int) -> None:
+        if not -2**31 <= number < 2**31:
+            raise Unsupported("a 32-bit relocation out of range")
+        pack("<i", image, at, number)
+
+    for kind, at, target, addend, weak in relocations:
+        if type(target) is int:
+            value = base + target
+        else:
+            value = externals.get(target)
+            if value is None:
+                value = resolve(target)
+                if value is None:
+                    if not weak:
+                        raise Unresolved(target)
+                    value = 0
+                externals[target] = value
+        place = base + at
         if kind == R_64:
-            struct.pack_into("<Q", self.image, at, (value + addend) & (2**64 - 1))
+            pack("<Q", image, at, (value + addend) & (2**64 - 1))
         elif kind == R_PC64:
-            struct.pack_into("<Q", self.image, at, (value + addend - place) & (2**64 - 1))
+            pack("<Q", image, at, (value + addend - place) & (2**64 - 1))
         elif kind == R_GOTOFF64:
-            struct.pack_into("<Q", self.image, at,
-                             (value + addend - self.base - self.got) & (2**64 - 1))
+            pack("<Q", image, at, (value + addend - got) & (2**64 - 1))
         elif kind == R_GOTPC64:
-            struct.pack_into("<Q", self.image, at,
-                             (self.base + self.got + addend - place) & (2**64 - 1))
+            pack("<Q", image, at, (got + addend - place) & (2**64 - 1))
         elif kind == R_GOTPC32:
-            self.signed32(at, self.base + self.got + addend - place)
+            signed32(at, got + addend - place)
         elif kind in (R_PC32, R_PLT32):
             if kind == R_PLT32 and not -2**31 <= value + addend - place < 2**31:
-                value = self.stub(value)
-            self.signed32(at, value + addend - place)
+                image[stub_start:stub_start + 6] = b"\xff\x25\x00\x00\x00\x00"  # jmp *0(%rip)
+                pack("<Q", image, stub_start + 6, value)
+                value, stub_start = base + stub_start, stub_start + STUB
+            signed32(at, value + addend - place)
         elif kind == R_GOT64:
-            struct.pack_into("<Q", self.image, at,
-                             (self.got_slot(value) - self.base - self.got + addend) & (2**64 - 1))
+            pack("<Q", image, at, (slot(value) - got + addend) & (2**64 - 1))
         elif kind in GOT_RELOCATIONS:
-            self.signed32(at, self.got_slot(value) + addend - place)
+            signed32(at, slot(value) + addend - place)
         elif kind == R_32:
             if not 0 <= value + addend < 2**32:
                 raise Unsupported("an R_X86_64_32 value past 4 GiB")
-            struct.pack_into("<I", self.image, at, value + addend)
+            pack("<I", image, at, value + addend)
         else:  # R_32S
-            self.signed32(at, value + addend)
-
-    def signed32(self, at: int, number: int) -> None:
-        if not -2**31 <= number < 2**31:
-            raise Unsupported("a 32-bit relocation out of range")
-        struct.pack_into("<i", self.image, at, number)
-
-    def stub(self, target: int) -> int:
-        """The address of a new stub jumping to `target`."""
-        at, self.next_stub = self.next_stub, self.next_stub + STUB
-        self.image[at:at + 6] = b"\xff\x25\x00\x00\x00\x00"  # jmp *0(%rip)
-        struct.pack_into("<Q", self.image, at + 6, target)
-        return self.base + at
-
-    def got_slot(self, target: int) -> int:
-        """The address of the GOT slot holding `target` (one per target)."""
-        slot = self.got_slots.get(target)
-        if slot is None:
-            slot = self.got + 8 * len(self.got_slots)
-            struct.pack_into("<Q", self.image, slot, target)
-            self.got_slots[target] = slot
-        return self.base + slot
+            signed32(at, value + addend)
 
 
 _LIBC: dict = {}
@@ -511,8 +498,7 @@ _LIBC: dict = {}
 
 def _libc() -> dict:
     if not _LIBC:
-        _LIBC.update((name, process_function(name, c_void_p if name == "mmap" else None,
-                                                  errno=True))
+        _LIBC.update((name, process_function(name, c_void_p if name == "mmap" else None))
                      for name in ("mmap", "munmap", "mprotect"))
     return _LIBC
 

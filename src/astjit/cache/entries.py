@@ -278,7 +278,7 @@ class LoadedEntry:
 _lock = threading.RLock()
 _runtime: dict[str, int] = {}
 """Name -> address of each runtime function linked here."""
-_batches: list[LoadedBatch] = []
+_batches: list[LinkedCode] = []
 """The runtime batches linked here, kept for the process."""
 _objects: dict[str, object] = {}
 """Objects found by portable name, kept alive under their symbol."""
@@ -287,41 +287,22 @@ LIBMVEC = "libmvec.so.1"
 """glibc's vector math library (`vecmath.LIBRARY`, which imports llvmlite)."""
 
 
-class LoadedPart:
-    """A batch's object code, as `jit.engine.Part` shows a part loaded from object code."""
+class LinkedCode:
+    """Code linked here, read as a `jit.engine.CompiledModule`: an entry's module (its
+    `addresses`, for `cabi.make_builtin`), or a runtime batch, which `shared.RUNTIME.modules`
+    lists once adopted (`parts`, made then: runtime.LoadedPart)."""
 
-    pipeline = "loops"
-    module = None
-    has_ir = False
-
-    def __init__(self, obj: bytes) -> None:
-        self.object = obj
-
-
-class LoadedBatch:
-    """A runtime batch linked here, shaped as the runtime's modules (`jit.engine.
-    CompiledModule`: `addresses`, `imports`, `parts`) for `shared.RUNTIME.modules`."""
-
-    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...],
-                 parts: tuple[LoadedPart, ...], code: cabi.Image) -> None:
+    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...], code: cabi.Image,
+                 obj: bytes = b"") -> None:
         self.addresses = addresses
         self.imports = imports
-        self.parts = parts
         self.code = code
+        self.object = obj
+        self.parts: tuple = ()
         self.adopted = False
 
 
-class NativeModule:
-    """An entry's code linked here: what `entry.make_builtin` reads of a CompiledModule."""
-
-    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...],
-                 code: cabi.Image) -> None:
-        self.addresses = addresses
-        self.imports = imports
-        self.code = code
-
-
-def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
+def link_natively(saved: Saved, pins: dict[str, object]) -> LinkedCode | None:
     """The entry `saved` (entries.Saved) linked here, its pin symbols bound to `pins`; None
     where it cannot be (see the module's docstring)."""
     meta = saved.meta
@@ -346,7 +327,7 @@ def link_natively(saved: Saved, pins: dict[str, object]) -> NativeModule | None:
     addresses = {name: image.symbols.get(name) for name in meta["names"]}
     if not all(addresses.values()):
         return None
-    return NativeModule(addresses, tuple(meta["imports"]), image)
+    return LinkedCode(addresses, tuple(meta["imports"]), image)
 
 
 def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
@@ -358,7 +339,7 @@ def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
     addresses = {name: image.symbols.get(name) for name in batch.names}
     if not all(addresses.values()):
         raise cabi.Unsupported("a runtime batch without the functions its entry names")
-    _batches.append(LoadedBatch(addresses, batch.imports, (LoadedPart(batch.object),), image))
+    _batches.append(LinkedCode(addresses, batch.imports, image, batch.object))
     _runtime.update(addresses)
     shared = sys.modules.get("astjit.backend.llvm.shared")
     if shared is not None:
@@ -374,11 +355,14 @@ def adopt(runtime) -> None:
             return
         import llvmlite.binding as llvm
 
+        from .runtime import LoadedPart
+
         with runtime.lock:
             for batch in fresh:
                 for name, address in batch.addresses.items():
                     llvm.add_symbol(name, address)
                     runtime.compiled.add(name)
+                batch.parts = (LoadedPart(batch.object),)
                 runtime.modules.append(batch)
                 batch.adopted = True
 

@@ -21,6 +21,19 @@ _ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
 
 
+class LoadedPart:
+    """A runtime batch's object code linked by the cache's loader (`entries.LinkedCode`), as
+    `jit.engine.Part` shows a part loaded from object code (made when the batch is adopted:
+    a process that only loads never needs it)."""
+
+    pipeline = "loops"
+    module = None
+    has_ir = False
+
+    def __init__(self, obj: bytes) -> None:
+        self.object = obj
+
+
 def needed(imports: tuple[str, ...]) -> list[tuple[tuple, tuple, bytes]] | None:
     """The runtime batches defining the runtime functions among `imports` and those they
     call, earliest first, as (names, imports, object code); None when one is not found (not
