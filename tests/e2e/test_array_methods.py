@@ -408,6 +408,25 @@ def test_flat_index_reads_the_element_at_its_c_order_position():
                 flat_at(x, i)
 
 
+@jit
+def flat_and_item(x, i):
+    return x.flat[i], x.item(i)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.booleans(), st.data())
+def test_flat_and_item_hypothesis(shape, transposed, data):
+    x = rand(*shape, seed=len(shape))
+    x = x.T if transposed else x
+    i = data.draw(st.integers(-x.size - 2, x.size + 1))
+    if -x.size <= i < x.size:
+        got = flat_and_item(x, i)
+        assert got == (x.flat[i], x.item(i)) and type(got[1]) is float
+    else:
+        with pytest.raises(IndexError):
+            flat_and_item(x, i)
+
+
 class Grid:
     def __init__(self, flat):
         self.flat = flat
