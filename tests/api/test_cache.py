@@ -94,8 +94,10 @@ import json, sys
 sys.path.insert(0, ".")
 import kernels as k
 
+before = set(sys.modules)
 out = {"scalar": k.jit_scalar(0.5, 100000), "python_scalar": k.scalar_kernel(0.5, 100000),
        "loaded": all(spec.optimized is None for spec in k.jit_scalar.signatures.values())}
+out["astjit"] = sorted(m for m in set(sys.modules) - before if m.startswith("astjit"))
 try:
     k.jit_divide(1.0, 0.0)
 except ZeroDivisionError as error:
@@ -164,12 +166,16 @@ def test_a_second_process_loads_what_the_first_compiled(project):
 
 def test_a_warm_scalar_call_links_without_llvm(project):
     """A process loading scalar code never imports llvmlite (nor NumPy's masked arrays): the
-    ELF linker links it (cache/entries.py, elf.py). Code it compiles afterwards calls the runtime
-    functions it loaded, and is cached in turn."""
+    ELF linker links it (cache/entries.py, elf.py). It imports the loader's five modules and
+    no other of astjit's (each import costs a warm load about as much as any step of the
+    load: docs/caching.md). Code it compiles afterwards calls the runtime functions it
+    loaded, and is cached in turn."""
     cold = run_child(project, SCALAR_CHILD)
     assert not cold["loaded"] and cold["scalar"] == cold["python_scalar"]
     warm = run_child(project, SCALAR_CHILD)
     assert warm["loaded"] and warm["llvmlite"] == []
+    assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
+                              "astjit.cache.key", "astjit.cache.store"]
     assert (warm["scalar"], warm["error"]) == (cold["scalar"], cold["error"])
     mixed = run_child(project, SCALAR_CHILD, "compile")
     assert mixed["loaded"] and mixed["adopted"] and not mixed["count_loaded"]
