@@ -68,6 +68,42 @@ def test_a_call_the_first_tier_does_not_fit_runs_on_the_general_tier(layout):
     assert compiled_of(f, x, y) is general
 
 
+def inverse_squares(a, b):
+    s = 0.0
+    for k in range(a, b):
+        s += 1.0 / (k * k)
+    return s
+
+
+def stepped_sum(a, b):
+    s = 0
+    for k in range(a, b):
+        s += k * 3 - (k & 7)
+    return s
+
+
+def test_a_counted_loop_leaves_the_first_tier_where_its_counter_is_not_small():
+    """A flat counted loop's first tier has only the chunks told their counter stays in
+    [1, 2^31 - 1] (interrupts.LongTrip.assume_small, codegen.emit_while); a call counting
+    from below 1 or past 2^31 - 1 runs on the general tier, with the same results and
+    exceptions as CPython."""
+    f, g = jit(inverse_squares), jit(stepped_sum)
+    assert f(1, 1000) == inverse_squares(1, 1000) and f(5, 3) == inverse_squares(5, 3)
+    assert g(1, 1000) == stepped_sum(1, 1000)
+    first = compiled_of(f, 1, 1000)
+    assert not first.general and "Deoptimize" in {site.exc for site in first.errors}
+    assert not compiled_of(g, 1, 1000).general
+    with pytest.raises(ZeroDivisionError):  # 1.0 / (0 * 0), as CPython raises it
+        f(0, 10)
+    general = compiled_of(f, 1, 1000)
+    assert general.general and len(general.llvm_ir) > len(first.llvm_ir)
+    assert f(1, 1000) == inverse_squares(1, 1000) and f(-3, -1) == inverse_squares(-3, -1)
+    top = 2 ** 31
+    for a, b in ((-5, 20), (top - 6, top + 6), (top + 3, top + 9), (7, 40)):
+        assert g(a, b) == stepped_sum(a, b)
+    assert compiled_of(g, 1, 1000).general
+
+
 def test_the_row_group_leaves_for_a_transposed_input():
     f = jit(softmax)
     x = np.random.default_rng(2).standard_normal((5, 7))

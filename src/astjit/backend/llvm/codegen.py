@@ -225,13 +225,17 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     in two versions: as it is, without signal checks, where it is short, else in chunks
     with the checks between them (`interrupts.long_trip`, `emit_chunked_loop`); where its
     counter may be small, in chunks whose body is told its counter's range where it is
-    (`LongTrip.assume_small`), short or not, else in chunks."""
+    (`LongTrip.assume_small`), short or not, else in chunks; in a first tier, only the
+    chunks told the range, a call where it does not hold leaving for the general tier
+    (`FunctionEmitter.fast_only`): LLVM compiles one loop, not two."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
     trip = interrupts.long_trip(em, node, invariants, initial)
     if trip is None:
         return emit_loop(em, node, invariants, initial)
+    if trip.small is not None and em.fast_only(trip.small):
+        return emit_chunked_loop(em, node, invariants, initial, trip, True)
     merge = em.function.append_basic_block("while.merged")
     incoming = []
 

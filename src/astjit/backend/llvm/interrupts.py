@@ -35,7 +35,9 @@ from 1 or more to at most `SMALL_COUNT`, the chunks' body is told so (`LongTrip.
 assume_small`: LLVM cannot bound a chunk's counter, and keeps the checks that bound
 excludes, which stop it vectorizing), and that version runs at every trip count, a short
 one as one chunk: two versions of the loop, not three (no unchecked short one), which
-LLVM optimizes and compiles in about a third less time (docs/benchmarks.md). (Where
+LLVM optimizes and compiles in about a third less time (docs/benchmarks.md); and in a
+first tier that version alone, a call whose counter leaves that range running on the
+general tier (codegen.emit_while). (Where
 the count cannot be bounded, as for a float counter, the loop checks its counter of work
 as every other loop does.) Where the count is
 over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).

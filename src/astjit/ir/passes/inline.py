@@ -12,7 +12,11 @@ compiled once (ad/jacobians.py).
 
 A small self-recursive graph also gets its own body inlined at each self-call,
 up to SELF_INLINE_LEVELS levels (recursion unrolled, as gcc does): fib then
-makes a fraction of the calls, each doing more work (docs/measurements.md).
+makes a fraction of the calls, each doing more work (docs/measurements.md). That is a
+pass of its own (`unroll_recursion`), which the pipeline runs after its rounds have
+simplified the graph: the rounds then work on one copy of the body instead of fifteen,
+and what they would find in the copies (`(n - 1) - 1` against `n - 2`) LLVM finds too
+(docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -40,13 +44,19 @@ def inline_calls(module: Module, *, keep_custom_rules: bool = False) -> Module:
     on_cycle = {name for name in calls if name in _reachable(calls, name)}
     for graph in module.graphs.values():
         _inline_in(graph, module, on_cycle)
-    for name, graph in module.graphs.items():
-        if name in calls[name]:
-            _unroll_recursion(graph)
     if module.entry in module.graphs:
         calls = {name: module.callees(graph) for name, graph in module.graphs.items()}
         live = _reachable(calls, module.entry) | {module.entry}
         module.graphs = {name: g for name, g in module.graphs.items() if name in live}
+    return module
+
+
+def unroll_recursion(module: Module) -> Module:
+    """Inline each small self-recursive graph's body at its self-calls, a few levels deep
+    (`_unroll_recursion`)."""
+    for name, graph in module.graphs.items():
+        if name in module.callees(graph):
+            _unroll_recursion(graph)
     return module
 
 

@@ -1,6 +1,7 @@
 """The optimization pipeline: inline once, then fold, simplify, CSE and DCE until nothing changes,
-then filled arrays plus scalars folded, elementwise fusion (in memory order for transposed
-operands), loop versioning for bounds checks (and a last DCE).
+then small self-recursive graphs unrolled (inline.py: the rounds simplified one copy of
+the body), filled arrays plus scalars folded, elementwise fusion (in memory order for
+transposed operands), loop versioning for bounds checks (and a last DCE).
 
 Every pass is a function Module -> Module that keeps the invariants of
 `core.py`; `PASSES` lists them by name so each can be run (and tested) alone.
@@ -21,7 +22,7 @@ from .dce import eliminate_dead_code
 from .fills import fold_fills
 from .fold import fold_constants
 from .fuse import fuse_elementwise
-from .inline import inline_calls
+from .inline import inline_calls, unroll_recursion
 from .into import write_into_targets
 from .rowfuse import fuse_rows
 from .shapes import resolve_sums_to_like
@@ -73,6 +74,7 @@ def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
         settled, before = after == before, after
         if settled:
             break
+    module = _run(unroll_recursion, module, verify)
     if settled and not has_arrays(module):
         fuse = False  # nothing for FINAL to do (see the module's docstring)
     for _name, run_pass in FINAL if fuse else []:
