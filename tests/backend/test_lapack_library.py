@@ -14,7 +14,7 @@ PROGRAM = textwrap.dedent("""
     import sys
     import numpy as np
     from astjit import jit
-    from astjit.backend.llvm.runtime import capsules
+    from astjit import capsules
 
     def linalg(a, b):
         return (np.linalg.inv(a), np.linalg.det(a), np.linalg.solve(a, b),

@@ -38,7 +38,7 @@ links an entry's object code and the runtime batches it needs with the ELF linke
 - the process's own state (astjit/cabi.py: the main thread, the released-GIL key,
   the stack limit function);
 - objects by portable name (`astjit.obj.<name>`, astjit/cabi.py `resolve`);
-- NumPy's C API table and SciPy's BLAS capsules (runtime/capsules.py), libmvec's vector
+- NumPy's C API table and SciPy's BLAS capsules (astjit/capsules.py), libmvec's vector
   math;
 - any other name by the dynamic linker (dlsym over the process: the C API, the C and
   math libraries, pthreads).
@@ -402,7 +402,7 @@ def _process_symbol(name: str) -> int | None:
         return _numpy(name.removeprefix("astjit."))
     for prefix in ("astjit.blas.", "astjit.lapack."):
         if name.startswith(prefix):
-            from ..backend.llvm.runtime import capsules  # array code's only
+            from .. import capsules  # array code's only
 
             routines = capsules.blas if prefix == "astjit.blas." else capsules.lapack
             try:
@@ -429,7 +429,7 @@ def _numpy(name: str) -> int | None:
     checked again."""
     if "numpy" not in sys.modules:  # code taking arrays: NumPy is imported
         return None
-    from ..backend.llvm.runtime import capsules
+    from .. import capsules
 
     try:
         return capsules.numpy_addresses().get(name)

@@ -2,7 +2,7 @@
 
 The routines are NumPy's own OpenBLAS's where NumPy bundles one (its wheels do: 64-bit
 ints, loaded with NumPy, the library NumPy's `a @ b` calls), else SciPy's
-(capsules.py's `blas`). `scipy.linalg.cython_blas` exports every BLAS routine it wraps
+(astjit/capsules.py's `blas`). `scipy.linalg.cython_blas` exports every BLAS routine it wraps
 as a capsule in `__pyx_capi__`: the capsule's pointer is the function, its name the C
 signature (Cython spells `double` and `float` as the typedefs `__pyx_t_..._d` and
 `__pyx_t_..._s`). Compiled code calls
@@ -18,7 +18,7 @@ with Fortran's conventions: every argument by pointer, matrices column-major,
 `api()` reads the pointers on first use (so `import astjit` never imports SciPy),
 checks SciPy's capsules' signatures against the one above and calls ddot, sdot and
 dgemm once through ctypes (the return convention of sdot is where BLAS builds differ:
-capsules.py, which needs no LLVM), then registers the addresses with LLVM as
+astjit/capsules.py, which needs no LLVM), then registers the addresses with LLVM as
 `astjit.blas.<name>`; `declare` gives a module their declarations, built from those
 signatures. Which library is used shows in the IR (the ints' width), so a runtime
 cache entry or a cached function compiled against one is never linked to the other.
@@ -41,8 +41,8 @@ import re
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from .... import capsules
 from ..lltypes import DOUBLE, I8, I32_T
-from . import capsules
 from .pyapi import VOID
 
 FLOAT = ir.FloatType()

@@ -1,7 +1,7 @@
 """LAPACK as compiled code calls it: C function pointers, checked once per process.
 
 The routines are NumPy's own OpenBLAS's where NumPy bundles one (64-bit ints, loaded
-with NumPy: no import of SciPy), else SciPy's `cython_lapack` (capsules.py's `lapack`:
+with NumPy: no import of SciPy), else SciPy's `cython_lapack` (astjit/capsules.py's `lapack`:
 as for BLAS, blas.py, each routine a capsule in `__pyx_capi__` whose name is its C
 signature). Compiled code calls (Fortran conventions: every argument by pointer,
 matrices column-major, `int` the library's: `int_type`)
@@ -23,7 +23,7 @@ import functools
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import capsules
+from .... import capsules
 from .blas import declare_routine
 
 

@@ -29,10 +29,10 @@ import functools
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ....capsules import numpy_capsule, table_address
 from ....errors import CompileError
 from ....ir.types import NUMPY_NAMES, ScalarType
 from ..lltypes import I32_T, I64_T
-from .capsules import numpy_capsule, table_address
 
 GET_ARRFUNCS = 365
 """`_PyDataType_GetArrFuncs` in `PyArray_API` (NumPy 2.x)."""

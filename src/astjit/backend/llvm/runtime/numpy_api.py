@@ -44,11 +44,11 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from .... import capsules
 from ....errors import CompileError
 from ....ir.types import F64, I64, NUMERIC_RANK, ScalarType
 from ....ir.types import NUMPY_NAMES as DTYPE_NAMES
 from ..lltypes import I32_T, I64_T
-from . import capsules
 from .pyapi import PYOBJ, object_constant
 
 DIMS = I64_T.as_pointer()

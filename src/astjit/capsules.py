@@ -1,14 +1,16 @@
 """C functions other extensions publish, found with ctypes alone.
 
 NumPy publishes its C API as a table of pointers behind the capsule `_ARRAY_API`
-(numpy_api.py says which entries compiled code calls and how they are checked); SciPy's
-`cython_blas` and `cython_lapack` publish each routine as a capsule in `__pyx_capi__`,
-named by its C signature (blas.py, lapack.py). NumPy's wheels bundle an OpenBLAS with
-64-bit ints, which `numpy.linalg` has loaded with NumPy: its BLAS and LAPACK routines are
-exported symbols, found through that module's library (`numpy_routines`). The addresses are read here,
-without LLVM: the modules that declare these functions to LLVM register them, and the
-disk cache's loader links cached code to them without importing llvmlite
-(astjit/cache/entries.py).
+(backend/llvm/runtime/numpy_api.py says which entries compiled code calls and how they
+are checked); SciPy's `cython_blas` and `cython_lapack` publish each routine as a capsule
+in `__pyx_capi__`, named by its C signature (runtime/blas.py, runtime/lapack.py). NumPy's
+wheels bundle an OpenBLAS with 64-bit ints, which `numpy.linalg` has loaded with NumPy:
+its BLAS and LAPACK routines are exported symbols, found through that module's library
+(`numpy_routines`). The addresses are read here, without LLVM: the modules that declare
+these functions to LLVM register them, and the disk cache's loader links cached code to
+them without importing llvmlite (astjit/cache/entries.py). A top-level module, as `cabi`
+is: loading cached array code imports it, and the backend's packages above it would cost
+that load more than its own code.
 """
 from __future__ import annotations
 
@@ -21,9 +23,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from ....errors import CompileError
+from .errors import CompileError
 
 NUMPY_INDICES = {"PyArray_GetNDArrayCVersion": 0, "PyArray_Type": 2, "PyArray_DescrFromType": 45,
                  "PyArray_NewFromDescr": 94, "PyArray_Zeros": 183,
@@ -120,15 +121,19 @@ NUMPY_BLAS_NAMES = ("scipy_{}_64_", "{}_64_")
 scipy-openblas64, then NumPy 1's openblas64_."""
 
 
-@dataclass(frozen=True)
 class Routines:
     """The BLAS or LAPACK compiled code calls: each routine's address and the width of its
-    ints."""
+    ints. A plain class: a dataclass's generated methods are compiled from source when it
+    is made, which cost a warm cache load of array code more than the rest of this module's
+    import (docs/caching.md)."""
 
-    addresses: dict[str, int]
-    int_bits: int
-    """64 for NumPy's OpenBLAS (ILP64), 32 for SciPy's (LP64)."""
-    origin: str
+    __slots__ = ("addresses", "int_bits", "origin")
+
+    def __init__(self, addresses: dict[str, int], int_bits: int, origin: str) -> None:
+        self.addresses = addresses
+        self.int_bits = int_bits
+        """64 for NumPy's OpenBLAS (ILP64), 32 for SciPy's (LP64)."""
+        self.origin = origin
 
 
 @functools.cache
