@@ -279,13 +279,132 @@ def test_max_and_min_with_initial():
     against_numpy(ints, np.arange(4, dtype=np.int8))  # the initial value cast to int8
 
 
+def outcome(fn, *args):
+    """fn(*args), or the type of the OverflowError or ValueError it raised."""
+    try:
+        return fn(*args)
+    except (OverflowError, ValueError) as error:
+        return type(error)
+
+
+def initial_of_each(x, v):
+    return np.max(x, initial=v), np.min(x, initial=v), np.nanmax(x, initial=v), \
+        np.nanmin(x, initial=v)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's All-NaN slice, cast
+def test_initial_against_signed_zeros_and_nans():
+    """np.maximum(v, R) in NumPy's order: a tie gives x's element (its zero's sign), NaN in x
+    or as v wins for max and min and loses for nanmax and nanmin (fmax), an empty x gives v."""
+    fn = jit(initial_of_each)
+    for x in ([-0.0], [0.0], [np.nan], [np.nan, 1.0], [-1.0, np.nan, 2.0], [np.nan] * 9,
+              list(np.linspace(-2.0, 3.0, 37)), []):
+        for v in (0.0, -0.0, np.nan, 1.5, -np.inf):
+            got = against_numpy(fn, np.array(x), v)
+            expected = initial_of_each(np.array(x), v)
+            assert np.signbit(got).tolist() == np.signbit(expected).tolist(), (x, v, got)
+
+
+def initial_of_ints(k, v):
+    return np.max(k, initial=v), np.min(k, axis=0, initial=v), np.nanmax(k, initial=v)
+
+
+def test_initial_of_ints_is_cast_as_numpy_casts_it():
+    """v in k's dtype: a float toward zero; NumPy 2's OverflowError for an int out of the
+    dtype's range (not a wrapped value), ValueError for NaN, OverflowError for infinity."""
+    for dtype in (np.int8, np.uint8, np.int64, np.uint64):
+        k = np.arange(3, dtype=dtype)
+        for values in ((5, -3, 300, -300, -1, 2 ** 40), (5.7, -2.7, 1e10, np.nan, np.inf)):
+            fn = jit(initial_of_ints)
+            for v in values:
+                expected, got = outcome(initial_of_ints, k, v), outcome(fn, k, v)
+                if isinstance(expected, type):
+                    assert got is expected, (dtype, v, got)
+                else:
+                    same(expected, got, f"{dtype.__name__} {v}")
+    same(initial_of_ints(np.zeros(0, np.int8), 3), jit(initial_of_ints)(np.zeros(0, np.int8), 3))
+
+
+def initial_of_bools(b):
+    return np.max(b, initial=2), np.min(b, initial=0.5), np.max(b, axis=0, initial=0), \
+        np.min(b, keepdims=True, initial=True), np.nanmax(b, initial=False)
+
+
+def initial_of_float32(k, v, w):
+    return np.max(k, initial=1e300), np.min(k, initial=1.1), np.max(k, axis=0, initial=v), \
+        np.min(k, initial=w)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's All-NaN slice, cast
+def test_initial_of_bools_and_float32():
+    """A bool array's result is bool (v's truth); a float32 array's float32 (a float64 v
+    rounded, 1e300 to inf, as NumPy casts it)."""
+    fn = jit(initial_of_bools)
+    for b in (np.array([[False], [True]]), np.zeros((0, 1), bool), np.array([[False]])):
+        against_numpy(fn, b)
+    fn = jit(initial_of_float32)
+    for k in (rand(2, 3, dtype=np.float32), np.zeros((0, 3), np.float32)):
+        against_numpy(fn, k, np.float32(0.3), -1e300)
+        against_numpy(fn, k, np.float32(-0.5), 0.1)
+
+
+def initial_over_axes(x):
+    return (np.max(x, axis=(1, -1), initial=3.0, keepdims=True),
+            np.nanmin(x, axis=(-1, 0), initial=np.nan), np.max(x, axis=-2, initial=-1.0),
+            x.min(axis=(0, 2), initial=0.25), np.nanmax(x, axis=(0, 1, 2), keepdims=True,
+                                                       initial=-0.5))
+
+
+def initial_of_0d(x):
+    return np.max(x, initial=3.0), np.min(x, keepdims=True, initial=3.0), \
+        np.nanmax(x, initial=-1.0), x.max(initial=2.5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's All-NaN slice, cast
+def test_initial_over_axis_tuples_empty_axes_and_0d():
+    fn = jit(initial_over_axes)
+    nans = rand(2, 4, 3)
+    nans[0, 1, :], nans[1, :, 0] = np.nan, np.nan
+    for x in (rand(2, 4, 3), np.zeros((2, 0, 3)), np.zeros((0, 4, 3)), nans,
+              rand(3, 4, 2).transpose(2, 1, 0)):
+        against_numpy(fn, x)
+    fn = jit(initial_of_0d)
+    for x in (np.array(2.0), np.array(np.nan), np.array(4.0)):
+        against_numpy(fn, x)
+
+
+def complex_initial(x):
+    return np.max(x, initial=1j)
+
+
+def test_a_complex_initial_is_refused():
+    """NumPy's TypeError (a complex does not cast to float), at compile time."""
+    with pytest.raises(CompileError, match="must be a real number"):
+        jit(complex_initial)(rand(3))
+
+
+def tie_with_initial(x):
+    return np.max(x, initial=1.0)
+
+
+def test_a_tie_with_initial_gives_x_no_derivative():
+    """np.maximum(v, R)'s adjoint goes to v on a tie (docs/arrays.md: JAX's balanced max
+    would give x half); ties within x share it equally."""
+    for derivative in (grad, jacfwd):
+        np.testing.assert_array_equal(derivative(tie_with_initial)(np.array([0.5, 1.0, 0.2])),
+                                      [0.0, 0.0, 0.0])
+        np.testing.assert_array_equal(derivative(tie_with_initial)(np.array([0.5, 2.0, 2.0])),
+                                      [0.0, 0.5, 0.5])
+
+
 # ---- gradients -------------------------------------------------------------------------------
 
 def selected(x):
     return (x.item(3) * 2.0 + np.sum(np.take(x, np.array([0, 0, 5]))) + np.sum(
         x.take(np.array([1, 0]), axis=1) ** 2) + np.sum(np.compress(
             np.array([True, False, True]), x, axis=0) * 3.0) + np.sum(x.diagonal(1) ** 3)
-        + np.max(x, initial=0.0) + np.sum(np.min(x, axis=1, initial=0.25)))
+        + np.max(x, initial=0.0) + np.sum(np.min(x, axis=1, initial=0.25))
+        + np.sum(np.nanmax(x, axis=0, initial=0.1)) + np.nanmin(x, initial=0.3))
 
 
 def test_gradients_against_central_differences():

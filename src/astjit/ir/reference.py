@@ -165,7 +165,7 @@ GROUPS = (
 
 def reference_page() -> str:
     """The whole page, as `--write` writes it."""
-    rows = [f"| `{kind.name}` | {', '.join(f'`np.{s}`' for s in kind.spellings)} | "
+    rows = [f"| `{kind.name}` | {', '.join(f'`np.{s}`' for s in kind.spellings) or 'none'} | "
             f"{'ValueError (no identity)' if kind.empty_raises else 'its identity'} |"
             for kind in REDUCTIONS.values()]
     grouped: dict[str, list[OpDef]] = {title: [] for title, _ in GROUPS}

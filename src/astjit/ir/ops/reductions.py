@@ -12,7 +12,8 @@ ops of their own (ops/scans.py).
 One primitive, `reduce`, with one input (an array) and these attrs:
 
 - `kind`: a key of `REDUCTIONS`: "sum", "mean", "max", "min", "prod", "any", "nanmax"
-  or "nanmin";
+  or "nanmin", or an extremum's "max_or_identity" (and min's, nanmax's, nanmin's), which
+  gives its identity for an empty reduction (the `initial=` of np.max);
 - `axis`: None (every axis) or a tuple of ints *as the user wrote them*: possibly
   negative, in any order. The type rule checks them against the input's ndim
   (NumPy's "axis 2 is out of bounds for array of dimension 2", "duplicate value
@@ -50,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..shape_algebra import reduced
 from ..types import BOOL, F32, F64, I64, U64, ArrayType, ScalarType, Type, int_range
@@ -106,6 +107,9 @@ class ReductionKind:
     skips_nan: bool = False
     """With `pick`: NaN elements are skipped (nanmax), the result NaN only where every
     element is; else one NaN makes the result NaN (max)."""
+    reference_initial: bool = False
+    """The interpreter gives `reference` the identity as NumPy's `initial=`: a kind that
+    does not raise where its reference does (`max_or_identity`)."""
 
     def start(self, t: ScalarType):
         """The identity for an accumulator of dtype `t`: an int's clamped to its range (the
@@ -192,10 +196,13 @@ def py_reduce(x, *, kind: str, axis=None, keepdims: bool = False, dtype=None):
 
     import numpy
 
-    from ..types import NUMPY_NAMES
+    from ..types import NUMPY_DTYPES, NUMPY_NAMES
 
-    reference = getattr(numpy, REDUCTIONS[kind].reference)
+    row = REDUCTIONS[kind]
+    reference = getattr(numpy, row.reference)
     extra = {"dtype": NUMPY_NAMES[dtype.name]} if dtype is not None else {}
+    if row.reference_initial:
+        extra["initial"] = row.start(ScalarType(NUMPY_DTYPES[numpy.asarray(x).dtype.name]))
     with numpy.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "Mean of empty slice"
         result = reference(x, axis=axis, keepdims=keepdims, **extra)
@@ -315,7 +322,18 @@ ADD = {"f": Builder("fadd", flags=("reassoc",)), "i": Builder("add"),
 """Integers wrap; float sums may be reassociated (vectorized with partial sums)."""
 C_ADD = {"*": CExpr("({0} + {1})")}
 
-REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
+
+def _with_identities(rows: tuple[ReductionKind, ...]) -> tuple[ReductionKind, ...]:
+    """The rows and, for each that raises on an empty reduction (max, min, nanmax, nanmin),
+    `<name>_or_identity`: the same row, but an empty reduction gives its identity (-inf for
+    max of floats, the dtype's lowest int, False; NaN for nanmax). np.max(x, initial=v) is
+    np.maximum(v, max_or_identity(x)) (shape_functions.py's `extremum`); no spelling."""
+    return (*rows, *(replace(row, name=f"{row.name}_or_identity", spellings=(),
+                             empty_raises=False, reference_initial=True)
+                     for row in rows if row.empty_raises))
+
+
+REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in _with_identities((
     ReductionKind("sum", ("sum",), "add", _sum_dtype, {"f": 0.0, "i": 0, "c": 0j}, False,
                   "sum", ADD, None, None, True, _sum_vjp, cuda_combine=C_ADD,
                   jvp=_same_reduction("sum")),
@@ -361,7 +379,7 @@ REDUCTIONS: dict[str, ReductionKind] = {row.name: row for row in (
                   cuda_combine={"f": CExpr("fmin({0}, {1})"),
                                 "i": CExpr("astjit_reduce_min({0}, {1})"), "b": CExpr("({0} & {1})")},
                   jvp=_extremum_jvp, skips_nan=True),
-)}
+))}
 """Every reduction kind, one row each (`ReductionKind`)."""
 
 

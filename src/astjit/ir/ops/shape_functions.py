@@ -23,7 +23,7 @@ axis, `np.stack`'s new axis, `np.tile`'s reps), so a call lowers to one
 | `np.array(numbers or arrays)` | `array_pack` (numbers), `np.stack` (arrays), a copy (an array) |
 | `np.linspace` | `array_linspace` |
 | `np.take`, `np.compress`, `np.diagonal` (and methods) | indexing primitives (selections.py) |
-| `np.max(x, axis, initial=v)`, min, nanmax, nanmin | `reduce` of x joined with a slab of v |
+| `np.max(x, axis, initial=v)`, min, nanmax, nanmin | `np.maximum(v, reduce)` (minimum, fmax, fmin) |
 | `np.sum(x, dtype=y.dtype)` and the other reductions | their op with y's dtype |
 
 `arguments` says how the node's inputs map to the call's: `(name, count)` pairs in
@@ -48,7 +48,9 @@ from ..types import (
     ArrayType,
     ScalarType,
     TupleType,
+    int_range,
     is_numeric,
+    strong,
     weak,
 )
 from . import selections
@@ -56,6 +58,7 @@ from .allocation import shape_dims
 from .declare import _def
 from .shaping import linspace_compute_type
 from .table import OpTypeError, Refused
+from .vjp import select
 
 _RESOLVED = "np.<function>() calls are replaced by their primitives in type inference"
 NEGATIVE_DIMENSIONS = "negative dimensions are not allowed"
@@ -407,7 +410,7 @@ def broadcast_to(em: _Emitter, x: Value, shape: Value) -> Value:
     return em.op("array_broadcast_to", em.as_array(x), *dims)
 
 
-# ---- extrema with an initial value ---------------------------------------------------------
+# ---- reductions given a dtype or an initial value -----------------------------------------
 
 def reduction(em: _Emitter, x: Value, ddof: Value | None, op: str, attrs: dict) -> Value:
     """np.sum(x, dtype=y.dtype) and the other reductions given a dtype by an array: the
@@ -423,25 +426,41 @@ def reduction(em: _Emitter, x: Value, ddof: Value | None, op: str, attrs: dict) 
 
 
 def extremum(em: _Emitter, x: Value, initial: Value, kind: str, axis, keepdims: bool) -> Value:
-    """np.max(x, axis, initial=v) (min, nanmax, nanmin): one reduced axis at a time, x
-    joined along it with a slab of v in x's dtype (NumPy casts the initial value to it),
-    so that every reduced row holds v and none is empty (the kinds are associative): the
-    later axes reduced to length 1, then all of them at once."""
+    """np.max(x, axis, initial=v) (min, nanmax, nanmin): NumPy's loop starts the reduction
+    from v, which is `np.maximum(v', R)` (np.minimum; fmax, fmin for the nan kinds) of v'
+    (v cast to x's dtype, as NumPy casts it) and R, x reduced by the kind's row that gives its
+    identity where a row is empty (`<kind>_or_identity`): x is read once, never copied.
+    np.maximum's order (v' first) is NumPy's: a tie gives R, so the sign of a zero is x's."""
     x = em.as_array(x)
-    if not is_numeric(initial.type):
-        em.fail(f"the initial value of np.{kind}() must be a number, got {initial.type}")
-    if x.type.ndim == 0:
-        x = em.ravel(x)
-    axes = em.axes(axis, x.type.ndim) if axis is not None else tuple(range(x.type.ndim))
-    for k in (*axes[1:], axes[0]):
-        dims = em.dims(x)
-        dims[k] = em.const(1)
-        slab = em.op("array_new", *dims, initial, dtype=x.type.dtype, fill="value")
-        joined = em.op("array_concatenate", x, slab, axis=k, stacking=False)
-        last = k == axes[0]
-        x = em.op("reduce", joined, kind=kind, axis=axes if last else (k,),
-                  keepdims=keepdims if last else True, dtype=None)
-    return x
+    if not is_numeric(initial.type) or initial.type.is_complex:  # NumPy: TypeError for 1j
+        em.fail(f"the initial value of np.{kind}() must be a real number, got {initial.type}")
+    axes = em.axes(axis, x.type.ndim) if axis is not None else None
+    start = _initial_value(em, initial, x.type.dtype)
+    rest = em.op("reduce", x, kind=f"{kind}_or_identity", axis=axes, keepdims=keepdims,
+                 dtype=None)
+    larger = "maximum" if kind in ("max", "nanmax") else "minimum"
+    if kind.startswith("nan") and x.type.dtype.is_float:  # fmax: a NaN operand gives the other
+        start, rest = (select(em, em.op("isnan", start), rest, start),
+                       select(em, em.op("isnan", rest), start, rest))
+    return em.op(larger, start, rest, numpy=True)  # NumPy's ufunc on scalars too (bools stay)
+
+
+def _initial_value(em: _Emitter, initial: Value, dtype: ScalarType) -> Value:
+    """`initial` cast to `dtype`, as NumPy casts it: a float to an int as Python's int()
+    (toward zero; ValueError for NaN, OverflowError for infinity), and OverflowError where
+    the int is out of `dtype`'s range (NumPy 2's error, not a wrapped value)."""
+    value, target = initial, strong(dtype)
+    if dtype.is_int:
+        if value.type.is_float:  # through int64: 2**63 and above raise (docs/arrays.md)
+            value = em.op("cast", value, to=I64)
+        if value.type.is_int:
+            (low, high), (own_low, own_high) = int_range(dtype), int_range(value.type)
+            message = f"Python integer out of bounds for {NUMPY_NAMES[dtype.name]} (initial=)"
+            if own_low < low:
+                em.raise_if(em.op("lt", value, em.const(low)), "OverflowError", message)
+            if own_high > high:
+                em.raise_if(em.op("gt", value, em.const(high)), "OverflowError", message)
+    return em.op("cast", value, to=target)
 
 
 # ---- copies, conversions, creation ------------------------------------------------------------
