@@ -171,3 +171,29 @@ def test_a_new_array_like_a_result_takes_its_operand_shape():
     y = np.arange(3.0)
     np.testing.assert_array_equal(jit(like_of_a_square)(y), like_of_a_square(y))
     assert " pow " not in jit(like_of_a_square).ir(y, stage="optimized")
+
+
+def unused_reshape_to(x, n):
+    unused = np.ones(12).reshape(n)  # noqa: F841 - n may not be 12: its ValueError stays
+    return np.sum(x)
+
+
+def test_an_unused_reshape_to_a_length_only_known_at_run_time_stays():
+    x = np.arange(12.0)
+    assert jit(unused_reshape_to)(x, 12) == unused_reshape_to(x, 12)
+    with pytest.raises(ValueError, match="reshape"):
+        jit(unused_reshape_to)(x, 13)
+
+
+def unused_broadcast_to(x, n):
+    unused = np.broadcast_to(np.ones(1), (n, 1))  # noqa: F841 - n may be negative: it raises
+    return np.sum(x)
+
+
+def test_an_unused_broadcast_to_a_length_of_unknown_sign_stays():
+    x = np.arange(3.0)
+    assert jit(unused_broadcast_to)(x, 2) == unused_broadcast_to(x, 2)
+    with pytest.raises(ValueError):
+        unused_broadcast_to(x, -2)
+    with pytest.raises(ValueError):
+        jit(unused_broadcast_to)(x, -2)

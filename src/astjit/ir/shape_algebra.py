@@ -88,15 +88,14 @@ def same_size(a: Shape, b: Shape) -> bool:
     return n == m and sorted(map(sorted_atoms, rest_a)) == sorted(map(sorted_atoms, rest_b))
 
 
-def unknown_length(a: Shape, b: Shape) -> tuple[Dim, Dim] | None:
-    """Where two shapes of equal size differ by one length that is not a literal (the
-    other axes literal lengths or ONE): that Dim, and the literal it is then."""
-    (n, unknown_a), (m, unknown_b) = _factors(a), _factors(b)
-    for known, unknown, total, other in ((n, unknown_a, m, unknown_b),
-                                         (m, unknown_b, n, unknown_a)):
-        if len(unknown) == 1 and not other and known and total % known == 0:
-            length = total // known
-            return unknown[0], ONE if length == 1 else frozenset({("const", length)})
+def unknown_length(source: Shape, result: Shape) -> tuple[Dim, Dim] | None:
+    """Where `source`, reshaped to `result` of literal lengths, has one length that is not a
+    literal: that Dim, and the literal it is once the sizes are equal. (Never one of
+    `result`'s: a reshape's own dims are what its check is about.)"""
+    (known, unknown), (total, others) = _factors(source), _factors(result)
+    if len(unknown) == 1 and not others and known and total % known == 0:
+        length = total // known
+        return unknown[0], ONE if length == 1 else frozenset({("const", length)})
     return None
 
 

@@ -316,10 +316,12 @@ _def("array_permute", 1, permute_rule, lambda x, axes: x.transpose(axes),
      shape=lambda node, table: tuple(table.shape(node.inputs[0])[k] for k in node.attrs["axes"]),
      batch=_axes_batch("array_permute"), doc="np.transpose(x, axes): a view with the axes permuted")
 def _broadcast_to_cannot_raise(node, shapes):
-    """Each axis of `x` is ONE or the target's own dim there (trailing axes aligned)."""
-    table = shapes()
-    source, target = table.operands(node)[0], table.get(node.outputs[0])
-    if source is None or target is None or len(source) > len(target):
+    """Each axis of `x` is ONE or the target's own dim there (trailing axes aligned), and
+    every target length is one (not an int of unknown sign: an atom of the result's own)."""
+    table, out = shapes(), node.outputs[0]
+    source, target = table.operands(node)[0], table.get(out)
+    if source is None or target is None or len(source) > len(target) \
+            or any(isinstance(a, tuple) and a[0] == out.id for d in target for a in d):
         return False
     aligned = target[len(target) - len(source):]
     return all(d == ONE or d == t for d, t in zip(source, aligned))

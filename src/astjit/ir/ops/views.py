@@ -209,8 +209,8 @@ def _literal(d):
 
 
 def _reshape_shape(node, table):
-    """The dims its int inputs give (unknown while the shape is packed); where the sizes,
-    checked equal, differ by one length that is not a literal, that length is known."""
+    """The dims its int inputs give (unknown while the shape is packed); where they are
+    literals and the operand has one length that is not, the check makes that one known."""
     if node.attrs.get("packed_shape"):
         return None
     shape = dims_of(node, node.inputs[1:], table)

@@ -11,8 +11,8 @@ Walking each graph backwards from its outputs:
   (a fixed point), and the invariants some region uses; the loop itself stays,
   as it may not terminate;
 - `call` nodes stay (the callee may raise), and so do function parameters;
-- a `fused` node's kernel loses the scalar work no kernel output reads, a
-  `rowwise` node's region what no region output needs;
+- a `fused` node's kernel loses the scalar work no kernel output reads, and so do
+  the kernels of a `rowwise` node's members, which stay (each has its stage);
 - a write into memory of the invocation's own that nothing reads afterwards goes, when it
   raises nothing (`_unread_write`): reverse mode accumulates adjoints into new arrays
   (`add_into`, `add_at`), and forward mode over it computes the gradient it does not return;
@@ -70,8 +70,12 @@ def _dce_graph(graph: Graph) -> None:
             _dce_if(node, live)
         elif node.op == "while":
             _dce_while(node, live)
-        elif node.op in ("fused", "rowwise"):  # all region outputs are results: clean inside
+        elif node.op == "fused":  # all region outputs are results: clean inside
             _dce_graph(node.regions[0])
+        elif node.op == "rowwise":  # each member has its stage (kernels.RowGroup): kept
+            for member in node.regions[0].nodes:
+                if member.op == "fused":
+                    _dce_graph(member.regions[0])
         if stays(node):
             kept.append(node)
             live.update(node.inputs)
