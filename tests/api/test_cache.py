@@ -536,6 +536,23 @@ def test_the_loader_names_libmvec_as_the_code_generator_does():
     assert entries.LIBMVEC == vecmath.LIBRARY
 
 
+def test_the_loader_links_blas_of_the_int_width_the_code_was_compiled_for():
+    # NumPy's OpenBLAS takes 64-bit ints, SciPy's 32: which one a process finds is not in the
+    # key, so the symbol names the width, and a loader with the other library refuses it
+    from astjit import capsules
+    from astjit.backend.llvm.runtime import blas, lapack
+    from astjit.cache import entries
+
+    for module, found in ((blas, capsules.blas()), (lapack, capsules.lapack())):
+        name = module.symbol("dgemm" if module is blas else "dgesv")
+        rest = name.rpartition(".")[2]
+        address = entries._process_symbol(name)
+        assert address == found.addresses[rest] and address
+        other = 96 - found.int_bits  # 32 <-> 64
+        assert entries._process_symbol(name.replace(f".i{found.int_bits}.", f".i{other}.")) \
+            is None
+
+
 def test_an_entry_the_elf_linker_refuses_links_through_llvm(monkeypatch, tmp_path):
     from astjit.cache import entries
 

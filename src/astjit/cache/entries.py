@@ -402,13 +402,7 @@ def _process_symbol(name: str) -> int | None:
         return _numpy(name.removeprefix("astjit."))
     for prefix in ("astjit.blas.", "astjit.lapack."):
         if name.startswith(prefix):
-            from .. import capsules  # array code's only
-
-            routines = capsules.blas if prefix == "astjit.blas." else capsules.lapack
-            try:
-                return routines().addresses.get(name.removeprefix(prefix))
-            except CompileError:
-                return None
+            return _routine(prefix, name.removeprefix(prefix))
     if name.startswith("astjit"):
         return None
     global _libmvec
@@ -421,6 +415,20 @@ def _process_symbol(name: str) -> int | None:
                 return None
         library = _libmvec
     return cabi.symbol(name, library)
+
+
+def _routine(prefix: str, name: str) -> int | None:
+    """BLAS or LAPACK routine `name` (`i64.dgemm`: blas.symbol), where this process's
+    library takes ints of the width the entry's code was compiled for (NumPy's OpenBLAS
+    and SciPy's differ, and which one a process finds is not in the key)."""
+    from .. import capsules  # array code's only
+
+    width, _, routine = name.partition(".")
+    try:
+        found = capsules.blas() if prefix == "astjit.blas." else capsules.lapack()
+    except CompileError:
+        return None
+    return found.addresses.get(routine) if width == f"i{found.int_bits}" else None
 
 
 def _numpy(name: str) -> int | None:

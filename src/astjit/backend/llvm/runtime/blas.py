@@ -19,9 +19,11 @@ with Fortran's conventions: every argument by pointer, matrices column-major,
 checks SciPy's capsules' signatures against the one above and calls ddot, sdot and
 dgemm once through ctypes (the return convention of sdot is where BLAS builds differ:
 astjit/capsules.py, which needs no LLVM), then registers the addresses with LLVM as
-`astjit.blas.<name>`; `declare` gives a module their declarations, built from those
-signatures. Which library is used shows in the IR (the ints' width), so a runtime
-cache entry or a cached function compiled against one is never linked to the other.
+`astjit.blas.i<bits>.<name>` (`symbol`); `declare` gives a module their declarations, built from those
+signatures. Which library is used shows in the IR (the ints' width) and in the symbols'
+names, so a runtime cache entry or a cached function compiled against one is never
+linked to the other (the cache's key names NumPy's version, not which BLAS a process
+found).
 
 Performance note: both are OpenBLAS, which picks its kernels for the
 CPU at load time. The environment variable `OPENBLAS_CORETYPE`, when set (some
@@ -72,8 +74,10 @@ def api() -> dict[str, int]:
 
 
 def symbol(name: str) -> str:
-    """The LLVM name compiled code calls BLAS routine `name` by."""
-    return f"astjit.blas.{name}"
+    """The LLVM name compiled code calls BLAS routine `name` by, with the width of the
+    library's ints (`astjit.blas.i64.dgemm`): a disk cache entry names the library it was
+    compiled against, and so never links to one taking other ints (entries.py)."""
+    return f"astjit.blas.i{capsules.blas().int_bits}.{name}"
 
 
 def int_type() -> ir.IntType:

@@ -13,8 +13,8 @@ matrices column-major, `int` the library's: `int_type`)
 
 `api()` reads and checks the pointers on first use (so `import astjit` never loads
 LAPACK), solves a 2x2 system through ctypes once, and registers the addresses with LLVM
-as `astjit.lapack.<name>`. The ints' width shows in the IR, so code compiled against one
-library is never linked to the other.
+as `astjit.lapack.i<bits>.<name>`. The ints' width shows in the IR and in the names, so
+code compiled against one library is never linked to the other.
 """
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ def api() -> dict[str, int]:
 
 
 def symbol(name: str) -> str:
-    """The LLVM name compiled code calls LAPACK routine `name` by."""
-    return f"astjit.lapack.{name}"
+    """The LLVM name compiled code calls LAPACK routine `name` by, with the width of the
+    library's ints, as blas.symbol."""
+    return f"astjit.lapack.i{capsules.lapack().int_bits}.{name}"
 
 
 def int_type() -> ir.IntType:
