@@ -12,6 +12,7 @@ first compile, not with this module: `import astjit` stays cheap
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import gc
 import os
@@ -540,13 +541,20 @@ class ErrorHandler:
 
 
 def error_from_site(name: str, message: str, loc: Loc | None) -> Exception:
-    """The Python exception compiled code reported, located at its source line."""
-    from .ir.ops import EXCEPTIONS
+    """The Python exception compiled code reported, located at its source line. A builtin
+    exception (ZeroDivisionError, IndexError: `ops.EXCEPTIONS`'s builtin entries) is taken
+    from `builtins`; the table is imported only for its own entries (NumPy's errors, a
+    callback's), as importing the op table's forty modules cost the first error of a
+    function loaded from the disk cache more than loading it."""
+    make = getattr(builtins, name, None)
+    if not (isinstance(make, type) and issubclass(make, Exception)):
+        from .ir.ops import EXCEPTIONS
 
+        make = EXCEPTIONS.get(name, RuntimeError)
     where = ""
     if loc is not None:
         where = f" (at {loc.filename}:{loc.line}: {loc.text.strip()})"
-    return EXCEPTIONS.get(name, RuntimeError)((message + where).lstrip())  # `assert x`: no message
+    return make((message + where).lstrip())  # `assert x`: no message
 
 
 def dump_stages(spec: Specialization, directory: str, name: str) -> None:

@@ -67,6 +67,8 @@ import numpy as np
 sys.path.insert(0, ".")
 import kernels as k
 
+before = set(sys.modules)
+
 def loaded(f):
     return all(spec.optimized is None for spec in f.signatures.values())
 
@@ -77,6 +79,7 @@ out = {"scalar": k.jit_scalar(0.5, 10), "python_scalar": k.scalar_kernel(0.5, 10
        "step": k.jit_step(w, x, 0.1).tolist(), "columns": k.jit_columns(m).tolist()}
 out["loaded"] = [loaded(k.jit_scalar), loaded(k.jit_step), loaded(k.jit_columns)]
 out["llvmlite"] = "llvmlite" in sys.modules  # array code too: NumPy's table, SciPy's BLAS
+out["astjit"] = sorted(m for m in set(sys.modules) - before if m.startswith("astjit"))
 out["columns_t"] = k.jit_columns(m.T).tolist()  # a transposed view: may leave the first tier
 try:
     k.jit_divide(1.0, 0.0)
@@ -102,6 +105,7 @@ try:
     k.jit_divide(1.0, 0.0)
 except ZeroDivisionError as error:
     out["error"] = str(error)
+out["astjit_error"] = sorted(m for m in set(sys.modules) - before if m.startswith("astjit"))
 out["llvmlite"] = sorted(m for m in sys.modules if m.partition(".")[0] == "llvmlite"
                         or m == "numpy.ma" or m.startswith("numpy.ma."))
 if len(sys.argv) > 1:  # then compile in the same process: it calls the loaded runtime
@@ -158,6 +162,8 @@ def test_a_second_process_loads_what_the_first_compiled(project):
     warm = run_child(project)
     assert warm["loaded"] == [True, True, True] and warm["loaded_divide"] and warm["loaded_grad"]
     assert cold["llvmlite"] and not warm["llvmlite"]
+    assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
+                              "astjit.cache.key", "astjit.cache.store", "astjit.capsules"]
     assert not cold["loaded_grad"]
     for name in ("scalar", "step", "columns", "columns_t", "error", "grad"):
         assert warm[name] == cold[name], name
@@ -177,12 +183,32 @@ def test_a_warm_scalar_call_links_without_llvm(project):
     assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
                               "astjit.cache.key", "astjit.cache.store"]
     assert (warm["scalar"], warm["error"]) == (cold["scalar"], cold["error"])
+    assert warm["astjit_error"] == warm["astjit"]  # not the op table (api.error_from_site)
     mixed = run_child(project, SCALAR_CHILD, "compile")
     assert mixed["loaded"] and mixed["adopted"] and not mixed["count_loaded"]
     assert mixed["count"] == mixed["python_count"]
     again = run_child(project, SCALAR_CHILD, "compile")
     assert again["count_loaded"] and again["count"] == mixed["count"]
     assert again["llvmlite"] == []  # read before compiling
+
+
+def test_an_error_site_raises_the_exception_the_op_table_names():
+    from astjit.api import error_from_site
+    from astjit.errors import Loc
+    from astjit.ir.ops import EXCEPTIONS
+
+    loc = Loc("f.py", 3, 4, "x = a / b\n")
+    for name, make in EXCEPTIONS.items():
+        try:
+            expected = make("it failed")
+        except TypeError:  # UnicodeDecodeError & co. take more than a message, either way
+            with pytest.raises(TypeError):
+                error_from_site(name, "it failed", loc)
+            continue
+        error = error_from_site(name, "it failed", loc)
+        assert type(error) is type(expected), name
+        assert "it failed (at f.py:3: x = a / b)" in str(error), name
+    assert type(error_from_site("NoSuchError", "", None)) is RuntimeError
 
 
 def test_the_loader_imports_no_ctypes():
