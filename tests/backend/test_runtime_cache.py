@@ -116,3 +116,20 @@ def test_a_found_batch_that_does_not_link_is_emitted_after_all(folder, monkeypat
     assert calls == [name] and name in RUNTIME.compiled
     address = llvm.address_of_symbol(name)
     assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(5) == 20
+
+
+def test_a_checkout_is_keyed_by_the_files_the_runtime_can_run(tmp_path):
+    """An edit of the LLVM backend changes the runtime's key; one of the frontend does not."""
+    from astjit.cache import key
+
+    package = tmp_path / "astjit"
+    for folder in ("backend/llvm", "frontend"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "code.py").write_text("x = 1\n")
+    state = key.package_state(str(package), runtime_cache.NOT_RUNTIME)
+    whole = key.package_state(str(package))
+    (package / "frontend" / "code.py").write_text("x = 22\n")
+    assert key.package_state(str(package), runtime_cache.NOT_RUNTIME) == state
+    assert key.package_state(str(package)) != whole  # the disk cache's key still sees it
+    (package / "backend" / "llvm" / "code.py").write_text("x = 22\n")
+    assert key.package_state(str(package), runtime_cache.NOT_RUNTIME) != state

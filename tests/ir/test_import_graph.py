@@ -143,3 +143,21 @@ def test_emitter_core_imports_no_lowering():
     backend = {t for t in import_graph()["astjit.backend.llvm.emitter"]
                if t.startswith("astjit.backend")}
     assert backend <= {"astjit.backend.llvm.lltypes", "astjit.backend.llvm.vecmath"}
+
+
+def test_the_runtime_caches_key_covers_what_the_llvm_backend_imports():
+    """The runtime cache keys a checkout by the files outside `NOT_RUNTIME` alone: no module
+    the LLVM backend imports, directly or through others, may be in those folders."""
+    from astjit.backend.llvm.jit.runtime_cache import NOT_RUNTIME
+
+    graph = import_graph()
+    reached = set()
+    stack = [module for module in graph if module.startswith("astjit.backend.llvm")]
+    while stack:
+        module = stack.pop()
+        if module not in reached:
+            reached.add(module)
+            stack.extend(graph[module])
+    skipped = tuple("astjit." + folder.replace("/", ".") for folder in sorted(NOT_RUNTIME))
+    assert len(reached) > 100  # the walk found the backend
+    assert sorted(m for m in reached if m.startswith(skipped)) == []

@@ -41,7 +41,8 @@ warm cache's process needs neither for a scalar kernel):
   each of its source files, so that editing astjit never loads code an older one
   compiled; a stat per file (about 240), where no cheaper test is safe: an editor
   that rewrites a file in place changes neither its folder's modification time nor
-  anything but that file's own stat;
+  anything but that file's own stat (the runtime cache's key stats those its code can
+  run alone: `NOT_RUNTIME` in backend/llvm/jit/runtime_cache.py);
 - llvmlite: its version (`_version.py`, with its commit) and the size and modification
   time of its shared library, into which LLVM is linked statically: another LLVM is
   another library file;
@@ -241,27 +242,31 @@ CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "fla
 @functools.cache
 def fingerprint() -> str:
     """One line naming everything above, for this process (computed once)."""
+    return f"format={FORMAT};{astjit_state()};{toolchain()}"
+
+
+def astjit_state(skip: frozenset[str] = frozenset()) -> str:
+    """astjit's version and `package_state` of its files, those under `skip` left out."""
     version = sys.modules["astjit"].__version__  # imported by now (an import: a cycle)
-    parts = [
-        f"format={FORMAT}",
-        f"astjit={version}:{package_state(os.path.dirname(os.path.dirname(__file__)))}",
-        f"llvmlite={llvmlite_state()}",
-        f"numpy={numpy_version()}",
-        f"python={sys.version.split()[0]}:{sys.implementation.cache_tag}",
-        f"machine={machine()}",
-        f"cpu={cpu()}",
-    ]
-    return ";".join(parts)
+    return f"astjit={version}:{package_state(os.path.dirname(os.path.dirname(__file__)), skip)}"
 
 
-def package_state(root: str) -> str:
+@functools.cache
+def toolchain() -> str:
+    """The part of the fingerprint that is not astjit: llvmlite, NumPy, Python, the CPU."""
+    return (f"llvmlite={llvmlite_state()};numpy={numpy_version()};"
+            f"python={sys.version.split()[0]}:{sys.implementation.cache_tag};"
+            f"machine={machine()};cpu={cpu()}")
+
+
+def package_state(root: str, skip: frozenset[str] = frozenset()) -> str:
     """A digest of astjit's files under `root`: its wheel's RECORD where it was installed
-    from one, else each source file's path, size and modification time (see the module's
-    docstring)."""
+    from one, else each source file's path, size and modification time, but those under
+    the folders `skip` names (relative to `root`, with "/") (see the module's docstring)."""
     record = installed_record(root)
     if record is not None:  # checksums, not SHA-512: a third of the instructions of a load
         return f"record:{len(record)}:{zlib.crc32(record):08x}{zlib.adler32(record):08x}"
-    return "files:" + sha512(marshal.dumps(source_stats(root))).hexdigest()[:16]
+    return "files:" + sha512(marshal.dumps(source_stats(root, skip))).hexdigest()[:16]
 
 
 def installed_record(root: str) -> bytes | None:
@@ -278,10 +283,12 @@ def installed_record(root: str) -> bytes | None:
     return record if f"\n{name}/__init__.py,".encode() in b"\n" + record else None
 
 
-def source_stats(root: str) -> list[tuple[str, int, int]]:
-    """(path, size, modification time in ns) of every `.py` file under `root`, sorted."""
+def source_stats(root: str, skip: frozenset[str] = frozenset()) -> list[tuple[str, int, int]]:
+    """(path, size, modification time in ns) of every `.py` file under `root` but those
+    under the folders `skip` names (relative to `root`), sorted."""
     stats = []
     folders = [root]
+    skipped = {os.path.join(root, *folder.split("/")) for folder in skip}
     while folders:
         with os.scandir(folders.pop()) as found:
             for entry in found:
@@ -289,7 +296,7 @@ def source_stats(root: str) -> list[tuple[str, int, int]]:
                 if name.endswith(".py"):
                     stat = entry.stat()
                     stats.append((entry.path, stat.st_size, stat.st_mtime_ns))
-                elif name != "__pycache__" and entry.is_dir():
+                elif name != "__pycache__" and entry.path not in skipped and entry.is_dir():
                     folders.append(entry.path)
     stats.sort()
     return stats

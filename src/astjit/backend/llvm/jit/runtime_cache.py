@@ -12,7 +12,8 @@ optimizing it and generating its machine code again.
 Key: the SHA-256 of the batch's LLVM IR as the process printed it, the pipeline that
 compiles it (its settings spelled out) and the environment: the disk cache's
 fingerprint (astjit's version and sources, llvmlite, NumPy, Python, the CPU;
-`cache/key.py`) and LLVM's own name for the host CPU and its features. The
+`cache/key.py`), but for the sources of the folders whose code the runtime never runs
+(`NOT_RUNTIME`), and LLVM's own name for the host CPU and its features. The
 object code is a function of these alone, so an entry is found only for the very
 module it was made from: an edit of an emitter gives other IR, so another key. A
 batch whose IR embeds something of this process alone (an object's address, a disk
@@ -42,7 +43,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from ....cache import store
-from ....cache.key import fingerprint
+from ....cache.key import FORMAT, astjit_state, toolchain
 
 SWITCH = "ASTJIT_RUNTIME_CACHE"
 FOLDER = "runtime"
@@ -51,10 +52,17 @@ _LOCAL = re.compile(r"inttoptr \((?:i64|ptr) \d{6,}|astjit\.pin\.")
 _LENGTH = struct.Struct("<Q")
 
 
+NOT_RUNTIME = frozenset({"frontend", "ir/ad", "backend/cuda", "fuzz", "explore"})
+"""astjit's folders whose code no runtime function's emitter can run: nothing the LLVM
+backend imports, directly or not, is there (tests/ir/test_import_graph.py checks it), and
+`shared_function`'s name stands for its body. A checkout's key stats the other files alone
+(about two thirds)."""
+
+
 @functools.cache
 def _environment() -> str:
-    return (f"{fingerprint()};llvm-cpu={llvm.get_host_cpu_name()}:"
-            f"{llvm.get_host_cpu_features().flatten()}")
+    return (f"format={FORMAT};{astjit_state(NOT_RUNTIME)};{toolchain()};"
+            f"llvm-cpu={llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}")
 
 
 def enabled() -> bool:
