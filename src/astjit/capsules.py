@@ -21,9 +21,11 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import struct
 import sys
 from collections.abc import Iterable
 
+from . import cabi
 from .errors import CompileError
 
 NUMPY_INDICES = {"PyArray_GetNDArrayCVersion": 0, "PyArray_Type": 2, "PyArray_DescrFromType": 45,
@@ -152,10 +154,10 @@ def _numpy_else_scipy(signatures: dict[str, str], verify, scipy, module: str, li
     """NumPy's own OpenBLAS's routines (64-bit ints) where `verify` passes them, else
     SciPy's (`scipy()`, 32-bit ints from its `module`), which must pass it."""
     found = numpy_routines(signatures)
-    if found is not None and verify(found, ctypes.c_int64) is None:
+    if found is not None and verify(found, "q") is None:
         return Routines(found, 64, "NumPy's OpenBLAS")
     addresses = scipy()
-    problem = verify(addresses, ctypes.c_int)
+    problem = verify(addresses, "i")
     if problem:
         raise CompileError(f"{library} does not compute as expected ({problem}); {users} "
                            "cannot be compiled")
@@ -166,16 +168,16 @@ def numpy_routines(names: Iterable[str]) -> dict[str, int] | None:
     """The routines `names` (BLAS or LAPACK) of the 64-bit-int OpenBLAS NumPy's linear
     algebra links (`NUMPY_BLAS_NAMES`), looked up through `numpy.linalg._umath_linalg`'s
     library (whose dependencies dlsym searches too), or None: NumPy built with another
-    BLAS."""
+    BLAS. By `dlopen` and `dlsym` (`cabi`): a ctypes `CDLL` makes a class of functions."""
     try:
         from numpy.linalg import _umath_linalg
-        library = ctypes.CDLL(_umath_linalg.__file__)
+        library = cabi.library(_umath_linalg.__file__)
     except (ImportError, OSError, AttributeError):
         return None
     for pattern in NUMPY_BLAS_NAMES:
-        functions = {name: getattr(library, pattern.format(name), None) for name in names}
-        if all(f is not None for f in functions.values()):
-            return {name: ctypes.cast(f, ctypes.c_void_p).value for name, f in functions.items()}
+        addresses = {name: cabi.symbol(pattern.format(name), library) for name in names}
+        if all(addresses.values()):
+            return addresses
     return None
 
 
@@ -205,26 +207,37 @@ def scipy_routines(module: str, signatures: dict[str, str], library: str,
     return addresses
 
 
-def verify_blas(addresses: dict[str, int], c_int: type = ctypes.c_int) -> str | None:
-    """Call ddot, sdot and dgemm once through ctypes on small inputs, with ints of type
-    `c_int`; what is wrong, or None."""
-    p = ctypes.POINTER
-    for name, c_real in (("ddot", ctypes.c_double), ("sdot", ctypes.c_float)):
-        dot = ctypes.CFUNCTYPE(c_real, p(c_int), p(c_real), p(c_int), p(c_real),
-                               p(c_int))(addresses[name])
-        x, y = (c_real * 3)(1.0, 2.0, 3.0), (c_real * 3)(4.0, 5.0, 6.0)
-        got = dot(ctypes.byref(c_int(3)), x, ctypes.byref(c_int(1)), y, ctypes.byref(c_int(1)))
+def fortran_call(address: int, restype: type | None, *arguments: tuple[str, tuple]):
+    """Call the C function at `address` as Fortran calls: each argument a pointer to its
+    values, given as a `struct` code and the values (`("q", (3,))`: an int64 3). Its result
+    (`restype`, e.g. `ctypes.c_double`; a C int where None) and each argument's values after
+    the call. Through `cabi` with buffers of bytes: ctypes' prototypes, pointer and array
+    types are classes, each made once per process, which cost a warm cache load more than
+    the calls (docs/caching.md)."""
+    buffers = [bytearray(struct.pack(f"={len(values)}{code}", *values).ljust(8, b"\0"))
+               for code, values in arguments]  # 8 bytes at least: `buffer_address`'s own
+    result = cabi.function(address, restype)(*[cabi.c_void_p(cabi.buffer_address(buffer))
+                                               for buffer in buffers])
+    return result, [struct.unpack_from(f"={len(values)}{code}", buffer)
+                    for (code, values), buffer in zip(arguments, buffers)]
+
+
+def verify_blas(addresses: dict[str, int], int_code: str = "i") -> str | None:
+    """Call ddot, sdot and dgemm once on small inputs, with ints of `struct` code `int_code`
+    ("i" or "q"); what is wrong, or None."""
+    one, three = (int_code, (1,)), (int_code, (3,))
+    for name, real, restype in (("ddot", "d", ctypes.c_double), ("sdot", "f", ctypes.c_float)):
+        got, _ = fortran_call(addresses[name], restype, three, (real, (1.0, 2.0, 3.0)), one,
+                              (real, (4.0, 5.0, 6.0)), one)
         if got != 32.0:
             return f"{name}([1, 2, 3], [4, 5, 6]) gave {got}, not 32"
-    d = ctypes.c_double
-    gemm = ctypes.CFUNCTYPE(None, p(ctypes.c_char), p(ctypes.c_char), *[p(c_int)] * 3, p(d), p(d),
-                            p(c_int), p(d), p(c_int), p(d), p(d), p(c_int))(addresses["dgemm"])
-    a, b, c = (d * 4)(1.0, 2.0, 3.0, 4.0), (d * 4)(5.0, 6.0, 7.0, 8.0), (d * 4)()
-    two, char = ctypes.byref(c_int(2)), lambda letter: ctypes.byref(ctypes.c_char(letter))
-    gemm(char(b"T"), char(b"N"), two, two, two, ctypes.byref(d(1.0)), a, two, b, two,
-         ctypes.byref(d(0.0)), c, two)
-    if list(c) != [17.0, 39.0, 23.0, 53.0]:  # column-major [[1, 2], [3, 4]] @ [[5, 7], [6, 8]]
-        return f"dgemm gave {list(c)}"
+    two = (int_code, (2,))
+    _, values = fortran_call(addresses["dgemm"], None, ("c", (b"T",)), ("c", (b"N",)), two, two,
+                             two, ("d", (1.0,)), ("d", (1.0, 2.0, 3.0, 4.0)), two,
+                             ("d", (5.0, 6.0, 7.0, 8.0)), two, ("d", (0.0,)), ("d", (0.0,) * 4),
+                             two)
+    if list(values[11]) != [17.0, 39.0, 23.0, 53.0]:  # column-major [[1, 2], [3, 4]] @ [[5, 7], [6, 8]]
+        return f"dgemm gave {list(values[11])}"
     return None
 
 
@@ -244,15 +257,14 @@ def scipy_lapack() -> dict[str, int]:
                           "np.linalg functions")
 
 
-def verify_lapack(addresses: dict[str, int], c_int: type = ctypes.c_int) -> str | None:
-    """Solve [[2, 1], [1, 3]] x = [3, 5] with dgesv through ctypes, ints of type `c_int`;
-    what is wrong, or None."""
-    d, p = ctypes.c_double, ctypes.POINTER
-    gesv = ctypes.CFUNCTYPE(None, p(c_int), p(c_int), p(d), p(c_int), p(c_int), p(d), p(c_int),
-                            p(c_int))(addresses["dgesv"])
-    a, b, pivots, info = (d * 4)(2.0, 1.0, 1.0, 3.0), (d * 2)(3.0, 5.0), (c_int * 2)(), c_int(-1)
-    two, one = ctypes.byref(c_int(2)), ctypes.byref(c_int(1))
-    gesv(two, one, a, two, pivots, b, two, ctypes.byref(info))
-    if info.value != 0 or abs(b[0] - 0.8) > 1e-12 or abs(b[1] - 1.4) > 1e-12:
-        return f"dgesv gave {list(b)} (info {info.value}), not [0.8, 1.4]"
+def verify_lapack(addresses: dict[str, int], int_code: str = "i") -> str | None:
+    """Solve [[2, 1], [1, 3]] x = [3, 5] with dgesv, ints of `struct` code `int_code`; what
+    is wrong, or None."""
+    two = (int_code, (2,))
+    _, values = fortran_call(addresses["dgesv"], None, two, (int_code, (1,)),
+                             ("d", (2.0, 1.0, 1.0, 3.0)), two, (int_code, (0, 0)),
+                             ("d", (3.0, 5.0)), two, (int_code, (-1,)))
+    (info,), b = values[7], values[5]
+    if info != 0 or abs(b[0] - 0.8) > 1e-12 or abs(b[1] - 1.4) > 1e-12:
+        return f"dgesv gave {list(b)} (info {info}), not [0.8, 1.4]"
     return None
