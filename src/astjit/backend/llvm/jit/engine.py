@@ -84,6 +84,7 @@ from llvmlite.binding import ffi
 from .. import shared, vecmath
 from ..runtime import objects
 from . import runtime_cache, split
+from .host import host_cpu
 
 LLVM_LIBM = (
     "sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow", "sqrt", "cbrt", "floor", "ceil",
@@ -276,9 +277,10 @@ class Engine:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         self.target = llvm.Target.from_triple(llvm.get_process_triple())
+        cpu, features = host_cpu()
         self.machines = {name: self.target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=p.codegen, codemodel="jitdefault", jit=True) for name, p in PIPELINES.items()}
+            cpu=cpu, features=features, opt=p.codegen, codemodel="jitdefault", jit=True)
+            for name, p in PIPELINES.items()}
         self.tunings = {}
         for name, p in PIPELINES.items():
             if p.level is not None:

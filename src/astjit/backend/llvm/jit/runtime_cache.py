@@ -40,10 +40,9 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-import llvmlite.binding as llvm
-
 from ....cache import store
 from ....cache.key import FORMAT, astjit_state, toolchain
+from .host import host_cpu
 
 SWITCH = "ASTJIT_RUNTIME_CACHE"
 FOLDER = "runtime"
@@ -55,14 +54,13 @@ _LENGTH = struct.Struct("<Q")
 NOT_RUNTIME = frozenset({"frontend", "ir/ad", "backend/cuda", "fuzz", "explore"})
 """astjit's folders whose code no runtime function's emitter can run: nothing the LLVM
 backend imports, directly or not, is there (tests/ir/test_import_graph.py checks it), and
-`shared_function`'s name stands for its body. A checkout's key stats the other files alone
-(about two thirds)."""
+`shared_function`'s name stands for its body. A checkout's key stats the other files alone."""
 
 
 @functools.cache
 def _environment() -> str:
-    return (f"format={FORMAT};{astjit_state(NOT_RUNTIME)};{toolchain()};"
-            f"llvm-cpu={llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}")
+    cpu, features = host_cpu()
+    return f"format={FORMAT};{astjit_state(NOT_RUNTIME)};{toolchain()};llvm-cpu={cpu}:{features}"
 
 
 def enabled() -> bool:
