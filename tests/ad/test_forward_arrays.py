@@ -9,6 +9,10 @@ from hypothesis import strategies as st
 
 from astjit import jvp
 from astjit.api import interpret_call
+from astjit.frontend import lower_function
+from astjit.ir.ad.forward_activity import active_values
+from astjit.ir.infer import infer_types
+from astjit.ir.types import F64, ArrayType
 
 rng = np.random.default_rng(7)
 
@@ -74,6 +78,13 @@ def full_of_scalar(s, x):
     return y * x + np.ones(x.shape[0]) * s
 
 
+def like_of_active(x):               # *_like arrays of an active x: constants, but one written
+    c = np.full_like(x, 2.0)
+    e = np.zeros_like(x)
+    e[0] = x[1]
+    return c * x + e + np.ones_like(x)
+
+
 def relax(x):                        # a while loop with a data-dependent trip count
     while np.max(np.abs(x)) > 0.1:
         x = 0.5 * x + 0.01 * np.sin(x)
@@ -121,6 +132,7 @@ CASES = [
     (writes_into_new, lambda: (randn(6),)),
     (writes_into_argument, lambda: (randn(5), 0.7)),
     (full_of_scalar, lambda: (0.3, randn(4))),
+    (like_of_active, lambda: (randn(4),)),
     (relax, lambda: (randn(5) * 3,)),
     (branches, lambda: (randn(4), 0.5)),
     (branches, lambda: (randn(4), -0.5)),
@@ -213,6 +225,18 @@ def test_dtype_and_shape_of_tangents():
     assert tangent.dtype == np.float32 and tangent.shape == out.shape == (2,)
     out, tangent = jvp(broadcast_both, (randn(3, 1), randn(1, 4)), (randn(3, 1), randn(1, 4)))
     assert tangent.shape == out.shape == (3, 4)
+
+
+def test_an_array_like_an_active_one_has_no_tangent():
+    """np.full_like(x, c) and np.ones_like(x) of an active x are constants: forward mode gave
+    them a tangent of zeros, which kernels then computed with (the hessian of an MLP loss had a
+    kernel reading it). np.zeros_like(x) written with x[1] has one (its memory family)."""
+    module = infer_types(lower_function(like_of_active), [ArrayType(F64, 1)])
+    graph = module.graphs[module.entry]
+    active = active_values(graph, graph.params)
+    creations = {n.attrs["what"]: n.outputs[0] in active
+                 for n in graph.walk() if n.op == "array_new_like"}
+    assert creations == {"np.full_like": False, "np.zeros_like": True, "np.ones_like": False}
 
 
 def mixed(x, n):

@@ -4,8 +4,9 @@ A value is *active* when it depends on an active parameter and its type can
 carry a derivative (`differentiable`). Inactive values get no tangent nodes.
 The rules, one per kind of node:
 
-- leaf op: active when some input is active, unless the op has a zero
-  derivative (`ZERO_DERIVATIVE`, `stop_gradient`); a write (an op with the
+- leaf op: active when some input whose tangent reaches the result is active
+  (every input, but a creation's shape: `jvp.tangent_inputs`), unless the op has
+  a zero derivative (`ZERO_DERIVATIVE`, `stop_gradient`); a write (an op with the
   'writes' trait) of an active value makes the array it writes into active;
 - ``if``: a region parameter is active when its captured value is; an output
   is active when either region's output is;
@@ -74,7 +75,7 @@ def _propagate(graph: Graph, active: set[Value]) -> None:
             _propagate_while(node, active)
         elif node.op in CONSTANT_OPS:
             continue
-        elif any(v in active for v in node.inputs):  # a leaf op or a call
+        elif any(v in active for v in _tangent_inputs(node)):  # a leaf op or a call
             writes = node.op in OPS and "writes" in OPS[node.op].traits
             if node.op in OPS:
                 refuse_complex(node)
@@ -83,6 +84,14 @@ def _propagate(graph: Graph, active: set[Value]) -> None:
                 _mark([v for v in node.inputs if isinstance(v.type, ArrayType)], active)
             elif writes:
                 _mark(node.inputs[:1], active)
+
+
+def _tangent_inputs(node: Node) -> list[Value]:
+    """The inputs whose tangents reach `node`'s results: all of them, unless the op's forward
+    rule names fewer (`jvp.tangent_inputs`: a creation's fill value, not its shape)."""
+    opdef = OPS.get(node.op)
+    select = getattr(opdef.jvp, "tangent_inputs", None) if opdef is not None else None
+    return node.inputs if select is None else select(node.attrs, node.inputs)
 
 
 def _mark(values: list[Value], active: set[Value]) -> None:

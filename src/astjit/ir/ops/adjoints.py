@@ -49,6 +49,7 @@ from .batching import (
 from .complexes import part_type
 from .declare import _def
 from .table import OpTypeError, Routine
+from .vjp import tangent_of_first
 
 
 def _float_array(t, what) -> ArrayType:
@@ -204,7 +205,8 @@ def _zero_into_batch(b, node, ins, batched):
 
 _def("sum_to_like", 2, sum_to_like_rule, py_sum_to_like, {"*": Routine("sum_to_like")},
      ("pure", "reads", "linear"), no_vjp=_ADJOINT_OP, shape=like(1),
-     jvp=lambda e, tangents, ins, out, attrs: e.op("sum_to_like", tangents[0], ins[1]),
+     jvp=tangent_of_first(lambda e, tangents, ins, out, attrs:
+                          e.op("sum_to_like", tangents[0], ins[1])),
      batch=_sum_to_like_batch,
      doc="g summed to x's shape and dtype (un-broadcasting); may be g itself")
 _def("add_at", -1, add_at_rule, py_add_at, {"*": Routine("add_at")}, ("writes", "linear"), no_vjp=_ADJOINT_OP,

@@ -183,7 +183,15 @@ def _fill_jvp(op: str):
                 return e.op(op, *ins[:-1], tangents[-1], **attrs)
             ins = ins[:-1]
         return e.op(op, *ins, **{**attrs, "fill": 0})
+    jvp.tangent_inputs = _fill_value
     return jvp
+
+
+def _fill_value(attrs, ins):
+    """The inputs whose tangents reach a creation's: its fill value's alone. The shape, or the
+    array a `*_like` takes it from, changes no number of the result, so forward mode's activity
+    (ad/forward_activity.py) gives no tangent to `np.full_like(x, c)` of an active `x`."""
+    return ins[-1:] if attrs.get("fill") == "value" else []
 
 
 def _filled_batch(b, node, ins, batched):

@@ -32,7 +32,7 @@ from ..types import BOOL, I64, NONE, ArrayType
 from .batching import SHAPE_PER_EXAMPLE, NotBatchable, as_batched, dims, each, with_rank
 from .declare import _def
 from .table import OpTypeError, Routine
-from .vjp import with_attrs
+from .vjp import tangent_of_first, with_attrs
 
 MASK_MISMATCH = ("boolean index did not match indexed array along axis {axis}; size of axis is "
                  "{size} but size of corresponding boolean axis is {mask}")
@@ -184,6 +184,7 @@ def _gather_adjoint_vjp(e, g, ins, out, needs, attrs):
     return [e.op("gather", g, *ins[2:], **attrs)] + [None] * len(ins[1:])
 
 
+@tangent_of_first
 def _gather_adjoint_jvp(e, tangents, ins, out, attrs):
     return e.op("gather_adjoint", tangents[0], *ins[1:], **attrs)
 
@@ -198,6 +199,7 @@ def _compress_adjoint_vjp(e, g, ins, out, needs, attrs):
     return [e.op("compress", g, ins[1], **attrs), None, None]
 
 
+@tangent_of_first
 def _compress_adjoint_jvp(e, tangents, ins, out, attrs):
     return e.op("compress_adjoint", tangents[0], *ins[1:], **attrs)
 

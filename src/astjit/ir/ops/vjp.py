@@ -43,6 +43,14 @@ def with_attrs(rule: Callable) -> Callable:
     return rule
 
 
+def tangent_of_first(jvp: Callable) -> Callable:
+    """Mark forward rule `jvp` as one reading the first input's tangent alone: the others (a
+    shape to sum to, indices, an array giving a shape) change no number of the result, so
+    forward mode's activity (ad/forward_activity.py) does not count them."""
+    jvp.tangent_inputs = lambda attrs, ins: ins[:1]
+    return jvp
+
+
 def unary(fn: Callable) -> Callable:
     """A unary rule from `fn(e, g, x, out) -> adjoint of x`."""
     return lambda e, g, ins, out, needs: [fn(e, g, ins[0], out)]
