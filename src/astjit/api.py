@@ -138,34 +138,34 @@ class _Compiling:
     crashed the process), and the runtime's shared functions must load before their
     callers. Calls of compiled code never take it.
 
-    The outermost holder also freezes the garbage collector's generations (`gc.freeze`)
-    until it lets go: a compile allocates many short-lived objects, and a full
-    collection it set off traversed every object of the process (the compiler's
-    modules, NumPy's, llvmlite's), about 30 ms of an MLP step's first call, where the
-    objects made since the freeze are all that need looking at (docs/measurements.md).
-    Nothing is collected that would not be: frozen objects are only left out of the
-    collections (their references into new objects count as outside references), and
-    go back to the oldest generation when the compile ends. A process that froze
-    objects itself (`gc.get_freeze_count()`, a server before it forks) keeps them frozen:
-    the compile then freezes nothing."""
+    The outermost holder also turns the garbage collector off (`gc.disable`) until it lets
+    go: a compile allocates many short-lived objects, and a full collection it set off
+    traversed every object of the process (the compiler's modules, NumPy's, llvmlite's),
+    about 30 ms of an MLP step's first call (docs/measurements.md). Nothing is lost or kept
+    by it: the collections after the compile find what it left, and since a pause sets off
+    one young collection where the compile's allocations would have set off many, a
+    compile no longer brings the next full collection nearer. (`gc.freeze()` did the same
+    job, but leaving a process's own freeze alone needed `gc.get_freeze_count()`, which
+    walks every frozen object: 6 ms a compile where a test suite froze its imports.) A
+    process that turned the collector off keeps it off."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.depth = 0
-        self.froze = False
+        self.paused_gc = False
 
     def __enter__(self) -> None:
         self.lock.acquire()
         self.depth += 1
-        if self.depth == 1 and gc.get_freeze_count() == 0:
-            gc.freeze()
-            self.froze = True
+        if self.depth == 1 and gc.isenabled():
+            gc.disable()
+            self.paused_gc = True
 
     def __exit__(self, *exc: object) -> None:
         self.depth -= 1
-        if self.depth == 0 and self.froze:
-            self.froze = False
-            gc.unfreeze()
+        if self.depth == 0 and self.paused_gc:
+            self.paused_gc = False
+            gc.enable()
         self.lock.release()
 
 
