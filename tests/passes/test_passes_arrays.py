@@ -1,5 +1,7 @@
 """Whole-graph optimizations on array code: CSE of array expressions (only where no one can
 tell), algebraic simplification, dead kernel code; each checked against NumPy and in the dump."""
+import re
+
 import numpy as np
 import pytest
 
@@ -197,3 +199,51 @@ def test_an_unused_broadcast_to_a_length_of_unknown_sign_stays():
         unused_broadcast_to(x, -2)
     with pytest.raises(ValueError):
         jit(unused_broadcast_to)(x, -2)
+
+
+def offset_loss(w, x, y):
+    return np.mean((x @ w + w[0] - y) ** 2)
+
+
+def _unread_kernel_params(text):
+    """The kernel parameters of a printed graph that their kernel's body never names."""
+    lines, unread = text.splitlines(), []
+    for i, line in enumerate(lines):
+        header = re.match(r"(\s*)kernel \((.*)\) \{", line)
+        if header:
+            indent, body = header.group(1), []
+            for later in lines[i + 1:]:
+                if later.startswith(indent + "}"):
+                    break
+                body.append(later)
+            unread += [name for name in re.findall(r"(%[\w.]+):", header.group(2))
+                       if not re.search(re.escape(name) + r"\b", "\n".join(body))]
+    return unread
+
+
+def _offset_loss_arguments():
+    return np.linspace(-0.5, 0.7, 3), np.linspace(-1.0, 1.0, 15).reshape(5, 3), np.ones(5)
+
+
+def test_an_adjoint_summed_to_an_elementwise_result_keeps_no_kernel_for_its_shape():
+    """`sum_to_like(g, t + w[0])` reads only the shape of `t + w[0]`, `t`'s: the sum is
+    computed in the kernel that subtracts y, not in one of its own."""
+    w, x, y = _offset_loss_arguments()
+    g = jit(grad(offset_loss))
+    assert g.ir(w, x, y, stage="optimized").count("= fused") == 4
+    eps = 1e-6
+    differences = [(offset_loss(w + e, x, y) - offset_loss(w - e, x, y)) / (2 * eps)
+                   for e in np.eye(3) * eps]
+    np.testing.assert_allclose(g(w, x, y), differences, atol=1e-7)
+
+
+def test_no_kernel_takes_an_array_it_does_not_read():
+    """Forward mode over the adjoint leaves a kernel whose member reading an array went;
+    the array, of another input's shape, goes from the kernel's inputs too."""
+    w, x, y = _offset_loss_arguments()
+    hess = jit(hessian(offset_loss))
+    assert _unread_kernel_params(hess.ir(w, x, y, stage="optimized")) == []
+    g, eps = jit(grad(offset_loss)), 1e-6
+    differences = np.stack([(g(w + e, x, y) - g(w - e, x, y)) / (2 * eps)
+                            for e in np.eye(3) * eps], axis=1)
+    np.testing.assert_allclose(hess(w, x, y), differences, atol=1e-7)

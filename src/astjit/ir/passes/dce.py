@@ -12,7 +12,9 @@ Walking each graph backwards from its outputs:
   as it may not terminate;
 - `call` nodes stay (the callee may raise), and so do function parameters;
 - a `fused` node's kernel loses the scalar work no kernel output reads, and so do
-  the kernels of a `rowwise` node's members, which stay (each has its stage);
+  the kernels of a `rowwise` node's members, which stay (each has its stage); then the
+  `fused` node loses the inputs its kernel no longer reads, where another input has
+  their length on each of their axes (the iteration space stays the same);
 - a write into memory of the invocation's own that nothing reads afterwards goes, when it
   raises nothing (`_unread_write`): reverse mode accumulates adjoints into new arrays
   (`add_into`, `add_at`), and forward mode over it computes the gradient it does not return;
@@ -26,8 +28,13 @@ only fed a removed output goes too.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 from ..core import Graph, Module, Node, Value
+from ..kernels import fused_attrs
 from ..ops.adjoints import ACCUMULATING
+from ..shape_algebra import ONE
 from ..symbolic_shapes import Shapes, symbolic_shapes
 from ..types import ArrayType
 from .effects import has_effects, only_computes
@@ -72,6 +79,7 @@ def _dce_graph(graph: Graph) -> None:
             _dce_while(node, live)
         elif node.op == "fused":  # all region outputs are results: clean inside
             _dce_graph(node.regions[0])
+            _drop_unread_inputs(node, shapes_of_graph)
         elif node.op == "rowwise":  # each member has its stage (kernels.RowGroup): kept
             for member in node.regions[0].nodes:
                 if member.op == "fused":
@@ -191,3 +199,51 @@ def _drop_params(node: Node, positions: set[int], first_input: int) -> None:
         region.params = [p for k, p in enumerate(region.params) if k not in positions]
     fed = node.inputs[first_input:]
     node.inputs = node.inputs[:first_input] + [v for k, v in enumerate(fed) if k not in positions]
+
+
+def _drop_unread_inputs(node: Node, shapes_of_graph: Callable[[], Shapes]) -> None:
+    """Drop the inputs of `node` (a `fused` node) that its kernel does not read: a scalar
+    always, an array where another array input has, on each of the array's axes (aligned
+    at the end), the same symbolic length, or the array has length 1 there; so the
+    broadcast iteration space is the same without it. The inputs an output may take the
+    buffer of or is written into stay."""
+    kernel, spec = node.regions[0], fused_attrs(node)
+    read = {v for member in kernel.walk() for v in member.inputs} | set(kernel.outputs)
+    unread = [k for k, p in enumerate(kernel.params) if p not in read
+              and k not in (spec.reuse or ()) and k != spec.into]
+    if not unread:
+        return
+    dropped: set[int] = set()
+    for k in unread:
+        if isinstance(node.inputs[k].type, ArrayType) and not _covered(
+                node, k, dropped, shapes_of_graph()):
+            continue
+        dropped.add(k)
+    if not dropped:
+        return
+    kept = [k for k in range(len(node.inputs)) if k not in dropped]
+    renumber = {old: new for new, old in enumerate(kept)}
+    node.inputs = [node.inputs[k] for k in kept]
+    kernel.params = [kernel.params[k] for k in kept]
+    node.attrs["fused"] = dataclasses.replace(
+        spec, plan=tuple(spec.plan[k] for k in kept),
+        ones=None if spec.ones is None else tuple(spec.ones[k] for k in kept),
+        reuse=None if spec.reuse is None else tuple(
+            None if j is None else renumber[j] for j in spec.reuse),
+        into=None if spec.into is None else renumber[spec.into])
+
+
+def _covered(node: Node, k: int, dropped: set[int], shapes: Shapes) -> bool:
+    """Whether another array input of `node` (not in `dropped`) has input `k`'s length on
+    each of its axes but those of length 1."""
+    u = node.inputs[k]
+    if u not in shapes:
+        return False
+    for j, w in enumerate(node.inputs):
+        if j == k or j in dropped or not isinstance(w.type, ArrayType) or w not in shapes \
+                or w.type.ndim < u.type.ndim:
+            continue
+        lead = w.type.ndim - u.type.ndim
+        if all(d == ONE or d == shapes[w][lead + a] for a, d in enumerate(shapes[u])):
+            return True
+    return False

@@ -59,6 +59,7 @@ def _resolve_graph(graph: Graph) -> None:
     table = ShapeTable(graph.params)
     made_by: dict[Value, Node] = {}
     only_read = _only_read(graph)
+    only_measured = _only_measured(graph)
 
     def visit(node: Node) -> Replacement | None:
         if node.op not in ("fused", "rowwise"):  # kernels hold no arrays; groups stay whole
@@ -68,9 +69,12 @@ def _resolve_graph(graph: Graph) -> None:
             replacement = _resolved(node, table)
             if replacement is not None:
                 return replacement
+            if isinstance(node.inputs[1].type, ArrayType):
+                _ask_like(node, table, made_by, position=1)
         if node.op == "array_dim":
             _ask_operand(node, table, made_by)
-        elif node.op == "array_new_like":
+        elif node.op == "array_new_like" or (
+                node.op == "array_broadcast_to" and node.outputs[0] in only_measured):
             _ask_like(node, table, made_by)
         table.record(node)
         if node.op == "array_broadcast_to" and node.outputs[0] in only_read \
@@ -113,11 +117,29 @@ def _ask_operand(node: Node, table: ShapeTable, made_by: dict[Value, Node]) -> N
     node.inputs, node.attrs["axis"] = [v], axis
 
 
-def _ask_like(node: Node, table: ShapeTable, made_by: dict[Value, Node]) -> None:
-    """Point `node`, an `array_new_like`, which reads only its operand's shape and dtype, at
-    the operand of the elementwise op or kernel making it that has both (of the earliest
-    such op): `zeros_like(y ** 2)` keeps no kernel computing `y ** 2` for its shape."""
-    v = node.inputs[0]
+def _only_measured(graph: Graph) -> set[Value]:
+    """The values of `graph` whose uses read only their shape and dtype: `array_dim`,
+    `array_new_like`, and the target of a `sum_to_like` (its second operand)."""
+    measured: set[Value] = set()
+    used_otherwise = set(graph.outputs)
+    for node in graph.nodes:
+        for k, v in enumerate(node.inputs):
+            if node.op in ("array_dim", "array_new_like") and k == 0 \
+                    or node.op == "sum_to_like" and k == 1:
+                measured.add(v)
+            else:
+                used_otherwise.add(v)
+    return measured - used_otherwise
+
+
+def _ask_like(node: Node, table: ShapeTable, made_by: dict[Value, Node],
+              position: int = 0) -> None:
+    """Point `node`'s operand at `position`, of which `node` reads only the shape and dtype
+    (an `array_new_like`'s, a `sum_to_like`'s target, an `array_broadcast_to` whose result
+    is only measured), at the operand of the elementwise op or kernel making it that has
+    both (of the earliest such op): `zeros_like(y ** 2)` keeps no kernel computing `y ** 2`
+    for its shape, nor does the adjoint `sum_to_like(g, y ** 2)`."""
+    v = node.inputs[position]
     while (producer := made_by.get(v)) is not None and (
             is_array_elementwise(producer) or producer.op == "fused"):
         u = next((u for u in producer.inputs
@@ -125,7 +147,7 @@ def _ask_like(node: Node, table: ShapeTable, made_by: dict[Value, Node]) -> None
         if u is None:
             break
         v = u
-    node.inputs = [v, *node.inputs[1:]]
+    node.inputs[position] = v
 
 
 def summed_axes(node: Node, shapes: dict[Value, Shape]) -> list[int] | None:
