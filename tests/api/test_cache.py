@@ -15,7 +15,7 @@ import pytest
 
 import astjit
 from astjit import cabi, cache, jit
-from astjit.cache import key, store
+from astjit.cache import key
 from astjit.cache.key import Uncacheable, digest
 
 MODULE = '''
@@ -163,7 +163,7 @@ def test_a_second_process_loads_what_the_first_compiled(project):
     assert warm["loaded"] == [True, True, True] and warm["loaded_divide"] and warm["loaded_grad"]
     assert cold["llvmlite"] and not warm["llvmlite"]
     assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
-                              "astjit.cache.key", "astjit.cache.store", "astjit.capsules"]
+                              "astjit.cache.key", "astjit.capsules"]
     assert not cold["loaded_grad"]
     for name in ("scalar", "step", "columns", "columns_t", "error", "grad"):
         assert warm[name] == cold[name], name
@@ -172,7 +172,7 @@ def test_a_second_process_loads_what_the_first_compiled(project):
 
 def test_a_warm_scalar_call_links_without_llvm(project):
     """A process loading scalar code never imports llvmlite (nor NumPy's masked arrays): the
-    ELF linker links it (cache/entries.py, elf.py). It imports the loader's five modules and
+    ELF linker links it (cache/entries.py, elf.py). It imports the loader's four modules and
     no other of astjit's (each import costs a warm load about as much as any step of the
     load: docs/caching.md). Code it compiles afterwards calls the runtime functions it
     loaded, and is cached in turn."""
@@ -181,7 +181,7 @@ def test_a_warm_scalar_call_links_without_llvm(project):
     warm = run_child(project, SCALAR_CHILD)
     assert warm["loaded"] and warm["llvmlite"] == []
     assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
-                              "astjit.cache.key", "astjit.cache.store"]
+                              "astjit.cache.key"]
     assert (warm["scalar"], warm["error"]) == (cold["scalar"], cold["error"])
     assert warm["astjit_error"] == warm["astjit"]  # not the op table (api.error_from_site)
     mixed = run_child(project, SCALAR_CHILD, "compile")
@@ -302,21 +302,21 @@ def test_an_unpickled_function_loads_from_the_cache(project):
 
 def test_the_file_layout_rejects_damage(tmp_path):
     path = tmp_path / "entry.astjit"
-    assert store.write(path, b"payload" * 100)
-    assert store.read(path) == b"payload" * 100
+    assert key.write_file(path, b"payload" * 100)
+    assert key.read_file(path) == b"payload" * 100
     data = path.read_bytes()
     for damaged in (data[:-1], data[:20], data[:60] + b"X" + data[61:], b"ASTJITC?" + data[8:]):
         path.write_bytes(damaged)
-        assert store.read(path) is None
-    assert store.read(tmp_path / "absent.astjit") is None
+        assert key.read_file(path) is None
+    assert key.read_file(tmp_path / "absent.astjit") is None
 
 
 def test_the_folder_is_chosen_by_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
-    assert store.directory() == tmp_path
+    assert key.directory() == tmp_path
     monkeypatch.delenv("ASTJIT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert store.directory() == tmp_path / "xdg" / "astjit"
+    assert key.directory() == tmp_path / "xdg" / "astjit"
 
 
 def test_astjit_is_keyed_by_its_files_or_by_its_wheels_record(tmp_path):

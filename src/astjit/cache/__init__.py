@@ -6,20 +6,20 @@ parsing, type inference, optimization or LLVM compile; on a miss it is compiled 
 usual and its entry written. See docs/caching.md for what is keyed and what is not.
 
 - `key`: the digest of a function's source, callees, globals and closures, and of the
-  environment (astjit, LLVM, NumPy, Python and the CPU);
-- `store`: the folder, the files' layout (checksummed), atomic writes;
+  environment (astjit, LLVM, NumPy, Python and the CPU); and the files entries are kept
+  in: the folder, their layout (checksummed), atomic writes;
 - `entries`: what one entry holds and how it is linked back;
 - `symbols`: registering the symbols loaded code imports.
 
-`place` keys a specialization; `read` and `write` move entries through `store`.
+`place` keys a specialization; `read` and `write` move its entry through `key`'s files.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from . import entries, store
-from .key import Uncacheable, digest, fingerprint, sha512
+from . import entries
+from .key import Uncacheable, digest, fingerprint, path_for, read_file, sha512, write_file
 
 
 class Place:
@@ -47,12 +47,12 @@ def place(fn: Any, options: dict, types: tuple) -> Place | None:
     label = f"{getattr(fn, '__module__', None) or ''}.{getattr(fn, '__qualname__', 'f')}"
     shown = sorted((k, v) for k, v in options.items() if k != "cache")
     key = "|".join([fingerprint(), label, repr(shown), repr(types), depends])
-    return Place(key, store.path_for(label, key))
+    return Place(key, path_for(label, key))
 
 
 def read(where: Place) -> entries.Saved | None:
     """The entry at `where`, decoded, or None (absent, corrupt, another key's)."""
-    payload = store.read(where.path)
+    payload = read_file(where.path)
     return None if payload is None else entries.decode(payload, where.key)
 
 
@@ -67,4 +67,4 @@ def write(where: Place, compiled: Any, pinned: list) -> bool:
     batches = runtime.needed(compiled.compiled.imports)
     if roles is None or batches is None:
         return False
-    return store.write(where.path, entries.encode(where.key, where.tag, compiled, batches, roles))
+    return write_file(where.path, entries.encode(where.key, where.tag, compiled, batches, roles))

@@ -1,8 +1,9 @@
-"""The cache's key: what compiled code depends on, hashed without parsing or compiling.
+"""The cache's key: what compiled code depends on, hashed without parsing or compiling;
+and the files entries are kept in under it.
 
 An entry is valid while the code it was compiled from, and everything that code was
-compiled under, are as they were. Both are hashed here, in one module (each module
-imported costs a warm load about as much as computing a key).
+compiled under, are as they were. Both are hashed here, in one module, beside the files
+(each module imported costs a warm load about as much as computing a key).
 
 **The code** (`digest(fn)`). astjit compiles a function's source and, transitively, the
 functions it calls, and freezes the values of the globals and closure variables it reads
@@ -52,6 +53,28 @@ warm cache's process needs neither for a scalar kernel):
   features from the same CPUID words (the kernel clears a flag the OS does not
   support, as LLVM's own check of XCR0 does); elsewhere LLVM's host CPU name and
   features (llvmlite imported).
+
+**The files** (`directory`, `path_for`, `read_file`, `write_file`; the runtime cache's
+files too: backend/llvm/jit/runtime_cache.py). Folder: `ASTJIT_CACHE_DIR` when set, else
+`$XDG_CACHE_HOME/astjit`, else `~/.cache/astjit` (one per user, shared by all of their
+projects: keys name the function's module and file, so entries of different programs
+never meet). One file per entry, `<module>.<qualname>-<hash of the key>.astjit`:
+
+    b"ASTJITC\\n"  format (4 bytes, little-endian)  length of the payload (8 bytes)
+    CRC-32 and Adler-32 of the payload (4 bytes each)  payload
+
+`read_file` returns the payload only when every part checks: a file of another format,
+a truncated one, or one with a flipped bit anywhere is ignored, as if absent (and the
+entry is compiled and written again). The checksums are for damage, not tampering (the
+folder holds machine code: it is trusted as the user's own files are): CRC-32 finds
+every change within 32 consecutive bits (a flipped bit, a changed byte), the length a
+truncation, and other damage passes CRC-32 and Adler-32 both only by a chance of the
+order of 2^-64; in C, they cost a load a fraction of a SHA-512 of the payload.
+`write_file` writes a temporary file in the same folder and renames it over the entry
+(`os.replace`, atomic on POSIX and Windows): readers see the old file or the new one,
+never a mix, however many processes write the same entry at once (the last rename wins;
+all wrote equivalent code). A cache that cannot be written (a read-only folder) is
+skipped silently: the code runs, it is just compiled again next time.
 """
 from __future__ import annotations
 
@@ -60,9 +83,11 @@ import functools
 import linecache
 import marshal
 import os
+import struct
 import sys
 import types
 import zlib
+from pathlib import Path
 from typing import Any
 
 try:  # the C module alone: hashlib also loads OpenSSL, a noticeable part of a cached load.
@@ -233,7 +258,7 @@ def source_lines(code: types.CodeType) -> list[str]:
 # ---- the environment ----------------------------------------------------------------------
 
 FORMAT = 5
-"""The version of the entries' layout (store.py, entries.py): part of every key."""
+"""The version of the entries' layout (the files below, entries.py): part of every key."""
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
 """The fields of /proc/cpuinfo that name a processor and its features."""
@@ -410,3 +435,69 @@ def _first_processor() -> str:
     except OSError:
         return ""
     return data.partition(b"\n\n")[0].decode("utf-8", "replace")
+
+
+# ---- the files ----------------------------------------------------------------------------
+# Here beside the key they are named by, and not in a module of their own: the runtime
+# cache (backend/llvm/jit/runtime_cache.py) keeps its files in them too, and each module a
+# warm load imports costs it about as much as reading and checking its entry.
+
+MAGIC = b"ASTJITC\n"
+HEADER = struct.Struct("<8sIQII")
+
+
+def directory() -> Path:
+    """The cache folder (see the module's docstring); not created here."""
+    chosen = os.environ.get("ASTJIT_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "astjit"
+
+
+def path_for(label: str, key: str) -> Path:
+    """The file of the entry with `key`, named for people by `label` (module.qualname)."""
+    readable = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
+                       for c in label)[:80]
+    return directory() / f"{readable}-{sha512(key.encode()).hexdigest()[:32]}.astjit"
+
+
+def read_file(path: Path) -> bytes | None:
+    """The payload of the entry at `path`, or None: absent, unreadable, of another format,
+    truncated or corrupt."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) < HEADER.size:
+        return None
+    magic, version, length, crc, adler = HEADER.unpack_from(data)
+    payload = data[HEADER.size:]
+    if magic != MAGIC or version != FORMAT or length != len(payload) \
+            or zlib.crc32(payload) != crc or zlib.adler32(payload) != adler:
+        return None
+    return payload
+
+
+def write_file(path: Path, payload: bytes) -> bool:
+    """Write the entry atomically (see the module's docstring); whether it was written."""
+    header = HEADER.pack(MAGIC, FORMAT, len(payload), zlib.crc32(payload), zlib.adler32(payload))
+    import tempfile  # a writer's only (a loading process never imports it)
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".astjit")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(header)
+            file.write(payload)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        return False

@@ -21,7 +21,7 @@ cache entry's pinned object: `runtime/objects.py`) is never written; the disk
 cache's entries (`cache/runtime.py`) count on a loaded batch embedding none.
 
 Files: `<cache folder>/runtime/<hash>.astjit`, the folder of `jit(f, cache=True)`
-(`cache/store.py`: `ASTJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/astjit`, else
+(`cache/key.py`: `ASTJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/astjit`, else
 `~/.cache/astjit`), in its format: checksummed (a damaged file is ignored and written
 again) and written atomically (concurrent processes never see a mix). A folder that
 cannot be written is skipped. Each entry holds the batch's object code, the functions
@@ -40,8 +40,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ....cache import store
-from ....cache.key import FORMAT, astjit_state, toolchain
+from ....cache.key import FORMAT, astjit_state, directory, read_file, toolchain, write_file
 from .host import host_cpu
 
 SWITCH = "ASTJIT_RUNTIME_CACHE"
@@ -97,17 +96,17 @@ class Stored:
 
 
 def _path(key: str) -> Path:
-    return store.directory() / FOLDER / f"{key[:40]}.astjit"
+    return directory() / FOLDER / f"{key[:40]}.astjit"
 
 
 def _name_path(name: str) -> Path:
     digest = hashlib.sha256(f"{_environment()}\0{name}".encode()).hexdigest()
-    return store.directory() / FOLDER / "names" / f"{digest[:40]}.astjit"
+    return directory() / FOLDER / "names" / f"{digest[:40]}.astjit"
 
 
 def read(key: str) -> Stored | None:
     """The batch stored under `key`, or None: absent, damaged, or another key's."""
-    payload = store.read(_path(key))
+    payload = read_file(_path(key))
     if payload is None or len(payload) < _LENGTH.size:
         return None
     (length,) = _LENGTH.unpack_from(payload)
@@ -130,12 +129,12 @@ def write(stored: Stored) -> bool:
     meta = json.dumps({"key": stored.key, "names": list(stored.names),
                        "imports": list(stored.imports), "ir": stored.optimized,
                        "references": {n: list(r) for n, r in stored.references.items()}})
-    if not store.write(_path(stored.key), _LENGTH.pack(len(meta)) + meta.encode() + stored.object):
+    if not write_file(_path(stored.key), _LENGTH.pack(len(meta)) + meta.encode() + stored.object):
         return False
     for name in stored.references:
         known = find(name)
         if known is None or len(known.names) > len(stored.names):
-            store.write(_name_path(name), stored.key.encode())
+            write_file(_name_path(name), stored.key.encode())
     return True
 
 
@@ -145,6 +144,6 @@ def find(name: str) -> Stored | None:
     the one this process would compile; it spares the process even emitting the body."""
     if not enabled():
         return None
-    payload = store.read(_name_path(name))
+    payload = read_file(_name_path(name))
     stored = None if payload is None else read(payload.decode(errors="replace"))
     return stored if stored is not None and name in stored.references else None
