@@ -294,3 +294,25 @@ def test_no_library_means_scalar_calls(monkeypatch):
     f = jit(expression)
     assert "_ZGV" not in f.ir(x, x, stage="llvm-opt")
     np.testing.assert_allclose(f(x, x), expression(x, x), rtol=1e-13, atol=1e-15)
+
+
+def _angle_of_sum(z, w):
+    return np.angle(z * 0.5 + z - w) * 2.0
+
+
+def _complex_select(z, w):
+    return np.where(z.real > 0, -z + w, z - w)
+
+
+def test_complex_arithmetic_keeps_a_kernel_vectorized():
+    """Complex `+`, `-`, unary `-` and `select` are lowered part by part: one `<2 x double>`
+    instruction in the loop had kept the whole kernel scalar, np.angle's atan2 calls too."""
+    rng = np.random.default_rng(5)
+    z, w = (rng.standard_normal(1001) + 1j * rng.standard_normal(1001) for _ in range(2))
+    for fn in (_angle_of_sum, _complex_select):
+        f = jit(fn)
+        np.testing.assert_allclose(f(z, w), fn(z, w), rtol=1e-15, atol=1e-15)
+        text = f.ir(z, w, stage="llvm-opt")
+        assert "vector.body" in text, fn.__name__
+    if has_variant("atan2"):
+        assert re.search(r"call [^\n]*@_ZGV[de]N\d+vv_atan2\(", jit(_angle_of_sum).ir(z, w, stage="llvm-opt"))

@@ -92,6 +92,20 @@ def pack_complex(builder: ir.IRBuilder, ty: ir.Type, real: ir.Value, imag: ir.Va
     return builder.insert_element(first, imag, ir.Constant(ir.IntType(32), 1))
 
 
+def build_by_parts(builder: ir.IRBuilder, method: str, extra: tuple, args: list[ir.Value]) -> ir.Value:
+    """`builder.<method>(*extra, *args)`, done part by part where the operands are complex
+    (`+`, `-`, unary `-`, `select` of complexes): the loop vectorizer widens scalar
+    instructions but gives up on a loop with a vector-typed one, so one `<2 x double>`
+    fadd kept a whole fused kernel scalar, calls and all (np.angle's atan2 after a complex
+    `+`). Real and int operands (a select's condition) are taken as they are."""
+    ty = next((a.type for a in args if isinstance(a.type, ir.VectorType)), None)
+    if ty is None:
+        return getattr(builder, method)(*extra, *args)
+    split = [complex_parts(builder, a) if isinstance(a.type, ir.VectorType) else (a, a) for a in args]
+    real, imag = (getattr(builder, method)(*extra, *(pair[i] for pair in split)) for i in (0, 1))
+    return pack_complex(builder, ty, real, imag)
+
+
 def cast_value(builder: ir.IRBuilder, x: ir.Value, source: ScalarType,
                target: ScalarType) -> ir.Value:
     """NumPy's cast of a real scalar (no error checks: a float out of an int's range is
