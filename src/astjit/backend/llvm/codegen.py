@@ -53,7 +53,6 @@ from . import (
     indexing,
     interrupts,
     linalg,
-    loop_metadata,
     owned,
     parallel,
     python_complex,
@@ -69,7 +68,7 @@ from . import (
 from . import messages as msg
 from .conversions import build_by_parts
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
-from .lltypes import STATUS, contains_array, lltype
+from .lltypes import STATUS, lltype
 from .runtime import stack
 
 __all__ = ["DEOPTIMIZE", "MAX_ERROR_VALUES", "OK", "ErrorSite", "ErrorTable", "FunctionEmitter",
@@ -153,13 +152,10 @@ def emit_module(module: Module, general: bool = True) -> LoweredModule:
                                      internal=name != module.entry) for name in names}
     errors = ErrorTable()
     guarded = stack.cycle_callees(module, names)
-    entry = module.entry_graph
-    scalar = not any(contains_array(v.type) for v in [*entry.params, *entry.outputs])
     for name in names:
         emitter = FunctionEmitter(functions, errors, functions[name], emit_node, RESOURCES,
                                   general)
         emitter.guarded = guarded[name]
-        emitter.scalar_module = scalar
         emitter.emit_body(module.graphs[name])
     return LoweredModule(llmodule, module, functions, errors)
 
@@ -340,14 +336,10 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     for phi, value in zip(carried, updated):
         phi.add_incoming(value, em.builder.block)
     if due is None:
-        latch = em.builder.branch(header)
+        em.builder.branch(header)
     else:
         checks = em.function.append_basic_block("while.checks")
-        latch = em.builder.cbranch(due, checks, header)
-    if em.scalar_module and any(isinstance(v.type, ScalarType) and v.type.is_float
-                                for v in node.outputs):
-        loop_metadata.one_vector_per_step(latch)
-    if due is not None:
+        em.builder.cbranch(due, checks, header)
         em.builder.position_at_end(checks)
         interrupts.run_due(em, node)
         for phi, value in zip(initial, updated):
