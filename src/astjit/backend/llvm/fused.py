@@ -27,7 +27,11 @@ and the reduced output; the kernel's other values are stored at each point it
 visits. Without one, an output with a donor (attr `reuse`, ir/passes/fuse.py)
 takes the donor input's memory when `_reusable` says so at run time (a new
 reference to its owner, no allocation); that version of the nest reads the
-donor through the very address it writes, so LLVM needs no overlap check. An output
+donor through the very address it writes, so LLVM needs no overlap check. Nor for the
+other inputs: an output is new memory or a donor of which no view is alive, so the
+nest's stores are given an alias scope that its other reads are marked not to alias
+(`kernel.AliasScope`; without it LLVM's vectorizer compared the addresses each store
+and read span at run time, and kept a scalar copy of the loop for an overlap). An output
 an assignment copies into an input (attr `into`, ir/passes/into.py) is written into
 that input's memory the same way, when it has the space's shape and no other input
 may overlap it except as its own elements (else a new array, which the assign copies).
@@ -61,7 +65,14 @@ from . import (
 )
 from . import messages as msg
 from .compare import compare_const, const_like
-from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
+from .kernel import (
+    AliasScope,
+    broadcast_shapes,
+    load_element,
+    run_kernel,
+    space_strides,
+    store_element,
+)
 from .lltypes import ARRAY_OWNER, ARRAY_STRIDES, I1, I64_T
 
 if TYPE_CHECKING:
@@ -95,21 +106,24 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
                for value, k, known in zip(args, plan, ones)]
     in_types = [v.type for v in node.inputs]
 
-    def point(unit: bool, same: dict | None = None):
+    def point(unit: bool, same: dict | None = None, scope: AliasScope | None = None):
         """The kernel's results at a point of the space (unit: last-axis strides of 1;
-        `same`: input index -> the strides to read it with, an output's in its memory)."""
+        `same`: input index -> the strides to read it with, an output's in its memory;
+        `scope`: the outputs' stores, which the reads of the other inputs do not alias)."""
         def at(indices: list[ir.Value], read: list | None = None) -> list[ir.Value]:
             """(`read`, when given, receives the inputs' elements.)"""
             elements = [] if read is None else read
             for j, (value, t, st) in enumerate(zip(args, in_types, strides)):
-                if same and j in same:
+                donor = same is not None and j in same
+                if donor:
                     st = same[j]
                 if st is None:
                     elements.append(value)
                     continue
                 if unit and not _is_zero(st[-1]):
                     st = st[:-1] + [_i64(1)]
-                elements.append(load_element(em, value, t.dtype, st, indices))
+                elements.append(load_element(em, value, t.dtype, st, indices,
+                                             None if donor else scope))
             return run_kernel(em, kernel, elements)
         return at
 
@@ -244,12 +258,14 @@ def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], loops: lis
                for o in stored]
 
     def at_point(unit_strides: bool):
-        at = point(unit_strides)
+        scope = AliasScope(em.module) if stored else None  # new arrays: no input's memory
+        at = point(unit_strides, None, scope)
 
         def value(indices: list[ir.Value]) -> ir.Value:
             *values, reduced = at(indices)
             for o, t, st, r in zip(stored, types, strides, values):
-                store_element(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st, indices, r)
+                store_element(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st,
+                              indices, r, scope)
             return reduced
         return value
     return [*stored, reduction_nests.emit_reduction(em, node, loops, at_point, unit)]
@@ -351,11 +367,12 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
 
     def nest(unit: bool) -> None:
         shown = [st[:-1] + [_i64(1)] if unit else st for st in out_strides]
-        at = point(unit, {j: shown[k] for j, k in donors.items()})
+        scope = AliasScope(em.module)
+        at = point(unit, {j: shown[k] for j, k in donors.items()}, scope)
 
         def body(indices: list[ir.Value]) -> None:
             for o, t, st, r in zip(outputs, out_types, shown, at(indices)):
-                store_element(em, o, t.dtype, st, indices, r)
+                store_element(em, o, t.dtype, st, indices, r, scope)
         parallel.nest(em, node, dims, body, "fused")
 
     _unit_or_strided(em, fast, nest)

@@ -98,34 +98,59 @@ def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
     return data if offset is None else b.gep(data, [offset], inbounds=True)
 
 
-def load_element(em, array, dtype, strides, indices):
+def load_element(em, array, dtype, strides, indices, scope=None):
     """The element of `array` at `indices` read with element `strides` (a bool as i1; a
-    complex part by part, `_parts`)."""
+    complex part by part, `_parts`); `scope` (an `AliasScope`): the stores the load does
+    not alias."""
     b = em.builder
     if dtype.is_complex:
         ty = lltype(dtype)
         real, imag = _parts(b, _address(b, array, strides, indices), ty)
         align = array_layout.ITEM_SIZES[dtype] // 2
-        value = b.insert_element(ir.Constant(ty, None), b.load(real, align=align), _I32_0)
-        return b.insert_element(value, b.load(imag, align=align), _I32_1)
+        parts = [b.load(real, align=align), b.load(imag, align=align)]
+        for part in parts:
+            _mark(part, "noalias", scope)
+        value = b.insert_element(ir.Constant(ty, None), parts[0], _I32_0)
+        return b.insert_element(value, parts[1], _I32_1)
     value = b.load(_address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])
+    _mark(value, "noalias", scope)
     if dtype == BOOL:
         return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
     return value
 
 
-def store_element(em, array, dtype, strides, indices, value):
-    """Store `value` into `array` at `indices` with element `strides`."""
+def store_element(em, array, dtype, strides, indices, value, scope=None):
+    """Store `value` into `array` at `indices` with element `strides`; `scope` (an
+    `AliasScope`): the store's, which the loads given it do not alias."""
     b = em.builder
     if dtype.is_complex:
         real, imag = _parts(b, _address(b, array, strides, indices), value.type)
         align = array_layout.ITEM_SIZES[dtype] // 2
-        b.store(b.extract_element(value, _I32_0), real, align=align)
-        b.store(b.extract_element(value, _I32_1), imag, align=align)
+        _mark(b.store(b.extract_element(value, _I32_0), real, align=align), "alias.scope", scope)
+        _mark(b.store(b.extract_element(value, _I32_1), imag, align=align), "alias.scope", scope)
         return
     if dtype == BOOL:
         value = b.zext(value, I8)
-    b.store(value, _address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])
+    _mark(b.store(value, _address(b, array, strides, indices),
+                  align=array_layout.ITEM_SIZES[dtype]), "alias.scope", scope)
+
+
+class AliasScope:
+    """An LLVM alias scope of its own (`!alias.scope` / `!noalias` metadata, one list
+    holding one scope of one domain): the stores of a kernel's nest into outputs no input
+    shares memory with, which the nest's loads do not alias, so that LLVM vectorizes the
+    nest without checking at run time that its stores overlap none of its reads."""
+
+    def __init__(self, module: ir.Module) -> None:
+        name = f"astjit.kernel.{len(module.metadata)}"
+        domain = module.add_metadata([ir.MetaDataString(module, name)])
+        scope = module.add_metadata([ir.MetaDataString(module, name + ".stores"), domain])
+        self.list = module.add_metadata([scope])
+
+
+def _mark(instruction: ir.Instruction, kind: str, scope: AliasScope | None) -> None:
+    if scope is not None:
+        instruction.set_metadata(kind, scope.list)
 
 
 _I32_0, _I32_1 = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
