@@ -369,7 +369,6 @@ class Dispatcher:
         """The specialization of `types` linked from the cache entry at `where`, or None. It
         has no IR stages (`parsed`, `optimized`: None): made on demand (`call_general`, `ir`)."""
         from . import cache
-        from .cache.entries import link
 
         saved = cache.read(where)
         if saved is None:
@@ -377,7 +376,7 @@ class Dispatcher:
         fallback = self.fallback_for(types)
         handler = ErrorHandler(saved.errors)
         general = functools.partial(self.call_general, types, False)
-        compiled = link(saved, fallback, handler, general)
+        compiled = cache.link(saved, fallback, handler, general)
         return None if compiled is None else Specialization(types, None, None, compiled, fallback)
 
     def fallback_for(self, types: tuple[Type, ...], static: dict | None = None) -> Callable:

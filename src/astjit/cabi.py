@@ -275,7 +275,7 @@ class ErrorReporter:
     def __init__(self, handler: Callable, errors: list, details: dict[int, str]):
         self.handler = handler
         self.errors = errors
-        """The error sites (`codegen.ErrorSite`, or the cache's `entries.Site`)."""
+        """The error sites (`codegen.ErrorSite`, or the cache's `Site`)."""
         self.details = details
 
     def __call__(self, status: int, *values: int) -> Any:

@@ -8,7 +8,7 @@ wheels bundle an OpenBLAS with 64-bit ints, which `numpy.linalg` has loaded with
 its BLAS and LAPACK routines are exported symbols, found through that module's library
 (`numpy_routines`). The addresses are read here, without LLVM: the modules that declare
 these functions to LLVM register them, and the disk cache's loader links cached code to
-them without importing llvmlite (astjit/cache/entries.py). A top-level module, as `cabi`
+them without importing llvmlite (astjit/cache/__init__.py). A top-level module, as `cabi`
 is: loading cached array code imports it, and the backend's packages above it would cost
 that load more than its own code.
 """

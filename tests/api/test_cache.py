@@ -111,8 +111,8 @@ out["llvmlite"] = sorted(m for m in sys.modules if m.partition(".")[0] == "llvml
 if len(sys.argv) > 1:  # then compile in the same process: it calls the loaded runtime
     from astjit import jit
     from astjit.backend.llvm import shared
-    from astjit.cache import entries
-    out["adopted"] = bool(entries._runtime) and set(entries._runtime) <= shared.RUNTIME.compiled
+    from astjit import cache
+    out["adopted"] = bool(cache._runtime) and set(cache._runtime) <= shared.RUNTIME.compiled
     counting = jit(k.count_down, cache=True)
     out["count"] = [counting(n) for n in (10, 100000)]
     out["python_count"] = [k.count_down(n) for n in (10, 100000)]
@@ -162,8 +162,8 @@ def test_a_second_process_loads_what_the_first_compiled(project):
     warm = run_child(project)
     assert warm["loaded"] == [True, True, True] and warm["loaded_divide"] and warm["loaded_grad"]
     assert cold["llvmlite"] and not warm["llvmlite"]
-    assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
-                              "astjit.cache.key", "astjit.capsules"]
+    assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.key",
+                              "astjit.capsules"]
     assert not cold["loaded_grad"]
     for name in ("scalar", "step", "columns", "columns_t", "error", "grad"):
         assert warm[name] == cold[name], name
@@ -172,7 +172,7 @@ def test_a_second_process_loads_what_the_first_compiled(project):
 
 def test_a_warm_scalar_call_links_without_llvm(project):
     """A process loading scalar code never imports llvmlite (nor NumPy's masked arrays): the
-    ELF linker links it (cache/entries.py, elf.py). It imports the loader's four modules and
+    ELF linker links it (astjit/cache, elf.py). It imports the loader's three modules and
     no other of astjit's (each import costs a warm load about as much as any step of the
     load: docs/caching.md). Code it compiles afterwards calls the runtime functions it
     loaded, and is cached in turn."""
@@ -180,8 +180,7 @@ def test_a_warm_scalar_call_links_without_llvm(project):
     assert not cold["loaded"] and cold["scalar"] == cold["python_scalar"]
     warm = run_child(project, SCALAR_CHILD)
     assert warm["loaded"] and warm["llvmlite"] == []
-    assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.entries",
-                              "astjit.cache.key"]
+    assert warm["astjit"] == ["astjit.cabi", "astjit.cache", "astjit.cache.key"]
     assert (warm["scalar"], warm["error"]) == (cold["scalar"], cold["error"])
     assert warm["astjit_error"] == warm["astjit"]  # not the op table (api.error_from_site)
     mixed = run_child(project, SCALAR_CHILD, "compile")
@@ -216,7 +215,7 @@ def test_the_loader_imports_no_ctypes():
     ctypes package would cost a warm load of a scalar kernel a quarter of its instructions
     where nothing else imports it (NumPy does)."""
     code = ("import sys\n"
-            "from astjit.cache import entries\n"
+            "import astjit.cache\n"
             "from astjit import cabi\n"
             "cabi.thread_state(), cabi.thread_stack_limit_address()\n"
             "assert cabi.thread_stack_limit() > 0\n"
@@ -543,23 +542,20 @@ def test_linked_memory_is_unmapped_with_its_image():
 def test_a_foreign_entry_is_not_decoded():
     """An entry read under another key (a file-name collision, another environment's file
     put in place) decodes to nothing: the entry is compiled and written again."""
-    from astjit.cache import entries
-
     meta_key, other = "format=2;one environment", "format=2;another"
-    payload = entries.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
-                                     "runtime": [], "plans": [None]})
+    payload = cache.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
+                                   "runtime": [], "plans": [None]})
     blob = len(payload).to_bytes(4, "little") + payload
-    assert entries.decode(blob, meta_key) is not None
-    assert entries.decode(blob, other) is None
-    assert entries.decode(blob[:-3], meta_key) is None
-    assert entries.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
+    assert cache.decode(blob, meta_key) is not None
+    assert cache.decode(blob, other) is None
+    assert cache.decode(blob[:-3], meta_key) is None
+    assert cache.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
 
 
 def test_the_loader_names_libmvec_as_the_code_generator_does():
     from astjit.backend.llvm import vecmath
-    from astjit.cache import entries
 
-    assert entries.LIBMVEC == vecmath.LIBRARY
+    assert cache.LIBMVEC == vecmath.LIBRARY
 
 
 def test_the_loader_links_blas_of_the_int_width_the_code_was_compiled_for():
@@ -567,24 +563,21 @@ def test_the_loader_links_blas_of_the_int_width_the_code_was_compiled_for():
     # key, so the symbol names the width, and a loader with the other library refuses it
     from astjit import capsules
     from astjit.backend.llvm.runtime import blas, lapack
-    from astjit.cache import entries
 
     for module, found in ((blas, capsules.blas()), (lapack, capsules.lapack())):
         name = module.symbol("dgemm" if module is blas else "dgesv")
         rest = name.rpartition(".")[2]
-        address = entries._process_symbol(name)
+        address = cache._process_symbol(name)
         assert address == found.addresses[rest] and address
         other = 96 - found.int_bits  # 32 <-> 64
-        assert entries._process_symbol(name.replace(f".i{found.int_bits}.", f".i{other}.")) \
+        assert cache._process_symbol(name.replace(f".i{found.int_bits}.", f".i{other}.")) \
             is None
 
 
 def test_an_entry_the_elf_linker_refuses_links_through_llvm(monkeypatch, tmp_path):
-    from astjit.cache import entries
-
     monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
     assert jit(closure_reading(6.0), cache=True)(2.0) == 12.0
-    monkeypatch.setattr(entries, "link_natively", lambda saved, pins: None)
+    monkeypatch.setattr(cache, "link_natively", lambda saved, pins: None)
     loaded = jit(closure_reading(6.0), cache=True)
     assert loaded(3.0) == 18.0
     spec = next(iter(loaded.signatures.values()))

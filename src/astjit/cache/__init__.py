@@ -8,17 +8,82 @@ usual and its entry written. See docs/caching.md for what is keyed and what is n
 - `key`: the digest of a function's source, callees, globals and closures, and of the
   environment (astjit, LLVM, NumPy, Python and the CPU); and the files entries are kept
   in: the folder, their layout (checksummed), atomic writes;
-- `entries`: what one entry holds and how it is linked back;
-- `symbols`: registering the symbols loaded code imports.
+- here: what one entry holds and how it is linked back, the warm load's whole path but
+  for `key` and `astjit.cabi` (one module: each module a warm load imports costs it about
+  as much as reading and checking its entry);
+- `runtime`, `elf`, `symbols` (a writer's, or a load's that needs LLVM): the runtime
+  batches an entry carries, the ELF linker's layout, registering symbols with LLVM.
 
 `place` keys a specialization; `read` and `write` move its entry through `key`'s files.
+
+**An entry**, as saved (`encode`, from a compile made under `objects.pinning`):
+- the engine's `ObjectImage` of the entry's module: the object code of each part
+  (loops, glue or the whole), the functions it defines, the symbols it imports, and the
+  LLVM IR of the runtime's shared functions it calls (compiled where the loading
+  process lacks them: `Engine.load`);
+- the wrapper's symbol and the entry graph's name (the builtin's name);
+- the error sites (exception name, message, source location) and the detail templates
+  of those that report numbers, which the error handler raises from;
+- whether the code is the general tier (else a first tier, whose deoptimized calls go
+  to the general one, compiled on demand);
+- the role of each pinned object (`objects.Pins`): the fallback, the error handler (or
+  its `ErrorReporter`), the general tier's entry. A compile that pinned anything else
+  (a Python callback, a container's class ...) is not saved.
+
+Loaded (`decode`, then `link`): the pins are bound to the loading dispatcher's own
+fallback, handler and general entry, the code linked without LLVM where it can be
+(`link_natively`, below) and by the engine otherwise (its imports registered by
+symbols.py), and a builtin made around it, as `build_entry` makes one.
+
+Payload: a 4-byte length, that much metadata, then the object code of each part (their
+lengths are in the metadata). The metadata is plain values (dicts, lists, strings,
+numbers) in `marshal`'s format, which Python reads without importing anything (json's
+import and its regular expressions cost a cached load more than the rest of decoding;
+the Python version is in the key). No pickle: loading a cache file runs no Python code
+from it.
+
+Linking without LLVM, the warm cache's own loader (here with the codec and the package's
+entry points: each module a warm load imports costs it about as much as decoding):
+`link_natively(saved, pins)` links an entry's object code and the runtime batches it
+needs with the ELF linker (elf.py), resolving what the code imports in this order:
+
+- the entry's pins (`astjit.pin.<tag>.<k>`: its fallback, error handler, general entry);
+- runtime functions: those this loader linked (`_runtime`), then, when llvmlite is
+  loaded, LLVM's symbol table (functions this process compiled, and everything a
+  compile registered);
+- the process's own state (astjit/cabi.py: the main thread, the released-GIL key,
+  the stack limit function);
+- objects by portable name (`astjit.obj.<name>`, astjit/cabi.py `resolve`);
+- NumPy's C API table and SciPy's BLAS capsules (astjit/capsules.py), libmvec's vector
+  math;
+- any other name by the dynamic linker (dlsym over the process: the C API, the C and
+  math libraries, pthreads).
+
+Names none of these knows (LAPACK, NumPy's sort kernels, a type's `tp_alloc`) are
+registered by `symbols.provide`, which imports llvmlite (not LLVM's target, nor MCJIT)
+and the registrars of the code generator's runtime, and then read from LLVM's table. A
+refused link (cabi.Unsupported, an unknown symbol, a host that is not x86-64 Linux)
+returns None: the caller links through LLVM.
+
+Runtime batches linked here are the process's runtime (kept for the process, like
+compiled ones). The compile side learns of them through `adopt`, which registers their
+functions with LLVM and in `shared.RUNTIME` (as if it had compiled them): when the
+runtime module is first imported (shared.py calls it) and after each batch linked
+here once it is.
 """
 from __future__ import annotations
 
+import marshal
+import struct
+import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import entries
+from .. import cabi
+from ..cabi import PIN_PREFIX, EntryPins, ErrorReporter, make_builtin
+from ..errors import CompileError, Loc
 from .key import Uncacheable, digest, fingerprint, path_for, read_file, sha512, write_file
 
 
@@ -50,10 +115,10 @@ def place(fn: Any, options: dict, types: tuple) -> Place | None:
     return Place(key, path_for(label, key))
 
 
-def read(where: Place) -> entries.Saved | None:
+def read(where: Place) -> Saved | None:
     """The entry at `where`, decoded, or None (absent, corrupt, another key's)."""
     payload = read_file(where.path)
-    return None if payload is None else entries.decode(payload, where.key)
+    return None if payload is None else decode(payload, where.key)
 
 
 def write(where: Place, compiled: Any, pinned: list) -> bool:
@@ -63,8 +128,399 @@ def write(where: Place, compiled: Any, pinned: list) -> bool:
     runtime functions not found as object code of this process's runtime."""
     from . import runtime  # a writer's only
 
-    roles = entries.roles_of(pinned, compiled.call.__self__)
+    roles = roles_of(pinned, compiled.call.__self__)
     batches = runtime.needed(compiled.compiled.imports)
     if roles is None or batches is None:
         return False
-    return write_file(where.path, entries.encode(where.key, where.tag, compiled, batches, roles))
+    return write_file(where.path, encode(where.key, where.tag, compiled, batches, roles))
+
+
+ROLES = ("fallback", "handler", "reporter", "general")
+
+
+class Site(tuple):
+    """An error site as the handler reads it (`emitter.ErrorSite`'s fields): (exc, message,
+    loc). (Not a NamedTuple: making one costs a cached load a noticeable part of its time.)"""
+
+    __slots__ = ()
+
+    def __new__(cls, exc: str, message: str, loc: Loc | None) -> Site:
+        return tuple.__new__(cls, (exc, message, loc))
+
+    exc = property(lambda self: self[0])
+    message = property(lambda self: self[1])
+    loc = property(lambda self: self[2])
+
+
+class Batch:
+    """A runtime module's object code as an entry carries it, the functions it defines and
+    what it imports (runtime.py: the runtime's shared functions an entry calls)."""
+
+    __slots__ = ("imports", "names", "object", "plan")
+
+    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes,
+                 plan: tuple | None) -> None:
+        self.names = names
+        self.imports = imports
+        self.object = obj
+        self.plan = plan
+        """Its object laid out by the ELF linker (`elf.plan`), or None: linked by LLVM."""
+
+
+class Saved:
+    """A decoded entry."""
+
+    def __init__(self, meta: dict, objects: list[tuple[str, bytes]],
+                 runtime: list[Batch]) -> None:
+        self.meta = meta
+        self.objects = objects
+        """(pipeline, object code) of each part of the entry's module."""
+        self.runtime = runtime
+
+    @property
+    def errors(self) -> list[Site]:
+        return [Site(exc, message, None if loc is None else Loc(*loc))
+                for exc, message, loc in self.meta["errors"]]
+
+    @property
+    def details(self) -> dict[int, str]:
+        return {int(status): text for status, text in self.meta["details"].items()}
+
+
+def roles_of(pinned: list, entry_pins: Any) -> list[str] | None:
+    """The role of each pinned object, by the builtin's `EntryPins`; None when one has none."""
+    roles = []
+    for obj in pinned:
+        handler = entry_pins.error_handler
+        if obj is entry_pins.fallback:
+            roles.append("fallback")
+        elif obj is handler:
+            roles.append("reporter" if type(handler).__name__ == "ErrorReporter" else "handler")
+        elif obj is entry_pins.general and obj is not None:
+            roles.append("general")
+        else:
+            return None
+    return roles
+
+
+def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, bytes]],
+           roles: list[str]) -> bytes:
+    """The payload of a compiled entry (`entry.CompiledEntry`) whose pins had `roles`, with
+    the runtime `batches` it calls ((names, imports, object code): runtime.needed)."""
+    module = compiled.compiled
+    address = compiled.call.__self__.method
+    wrapper = next(name for name, found in module.addresses.items() if found == address)
+    blobs = [obj for _, obj in module.objects] + [obj for _, _, obj in batches]
+    meta = {
+        "key": key,
+        "tag": tag,
+        "name": compiled.call.__name__,
+        "wrapper": wrapper,
+        "general": compiled.general,
+        "roles": roles,
+        "errors": [[site[0], site[1], None if site[2] is None else
+                    [site[2].filename, site[2].line, site[2].col, site[2].text]]
+                   for site in compiled.errors],
+        "details": {str(status): text for status, text in compiled.error_details.items()},
+        "parts": [pipeline for pipeline, _ in module.objects],
+        "names": list(module.addresses),
+        "imports": list(module.imports),
+        "runtime": [[list(names), list(imports)] for names, imports, _ in batches],
+        "sizes": [len(blob) for blob in blobs],
+        "plans": [_plan([obj for _, obj in module.objects]),
+                  *(_plan([obj]) for _, _, obj in batches)],
+    }
+    text = marshal.dumps(meta)
+    return b"".join([struct.pack("<I", len(text)), text, *blobs])
+
+
+def _plan(objects: list[bytes]) -> tuple | None:
+    """The objects laid out by the ELF linker, which the loading process then links without
+    parsing them; None where it refuses them (the loader links them by LLVM)."""
+    from . import elf  # a writer's only
+
+    if not cabi.supported_host():
+        return None
+    try:
+        return elf.plan(objects)
+    except cabi.Unsupported:
+        return None
+
+
+def decode(payload: bytes, key: str) -> Saved | None:
+    """The entry in `payload` when it is the one of `key` (else None: a hash collision of
+    file names, or an entry that does not parse)."""
+    try:
+        (length,) = struct.unpack_from("<I", payload)
+        meta = marshal.loads(payload[4:4 + length])
+        if type(meta) is not dict or meta.get("key") != key:
+            return None
+        blobs, offset = [], 4 + length
+        for size in meta["sizes"]:
+            blobs.append(payload[offset:offset + size])
+            offset += size
+        parts = len(meta["parts"])
+        if offset != len(payload) or not set(meta["roles"]) <= set(ROLES) \
+                or len(blobs) != parts + len(meta["runtime"]) \
+                or len(meta["plans"]) != 1 + len(meta["runtime"]):
+            return None
+        batches = [Batch(tuple(names), tuple(imports), blob, plan) for (names, imports), blob, plan
+                   in zip(meta["runtime"], blobs[parts:], meta["plans"][1:])]
+        return Saved(meta, list(zip(meta["parts"], blobs[:parts])), batches)
+    except (ValueError, KeyError, TypeError, EOFError, struct.error):
+        return None
+
+
+def link(saved: Saved, fallback: Any, handler: Any, general: Any) -> Any | None:
+    """A compiled entry (duck-typed as `entry.CompiledEntry`) running the saved machine code,
+    its pins bound to the loading dispatcher's `fallback`, error `handler` (wrapped in an
+    `ErrorReporter` where the saved one was) and `general` entry; None when it cannot link
+    in this process. Linked by the ELF linker (`link_natively`) where it can, else by LLVM."""
+    meta = saved.meta
+    errors = saved.errors
+    handler.errors = errors
+    if "reporter" in meta["roles"]:
+        handler = ErrorReporter(handler, errors, saved.details)
+    general = None if meta["general"] else general
+    of_role = {"fallback": fallback, "handler": handler, "reporter": handler, "general": general}
+    pins = {f"{PIN_PREFIX}{meta['tag']}.{k}": of_role[role] for k, role in enumerate(meta["roles"])}
+    module = link_natively(saved, pins) or _link_by_llvm(saved, pins)
+    if module is None:
+        return None
+    call = make_builtin(module, meta["wrapper"], meta["name"],
+                        EntryPins(None, fallback, handler, general))
+    return LoadedEntry(call, errors, module, saved.details, meta["general"])
+
+
+def _link_by_llvm(saved: Saved, pins: dict[str, Any]) -> Any | None:
+    """The saved code linked by LLVM's MCJIT (`Engine.load`), or None."""
+    from ..backend.llvm.jit.engine import ObjectImage, engine
+    from ..backend.llvm.runtime import objects
+    from . import runtime
+    from .symbols import provide
+
+    meta = saved.meta
+    if not runtime.link(saved.runtime, provide) or not provide(meta["imports"]):
+        return None
+    objects.bind(pins)
+    image = ObjectImage(tuple(saved.objects), tuple(meta["names"]), tuple(meta["imports"]))
+    try:
+        return engine().load(image)
+    except LookupError:
+        return None
+
+
+class LoadedEntry:
+    """A compiled entry loaded from the cache: what `entry.CompiledEntry` offers, but the
+    LLVM IR, which is not kept (compile the function afresh to see it). (A plain class:
+    making a dataclass costs a cached load a noticeable part of its time.)"""
+
+    trees = None
+
+    def __init__(self, call: Any, errors: list[Site], compiled: Any,
+                 error_details: dict[int, str], general: bool) -> None:
+        self.call = call
+        self.errors = errors
+        self.compiled = compiled
+        self.error_details = error_details
+        self.general = general
+
+    @property
+    def llvm_ir(self) -> str:
+        raise ValueError("this specialization was loaded from the disk cache (cache=True): "
+                         "its LLVM IR is not kept; compile the function without cache=True "
+                         "to see it")
+
+    @property
+    def llvm_ir_optimized(self) -> str:
+        return self.llvm_ir
+
+    @property
+    def asm(self) -> str:
+        return self.llvm_ir
+
+
+# ---- linking without LLVM ------------------------------------------------------------------
+
+_lock = threading.RLock()
+_runtime: dict[str, int] = {}
+"""Name -> address of each runtime function linked here."""
+_batches: list[LinkedCode] = []
+"""The runtime batches linked here, kept for the process."""
+_objects: dict[str, object] = {}
+"""Objects found by portable name, kept alive under their symbol."""
+_libmvec = None
+LIBMVEC = "libmvec.so.1"
+"""glibc's vector math library (`vecmath.LIBRARY`, which imports llvmlite)."""
+
+
+class LinkedCode:
+    """Code linked here, read as a `jit.engine.CompiledModule`: an entry's module (its
+    `addresses`, for `cabi.make_builtin`), or a runtime batch, which `shared.RUNTIME.modules`
+    lists once adopted (`parts`, made then: runtime.LoadedPart)."""
+
+    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...], code: cabi.Image,
+                 obj: bytes = b"") -> None:
+        self.addresses = addresses
+        self.imports = imports
+        self.code = code
+        self.object = obj
+        self.parts: tuple = ()
+        self.adopted = False
+
+
+def link_natively(saved: Saved, pins: dict[str, object]) -> LinkedCode | None:
+    """The entry `saved` (`Saved`) linked here, its pin symbols bound to `pins`; None
+    where it cannot be (see the module's docstring)."""
+    meta = saved.meta
+    if meta["plans"][0] is None or not cabi.supported_host():
+        return None
+    resolve = _resolver(pins)
+    wanted = [*meta["imports"], *(name for batch in saved.runtime for name in batch.imports)]
+    unknown = [name for name in dict.fromkeys(wanted) if resolve(name) is None and
+               not any(name in batch.names for batch in saved.runtime)]
+    if unknown:
+        from .symbols import provide  # imports llvmlite: names only its registrars know
+
+        if not provide(unknown):
+            return None
+    try:
+        with _lock:
+            for batch in saved.runtime:
+                _link_batch(batch, resolve)
+        image = cabi.load_image(meta["plans"][0], resolve)
+    except (cabi.Unsupported, cabi.Unresolved, OSError, ValueError, TypeError, struct.error):
+        return None  # (the last three: a layout that is not one `elf.plan` made)
+    addresses = {name: image.symbols.get(name) for name in meta["names"]}
+    if not all(addresses.values()):
+        return None
+    return LinkedCode(addresses, tuple(meta["imports"]), image)
+
+
+def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
+    if all(resolve(name) is not None for name in batch.names):
+        return
+    if batch.plan is None:
+        raise cabi.Unsupported("a runtime batch the ELF linker refused where it was written")
+    image = cabi.load_image(batch.plan, resolve)
+    addresses = {name: image.symbols.get(name) for name in batch.names}
+    if not all(addresses.values()):
+        raise cabi.Unsupported("a runtime batch without the functions its entry names")
+    _batches.append(LinkedCode(addresses, batch.imports, image, batch.object))
+    _runtime.update(addresses)
+    shared = sys.modules.get("astjit.backend.llvm.shared")
+    if shared is not None:
+        adopt(shared.RUNTIME)
+
+
+def adopt(runtime) -> None:
+    """Make the batches linked here the compile side's runtime (`shared.RUNTIME`): their
+    functions registered with LLVM (later modules link to them) and marked compiled."""
+    with _lock:
+        fresh = [batch for batch in _batches if not batch.adopted]
+        if not fresh:
+            return
+        import llvmlite.binding as llvm
+
+        from .runtime import LoadedPart
+
+        with runtime.lock:
+            for batch in fresh:
+                for name, address in batch.addresses.items():
+                    llvm.add_symbol(name, address)
+                    runtime.compiled.add(name)
+                batch.parts = (LoadedPart(batch.object),)
+                runtime.modules.append(batch)
+                batch.adopted = True
+
+
+def _resolver(pins: dict[str, object]) -> Callable[[str], int | None]:
+    found: dict[str, int] = {}  # one link asks for most names several times
+
+    def resolve(name: str) -> int | None:
+        if name in pins:
+            return id(pins[name])
+        address = _runtime.get(name)
+        if address is not None:
+            return address
+        if name in found:
+            return found[name]
+        llvm = sys.modules.get("llvmlite.binding")
+        if llvm is not None:
+            address = llvm.address_of_symbol(name)
+        address = address or _process_symbol(name)
+        if address:  # not None: `link` may register it (symbols.provide) and ask again
+            found[name] = address
+        return address
+
+    return resolve
+
+
+def _process_symbol(name: str) -> int | None:
+    """The address of `name` in this process by the process's state, an object's portable
+    name or the dynamic linker; None where none knows it."""
+    if name.startswith(cabi.OBJECT_PREFIX):
+        return _object(name)
+    if name == cabi.THREAD_LIMIT:
+        return cabi.thread_stack_limit_address()
+    if name in (cabi.MAIN_THREAD, cabi.RELEASED_KEY):
+        return cabi.thread_state()[name]
+    if name.startswith("astjit.PyArray_"):
+        return _numpy(name.removeprefix("astjit."))
+    for prefix in ("astjit.blas.", "astjit.lapack."):
+        if name.startswith(prefix):
+            return _routine(prefix, name.removeprefix(prefix))
+    if name.startswith("astjit"):
+        return None
+    global _libmvec
+    library = cabi.PROCESS
+    if name.startswith("_ZGV"):  # libmvec's vector variants
+        if _libmvec is None:
+            try:
+                _libmvec = cabi.library(LIBMVEC)
+            except OSError:
+                return None
+        library = _libmvec
+    return cabi.symbol(name, library)
+
+
+def _routine(prefix: str, name: str) -> int | None:
+    """BLAS or LAPACK routine `name` (`i64.dgemm`: blas.symbol), where this process's
+    library takes ints of the width the entry's code was compiled for (NumPy's OpenBLAS
+    and SciPy's differ, and which one a process finds is not in the key)."""
+    from .. import capsules  # array code's only
+
+    width, _, routine = name.partition(".")
+    try:
+        found = capsules.blas() if prefix == "astjit.blas." else capsules.lapack()
+    except CompileError:
+        return None
+    return found.addresses.get(routine) if width == f"i{found.int_bits}" else None
+
+
+def _numpy(name: str) -> int | None:
+    """An entry of NumPy's C API table. The compile that wrote the entry checked the table of
+    this NumPy version (numpy_api.api; the version is in the key), so it is read, not
+    checked again."""
+    if "numpy" not in sys.modules:  # code taking arrays: NumPy is imported
+        return None
+    from .. import capsules
+
+    try:
+        return capsules.numpy_addresses().get(name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _object(name: str) -> int | None:
+    obj = _objects.get(name)
+    if obj is None:
+        portable = name.removeprefix(cabi.OBJECT_PREFIX)
+        try:
+            obj = cabi.resolve(portable)
+        except (ImportError, AttributeError, TypeError):
+            return None
+        if cabi.portable_name(obj) != portable:  # found, but under another name there
+            return None
+        _objects[name] = obj
+    return id(obj)

@@ -258,7 +258,7 @@ def source_lines(code: types.CodeType) -> list[str]:
 # ---- the environment ----------------------------------------------------------------------
 
 FORMAT = 5
-"""The version of the entries' layout (the files below, entries.py): part of every key."""
+"""The version of the entries' layout (the files below, cache/__init__.py): part of every key."""
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
 """The fields of /proc/cpuinfo that name a processor and its features."""

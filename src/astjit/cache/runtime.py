@@ -15,14 +15,14 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .entries import Batch
+    from . import Batch
 
 _ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
 
 
 class LoadedPart:
-    """A runtime batch's object code linked by the cache's loader (`entries.LinkedCode`), as
+    """A runtime batch's object code linked by the cache's loader (`cache.LinkedCode`), as
     `jit.engine.Part` shows a part loaded from object code (made when the batch is adopted:
     a process that only loads never needs it)."""
 

@@ -73,10 +73,10 @@ RUNTIME = _Runtime()
 
 def _adopt_loaded() -> None:
     """The runtime functions the disk cache linked without LLVM before this module was
-    imported (astjit/cache/entries.py) are the runtime's: compiled code calls them."""
-    entries = sys.modules.get("astjit.cache.entries")
-    if entries is not None:
-        entries.adopt(RUNTIME)
+    imported (astjit/cache/__init__.py) are the runtime's: compiled code calls them."""
+    cache = sys.modules.get("astjit.cache")
+    if cache is not None:
+        cache.adopt(RUNTIME)
 
 
 _adopt_loaded()

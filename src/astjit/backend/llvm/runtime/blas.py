@@ -76,7 +76,7 @@ def api() -> dict[str, int]:
 def symbol(name: str) -> str:
     """The LLVM name compiled code calls BLAS routine `name` by, with the width of the
     library's ints (`astjit.blas.i64.dgemm`): a disk cache entry names the library it was
-    compiled against, and so never links to one taking other ints (entries.py)."""
+    compiled against, and so never links to one taking other ints (cache/__init__.py)."""
     return f"astjit.blas.i{capsules.blas().int_bits}.{name}"
 
 

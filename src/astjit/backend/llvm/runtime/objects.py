@@ -17,7 +17,7 @@ to each by a symbol instead, which LLVM resolves when it links the code:
   `pinning`, such an object stays an address: that code is never saved.
 
 The names themselves (`portable_name`, `resolve`) are astjit/cabi.py's, which needs no
-LLVM: the disk cache's loader finds objects by name without it (astjit/cache/entries.py).
+LLVM: the disk cache's loader finds objects by name without it (astjit/cache/__init__.py).
 
 `declared(text)` adds the declarations of the symbols a printed module uses
 (`external global i8`: only their addresses are used), which the engine parses.
