@@ -278,9 +278,14 @@ class Engine:
         llvm.initialize_native_asmprinter()
         self.target = llvm.Target.from_triple(llvm.get_process_triple())
         cpu, features = host_cpu()
-        self.machines = {name: self.target.create_target_machine(
-            cpu=cpu, features=features, opt=p.codegen, codemodel="jitdefault", jit=True)
-            for name, p in PIPELINES.items()}
+        by_level = {level: self.target.create_target_machine(
+            cpu=cpu, features=features, opt=level, codemodel="jitdefault", jit=True)
+            for level in {p.codegen for p in PIPELINES.values()}}
+        self.machines = {name: by_level[p.codegen] for name, p in PIPELINES.items()}
+        """One machine per code generator level, shared by the pipelines of that level: a
+        machine builds a subtarget (the code generator's tables for the host CPU) the first
+        time it meets a function's CPU, features and vector width, and each machine would
+        build its own (docs/measurements.md)."""
         self.tunings = {}
         for name, p in PIPELINES.items():
             if p.level is not None:

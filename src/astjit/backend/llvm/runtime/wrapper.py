@@ -81,7 +81,7 @@ from ....ir.types import (
     TupleType,
     Type,
 )
-from .. import array_layout, interrupts
+from .. import array_layout, interrupts, vecmath
 from .. import messages as msg
 from ..conversions import complex_parts
 from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
@@ -146,7 +146,22 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     interrupts.define_signals(lowered.module, emitter.release_gil)
     gil.define(lowered.module, emitter.release_gil, function)
     emitter.emit(core, graph)
+    share_vector_width(lowered, function)
     return function.name
+
+
+def share_vector_width(lowered: LoweredModule, wrapper: ir.Function) -> None:
+    """Give the module's helpers (its internal functions that are no graph's: shared.py's
+    inline ones) the entry's vector-width preference, as the wrapper has it. The code
+    generator builds a subtarget (its tables for the host CPU) for each set of such
+    attributes it meets, once per process: an array module's glue, where nothing inlines
+    the helpers, would otherwise need two. They hold no loop of the user's."""
+    graphs = set(map(id, lowered.functions.values()))
+    for width in (a for a in wrapper.attributes if a.startswith('"prefer-vector-width"')):
+        for helper in lowered.module.functions:
+            if helper.linkage == "internal" and not helper.is_declaration \
+                    and id(helper) not in graphs:
+                vecmath.prefer_vector_width(helper, int(width.split('"')[3]))
 
 
 class WrapperEmitter:
