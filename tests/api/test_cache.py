@@ -541,15 +541,20 @@ def test_linked_memory_is_unmapped_with_its_image():
 
 def test_a_foreign_entry_is_not_decoded():
     """An entry read under another key (a file-name collision, another environment's file
-    put in place) decodes to nothing: the entry is compiled and written again."""
+    put in place), or whose error sites do not parse, decodes to nothing: the entry is
+    compiled and written again."""
     meta_key, other = "format=2;one environment", "format=2;another"
     payload = cache.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
-                                   "runtime": [], "plans": [None]})
+                                   "runtime": [], "plans": [None], "errors": []})
     blob = len(payload).to_bytes(4, "little") + payload
     assert cache.decode(blob, meta_key) is not None
     assert cache.decode(blob, other) is None
     assert cache.decode(blob[:-3], meta_key) is None
     assert cache.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
+    sites = cache.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
+                                 "runtime": [], "plans": [None],
+                                 "errors": [["ValueError", "m", [1, 2, 3, 4, 5]]]})
+    assert cache.decode(len(sites).to_bytes(4, "little") + sites, meta_key) is None
 
 
 def test_the_loader_names_libmvec_as_the_code_generator_does():

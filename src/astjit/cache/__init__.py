@@ -176,11 +176,10 @@ class Saved:
         self.objects = objects
         """(pipeline, object code) of each part of the entry's module."""
         self.runtime = runtime
-
-    @property
-    def errors(self) -> list[Site]:
-        return [Site(exc, message, None if loc is None else Loc(*loc))
-                for exc, message, loc in self.meta["errors"]]
+        self.errors = [Site(exc, message, None if loc is None else Loc(*loc))
+                       for exc, message, loc in meta["errors"]]
+        """The error sites, made once (the dispatcher's handler and `link` share them): a
+        `Loc` is a frozen dataclass, whose fields cost a load a set each."""
 
     @property
     def details(self) -> dict[int, str]:
