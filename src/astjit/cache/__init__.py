@@ -176,10 +176,16 @@ class Saved:
         self.objects = objects
         """(pipeline, object code) of each part of the entry's module."""
         self.runtime = runtime
-        self.errors = [Site(exc, message, None if loc is None else Loc(*loc))
-                       for exc, message, loc in meta["errors"]]
-        """The error sites, made once (the dispatcher's handler and `link` share them): a
-        `Loc` is a frozen dataclass, whose fields cost a load a set each."""
+        self.errors: list[Site] = []
+        """The error sites, made once (the dispatcher's handler and `link` share them), with
+        one `Loc` per source line: a frozen dataclass, whose fields cost a load a set each,
+        and several sites of a line (an array expression's checks) share it."""
+        locs: dict[tuple, Loc] = {}
+        for exc, message, loc in meta["errors"]:
+            if loc is not None:
+                loc = tuple(loc)  # (marshal gives a list)
+                loc = locs.get(loc) or locs.setdefault(loc, Loc(*loc))
+            self.errors.append(Site(exc, message, loc))
 
     @property
     def details(self) -> dict[int, str]:
