@@ -53,6 +53,7 @@ from . import (
     indexing,
     interrupts,
     linalg,
+    loop_metadata,
     owned,
     parallel,
     python_complex,
@@ -68,7 +69,7 @@ from . import (
 from . import messages as msg
 from .conversions import build_by_parts
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
-from .lltypes import STATUS, lltype
+from .lltypes import STATUS, contains_array, lltype
 from .runtime import stack
 
 __all__ = ["DEOPTIMIZE", "MAX_ERROR_VALUES", "OK", "ErrorSite", "ErrorTable", "FunctionEmitter",
@@ -152,10 +153,13 @@ def emit_module(module: Module, general: bool = True) -> LoweredModule:
                                      internal=name != module.entry) for name in names}
     errors = ErrorTable()
     guarded = stack.cycle_callees(module, names)
+    entry = module.entry_graph
+    scalar = not any(contains_array(v.type) for v in [*entry.params, *entry.outputs])
     for name in names:
         emitter = FunctionEmitter(functions, errors, functions[name], emit_node, RESOURCES,
                                   general)
         emitter.guarded = guarded[name]
+        emitter.scalar_module = scalar
         emitter.emit_body(module.graphs[name])
     return LoweredModule(llmodule, module, functions, errors)
 
@@ -336,10 +340,14 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     for phi, value in zip(carried, updated):
         phi.add_incoming(value, em.builder.block)
     if due is None:
-        em.builder.branch(header)
+        latch = em.builder.branch(header)
     else:
         checks = em.function.append_basic_block("while.checks")
-        em.builder.cbranch(due, checks, header)
+        latch = em.builder.cbranch(due, checks, header)
+    if bounded and em.scalar_module and any(isinstance(v.type, ScalarType) and v.type.is_float
+                                            for v in node.outputs):
+        loop_metadata.one_vector_per_step(latch)
+    if due is not None:
         em.builder.position_at_end(checks)
         interrupts.run_due(em, node)
         for phi, value in zip(initial, updated):

@@ -145,6 +145,10 @@ class FunctionEmitter:
         without the table's error checks."""
         self.loop_depth = 0
         """How many `while` loops enclose the node being emitted (interrupts.py)."""
+        self.scalar_module = False
+        """Whether the module takes and returns no array, so that the scalar pipeline
+        compiles it whole (engine.PIPELINES): its told float loops run one vector per step
+        (`loop_metadata.one_vector_per_step`)."""
         self.work_counter: ir.Value | None = None
         """The invocation's count of loop work since its last signal check (interrupts.py)."""
         self.indices: dict[tuple, tuple[ir.Value, bool]] = {}

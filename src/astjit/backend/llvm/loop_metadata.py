@@ -1,11 +1,13 @@
-"""The `llvm.loop` metadata of array loops: which loops LLVM may vectorize or unroll.
+"""The `llvm.loop` metadata of astjit's loops: which loops LLVM may vectorize, interleave
+or unroll.
 
 `scalar_loops(builder, emit)` marks the loops `emit` makes not to be
 vectorized or unrolled: for the rarely run general version of a kernel's nest,
 which LLVM would otherwise optimize as hard as the fast one.
 `unit_or_strided` emits a nest's unit-stride version and, where the strides are not
 all 1, its general one with scalar loops. `no_runtime_unroll(branch)` keeps LLVM from
-unrolling an array loop for an unknown trip count.
+unrolling an array loop for an unknown trip count. `one_vector_per_step(branch)`, for a
+told float loop of scalar code, from interleaving its vectors.
 """
 from __future__ import annotations
 
@@ -91,9 +93,30 @@ def no_runtime_unroll(branch: ir.Instruction) -> None:
     """
     module = branch.function.module
     branch.set_metadata("llvm.loop", _LoopID(module, [
-        _flag(module, "llvm.loop.unroll.runtime.disable"),
-        module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
-                             ir.Constant(ir.IntType(32), 1)])]))
+        _flag(module, "llvm.loop.unroll.runtime.disable"), _interleave_once(module)]))
+
+
+def one_vector_per_step(branch: ir.Instruction) -> None:
+    """Mark the loop whose latch is `branch` not to be interleaved (one vector per step).
+
+    For the chunks of a counted loop of scalar code told its counter's range
+    (`LongTrip.assume_small`) carrying a float: LLVM vectorizes its sum or product in
+    order (engine.OPTIONS' `force-ordered-reductions`), one chain of additions through
+    every lane, which interleaving (four vectors per step, LLVM's choice for pi_sum) only
+    lengthens: it ran no faster, and LLVM compiled more (docs/measurements.md). Not the
+    untold versions: there the counter's conversions and products are 64-bit ones, and
+    pi_sum's ran about 5x slower at one vector per step. A loop carrying ints alone keeps
+    LLVM's choice (its sums reassociate: four accumulators), and so does array code, whose
+    loops module loses loop strength reduction where every loop carries metadata
+    (`split.marked_loops_only`).
+    """
+    module = branch.function.module
+    branch.set_metadata("llvm.loop", _LoopID(module, [_interleave_once(module)]))
+
+
+def _interleave_once(module: ir.Module) -> ir.Value:
+    return module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                ir.Constant(ir.IntType(32), 1)])
 
 
 def _flag(module: ir.Module, name: str) -> ir.Value:
