@@ -68,6 +68,37 @@ def test_a_call_the_first_tier_does_not_fit_runs_on_the_general_tier(layout):
     assert compiled_of(f, x, y) is general
 
 
+
+def row_sums(x):
+    return np.sum(x * 2.0, axis=1)
+
+
+@pytest.mark.parametrize("shape", [(5, 1), (1, 1), (1,)])
+@pytest.mark.parametrize("fn", [scaled, row_sums])
+def test_a_last_axis_of_length_one_stays_on_the_first_tier(fn, shape):
+    """Such an axis's stride reads as 0 (`kernel.space_strides`): the nest's one point per
+    row is the same at any stride, so the call fits the unit-stride version."""
+    f = jit(fn)
+    rng = np.random.default_rng(2)
+    args = (rng.standard_normal(shape), rng.standard_normal(shape))[:fn.__code__.co_argcount]
+    if fn is row_sums and len(shape) == 1:
+        args = (args[0].reshape(1, 1),)
+    np.testing.assert_allclose(f(*args), fn(*args), rtol=1e-14)
+    assert not compiled_of(f, *args).general
+
+
+def middle(x):
+    return np.median(x)
+
+
+def test_a_median_runs_on_the_first_tier():
+    """Its middle elements are reductions over one-element views of the sorted array."""
+    f = jit(middle)
+    for n in (7, 8, 1):
+        x = np.random.default_rng(n).standard_normal(n)
+        assert f(x) == np.median(x)
+    assert not compiled_of(f, x).general
+
 def inverse_squares(a, b):
     s = 0.0
     for k in range(a, b):

@@ -130,6 +130,7 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
                   for st, k in zip(strides, plan) if st is not None and k >= 1
                   and not _is_zero(st[-1])]
+    loops = _merged(em, node, dims, strides)
     fast = None
     if ndim == 0:
         fast = ir.Constant(I1, 0)
@@ -137,7 +138,10 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         fast = unit_conds[0]
         for c in unit_conds[1:]:
             fast = b.and_(fast, c)
-    loops = _merged(em, node, dims, strides)
+        # A last loop of one point reads index 0 alone, the same at any stride; an input
+        # whose last axis has length 1 has the stride 0 there (`space_strides`), which
+        # would leave a first tier for the general one on the first call.
+        fast = b.or_(fast, b.icmp_signed("==", loops[-1], _i64(1)))
     if spec.reduce is not None:
         return _reduction(em, node, dims, loops, point,
                           None if isinstance(fast, ir.Constant) else fast)
