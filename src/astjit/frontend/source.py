@@ -1,7 +1,7 @@
 """Reading a Python function for compilation: its source, AST, locations and free names.
 
-`FunctionSource.read(fn)` gets the source with `inspect.getsourcelines`, dedents
-and parses it, and keeps what lowering needs to point back into the user's file:
+`FunctionSource.read(fn)` gets the source as `inspect.getsourcelines` does
+(`definition_lines`), dedents and parses it, and keeps what lowering needs to point back into the user's file:
 absolute line numbers, columns in the original (indented) line, and the line's
 text (`loc`).
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import linecache
+import re
 import sys
 import textwrap
 import types
@@ -61,7 +63,7 @@ class FunctionSource:
                 hint="define the function with def at module level")
         try:
             # the code object, not the function: a wrapper's source, not the `__wrapped__` one's
-            lines, first_line = inspect.getsourcelines(fn.__code__)
+            lines, first_line = definition_lines(fn.__code__, fn.__globals__)
         except (OSError, TypeError) as error:
             raise SourceUnavailableError(
                 f"cannot read the source of {fn.__qualname__}() ({error})", where,
@@ -83,6 +85,32 @@ class FunctionSource:
         col_bytes = getattr(node, "col_offset", 0) + self.indent
         col = len(text.encode()[:col_bytes].decode("utf-8", "ignore"))
         return Loc(self.filename, self.first_line + row, col, text)
+
+
+_DEFINITION_START = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+"""A line a definition may start on: `inspect.findsource`'s pattern for code objects."""
+
+
+def definition_lines(code: types.CodeType, module_globals: dict) -> tuple[list[str], int]:
+    """The lines of `code`'s definition and the file's line number of the first, as
+    `inspect.getsourcelines(code)` gives them: from the `def` (or first decorator) at or
+    above `co_firstlineno`, the block `inspect.getblock` finds; OSError without source.
+
+    Read through linecache with the function's module globals (whose loader reads a module
+    in a zip file), not through `inspect.findsource`: that asks `inspect.getmodule`, which
+    computes the real path of the file of every module imported since it last ran, a cost
+    every first compile of a process paid in proportion to what it had imported."""
+    filename = code.co_filename
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename, module_globals)
+    if not lines:
+        raise OSError("could not get source code")
+    number = code.co_firstlineno - 1
+    if not 0 <= number < len(lines):
+        raise OSError("lineno is out of bounds")
+    while number > 0 and not _DEFINITION_START.match(lines[number]):
+        number -= 1
+    return inspect.getblock(lines[number:]), number + 1
 
 
 def _parse_definition(text: str, fn: types.FunctionType) -> ast.FunctionDef | None:
