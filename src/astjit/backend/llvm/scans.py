@@ -3,11 +3,8 @@
 
 arg_reduce walks rows: the reduced axis, for each position of the others (one row of
 every element, in C order, for `axis=None` over a C-contiguous array; otherwise a C
-order walk with a counter). A unit-stride row of floats or ints runs in blocks of
-`BLOCK` elements: each block's extremum by the vectorized accumulator of reductions
-(reduction_nests.Register, with its NaN flag), remembering the first block that holds
-the best one (or the first NaN), then the least position in that block holding it (a
-vectorized min reduction): about one vectorized pass. Other rows compare element by element: an element
+order walk with a counter). A unit-stride row of floats or ints at least a vector long
+is searched in explicit vectors (arg_search.py). Other rows compare element by element: an element
 replaces the best one where it is greater (less), or NaN while the best is not.
 
 scan writes a new C-contiguous array in one walk of the input in C order (each axis
@@ -25,21 +22,14 @@ from llvmlite import ir
 
 from ...ir.ops.scans import EMPTY_ARG, scan_dtype
 from ...ir.types import BOOL, F64, ArrayType, ScalarType
-from . import array_layout, loop_metadata, nests, new_arrays
+from . import arg_search, array_layout, loop_metadata, nests, new_arrays
 from .complexes import multiply
 from .conversions import complex_cast
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type, lltype
-from .reduction_nests import Register
 
 if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
-
-BLOCK = 256
-"""Elements per block of a unit-stride argmax row: the search reads one block again, which
-for a row of a few hundred or thousand elements (argmax(axis=1) of a matrix) is a second
-pass over much of it when blocks are long; short ones make more blocks' ends (a horizontal
-reduction each). docs/measurements.md has the timings that chose it."""
 
 
 def _i64(value: int) -> ir.Constant:
@@ -91,7 +81,8 @@ def _better(b: ir.IRBuilder, kind: str, t: ScalarType, x: ir.Value, best: ir.Val
     if t.is_float:
         return b.and_(b.fcmp_unordered("u" + ("gt" if op == ">" else "lt"), x, best),
                       b.fcmp_ordered("ord", best, best))
-    return b.icmp_unsigned(op, x, best) if t == BOOL else b.icmp_signed(op, x, best)
+    unsigned = t == BOOL or t.is_unsigned
+    return b.icmp_unsigned(op, x, best) if unsigned else b.icmp_signed(op, x, best)
 
 
 class _Best:
@@ -125,64 +116,21 @@ def _scalar_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n
     return b.load(best.index)
 
 
-def _blocked_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value,
-                 n: ir.Value) -> ir.Value:
-    """`_scalar_row` of a unit-stride row of floats or ints, by blocks (the module doc)."""
-    b = em.builder
-    acc = Register(em, kind, t)
-    best, found, nan_seen = em.alloca(lltype(t)), em.alloca(I64_T), em.alloca(I1)
-    b.store(_load(b, base, t), best)
-    b.store(_i64(0), found)
-    b.store(ir.Constant(I1, 0), nan_seen)
-    blocks = b.sdiv(b.add(n, _i64(BLOCK - 1)), _i64(BLOCK))
-
-    def block(k):
-        start = b.mul(k, _i64(BLOCK), flags=["nsw"])
-        stop = b.add(start, _i64(BLOCK), flags=["nsw"])
-        stop = b.select(b.icmp_signed("<", stop, n), stop, n)
-        acc.start()
-        nests.count_up(b, start, stop, lambda i: acc.take(_load(b, b.gep(base, [i]), t)),
-                       ("arg.block.head", "arg.block.body", "arg.block.done"))
-        m = acc.value()
-        nan = b.fcmp_unordered("uno", m, m) if t.is_float else ir.Constant(I1, 0)
-        op = ">" if kind == "max" else "<"
-        beats = b.fcmp_ordered(op, m, b.load(best)) if t.is_float else b.icmp_signed(op, m, b.load(best))
-        take = b.and_(b.not_(b.load(nan_seen)), b.or_(nan, beats))
-        b.store(b.select(take, m, b.load(best)), best)
-        b.store(b.select(take, start, b.load(found)), found)
-        b.store(b.or_(b.load(nan_seen), nan), nan_seen)
-    nests.count_up(b, _i64(0), blocks, block, ("arg.blocks.head", "arg.blocks.body",
-                                                 "arg.blocks.done"))
-    # the first position of the found block holding the best element (or a NaN): the
-    # least i where it is, a min reduction the vectorizer takes like the blocks'
-    start = b.load(found)
-    stop = b.add(start, _i64(BLOCK), flags=["nsw"])
-    stop = b.select(b.icmp_signed("<", stop, n), stop, n)
-    index = em.alloca(I64_T)
-    b.store(n, index)
-    target, nan = b.load(best), b.load(nan_seen)
-
-    def search(i):
-        x = _load(b, b.gep(base, [i]), t)
-        hit = b.icmp_signed("==", x, target) if not t.is_float else b.select(
-            nan, b.fcmp_unordered("uno", x, x), b.fcmp_ordered("oeq", x, target))
-        b.store(em.call_intrinsic("llvm.smin", [b.load(index), b.select(hit, i, n)]), index)
-    nests.count_up(b, start, stop, search, ("arg.find.head", "arg.find.body", "arg.find.done"))
-    return b.load(index)
-
-
 def _row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n: ir.Value,
          stride: ir.Value) -> ir.Value:
-    """The first extremum's index in a row: blocked where the stride is 1 (not for bools)."""
-    if t == BOOL:
+    """The first extremum's index in a row: in vectors (arg_search.py) where the stride is
+    1 and the row holds a vector (not for bools), else element by element."""
+    lanes = arg_search.row_lanes(t)
+    if lanes is None:
         return _scalar_row(em, kind, t, base, n, stride)
     b = em.builder
     slot = em.alloca(I64_T)
 
-    def version(unit: bool) -> None:
-        b.store(_blocked_row(em, kind, t, base, n) if unit
+    def version(vectors: bool) -> None:
+        b.store(arg_search.first_extremum(em, kind, t, base, n) if vectors
                 else _scalar_row(em, kind, t, base, n, stride), slot)
-    loop_metadata.unit_or_strided(em, b.icmp_signed("==", stride, _i64(1)), version)
+    vectors = b.and_(b.icmp_signed("==", stride, _i64(1)), b.icmp_signed(">=", n, _i64(lanes)))
+    loop_metadata.unit_or_strided(em, vectors, version)
     return b.load(slot)
 
 
