@@ -6,8 +6,9 @@ boxing a result) is a shared function compiled once per process
 (backend/llvm/shared.py); each module declares it and each site calls it.
 These tests keep it that way: line budgets for the emitted IR of `a @ b` and
 of an MLP training step, the NumPy calls and error paths appearing in the
-shared functions only, no module defining a shared function, and loop-free
-array code compiled in two parts, its loops apart from its glue (engine.Engine.compile_ir).
+shared functions only, no module defining a shared function, array code compiled in
+two parts, its loops apart from its glue (engine.Engine.compile_ir), and scalar recursion
+without loops by a short pipeline of its own.
 """
 from __future__ import annotations
 
@@ -89,6 +90,52 @@ def scalar_loop(n):
     for k in range(1, n + 1):
         s += 1.0 / k
     return s
+
+
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+def triangles(n):
+    if n <= 0:
+        return 0
+    s = 0
+    for k in range(n):
+        s += k
+    return s + triangles(n - 1)
+
+
+def even(n):
+    if n == 0:
+        return True
+    return odd(n - 1)
+
+
+def odd(n):
+    if n == 0:
+        return False
+    return even(n - 1)
+
+
+def test_recursion_without_loops_compiles_by_a_short_pipeline():
+    """O3 spent most of fib's compile on passes with nothing to do there (jit/engine.py
+    `RECURSIVE_PASSES`); recursion that loops keeps O3, and so does mutual recursion, whose
+    calls O3's inliner halves."""
+    f = jit(fib)
+    assert [f(n) for n in range(12)] == [fib(n) for n in range(12)]
+    (spec,) = f.dispatcher.specializations.values()
+    assert spec.compiled.compiled.pipelines == ("recursive",)
+    assert "fastcc" in spec.compiled.compiled.llvm_ir_optimized  # global_opt ran
+    g = jit(triangles)
+    assert g(30) == triangles(30)
+    (spec,) = g.dispatcher.specializations.values()
+    assert spec.compiled.compiled.pipelines == ("scalar",)
+    h = jit(even)
+    assert (h(7), h(10)) == (False, True)
+    (spec,) = h.dispatcher.specializations.values()
+    assert spec.compiled.compiled.pipelines == ("scalar",)
 
 
 def test_modules_declare_the_shared_functions_they_call():

@@ -366,14 +366,14 @@ def emit_call(em: FunctionEmitter, node: Node) -> ir.Value:
     callee = em.functions[node.attrs["callee"]]
     guarded = node.attrs["callee"] in em.guarded
     if guarded and not em.stack_checked:
-        em.fail_if(node, stack.too_deep(em.builder), "RecursionError", msg.RECURSION)
+        site = em.errors.status("RecursionError", msg.RECURSION, node.loc)
+        em.return_status_if(stack.too_deep(em.builder), ir.Constant(STATUS, site))
         em.stack_checked = True
     slot = em.alloca(lltype(node.outputs[0].type))
     # A guarded call stays a call: made a loop, an endless recursion would not raise.
     status = em.builder.call(callee, em.values_of(node.inputs) + [slot],
                              tail="notail" if guarded else False)
-    with em.builder.if_then(em.builder.icmp_signed("!=", status, OK), likely=False):
-        em.return_status(status)
+    em.return_status_if(em.builder.icmp_signed("!=", status, OK), status)
     result = em.builder.load(slot)
     em.adopt(node.outputs[0].type, result)
     return result

@@ -330,6 +330,18 @@ class FunctionEmitter:
             number = self.errors.status(exc, message, node.loc, detail)
             self.return_status(ir.Constant(STATUS, number))
 
+    def return_status_if(self, cond: ir.Value, status: ir.Value) -> None:
+        """`return_status(status)` where `cond` holds (unlikely): one branch straight to the
+        failure exit, without a block of its own in between, which LLVM would only fold
+        away (fewer blocks to emit, print and parse: a recursive graph's calls and stack
+        checks)."""
+        phi = self.failure_exit()
+        here = self.builder.block
+        after = self.builder.append_basic_block(name=here.name + ".ok")
+        self.builder.cbranch(cond, phi.parent, after).set_weights([1, 99])
+        phi.add_incoming(status, here)
+        self.builder.position_at_end(after)
+
     def return_status(self, status: ir.Value) -> None:
         """Return a failure status, first freeing the tapes and releasing the array
         references this invocation owns: a branch to the function's one failure exit

@@ -23,6 +23,8 @@ from ....cabi import EntryPins, ErrorReporter, make_builtin
 
 if TYPE_CHECKING:  # the code generator and LLVM are imported by `build_entry`: a process
     # loading cached code (astjit/cache) makes builtins with astjit/cabi.py and needs neither
+    from llvmlite import ir
+
     from ....ir.core import Module
     from ..codegen import ErrorSite, LoweredModule
     from ..jit.engine import CompiledModule
@@ -95,10 +97,14 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     apart = not arrays and loops_without_calls(module)
     if not apart:  # the wrapper is the only way in: O3 inlines the graph there, drops the copy
         lowered.entry_function.linkage = "internal"
+    whole = "recursive" if not arrays and recursion_without_loops(lowered) else "scalar"
+    if whole == "recursive":  # run once per call from Python: not worth LLVM's time
+        for attribute in ("optnone", "noinline"):
+            lowered.module.get_global(wrapper_name).attributes.add(attribute)
     llvm_ir = lowered.text
     pyapi.register_functions()
     symbols.provide(found_imports())  # the runtime cache's batches, linked by compile_ir
-    compiled = engine().compile_ir(llvm_ir, arrays=arrays,
+    compiled = engine().compile_ir(llvm_ir, arrays=arrays, whole=whole,
                                    wrapper=wrapper_name if apart else None)
     call = make_builtin(compiled, wrapper_name, module.entry,
                         EntryPins(None, fallback, error_handler, general, trees))
@@ -119,6 +125,56 @@ def loops_without_calls(module: Module) -> bool:
     than an internal one's (no fastcc)."""
     nodes = [node.op for graph in module.graphs.values() for node in graph.walk()]
     return "while" in nodes and "call" not in nodes
+
+
+def recursion_without_loops(lowered: LoweredModule) -> bool:
+    """Whether a module's graphs call themselves, none of them on a longer cycle, and none of
+    its functions loops: LLVM's `recursive` pipeline then compiles it (jit/engine.py),
+    a few function passes where O3 spent most of its time on passes with nothing to do,
+    and its wrapper is left unoptimized (`optnone`: fast instruction selection), which the
+    recursion's own calls never enter: a call from Python ran as fast (docs/measurements.md).
+    Mutual recursion keeps O3, whose inliner makes it a graph calling itself: half the calls."""
+    from . import stack
+
+    cycles = stack.cycle_callees(lowered.source, list(lowered.functions))
+    return any(cycles.values()) and all(callees <= {name} for name, callees in cycles.items()) \
+        and not any(_has_cycle(function) for function in lowered.module.functions)
+
+
+def _has_cycle(function: ir.Function) -> bool:
+    """Whether `function`'s control flow graph has a cycle (a depth-first search from its
+    entry block; a declaration has none)."""
+    if not function.blocks:
+        return False
+    entry = function.blocks[0]
+    on_path, done = {entry}, set()
+    path = [(entry, iter(_successors(entry)))]
+    while path:
+        block, rest = path[-1]
+        following = next(rest, None)
+        if following is None:
+            path.pop()
+            on_path.discard(block)
+            done.add(block)
+        elif following in on_path:
+            return True
+        elif following not in done:
+            on_path.add(following)
+            path.append((following, iter(_successors(following))))
+    return False
+
+
+def _successors(block: ir.Block) -> list[ir.Block]:
+    """The blocks `block`'s terminator may branch to (a `switch`'s default and cases too)."""
+    from llvmlite import ir
+
+    end = block.terminator
+    if end is None:
+        return []
+    targets = [op for op in end.operands if isinstance(op, ir.Block)]
+    if isinstance(end, ir.SwitchInstr):
+        targets += [end.default, *(target for _, target in end.cases)]
+    return targets
 
 
 def is_array_module(lowered: LoweredModule) -> bool:
