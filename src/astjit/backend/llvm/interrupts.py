@@ -8,7 +8,7 @@ and otherwise runs the handlers, returning -1 with the exception set when one ra
 (SIGINT's: KeyboardInterrupt). Where the module may release it (runtime/gil.py), it is
 `astjit.signals.released()`: while the call holds the GIL (its first check, or after
 taking it back for good), `PyErr_CheckSignals()`, then the GIL released (so a call
-releases it once it has run `CHECK_INTERVAL` units of work); without it, off the main
+releases it once it has run `FIRST_CHECK` units of work); without it, off the main
 thread, which never runs handlers, 0 at once; on it, at most every `GIL_RETAKE_NS` (so that
 a Python thread holding the GIL is not held up by each check), the GIL taken back
 (`PyEval_RestoreThread`), `PyErr_CheckSignals()`, and the GIL released again; the
@@ -16,10 +16,14 @@ exception, if any, stays set in the thread's state. The loop then leaves with th
 `INTERRUPTED` status, settling what the invocation owns as every error site does, and the
 wrapper returns NULL with that exception (`WrapperEmitter.report`).
 
-The call costs more than a short loop iteration, so it is made once per `CHECK_INTERVAL`
-units of work, counted in a per-invocation counter (a stack slot LLVM keeps in a
-register): every loop's back-edge adds its iteration's weight, 1 plus `ARRAY_WORK` per
-node of its body making an array; a function's outermost loops check the counter at
+The call costs more than a short loop iteration, and a loop runs slower after calls into
+the C API than their own time accounts for (docs/measurements.md), so it is made once per
+`CHECK_INTERVAL` units of work, the first after `FIRST_CHECK` (where the call releases
+the GIL there, as soon as it did with checks every `FIRST_CHECK` units), counted in a
+per-invocation counter (a stack slot LLVM keeps in a register): every loop's back-edge
+adds its iteration's weight, 1 plus one per `NODES_PER_UNIT` nodes of its body (so that
+a long body checks as often in time as a short one) plus `ARRAY_WORK` per node of it
+making an array; a function's outermost loops check the counter at
 theirs, from which a check due leaves the loop for a block that runs the handlers and
 re-enters it (codegen.emit_loop: LLVM unrolls no loop that holds a call). A loop nested
 in another is not checked (its outer loop checks between its runs), nor are a callee's
@@ -45,12 +49,13 @@ over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from llvmlite import ir
 
 from ...cabi import MAIN_THREAD
-from ...ir.core import Node
+from ...ir.core import Graph, Node
 from ...ir.types import ArrayType
 from .emitter import FunctionEmitter
 from .lltypes import I32_T, I64_T, STATUS, constant, lltype
@@ -61,10 +66,20 @@ from .shared import shared_function
 INTERRUPTED = "KeyboardInterrupt"
 """The exception name of a loop's signal check: the exception is the handler's, already set."""
 
-CHECK_INTERVAL = 1 << 16
-"""Units of work between two checks: scalar loop iterations, roughly."""
+CHECK_INTERVAL = 1 << 20
+"""Units of work between two checks: about 0.1 s where a unit takes 100 ns (a unit is a
+short loop iteration, a few nanoseconds, or `NODES_PER_UNIT` nodes of a long one)."""
 
-ARRAY_WORK = 1 << 12
+FIRST_CHECK = 1 << 16
+"""Units of work before an invocation's first check, which releases the GIL where the
+call may (runtime/gil.py): other threads wait for a long call no longer than with
+checks every 2^16 units."""
+
+NODES_PER_UNIT = 4
+"""Nodes of a loop's body (those of its inner loops apart) that weigh one unit more: a
+body of many nodes, or of a few math calls of tens of nanoseconds, checks more often."""
+
+ARRAY_WORK = 1 << 16
 """The weight of a node making an array: a loop making one checks every 16 iterations."""
 
 LONG_TRIP = 1 << 20
@@ -87,8 +102,23 @@ CHECK_SIGNATURE = ir.FunctionType(I32_T, [])
 
 def weight(node: Node) -> int:
     """The work of one iteration of loop `node`, but for its inner loops' own."""
-    return 1 + ARRAY_WORK * sum(isinstance(v.type, ArrayType) for region in node.regions
-                                for n in region.walk() for v in n.outputs)
+    own = sum(1 for region in node.regions for _ in _own_nodes(region))
+    return 1 + own // NODES_PER_UNIT + ARRAY_WORK * makes_arrays(node)
+
+
+def makes_arrays(node: Node) -> int:
+    """How many nodes of loop `node`'s body make an array, its inner loops' included."""
+    return sum(isinstance(v.type, ArrayType) for region in node.regions
+               for n in region.walk() for v in n.outputs)
+
+
+def _own_nodes(region: Graph) -> Iterator[Node]:
+    """The nodes of `region` and of its `if`s' regions, not those of its loops."""
+    for n in region.nodes:
+        yield n
+        if n.op != "while":
+            for inner in n.regions:
+                yield from _own_nodes(inner)
 
 
 def at_back_edge(em: FunctionEmitter, node: Node, checked: bool = True) -> ir.Value | None:
@@ -151,11 +181,12 @@ def count_after(em: FunctionEmitter, node: Node, stepped: tuple[int, int],
 
 
 def _work_counter(em: FunctionEmitter) -> ir.Value:
-    """The invocation's work counter, an i64 stack slot set to 0 in the entry block."""
+    """The invocation's work counter, an i64 stack slot set in the entry block to
+    `CHECK_INTERVAL - FIRST_CHECK`: its first check comes after `FIRST_CHECK` units."""
     if em.work_counter is None:
         em.work_counter = em.alloca(I64_T)
         with em.builder.goto_entry_block():
-            em.builder.store(ir.Constant(I64_T, 0), em.work_counter)
+            em.builder.store(ir.Constant(I64_T, CHECK_INTERVAL - FIRST_CHECK), em.work_counter)
     return em.work_counter
 
 
@@ -200,7 +231,7 @@ def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     its `LongTrip`; the loop is then emitted twice, unchecked where it runs at most
     `LONG_TRIP` iterations, else in chunks of that many, or, where its counter is `small`,
     in chunks told so, else in chunks (codegen.emit_while). None for every other loop."""
-    if em.numpy_semantics or em.loop_depth or weight(node) != 1 or any(
+    if em.numpy_semantics or em.loop_depth or makes_arrays(node) or any(
             n.op in ("while", "call") for region in node.regions for n in region.walk()):
         return None
     found = counter(node)

@@ -3,7 +3,7 @@
 When a call releases it (`release_here`): not at its start. Releasing and taking back the
 GIL costs about as much as the whole call of a short function (docs/measurements.md), so a
 call releases it where it is known to run long: at a loop's first signal check (after
-`interrupts.CHECK_INTERVAL` units of work) or before a counted loop of more than
+`interrupts.FIRST_CHECK` units of work) or before a counted loop of more than
 `interrupts.RELEASE_TRIP` iterations. The module's `astjit.release()` saves the thread
 state (`PyEval_SaveThread`) into the thread's slot of `cabi.RELEASED_KEY`; the wrapper,
 once the entry graph returns, takes the GIL back with it if it is there (`restore`): one
