@@ -23,7 +23,7 @@ from astjit.backend.llvm import vecmath
 ULPS_VS_NUMPY = 8
 ULPS_VS_LIBM = 5
 N = 4099
-"""Odd, so the vectorized loop leaves remainder iterations (scalar libm calls)."""
+"""Odd, so the vectorized loop's last step is a masked one."""
 
 
 def k_sin(x):
@@ -138,7 +138,7 @@ def c_name(fn) -> str:
 
 def sample(dtype, seed: int) -> np.ndarray:
     """Signed values from 1e-10 to 1e3 (log-uniform), the special values at the start and
-    spread through the array (so some land in the vector body, some in the remainder)."""
+    spread through the array (so some land in the vector body, some in the last step)."""
     rng = np.random.default_rng(seed)
     x = 10.0 ** rng.uniform(-10, 3, N) * rng.choice([-1.0, 1.0], N)
     with np.errstate(over="ignore"):
@@ -316,3 +316,96 @@ def test_complex_arithmetic_keeps_a_kernel_vectorized():
         assert "vector.body" in text, fn.__name__
     if has_variant("atan2"):
         assert re.search(r"call [^\n]*@_ZGV[de]N\d+vv_atan2\(", jit(_angle_of_sum).ir(z, w, stage="llvm-opt"))
+
+
+# ---- short rows: a loop's last elements as a masked vector step --------------------------
+
+def rows_sum(x):                     # reduced axes (1, 2): rows of 12 where x is contiguous
+    return np.sum(np.tanh(x), axis=(1, 2))
+
+
+def rows_sum_kept(x):
+    return np.sum(np.tanh(x), axis=(1, 2), keepdims=True)
+
+
+def rows_mean(x):
+    return np.mean(np.exp(x), axis=-1)
+
+
+def rows_max(x):
+    return np.max(np.sin(x), axis=-1)
+
+
+def apart_sum(x):                    # reduced axes apart: the output accumulates
+    return np.sum(np.tanh(x), axis=(0, 2))
+
+
+def values_and_sums(x):              # the kernel's values stored at every point beside
+    t = np.tanh(x)
+    return t, np.sum(t, axis=(1, 2))
+
+
+def sliced_rows(x):                  # elementwise, rows of 13 that are not one loop
+    return np.sin(x[:, :, :13]) * 2.0
+
+
+ROWS = [rows_sum, rows_sum_kept, rows_mean, rows_max, apart_sum, values_and_sums, sliced_rows]
+
+
+def layouts(dtype) -> list:
+    """(name, array): odd shapes, contiguous ones whose reduced axes run as one row, and views
+    that must not (a step along the last axis, a transpose, a slice of the middle axis)."""
+    rng = np.random.default_rng(8)
+    big = (rng.standard_normal((9, 6, 26)) * 2).astype(dtype)
+    arrays = {f"{shape}": (rng.standard_normal(shape) * 2).astype(dtype)
+              for shape in [(1000, 3, 4), (5, 3, 5), (7, 1, 13), (3, 17, 1), (2, 2, 8)]}
+    arrays.update({"step": big[:, :, ::2], "transposed": big.transpose(0, 2, 1),
+                   "middle": big[:, :5, :13], "reversed": big[::-1, :, ::-1]})
+    return list(arrays.items())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fn", ROWS, ids=lambda fn: fn.__name__)
+def test_short_rows_match_numpy(fn, dtype):
+    """Kernels calling vector math over rows of a few elements, each row mostly the loop's
+    last, masked step: NaN in a row's last element (where the masked step reads it) too."""
+    f = jit(fn)
+    tolerance = {"rtol": 1e-12, "atol": 1e-12} if dtype == np.float64 else \
+        {"rtol": 1e-5, "atol": 1e-5}
+    for name, x in layouts(dtype):
+        if fn is sliced_rows and x.shape[2] < 13:
+            continue
+        x = x.copy() if name.startswith("(") else x
+        if name.startswith("("):
+            x[-1, -1, -1] = np.nan
+        got, want = f(x), fn(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert g.shape == w.shape and g.dtype == w.dtype, name
+            np.testing.assert_allclose(g, w, **tolerance, err_msg=name)
+
+
+def test_empty_rows():
+    x = np.ones((4, 0, 3))
+    np.testing.assert_array_equal(jit(rows_sum)(x), np.zeros(4))
+    with pytest.raises(ValueError, match="zero-size array"):
+        jit(rows_max)(np.ones((4, 0)))
+
+
+def sum_of_squares_rows(x):
+    return np.sum(x * x, axis=-1)
+
+
+def test_short_rows_call_no_scalar_libm():
+    """A loop calling vector math runs its last elements as masked vector steps
+    (nests.count_up): the rows of 12 of `rows_sum` and the rows of 13 of
+    `sliced_rows` call no scalar tanh or sin in either version of their nests. A loop
+    without vector math keeps its scalar remainder."""
+    x = np.ones((10, 3, 13))
+    for fn, name in ((rows_sum, "tanh"), (sliced_rows, "sin")):
+        if not has_variant(name):
+            pytest.skip(f"libmvec has no {name} for this CPU")
+        text = jit(fn).ir(x, stage="llvm-opt")
+        assert "@llvm.masked.load" in text, fn.__name__
+        assert not re.search(rf"call [^\n]*double @{name}\(", text), fn.__name__
+    assert "@llvm.masked.load" not in jit(sum_of_squares_rows).ir(x, stage="llvm-opt")

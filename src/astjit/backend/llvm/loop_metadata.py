@@ -81,9 +81,11 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
             branch.set_metadata("llvm.loop", _LoopID(module, properties))
 
 
-def no_runtime_unroll(branch: ir.Instruction) -> None:
+def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False) -> None:
     """Mark the loop whose latch is `branch` not to be unrolled for an unknown trip count,
-    and its vector body not to be interleaved (one vector per step).
+    and its vector body not to be interleaved (one vector per step); `fold_tail`: to run
+    as masked vector steps, with no scalar loop after them (`nests.count_up`'s tail of a
+    loop calling vector math).
 
     For the loops of array code: runtime unrolling would only multiply the scalar loop
     that finishes the last few elements (eight copies and a prologue for a remainder of
@@ -92,8 +94,24 @@ def no_runtime_unroll(branch: ir.Instruction) -> None:
     (docs/measurements.md, engine.LOOP_OPTIONS).
     """
     module = branch.function.module
-    branch.set_metadata("llvm.loop", _LoopID(module, [
-        _flag(module, "llvm.loop.unroll.runtime.disable"), _interleave_once(module)]))
+    properties = [_flag(module, "llvm.loop.unroll.runtime.disable"), _interleave_once(module)]
+    if fold_tail:
+        properties.append(module.add_metadata([
+            ir.MetaDataString(module, "llvm.loop.vectorize.predicate.enable"),
+            ir.Constant(ir.IntType(1), 1)]))
+    branch.set_metadata("llvm.loop", _LoopID(module, properties))
+
+
+def innermost_with_vector_math(branch: ir.Instruction) -> bool:
+    """Whether the loop whose latch `branch` is being emitted (not yet marked) calls vector
+    math and holds no marked loop: its blocks are its header (`branch`'s target) and every
+    block appended after it (an array loop's blocks are appended in order, its exit among
+    them, still empty), and a loop inside it was marked when its own latch was emitted."""
+    blocks = branch.function.blocks
+    head = next(k for k, block in enumerate(blocks) if block is branch.operands[0])
+    instructions = [i for block in blocks[head:] for i in block.instructions]
+    return (any(_vector_math(i) for i in instructions)
+            and not any("llvm.loop" in i.metadata for i in instructions if i is not branch))
 
 
 def one_vector_per_step(branch: ir.Instruction) -> None:

@@ -12,6 +12,11 @@ from .lltypes import I64_T
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
 
+TAIL = 16
+"""An innermost loop calling vector math runs its first multiple of this many iterations as
+one loop, the rest as another (`count_up`): a multiple of any vector loop's step there
+(16 floats or 8 doubles of 512 bits, at one vector per step)."""
+
 
 def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, label: str = "loop",
               indices=()) -> None:
@@ -27,16 +32,46 @@ def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, label: str = "loo
 def count_up(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body,
              names=("loop", "body", "done"), flags=("nsw",)) -> None:
     """for i in range(start, stop): body(i), emitted at `b` (left in the exit block); the
-    blocks are named `names` (head, body, exit), the increment carries `flags`."""
+    blocks are named `names` (head, body, exit), the increment carries `flags`.
+
+    An innermost loop calling vector math (`loop_metadata.innermost_with_vector_math`)
+    becomes two, `body` emitted again for the second: the iterations up to the last
+    multiple of `TAIL`, which LLVM vectorizes as any loop (its scalar remainder never runs),
+    then the rest, fewer than `TAIL`, as masked vector steps (`fold_tail`). Finished by a
+    scalar loop, each of those iterations was a libm call costing nearly as much as a
+    vector call, and the short rows of a batch of small examples (a (1000, 3, 4) array
+    summed over its last two axes: rows of 12) were mostly such a remainder. One loop of
+    masked steps throughout ran long loops slower (docs/measurements.md).
+    """
+    entry, test, latch = _loop(b, start, stop, body, names, flags)
+    split = loop_metadata.innermost_with_vector_math(latch)
+    loop_metadata.no_runtime_unroll(latch)
+    if not split:
+        return
+    with b.goto_block(entry.parent):
+        zero = ir.Constant(I64_T, 0)
+        span = b.sub(stop, start)
+        whole = b.and_(b.select(b.icmp_signed(">", span, zero), span, zero),
+                       ir.Constant(I64_T, -TAIL))
+        middle = b.add(start, whole, flags=["nsw"])
+    test.replace_usage(stop, middle)
+    _, _, tail = _loop(b, middle, stop, body, tuple(f"{name}.tail" for name in names), flags)
+    loop_metadata.no_runtime_unroll(tail, fold_tail=True)
+
+
+def _loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body, names, flags):
+    """The loop, unmarked: (the branch entering it, its test, its latch)."""
     before = b.block
     head, inner, done = (b.function.append_basic_block(name) for name in names)
-    b.branch(head)
+    entry = b.branch(head)
     b.position_at_end(head)
     i = b.phi(I64_T)
     i.add_incoming(start, before)
-    b.cbranch(b.icmp_signed("<", i, stop), inner, done)
+    test = b.icmp_signed("<", i, stop)
+    b.cbranch(test, inner, done)
     b.position_at_end(inner)
     body(i)
     i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=list(flags)), b.block)
-    loop_metadata.no_runtime_unroll(b.branch(head))
+    latch = b.branch(head)
     b.position_at_end(done)
+    return entry, test, latch

@@ -44,9 +44,10 @@ VECTOR_GRAIN = 256
 """Where a nest's last axis is split (the loop LLVM vectorizes), its chunks start at
 multiples of this many elements, a multiple of any vector loop's step (lanes times
 interleaving: at most 64 bytes of 1-byte elements by 4). Each chunk's vector loop then
-leaves remainder iterations only where the serial loop does, at the end: those call libm
-where the vector body calls libmvec (vecmath.py), which may differ in the last bit, so
-elsewhere a chunk's end would give elements other values than serial code gives them."""
+leaves remainder iterations only where the serial loop does, at the end: those may call
+libm where the vector body calls libmvec (vecmath.py; where LLVM does not run them as
+masked vector steps, nests.count_up), which may differ in the last bit,
+so elsewhere a chunk's end would give elements other values than serial code gives them."""
 
 
 def nest(em: FunctionEmitter, node: Node, dims: list[ir.Value], body, label: str) -> None:

@@ -16,8 +16,9 @@ compiled code never reads errno) carrying the call-site attribute
 with the vector functions declared in the module. That attribute is LLVM's
 standard mechanism (what `#pragma omp declare simd` and `-fveclib` produce):
 LoopVectorize widens the call to the variant of the vectorization factor it
-picks, and where the loop is not vectorized (the strided nest, the remainder
-iterations, a 0-d kernel) the scalar call stays. `Engine.compile_ir` keeps
+picks, and where the loop is not vectorized (a 0-d kernel) the scalar call
+stays. A vectorized loop's last few elements run as masked vector steps, not as
+scalar calls (`nests.count_up`). `Engine.compile_ir` keeps
 the variant declarations alive through LLVM's pipeline (`keep_variants`:
 `@llvm.compiler.used`, as clang does), since otherwise the early global
 clean-up deletes them as unused before the vectorizer runs.
@@ -38,8 +39,8 @@ intrinsic, or the libm call), one scalar call per element.
 
 Accuracy: libmvec's functions are accurate to within 4 ulp (glibc's manual;
 most are within 1-2), against libm's < 1 ulp, so a vectorized kernel's
-results may differ from NumPy's in the last bits, and elements of one array
-may come from either (the remainder iterations call libm). Special values
+results may differ from NumPy's in the last bits (where a loop is not
+vectorized, its elements come from libm). Special values
 follow C99 as libm does (NaN in, NaN out; log of a negative is NaN; sin of
 inf is NaN; huge arguments of sin/cos are reduced exactly). Python-semantics
 code (`math.sin` on a scalar, with its domain checks) never uses them.
