@@ -275,7 +275,7 @@ class ErrorReporter:
     def __init__(self, handler: Callable, errors: list, details: dict[int, str]):
         self.handler = handler
         self.errors = errors
-        """The error sites (`codegen.ErrorSite`, or the cache's `Site`)."""
+        """The error sites (`emitter.ErrorSite`, or the cache's plain (exc, message, loc))."""
         self.details = details
 
     def __call__(self, status: int, *values: int) -> Any:
@@ -286,7 +286,7 @@ class ErrorReporter:
             return self.handler(status)
         except Exception as exc:
             text = exc.args[0] if len(exc.args) == 1 else None
-            message = self.errors[status - 1].message
+            message = self.errors[status - 1][1]  # (exc, message, loc)
             if isinstance(text, str) and message in text:
                 exc.args = (text.replace(message, detail.format(*values), 1),)
             raise
@@ -373,6 +373,8 @@ R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX = 9, 41, 42
 R_GOTOFF64, R_GOTPC32, R_GOT64, R_GOTPC64 = 25, 26, 27, 29
 """x86-64's relocation types (the ELF psABI), those `load_image` applies."""
 GOT_RELOCATIONS = frozenset({R_GOTPCREL, R_GOTPCRELX, R_REX_GOTPCRELX, R_GOT64})
+QWORD = struct.Struct("<Q")
+MASK64 = 2**64 - 1
 STUB = 16
 """Bytes of a branch stub: `jmp *0(%rip)` then the target's 8-byte address (a PLT32 call
 whose target lies beyond 2 GiB goes through one)."""
@@ -418,8 +420,11 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
         image = bytearray(total)
         image[:len(code)] = code
         image[data_start:data_start + len(data)] = data
-        _relocate(image, base, stub_start, got_start, relocations, resolve)
-        memmove(c_void_p(base), bytes(image), c_void_p(total))
+        try:
+            _relocate(image, base, stub_start, got_start, relocations, resolve)
+        except struct.error as exc:  # a 64-bit field's value out of range (no sane object's)
+            raise Unsupported(f"a relocated value out of range: {exc}") from exc
+        memmove(c_void_p(base), c_void_p(buffer_address(image)), c_void_p(total))
         if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
                                                PROT_READ | PROT_EXEC) != 0:
             raise OSError(get_errno(), "mprotect failed")
@@ -430,11 +435,23 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
 
 
 def _relocate(image: bytearray, base: int, stub_start: int, got_start: int,
-              relocations: list, resolve: Callable[[str], int | None]) -> None:
-    """Apply `relocations` (`elf.plan`'s) to `image`, to be mapped at `base`: the branch
-    stubs from `stub_start`, the GOT from `got_start`, one slot per target. (Functions, not
-    a class: each class made costs a warm load more than this loop.)"""
+              relocations: tuple, resolve: Callable[[str], int | None]) -> None:
+    """Apply `relocations` (`elf.plan`'s, as `elf.grouped` sorts them) to `image`, to be
+    mapped at `base`: the branch stubs from `stub_start`, the GOT from `got_start`, one slot
+    per target. (Functions, not a class: each class made costs a warm load more than this
+    loop.)"""
+    inside, outside, others = relocations
+    put = QWORD.pack_into  # (a value out of range raises struct.error: refused, `load_image`)
+    pairs = iter(inside)
+    for at, offset in zip(pairs, pairs):  # R_X86_64_64 within the image
+        put(image, at, base + offset)
     externals: dict[str, int] = {}
+    quadruples = iter(outside)
+    for name, weak, at, addend in zip(quadruples, quadruples, quadruples, quadruples):
+        value = externals.get(name)  # R_X86_64_64 of external symbols
+        if value is None:
+            value = externals[name] = _external(name, weak, resolve)
+        put(image, at, value + addend)
     got_slots: dict[int, int] = {}
     got = base + got_start
     pack = struct.pack_into
@@ -451,27 +468,20 @@ def _relocate(image: bytearray, base: int, stub_start: int, got_start: int,
             raise Unsupported("a 32-bit relocation out of range")
         pack("<i", image, at, number)
 
-    for kind, at, target, addend, weak in relocations:
+    for kind, at, target, addend, weak in others:
         if type(target) is int:
             value = base + target
         else:
             value = externals.get(target)
             if value is None:
-                value = resolve(target)
-                if value is None:
-                    if not weak:
-                        raise Unresolved(target)
-                    value = 0
-                externals[target] = value
+                value = externals[target] = _external(target, weak, resolve)
         place = base + at
-        if kind == R_64:
-            pack("<Q", image, at, (value + addend) & (2**64 - 1))
-        elif kind == R_PC64:
-            pack("<Q", image, at, (value + addend - place) & (2**64 - 1))
+        if kind == R_PC64:
+            pack("<Q", image, at, (value + addend - place) & MASK64)
         elif kind == R_GOTOFF64:
-            pack("<Q", image, at, (value + addend - got) & (2**64 - 1))
+            pack("<Q", image, at, (value + addend - got) & MASK64)
         elif kind == R_GOTPC64:
-            pack("<Q", image, at, (got + addend - place) & (2**64 - 1))
+            pack("<Q", image, at, (got + addend - place) & MASK64)
         elif kind == R_GOTPC32:
             signed32(at, got + addend - place)
         elif kind in (R_PC32, R_PLT32):
@@ -481,7 +491,7 @@ def _relocate(image: bytearray, base: int, stub_start: int, got_start: int,
                 value, stub_start = base + stub_start, stub_start + STUB
             signed32(at, value + addend - place)
         elif kind == R_GOT64:
-            pack("<Q", image, at, (slot(value) - got + addend) & (2**64 - 1))
+            pack("<Q", image, at, (slot(value) - got + addend) & MASK64)
         elif kind in GOT_RELOCATIONS:
             signed32(at, slot(value) + addend - place)
         elif kind == R_32:
@@ -490,6 +500,16 @@ def _relocate(image: bytearray, base: int, stub_start: int, got_start: int,
             pack("<I", image, at, value + addend)
         else:  # R_32S
             signed32(at, value + addend)
+
+
+def _external(name: str, weak: bool, resolve: Callable[[str], int | None]) -> int:
+    """The address of the external symbol `name` (0 for an unresolved weak one)."""
+    value = resolve(name)
+    if value is None:
+        if not weak:
+            raise Unresolved(name)
+        return 0
+    return value
 
 
 _LIBC: dict = {}

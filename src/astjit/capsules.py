@@ -211,15 +211,21 @@ def fortran_call(address: int, restype: type | None, *arguments: tuple[str, tupl
     """Call the C function at `address` as Fortran calls: each argument a pointer to its
     values, given as a `struct` code and the values (`("q", (3,))`: an int64 3). Its result
     (`restype`, e.g. `ctypes.c_double`; a C int where None) and each argument's values after
-    the call. Through `cabi` with buffers of bytes: ctypes' prototypes, pointer and array
-    types are classes, each made once per process, which cost a warm cache load more than
-    the calls (docs/caching.md)."""
-    buffers = [bytearray(struct.pack(f"={len(values)}{code}", *values).ljust(8, b"\0"))
-               for code, values in arguments]  # 8 bytes at least: `buffer_address`'s own
-    result = cabi.function(address, restype)(*[cabi.c_void_p(cabi.buffer_address(buffer))
-                                               for buffer in buffers])
-    return result, [struct.unpack_from(f"={len(values)}{code}", buffer)
-                    for (code, values), buffer in zip(arguments, buffers)]
+    the call. Through `cabi` with one buffer of bytes holding every argument's values, each
+    8-byte aligned: ctypes' prototypes, pointer and array types are classes, each made once
+    per process, which cost a warm cache load more than the calls (docs/caching.md); one
+    buffer, not one per argument, makes one ctypes object to find its address."""
+    formats = [f"={len(values)}{code}" for code, values in arguments]
+    offsets, end = [], 0
+    for text in formats:
+        offsets.append(end)
+        end += -(-struct.calcsize(text) // 8) * 8
+    block = bytearray(max(end, 8))  # 8 bytes at least: `buffer_address`'s own
+    for text, (_, values), at in zip(formats, arguments, offsets):
+        struct.pack_into(text, block, at, *values)
+    base = cabi.buffer_address(block)
+    result = cabi.function(address, restype)(*[cabi.c_void_p(base + at) for at in offsets])
+    return result, [struct.unpack_from(text, block, at) for text, at in zip(formats, offsets)]
 
 
 def verify_blas(addresses: dict[str, int], int_code: str = "i") -> str | None:

@@ -544,15 +544,15 @@ def test_a_foreign_entry_is_not_decoded():
     put in place), or whose error sites do not parse, decodes to nothing: the entry is
     compiled and written again."""
     meta_key, other = "format=2;one environment", "format=2;another"
-    payload = cache.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
-                                   "runtime": [], "plans": [None], "errors": []})
+    payload = cache.marshal.dumps({"key": meta_key, "sizes": [], "sums": [], "parts": [],
+                                   "roles": [], "runtime": [], "plans": [None], "errors": []})
     blob = len(payload).to_bytes(4, "little") + payload
     assert cache.decode(blob, meta_key) is not None
     assert cache.decode(blob, other) is None
     assert cache.decode(blob[:-3], meta_key) is None
     assert cache.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
-    sites = cache.marshal.dumps({"key": meta_key, "sizes": [], "parts": [], "roles": [],
-                                 "runtime": [], "plans": [None],
+    sites = cache.marshal.dumps({"key": meta_key, "sizes": [], "sums": [], "parts": [],
+                                 "roles": [], "runtime": [], "plans": [None],
                                  "errors": [["ValueError", "m", [1, 2, 3, 4, 5]]]})
     assert cache.decode(len(sites).to_bytes(4, "little") + sites, meta_key) is None
 
@@ -587,3 +587,26 @@ def test_an_entry_the_elf_linker_refuses_links_through_llvm(monkeypatch, tmp_pat
     assert loaded(3.0) == 18.0
     spec = next(iter(loaded.signatures.values()))
     assert spec.optimized is None and type(spec.compiled.compiled).__name__ == "CompiledModule"
+
+
+def test_object_code_only_llvm_reads_is_checked_where_it_is_read(monkeypatch, tmp_path):
+    """The file's header checks an entry's metadata, which holds the image a native link
+    maps; the object code after it (read by a link through LLVM, and a runtime batch's where
+    this process links it) has checksums of its own in the metadata, checked where it is
+    read: damaged there, the entry still links natively, and never through LLVM."""
+    monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
+    assert jit(closure_reading(7.0), cache=True)(2.0) == 14.0
+    (path,) = tmp_path.glob("*.astjit")
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    native = jit(closure_reading(7.0), cache=True)
+    assert native(3.0) == 21.0
+    assert next(iter(native.signatures.values())).optimized is None  # loaded
+    monkeypatch.setattr(cache, "link_natively", lambda saved, pins: None)
+    again = jit(closure_reading(7.0), cache=True)
+    assert again(3.0) == 21.0
+    assert next(iter(again.signatures.values())).optimized is not None  # compiled
+    saved = cache.decode(key.read_file(path), cache.place(
+        closure_reading(7.0), {"cache": True}, next(iter(again.signatures))).key)
+    assert saved is not None and saved.intact()  # written again, whole

@@ -35,8 +35,13 @@ fallback, handler and general entry, the code linked without LLVM where it can b
 (`link_natively`, below) and by the engine otherwise (its imports registered by
 symbols.py), and a builtin made around it, as `build_entry` makes one.
 
-Payload: a 4-byte length, that much metadata, then the object code of each part (their
-lengths are in the metadata). The metadata is plain values (dicts, lists, strings,
+Payload: a 4-byte length, that much metadata, then the object code of each part and of
+each runtime batch (their lengths and checksums are in the metadata). The file's header
+checks the length and the metadata alone (`key.write_file`'s checked start): the image a
+native link maps is laid out in the metadata (`plans`), and a load that links natively
+never reads the object code after it, which is checked where it is read (`Saved.intact`,
+`Batch.intact`: a link by LLVM, a runtime batch this process links and may adopt). The
+metadata is plain values (dicts, lists, strings,
 numbers) in `marshal`'s format, which Python reads without importing anything (json's
 import and its regular expressions cost a cached load more than the rest of decoding;
 the Python version is in the key). No pickle: loading a cache file runs no Python code
@@ -84,7 +89,17 @@ from typing import Any
 from .. import cabi
 from ..cabi import PIN_PREFIX, EntryPins, ErrorReporter, make_builtin
 from ..errors import CompileError, Loc
-from .key import Uncacheable, digest, fingerprint, path_for, read_file, sha512, write_file
+from .key import (
+    Uncacheable,
+    checksums,
+    digest,
+    fingerprint,
+    intact,
+    path_for,
+    read_file,
+    sha512,
+    write_file,
+)
 
 
 class Place:
@@ -132,64 +147,74 @@ def write(where: Place, compiled: Any, pinned: list) -> bool:
     batches = runtime.needed(compiled.compiled.imports)
     if roles is None or batches is None:
         return False
-    return write_file(where.path, encode(where.key, where.tag, compiled, batches, roles))
+    payload, checked = encode(where.key, where.tag, compiled, batches, roles)
+    return write_file(where.path, payload, checked)
 
 
 ROLES = ("fallback", "handler", "reporter", "general")
-
-
-class Site(tuple):
-    """An error site as the handler reads it (`emitter.ErrorSite`'s fields): (exc, message,
-    loc). (Not a NamedTuple: making one costs a cached load a noticeable part of its time.)"""
-
-    __slots__ = ()
-
-    def __new__(cls, exc: str, message: str, loc: Loc | None) -> Site:
-        return tuple.__new__(cls, (exc, message, loc))
-
-    exc = property(lambda self: self[0])
-    message = property(lambda self: self[1])
-    loc = property(lambda self: self[2])
 
 
 class Batch:
     """A runtime module's object code as an entry carries it, the functions it defines and
     what it imports (runtime.py: the runtime's shared functions an entry calls)."""
 
-    __slots__ = ("imports", "names", "object", "plan")
+    __slots__ = ("imports", "names", "object", "plan", "sums")
 
-    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: bytes,
-                 plan: tuple | None) -> None:
+    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: memoryview,
+                 sums: list[int], plan: tuple | None) -> None:
         self.names = names
         self.imports = imports
-        self.object = obj
+        self.object: bytes | memoryview = obj
+        """Its object code: unchecked (a view of the entry) until `intact` makes it bytes."""
+        self.sums = sums
         self.plan = plan
         """Its object laid out by the ELF linker (`elf.plan`), or None: linked by LLVM."""
+
+    def intact(self) -> bool:
+        """Whether its object code has the checksums its entry says (then as bytes)."""
+        if type(self.object) is not bytes:
+            if not intact(self.object, self.sums):
+                return False
+            self.object = bytes(self.object)
+        return True
 
 
 class Saved:
     """A decoded entry."""
 
-    def __init__(self, meta: dict, objects: list[tuple[str, bytes]],
+    def __init__(self, meta: dict, objects: list[tuple[str, memoryview]],
                  runtime: list[Batch]) -> None:
         self.meta = meta
         self.objects = objects
-        """(pipeline, object code) of each part of the entry's module."""
+        """(pipeline, object code) of each part of the entry's module: unchecked (views of
+        the entry) until `intact` makes them bytes."""
         self.runtime = runtime
-        self.errors: list[Site] = []
-        """The error sites, made once (the dispatcher's handler and `link` share them), with
-        one `Loc` per source line: a frozen dataclass, whose fields cost a load a set each,
-        and several sites of a line (an array expression's checks) share it."""
+        self.errors: list[tuple[str, str, Loc | None]] = []
+        """The error sites (exc, message, loc), as the handler reads `emitter.ErrorSite`s:
+        made once (the dispatcher's handler and `link` share them), plain tuples (a class
+        of their own cost each load its making, and each site a call), with one `Loc` per
+        source line: a frozen dataclass, whose fields cost a load a set each, and several
+        sites of a line (an array expression's checks) share it."""
         locs: dict[tuple, Loc] = {}
         for exc, message, loc in meta["errors"]:
             if loc is not None:
                 loc = tuple(loc)  # (marshal gives a list)
                 loc = locs.get(loc) or locs.setdefault(loc, Loc(*loc))
-            self.errors.append(Site(exc, message, loc))
+            self.errors.append((exc, message, loc))
 
     @property
     def details(self) -> dict[int, str]:
         return {int(status): text for status, text in self.meta["details"].items()}
+
+    def intact(self) -> bool:
+        """Whether all of its object code has the checksums the metadata says (then as bytes):
+        what a link by LLVM reads."""
+        sums = self.meta["sums"]
+        if not all(type(obj) is bytes or intact(obj, sums[k])
+                   for k, (_, obj) in enumerate(self.objects)):
+            return False
+        self.objects = [(pipeline, bytes(obj)) for pipeline, obj in self.objects]
+        return all(batch.intact() for batch in self.runtime)
 
 
 def roles_of(pinned: list, entry_pins: Any) -> list[str] | None:
@@ -209,9 +234,10 @@ def roles_of(pinned: list, entry_pins: Any) -> list[str] | None:
 
 
 def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, bytes]],
-           roles: list[str]) -> bytes:
+           roles: list[str]) -> tuple[bytes, int]:
     """The payload of a compiled entry (`entry.CompiledEntry`) whose pins had `roles`, with
-    the runtime `batches` it calls ((names, imports, object code): runtime.needed)."""
+    the runtime `batches` it calls ((names, imports, object code): runtime.needed), and the
+    length of its start the file's header checks (the metadata)."""
     module = compiled.compiled
     address = compiled.call.__self__.method
     wrapper = next(name for name, found in module.addresses.items() if found == address)
@@ -232,11 +258,12 @@ def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, 
         "imports": list(module.imports),
         "runtime": [[list(names), list(imports)] for names, imports, _ in batches],
         "sizes": [len(blob) for blob in blobs],
+        "sums": [list(checksums(blob)) for blob in blobs],
         "plans": [_plan([obj for _, obj in module.objects]),
                   *(_plan([obj]) for _, _, obj in batches)],
     }
     text = marshal.dumps(meta)
-    return b"".join([struct.pack("<I", len(text)), text, *blobs])
+    return b"".join([struct.pack("<I", len(text)), text, *blobs]), 4 + len(text)
 
 
 def _plan(objects: list[bytes]) -> tuple | None:
@@ -257,20 +284,22 @@ def decode(payload: bytes, key: str) -> Saved | None:
     file names, or an entry that does not parse)."""
     try:
         (length,) = struct.unpack_from("<I", payload)
-        meta = marshal.loads(payload[4:4 + length])
+        view = memoryview(payload)  # slices of it copy nothing
+        meta = marshal.loads(view[4:4 + length])
         if type(meta) is not dict or meta.get("key") != key:
             return None
         blobs, offset = [], 4 + length
         for size in meta["sizes"]:
-            blobs.append(payload[offset:offset + size])
+            blobs.append(view[offset:offset + size])
             offset += size
-        parts = len(meta["parts"])
+        parts, sums = len(meta["parts"]), meta["sums"]
         if offset != len(payload) or not set(meta["roles"]) <= set(ROLES) \
-                or len(blobs) != parts + len(meta["runtime"]) \
+                or len(blobs) != parts + len(meta["runtime"]) or len(sums) != len(blobs) \
                 or len(meta["plans"]) != 1 + len(meta["runtime"]):
             return None
-        batches = [Batch(tuple(names), tuple(imports), blob, plan) for (names, imports), blob, plan
-                   in zip(meta["runtime"], blobs[parts:], meta["plans"][1:])]
+        batches = [Batch(tuple(names), tuple(imports), blob, blob_sums, plan)
+                   for (names, imports), blob, blob_sums, plan
+                   in zip(meta["runtime"], blobs[parts:], sums[parts:], meta["plans"][1:])]
         return Saved(meta, list(zip(meta["parts"], blobs[:parts])), batches)
     except (ValueError, KeyError, TypeError, EOFError, struct.error):
         return None
@@ -305,7 +334,8 @@ def _link_by_llvm(saved: Saved, pins: dict[str, Any]) -> Any | None:
     from .symbols import provide
 
     meta = saved.meta
-    if not runtime.link(saved.runtime, provide) or not provide(meta["imports"]):
+    if not saved.intact() or not runtime.link(saved.runtime, provide) \
+            or not provide(meta["imports"]):
         return None
     objects.bind(pins)
     image = ObjectImage(tuple(saved.objects), tuple(meta["names"]), tuple(meta["imports"]))
@@ -322,7 +352,7 @@ class LoadedEntry:
 
     trees = None
 
-    def __init__(self, call: Any, errors: list[Site], compiled: Any,
+    def __init__(self, call: Any, errors: list[tuple], compiled: Any,
                  error_details: dict[int, str], general: bool) -> None:
         self.call = call
         self.errors = errors
@@ -407,6 +437,8 @@ def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
         return
     if batch.plan is None:
         raise cabi.Unsupported("a runtime batch the ELF linker refused where it was written")
+    if not batch.intact():  # its object code becomes the runtime's (`adopt`)
+        raise cabi.Unsupported("a runtime batch whose object code is damaged")
     image = cabi.load_image(batch.plan, resolve)
     addresses = {name: image.symbols.get(name) for name in batch.names}
     if not all(addresses.values()):

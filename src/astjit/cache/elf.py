@@ -110,8 +110,7 @@ def plan(objects: Sequence[bytes]) -> tuple:
     cached entry is linked without parsing its objects again (a third of a link's
     instructions, in Python). `code` is the image's start (its code sections placed),
     `data` its bytes from `data_start` to the GOT; `symbols` the offset of each global
-    symbol; `relocations` (type, offset, target, addend, weak) with the target an offset
-    in the image or an external symbol's name."""
+    symbol; `relocations` as `grouped` sorts them."""
     try:
         return _plan(objects)
     except (ValueError, IndexError, KeyError, struct.error) as exc:  # a malformed object
@@ -153,7 +152,30 @@ def _plan(objects: Sequence[bytes]) -> tuple:
     relocations = [relocation for obj in parsed
                    for relocation in _relocations(obj, symbols, got_start)]
     return (total, data_start, stub_start, got_start, bytes(content[:stub_start]),
-            bytes(content[data_start:]), symbols, relocations)
+            bytes(content[data_start:]), symbols, grouped(relocations))
+
+
+def grouped(relocations: list[tuple]) -> tuple[list[int], list, list[tuple]]:
+    """`relocations` (type, offset, target, addend, weak), the target an offset in the image
+    or an external symbol's name, as `cabi.load_image` applies them: the R_X86_64_64 ones
+    within the image as one flat list of (offset, target + addend) pairs, those of external
+    symbols as one flat list of (name, weak, offset, addend) quadruples (each name one
+    string, which `marshal` then writes once), the others as they are. Nearly all of the
+    large code model's relocations are R_X86_64_64, which a load applies in loops of their
+    own: one loop over all of them, testing each one's type, was most of a link's work."""
+    inside: list[int] = []
+    outside: list = []
+    others = []
+    names: dict[str, str] = {}
+    for relocation in relocations:
+        kind, at, target, addend, weak = relocation
+        if kind != R_64:
+            others.append(relocation)
+        elif type(target) is int:
+            inside += (at, target + addend)
+        else:
+            outside += (names.setdefault(target, target), weak, at, addend)
+    return inside, outside, others
 
 
 def _parse(data: bytes) -> _Object:

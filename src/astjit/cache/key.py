@@ -61,11 +61,17 @@ projects: keys name the function's module and file, so entries of different prog
 never meet). One file per entry, `<module>.<qualname>-<hash of the key>.astjit`:
 
     b"ASTJITC\\n"  format (4 bytes, little-endian)  length of the payload (8 bytes)
-    CRC-32 and Adler-32 of the payload (4 bytes each)  payload
+    length of its checked start (8 bytes)  CRC-32 and Adler-32 of that start (4 bytes each)
+    payload
 
-`read_file` returns the payload only when every part checks: a file of another format,
-a truncated one, or one with a flipped bit anywhere is ignored, as if absent (and the
-entry is compiled and written again). The checksums are for damage, not tampering (the
+`read_file` returns the payload only when its length and its checked start check: a file
+of another format, a truncated one, or one with a flipped bit in that start is ignored,
+as if absent (and the entry is compiled and written again). The start is the whole
+payload unless the writer says otherwise: a cache entry's is what every load reads (its
+metadata and the image a load maps); the rest, object code only a link by LLVM or a
+later compile reads, carries checksums of its own in that start, checked where it is
+read (`intact`), so that a load does not checksum bytes it never uses. The checksums are
+for damage, not tampering (the
 folder holds machine code: it is trusted as the user's own files are): CRC-32 finds
 every change within 32 consecutive bits (a flipped bit, a changed byte), the length a
 truncation, and other damage passes CRC-32 and Adler-32 both only by a chance of the
@@ -257,7 +263,7 @@ def source_lines(code: types.CodeType) -> list[str]:
 
 # ---- the environment ----------------------------------------------------------------------
 
-FORMAT = 5
+FORMAT = 6
 """The version of the entries' layout (the files below, cache/__init__.py): part of every key."""
 
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
@@ -443,7 +449,7 @@ def _first_processor() -> str:
 # warm load imports costs it about as much as reading and checking its entry.
 
 MAGIC = b"ASTJITC\n"
-HEADER = struct.Struct("<8sIQII")
+HEADER = struct.Struct("<8sIQQII")
 
 
 def directory() -> Path:
@@ -464,24 +470,35 @@ def path_for(label: str, key: str) -> Path:
 
 def read_file(path: Path) -> bytes | None:
     """The payload of the entry at `path`, or None: absent, unreadable, of another format,
-    truncated or corrupt."""
+    truncated, or corrupt in its checked start."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb", buffering=0) as file:  # the header apart: no copy of the rest
+            header, payload = file.read(HEADER.size), file.readall()
     except OSError:
         return None
-    if len(data) < HEADER.size:
+    if len(header) < HEADER.size:
         return None
-    magic, version, length, crc, adler = HEADER.unpack_from(data)
-    payload = data[HEADER.size:]
-    if magic != MAGIC or version != FORMAT or length != len(payload) \
-            or zlib.crc32(payload) != crc or zlib.adler32(payload) != adler:
+    magic, version, length, checked, crc, adler = HEADER.unpack(header)
+    if magic != MAGIC or version != FORMAT or length != len(payload) or checked > length:
         return None
-    return payload
+    return payload if intact(memoryview(payload)[:checked], (crc, adler)) else None
 
 
-def write_file(path: Path, payload: bytes) -> bool:
-    """Write the entry atomically (see the module's docstring); whether it was written."""
-    header = HEADER.pack(MAGIC, FORMAT, len(payload), zlib.crc32(payload), zlib.adler32(payload))
+def checksums(data: bytes | memoryview) -> tuple[int, int]:
+    """CRC-32 and Adler-32 of `data` (see the module's docstring)."""
+    return zlib.crc32(data), zlib.adler32(data)
+
+
+def intact(data: bytes | memoryview, sums: tuple[int, int] | list[int]) -> bool:
+    """Whether `data` has the `checksums` `sums`."""
+    return zlib.crc32(data) == sums[0] and zlib.adler32(data) == sums[1]
+
+
+def write_file(path: Path, payload: bytes, checked: int | None = None) -> bool:
+    """Write the entry atomically, the header's checksums over its first `checked` bytes
+    (all of it by default) (see the module's docstring); whether it was written."""
+    checked = len(payload) if checked is None else checked
+    header = HEADER.pack(MAGIC, FORMAT, len(payload), checked, *checksums(payload[:checked]))
     import tempfile  # a writer's only (a loading process never imports it)
 
     try:
