@@ -26,25 +26,29 @@ def loop_nest(em: FunctionEmitter, dims: list[ir.Value], body, label: str = "loo
         return
     count_up(em.builder, ir.Constant(I64_T, 0), dims[0],
              lambda i: loop_nest(em, dims[1:], body, label, (*indices, i)),
-             tuple(f"{label}.{name}" for name in ("head", "body", "done")))
+             tuple(f"{label}.{name}" for name in ("head", "body", "done")),
+             rows=bool(indices))
 
 
 def count_up(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body,
-             names=("loop", "body", "done"), flags=("nsw",)) -> None:
+             names=("loop", "body", "done"), flags=("nsw",), rows: bool = False) -> None:
     """for i in range(start, stop): body(i), emitted at `b` (left in the exit block); the
     blocks are named `names` (head, body, exit), the increment carries `flags`.
 
-    An innermost loop calling vector math (`loop_metadata.innermost_with_vector_math`)
+    With `rows` (the loop runs once per row of a nest: `loop_nest` inside an outer loop),
+    an innermost loop calling vector math (`loop_metadata.innermost_with_vector_math`)
     becomes two, `body` emitted again for the second: the iterations up to the last
     multiple of `TAIL`, which LLVM vectorizes as any loop (its scalar remainder never runs),
     then the rest, fewer than `TAIL`, as masked vector steps (`fold_tail`). Finished by a
     scalar loop, each of those iterations was a libm call costing nearly as much as a
     vector call, and the short rows of a batch of small examples (a (1000, 3, 4) array
     summed over its last two axes: rows of 12) were mostly such a remainder. One loop of
-    masked steps throughout ran long loops slower (docs/measurements.md).
+    masked steps throughout ran long loops slower (docs/measurements.md). A loop run once
+    per call (a nest of one axis, a chunk of a parallel one) keeps its scalar remainder, a
+    few elements of the whole: the second loop would only add to what LLVM compiles.
     """
     entry, test, latch = _loop(b, start, stop, body, names, flags)
-    split = loop_metadata.innermost_with_vector_math(latch)
+    split = rows and loop_metadata.innermost_with_vector_math(latch)
     loop_metadata.no_runtime_unroll(latch)
     if not split:
         return

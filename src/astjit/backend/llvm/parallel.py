@@ -89,7 +89,8 @@ def _split(em: FunctionEmitter, dims: list[ir.Value], body, label: str, work: ir
                            lambda i: nests.loop_nest(em, dims[1:], body, label, (i,)), names)
             return
         start, stop = _elements(b, start, stop, n, grain)
-        nests.count_up(b, start, stop, lambda i: body([_i64(0)] * (len(dims) - 1) + [i]), names)
+        nests.count_up(b, start, stop, lambda i: body([_i64(0)] * (len(dims) - 1) + [i]), names,
+                       rows=len(dims) > 1)  # as the serial nest's innermost loop is
     run_chunks(em, units, split, chunk)
 
 

@@ -284,7 +284,7 @@ def _reduce_in_chunks(em: FunctionEmitter, kind: str, element: ScalarType, dims:
             if last:
                 zeros = [_i64(0)] * (len(dims) - 1)
                 nests.count_up(em.builder, start, stop, lambda i: acc.take(at([*zeros, i])),
-                               names)
+                               names, rows=bool(zeros))  # as the serial nest's last loop is
             else:
                 nests.count_up(em.builder, start, stop, lambda i: nests.loop_nest(
                     em, dims[1:], lambda full: acc.take(at(full)), "reduce", (i,)), names)
