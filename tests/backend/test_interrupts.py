@@ -68,6 +68,17 @@ CHILD = textwrap.dedent("""
             s += x * i
         return s
 
+    @jit
+    def fib(n):  # recursion: each call of it in `calling` stays a call
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    @jit
+    def calling(n):  # the loop's counter does not see the calls' work
+        s = 0
+        for i in range(n):
+            s += fib(22)
+        return s
+
     def busy(stop):  # Python holding the GIL whenever it can
         while not stop.is_set():
             pass
@@ -87,6 +98,8 @@ CHILD = textwrap.dedent("""
     print(interrupted(lambda: making_arrays(np.zeros(4), 10**15)), flush=True)
     assert logistic(0.3, 100) == logistic.py_func(0.3, 100) and flat(0.5, 999) == flat.py_func(0.5, 999)
     print(interrupted(lambda: flat(0.5, 10**15)), flush=True)
+    assert calling(2) == 2 * fib.py_func(22)
+    print(interrupted(lambda: calling(10**12)), flush=True)
     stop = threading.Event()
     threading.Thread(target=busy, args=(stop,)).start()
     print(interrupted(lambda: logistic(0.3, 10**13)), flush=True)
@@ -102,11 +115,11 @@ def test_sigint_interrupts_compiled_loops(tmp_path):
     child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
-        lines = [child.stdout.readline() for _ in range(5)]
-        if lines[4] != "ready\n":  # the child ended early: wait for its exit status and stderr
+        lines = [child.stdout.readline() for _ in range(6)]
+        if lines[5] != "ready\n":  # the child ended early: wait for its exit status and stderr
             child.wait(timeout=30)
             raise AssertionError((lines, child.returncode, child.stderr.read()))
-        for line in lines[:4]:
+        for line in lines[:5]:
             assert 0.25 < float(line) < 30.0, lines  # uninterrupted, each loop runs for days
         time.sleep(0.3)
         child.send_signal(signal.SIGINT)
@@ -116,6 +129,31 @@ def test_sigint_interrupts_compiled_loops(tmp_path):
     assert child.returncode != 0
     assert stderr.rstrip().endswith("KeyboardInterrupt"), stderr
     assert "nested(10**12)" in stderr
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def calling(n):
+    s = 0
+    for i in range(n):
+        s += fib(22)
+    return s
+
+
+def test_a_loop_weighs_the_calls_it_makes():
+    """A call's work is not counted by the loop's counter: each weighs `CALL_WORK` units, so
+    the loop checks every thousand or so calls, not every 2^20 (the child above interrupts
+    `calling` within a second; at one unit a call, after tens of seconds)."""
+    from astjit.backend.llvm import interrupts
+
+    f = jit(calling)
+    assert f(2) == 2 * fib(22)
+    (spec,) = f.dispatcher.specializations.values()
+    (loop,) = [n for g in spec.optimized.graphs.values() for n in g.walk() if n.op == "while"]
+    assert any(n.op == "call" for region in loop.regions for n in region.walk())
+    assert interrupts.weight(loop) >= interrupts.CALL_WORK
 
 
 @jit

@@ -23,7 +23,7 @@ the GIL there, as soon as it did with checks every `FIRST_CHECK` units), counted
 per-invocation counter (a stack slot LLVM keeps in a register): every loop's back-edge
 adds its iteration's weight, 1 plus one per `NODES_PER_UNIT` nodes of its body (so that
 a long body checks as often in time as a short one) plus `ARRAY_WORK` per node of it
-making an array; a function's outermost loops check the counter at
+making an array and `CALL_WORK` per call it makes; a function's outermost loops check the counter at
 theirs, from which a check due leaves the loop for a block that runs the handlers and
 re-enters it (codegen.emit_loop: LLVM unrolls no loop that holds a call). A loop nested
 in another is not checked (its outer loop checks between its runs), nor are a callee's
@@ -82,6 +82,11 @@ body of many nodes, or of a few math calls of tens of nanoseconds, checks more o
 ARRAY_WORK = 1 << 16
 """The weight of a node making an array: a loop making one checks every 16 iterations."""
 
+CALL_WORK = 1 << 10
+"""The weight of a call the inliner left (recursion, a large function), whose work the
+loop's counter does not see: a loop calling one checks every 1024 calls, not every 2^20
+(`for i in range(n): s += fib(22)` would run for a minute between checks)."""
+
 LONG_TRIP = 1 << 20
 """The most iterations a flat counted loop runs unchecked: about 0.1 s at 100 ns each."""
 
@@ -102,8 +107,9 @@ CHECK_SIGNATURE = ir.FunctionType(I32_T, [])
 
 def weight(node: Node) -> int:
     """The work of one iteration of loop `node`, but for its inner loops' own."""
-    own = sum(1 for region in node.regions for _ in _own_nodes(region))
-    return 1 + own // NODES_PER_UNIT + ARRAY_WORK * makes_arrays(node)
+    own = [n.op for region in node.regions for n in _own_nodes(region)]
+    return 1 + len(own) // NODES_PER_UNIT + ARRAY_WORK * makes_arrays(node) \
+        + CALL_WORK * own.count("call")
 
 
 def makes_arrays(node: Node) -> int:
