@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 VECTOR_BYTES = 64
 """One AVX-512 register (LLVM uses them for explicit 512-bit vectors; without AVX-512 one
 is two AVX2 registers). 32 bytes ran slower (docs/measurements.md)."""
-STEP_VECTORS = 8
+STEP_VECTORS = 4
 """Vectors per step: a step's compare and select wait on the tree of its vectors, whose
-length hides their latency."""
+length hides their latency. 8 ran as fast, and a compile of argmax along rows ran 1.6x
+the instructions (docs/measurements.md)."""
 BLOCK_BYTES = 16384
 """A block (2048 float64s): a lane's step number is an integer of its element's width,
 which counts the steps of a block in an int8 too."""
