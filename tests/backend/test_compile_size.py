@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 from mlp_case import mlp_arrays, mlp_step, mlp_step_by_hand
+from scalar_functions import is_even
 
 from astjit import jit
 from astjit.backend.llvm.runtime import blas
@@ -107,18 +108,6 @@ def triangles(n):
     return s + triangles(n - 1)
 
 
-def even(n):
-    if n == 0:
-        return True
-    return odd(n - 1)
-
-
-def odd(n):
-    if n == 0:
-        return False
-    return even(n - 1)
-
-
 def test_recursion_without_loops_compiles_by_a_short_pipeline():
     """O3 spent most of fib's compile on passes with nothing to do there (jit/engine.py
     `RECURSIVE_PASSES`); recursion that loops keeps O3, and so does mutual recursion, whose
@@ -132,7 +121,7 @@ def test_recursion_without_loops_compiles_by_a_short_pipeline():
     assert g(30) == triangles(30)
     (spec,) = g.dispatcher.specializations.values()
     assert spec.compiled.compiled.pipelines == ("scalar",)
-    h = jit(even)
+    h = jit(is_even)
     assert (h(7), h(10)) == (False, True)
     (spec,) = h.dispatcher.specializations.values()
     assert spec.compiled.compiled.pipelines == ("scalar",)
