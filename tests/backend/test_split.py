@@ -137,6 +137,20 @@ def test_a_loop_the_extractor_leaves_in_place_compiles_whole():
     assert count(10) == 45
 
 
+def test_a_function_that_is_one_loop_nest_is_cut():
+    """The emitter's entry block holds the stack slots alone and branches on: a graph with
+    one nest and no choice before it (np.trace's sum of its strided diagonal) is not
+    nothing but its loop to the extractor, and compiles in two parts."""
+    def trace(a):
+        return np.trace(a)
+
+    f = jit(trace)
+    a = np.arange(12.0).reshape(3, 4)
+    assert f(a) == np.trace(a)
+    (spec,) = f.dispatcher.specializations.values()
+    assert spec.compiled.compiled.pipelines == ("loops", "glue")
+
+
 def test_loops_with_error_exits_and_results_cross_the_cut():
     """An explicit loop's bounds check leaves it for the glue's error path, and a value
     it computes is used after it."""

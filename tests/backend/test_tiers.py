@@ -99,6 +99,33 @@ def test_a_median_runs_on_the_first_tier():
         assert f(x) == np.median(x)
     assert not compiled_of(f, x).general
 
+
+def trace(a):
+    return np.trace(a)
+
+
+def diagonal_terms(a, v):
+    return np.diag(a) * 2.0 + v
+
+
+@pytest.mark.parametrize("fn", [trace, diagonal_terms])
+def test_a_diagonal_is_read_at_its_stride_in_the_first_compile(fn):
+    """np.diag of a matrix steps by a row and a column, so its nests read it at that
+    stride in the first tier too (`FunctionEmitter.strided`): no call leaves for the
+    general tier, not even one whose diagonal happens to be unit-stride (a broadcast
+    row's). np.trace then has no fast version to leave out: one compile, no way out."""
+    rng = np.random.default_rng(3)
+    f = jit(fn)
+    first = None
+    for a in (rng.standard_normal((5, 4)), rng.standard_normal((4, 5))[:, ::-1],
+              np.broadcast_to(rng.standard_normal(4), (4, 4)), rng.standard_normal((1, 1))):
+        args = (a, rng.standard_normal(min(a.shape)))[:fn.__code__.co_argcount]
+        np.testing.assert_allclose(f(*args), fn(*args), rtol=1e-14)
+        first = first or compiled_of(f, *args)
+        assert compiled_of(f, *args) is first
+    assert (fn is trace) == ("Deoptimize" not in {site.exc for site in first.errors})
+
+
 def inverse_squares(a, b):
     s = 0.0
     for k in range(a, b):

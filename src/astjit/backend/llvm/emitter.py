@@ -155,6 +155,11 @@ class FunctionEmitter:
         """(array, axis, index) LLVM values -> the index within the axis, and whether it was
         checked, for the element accesses emitted so far in the current region and those
         enclosing it (`array_layout.element_pointer`): `a[k] += 1` checks `k` once."""
+        self.strided: set[Value] = set()
+        """The array values lowered here as views whose last axis is seldom unit-stride
+        (np.diag of a matrix steps by a row and a column): a `fused` nest reads them at
+        their run-time stride in its unit-stride version, rather than its first tier
+        leaving for the general one on nearly every call (fused.py)."""
         self.deferred: tuple[Value, ir.Value, Callable[[bool], None]] | None = None
         """A conversion's check not emitted yet (`defer_check`): its output, that output's
         LLVM value, and what emits the check."""
@@ -167,7 +172,15 @@ class FunctionEmitter:
 
     def emit_body(self, graph: Graph) -> None:
         """The whole function: open the resources, the graph, then store its result and
-        return OK."""
+        return OK.
+
+        The entry block holds the stack slots (`alloca`) alone and branches to the rest:
+        LLVM's loop extractor leaves in place the loop of a function whose entry block
+        branches straight to it (a reduction with no version to choose, np.trace's),
+        and a module keeping a loop compiles whole at O3 (jit/split.py)."""
+        body = self.function.append_basic_block("body")
+        self.builder.branch(body)
+        self.builder.position_at_end(body)
         for resource in self.resources:
             self.held[resource.name] = resource.open(self, graph)
         (result,) = self.emit_graph(graph, list(self.function.args[:-1]))

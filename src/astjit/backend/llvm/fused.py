@@ -18,7 +18,11 @@ constant unit strides, which the loop vectorizer takes as they are), and the
 general strided one (broadcast axes, views). An input the `ones` hint says has
 length 1 along an axis is read there with the constant stride 0, so a
 `keepdims` reduction's result broadcast along the last axis keeps the unit
-version. Only the unit version is vectorized: the general one's loops carry
+version. An input lowered as a view whose last axis is seldom unit-stride
+(`FunctionEmitter.strided`: np.diag of a matrix) is read at its run-time stride in
+the unit version too, and takes no part in the choice: np.trace compiles one nest,
+not a first tier that nearly every call would leave for the general one. Only the
+unit version is vectorized: the general one's loops carry
 metadata that keeps LLVM from vectorizing or unrolling them (`loop_metadata.scalar_loops`),
 which would about double the code LLVM compiles per nest for the rare strided case.
 
@@ -105,6 +109,9 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     strides = [None if k is None else space_strides(b, value, k, known, ndim)
                for value, k, known in zip(args, plan, ones)]
     in_types = [v.type for v in node.inputs]
+    # Inputs read at their own stride in the unit version too (`FunctionEmitter.strided`);
+    # never the input an output is written into (its reads are its writes' addresses).
+    strided = [v in em.strided and j != spec.into for j, v in enumerate(node.inputs)]
 
     def point(unit: bool, same: dict | None = None, scope: AliasScope | None = None):
         """The kernel's results at a point of the space (unit: last-axis strides of 1;
@@ -120,7 +127,7 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
                 if st is None:
                     elements.append(value)
                     continue
-                if unit and not _is_zero(st[-1]):
+                if unit and not _is_zero(st[-1]) and not (strided[j] and not donor):
                     st = st[:-1] + [_i64(1)]
                 elements.append(load_element(em, value, t.dtype, st, indices,
                                              None if donor else scope))
@@ -128,8 +135,8 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         return at
 
     unit_conds = [b.icmp_signed("==", st[-1], _i64(1))
-                  for st, k in zip(strides, plan) if st is not None and k >= 1
-                  and not _is_zero(st[-1])]
+                  for st, k, apart in zip(strides, plan, strided) if st is not None and k >= 1
+                  and not _is_zero(st[-1]) and not apart]
     loops = _merged(em, node, dims, strides)
     fast = None
     if ndim == 0:

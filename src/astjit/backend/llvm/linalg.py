@@ -30,7 +30,8 @@ dimension past 2**31 - 1 is a ValueError.
 
 `diag` of a vector allocates a zeroed square matrix and stores the vector on
 diagonal k; of a matrix it is a view (copies.py's `build`: a new reference to
-the owner, data at the diagonal's first element, stride s0 + s1). `eye`
+the owner, data at the diagonal's first element, stride s0 + s1), which `fused` nests
+read at that stride in their fast version too (`FunctionEmitter.strided`). `eye`
 allocates zeros (calloc) and stores ones on diagonal k.
 """
 from __future__ import annotations
@@ -210,6 +211,7 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
         start = b.select(b.icmp_signed(">", length, i64_constant(0)), diagonal_start(b, k, s0, s1),
                          i64_constant(0))
         data = b.gep(b.extract_value(x, ARRAY_DATA), [start])
+        em.strided.add(node.outputs[0])
         return copies.build(b, out_t, data, owned.new_reference(em, x), [length],
                            [b.add(s0, s1)])
     n = array_layout.dim(b, x, 0)
