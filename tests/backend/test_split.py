@@ -151,6 +151,28 @@ def test_a_function_that_is_one_loop_nest_is_cut():
     assert spec.compiled.compiled.pipelines == ("loops", "glue")
 
 
+def stacked_product(a, b):
+    return a @ b, b.swapaxes(1, 2) @ a.swapaxes(1, 2)
+
+
+def sorted_columns(x):
+    return np.sort(x, axis=0), np.argsort(x, axis=0)
+
+
+@pytest.mark.parametrize("fn, shapes", [(stacked_product, [(3, 4, 5), (3, 5, 2)]),
+                                        (sorted_columns, [(6, 4)])])
+def test_loops_around_runtime_calls_live_in_the_runtime(fn, shapes):
+    """A stack of products and the lanes of a sort loop in runtime functions (shared.py)
+    calling BLAS or NumPy's sort per item: the kernel's module has no loop to compile."""
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(shape) for shape in shapes]
+    f = jit(fn)
+    for got, expected in zip(f(*args), fn(*args)):
+        np.testing.assert_allclose(got, expected, rtol=1e-13)
+    (spec,) = f.dispatcher.specializations.values()
+    assert spec.compiled.compiled.pipelines == ("glue",)
+
+
 def test_loops_with_error_exits_and_results_cross_the_cut():
     """An explicit loop's bounds check leaves it for the glue's error path, and a value
     it computes is used after it."""

@@ -7,6 +7,12 @@
 - `argsort`: each lane's values (the input's own memory where its stride is 1, else a
   gathered copy) and its indices 0 .. n-1 go to NumPy's argsort kernel, which permutes
   the indices (in the result where the axis is the last, else in a buffer scattered back).
+
+  Both loop over the lanes in a runtime function (shared.py), one per dtype, kind, rank
+  and axis, which the kernel's module calls once: those loops (a kernel call per lane,
+  strided gathers) are compiled once per process or read from the runtime cache, not
+  by the loops pipeline (jit/split.py) at every first call (sort_rows' first call,
+  docs/benchmarks.md).
 - `take_along`: one walk of the indices in C order, gathering (or scatter-adding into
   zeros) along the axis. Only derivative code makes it: the indices are a permutation.
 - `searchsorted`: NumPy's binary search (npysort/binsearch.cpp), keys in C order, the
@@ -29,6 +35,7 @@ from . import array_layout, copies, nests, new_arrays, owned
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I1, I64_T, element_type
 from .runtime import npysort
 from .scans import _c_strides, _convert, _load, _pointer
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -57,12 +64,6 @@ def _move(b: ir.IRBuilder, source: ir.Value, source_stride: ir.Value, dest: ir.V
     nests.count_up(b, _i64(0), n, body, ("lane.copy.head", "lane.copy.body", "lane.copy.done"))
 
 
-def _lanes(em: FunctionEmitter, dims: list[ir.Value], k: int, body) -> None:
-    """body(indices) for each lane along axis k: `indices` has 0 at position k."""
-    kept = [d for a, d in enumerate(dims) if a != k]
-    nests.loop_nest(em, kept, lambda ix: body([*ix[:k], _i64(0), *ix[k:]]), "lanes")
-
-
 def _buffer(em: FunctionEmitter, node: Node, dtype: ScalarType, n: ir.Value) -> ir.Value:
     return new_arrays.allocate(em, node, ArrayType(dtype, 1), [n], zeroed=False)
 
@@ -84,24 +85,53 @@ def sort(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     dims = [array_layout.dim(b, x, a) for a in range(t.ndim)]
     out = new_arrays.allocate(em, node, t, dims, zeroed=False)
     copies.copy(em, x, t, out, t)
-    kernel = npysort.declare(em.module, "sort", t.dtype, node.attrs["kind"])
-    data, strides, n = b.extract_value(out, ARRAY_DATA), _c_strides(b, dims), dims[k]
-    buffer = None if last else _buffer(em, node, t.dtype, n)
-    null = ir.Constant(npysort.VOID_P, None)
-
-    def lane(indices):
-        start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
-        if last:
-            _check(em, node, b.call(kernel, [_void(b, start), n, null]))
-            return
-        space = b.extract_value(buffer, ARRAY_DATA)
-        _move(b, start, strides[k], space, _i64(1), n)
-        _check(em, node, b.call(kernel, [_void(b, space), n, null]))
-        _move(b, space, _i64(1), start, strides[k], n)
-    _lanes(em, dims, k, lane)
+    buffer = None if last else _buffer(em, node, t.dtype, dims[k])
+    space = ir.Constant(element_type(t.dtype).as_pointer(), None) if buffer is None \
+        else b.extract_value(buffer, ARRAY_DATA)
+    kind = node.attrs["kind"]
+    lanes = shared_function(em.module, f"astjit.sort.lanes.{t.dtype}.{kind}.{t.ndim}.{k}",
+                            *_sorted_lanes(t.dtype, kind, t.ndim, k))
+    _check(em, node, b.call(lanes, [b.extract_value(out, ARRAY_DATA), space, *dims]))
     if buffer is not None:
         owned.release_now(em, buffer)
     return out
+
+
+def _sorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
+    """The runtime's `astjit.sort.lanes.<dtype>.<kind>.<ndim>.<axis>`: (data, buffer, *dims) sorts
+    each lane of a C-contiguous array along axis k by NumPy's kernel, in place where k is
+    the last axis, else through `buffer` (room for one lane); the first negative status of
+    the kernel (its work memory), else 0. One function per kind of sort in the process: a
+    kernel's module holds only its call, and its loops module none of the lanes' loops."""
+    last = k == ndim - 1
+    pointer = element_type(dtype).as_pointer()
+
+    def emit(fn, b, data, buffer, *dims):
+        kernel = npysort.declare(fn.module, "sort", dtype, kind)
+        strides, n = _c_strides(b, list(dims)), dims[k]
+        null = ir.Constant(npysort.VOID_P, None)
+        kept = [d for a, d in enumerate(dims) if a != k]
+
+        def lane(indices):
+            start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
+            if not last:
+                _move(b, start, strides[k], buffer, _i64(1), n)
+            status = b.call(kernel, [_void(b, buffer if not last else start), n, null])
+            with b.if_then(b.icmp_signed("<", status, ir.Constant(status.type, 0)), likely=False):
+                b.ret(status)
+            if not last:
+                _move(b, buffer, _i64(1), start, strides[k], n)
+
+        def nest(indices):
+            if len(indices) == len(kept):
+                lane([*indices[:k], _i64(0), *indices[k:]])
+                return
+            nests.count_up(b, _i64(0), kept[len(indices)], lambda i: nest([*indices, i]),
+                           ("lanes.head", "lanes.body", "lanes.done"))
+        nest([])
+        b.ret(ir.Constant(npysort.SORT_TYPE.return_type, 0))
+    fnty = ir.FunctionType(npysort.SORT_TYPE.return_type, [pointer, pointer] + [I64_T] * ndim)
+    return fnty, emit
 
 
 def argsort(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -111,33 +141,67 @@ def argsort(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     k, last = node.attrs["axis"], node.attrs["axis"] == t.ndim - 1
     dims = [array_layout.dim(b, x, a) for a in range(t.ndim)]
     out = new_arrays.allocate(em, node, ArrayType(I64, t.ndim), dims, zeroed=False)
-    kernel = npysort.declare(em.module, "argsort", t.dtype, node.attrs["kind"])
-    data, strides, n = b.extract_value(out, ARRAY_DATA), _c_strides(b, dims), dims[k]
-    values = _buffer(em, node, t.dtype, n)
-    order = None if last else _buffer(em, node, I64, n)
-    stride = b.extract_value(x, [ARRAY_STRIDES, k])
-    null = ir.Constant(npysort.VOID_P, None)
-
-    def lane(indices):
-        source = _pointer(b, x, indices)
-        space = b.extract_value(values, ARRAY_DATA)
-        unit = b.icmp_signed("==", stride, _i64(1))
-        with b.if_then(b.not_(unit)):
-            _move(b, source, stride, space, _i64(1), n)
-        lane_values = b.select(unit, source, space)
-        target = b.gep(data, [_offset(b, indices, strides)], inbounds=True) if last \
-            else b.extract_value(order, ARRAY_DATA)
-        nests.count_up(b, _i64(0), n, lambda j: b.store(j, b.gep(target, [j])),
-                       ("argsort.iota.head", "argsort.iota.body", "argsort.iota.done"))
-        _check(em, node, b.call(kernel, [_void(b, lane_values), target, n, null]))
-        if not last:
-            start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
-            _move(b, target, _i64(1), start, strides[k], n)
-    _lanes(em, dims, k, lane)
+    values = _buffer(em, node, t.dtype, dims[k])
+    order = None if last else _buffer(em, node, I64, dims[k])
+    kind = node.attrs["kind"]
+    lanes = shared_function(em.module, f"astjit.argsort.lanes.{t.dtype}.{kind}.{t.ndim}.{k}",
+                            *_argsorted_lanes(t.dtype, kind, t.ndim, k))
+    strides = [b.extract_value(x, [ARRAY_STRIDES, a]) for a in range(t.ndim)]
+    space = ir.Constant(I64_T.as_pointer(), None) if order is None \
+        else b.extract_value(order, ARRAY_DATA)
+    _check(em, node, b.call(lanes, [b.extract_value(x, ARRAY_DATA), b.extract_value(out, ARRAY_DATA),
+                                    b.extract_value(values, ARRAY_DATA), space, *dims, *strides]))
     for buffer in (values, order):
         if buffer is not None:
             owned.release_now(em, buffer)
     return out
+
+
+def _argsorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
+    """The runtime's `astjit.argsort.lanes.<dtype>.<kind>.<ndim>.<axis>`: (x's data, the
+    result's data, `values`, `order`, *x's dims, *x's strides) gives each lane along axis
+    k of the C-contiguous result the order NumPy's kernel sorts x's lane in: the lane's
+    values (x's own memory where its stride is 1, else gathered into `values`) and its
+    indices 0 .. n-1 (in the result where k is the last axis, else in `order`, scattered
+    back); the kernel's first negative status, else 0."""
+    last = k == ndim - 1
+    element = element_type(dtype).as_pointer()
+
+    def emit(fn, b, x, data, values, order, *fields):
+        kernel = npysort.declare(fn.module, "argsort", dtype, kind)
+        dims, x_strides = list(fields[:ndim]), list(fields[ndim:])
+        strides, n, stride = _c_strides(b, dims), dims[k], x_strides[k]
+        null = ir.Constant(npysort.VOID_P, None)
+        kept = [d for a, d in enumerate(dims) if a != k]
+
+        def lane(indices):
+            source = b.gep(x, [_offset(b, indices, x_strides)])
+            unit = b.icmp_signed("==", stride, _i64(1))
+            with b.if_then(b.not_(unit)):
+                _move(b, source, stride, values, _i64(1), n)
+            lane_values = b.select(unit, source, values)
+            start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
+            target = start if last else order
+            nests.count_up(b, _i64(0), n, lambda j: b.store(j, b.gep(target, [j])),
+                           ("argsort.iota.head", "argsort.iota.body", "argsort.iota.done"))
+            status = b.call(kernel, [_void(b, lane_values), target, n, null])
+            with b.if_then(b.icmp_signed("<", status, ir.Constant(status.type, 0)), likely=False):
+                b.ret(status)
+            if not last:
+                _move(b, target, _i64(1), start, strides[k], n)
+
+        def nest(indices):
+            if len(indices) == len(kept):
+                lane([*indices[:k], _i64(0), *indices[k:]])
+                return
+            nests.count_up(b, _i64(0), kept[len(indices)], lambda i: nest([*indices, i]),
+                           ("lanes.head", "lanes.body", "lanes.done"))
+        nest([])
+        b.ret(ir.Constant(npysort.ARGSORT_TYPE.return_type, 0))
+    fnty = ir.FunctionType(npysort.ARGSORT_TYPE.return_type,
+                           [element, I64_T.as_pointer(), element, I64_T.as_pointer()]
+                           + [I64_T] * (2 * ndim))
+    return fnty, emit
 
 
 def take_along(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

@@ -8,10 +8,14 @@ checks (the inner dimensions first, then the batch axes: ValueError), the result
 allocated once, C-contiguous, and a loop nest over the batch axes multiplies one pair of
 matrices (or matrix and vector) per step, in place in the result:
 
-- floats: the module's shared `astjit.matmul.<d|s>.<core ndims>` (blas_calls.py, the
-  function a 2-d product calls: gemm or gemv on each item as it lies, or on a copy where
-  BLAS cannot read it), given item views built here (data pointer, the last axes' lengths
-  and strides); an operand of another dtype is converted once, whole, first;
+- floats: the runtime's `astjit.matmul.stacked.<d|s>.<ndims>` (shared.py), whose loop
+  over the batch axes calls, per item, the function a 2-d product calls
+  (`astjit.matmul.<d|s>.<core ndims>`, blas_calls.py: gemm or gemv on the item as it
+  lies, or on a copy where BLAS cannot read it), given item views built there (data
+  pointer, the last axes' lengths and strides); an operand of another dtype is converted
+  once, whole, first. The kernel's module holds no loop for it, only the call: a loop
+  calling a function per step gains nothing from the loops pipeline (jit/split.py) that
+  it would pay for at every first call;
 - ints: linalg.py's wrapping loop nest on each item, into a zeroed result.
 """
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
-from ...ir.types import ArrayType
+from ...ir.types import ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays
 from .blas_calls import (
     Call,
@@ -32,7 +36,7 @@ from .blas_calls import (
     product_function,
     release,
 )
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, I32_T, lltype
 from .product_kernels import int_kernel, mismatch_message
 from .shared import shared_function
 
@@ -144,15 +148,45 @@ def stacked_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -
             stack.dims = [array_layout.dim(builder, stack.array, j) for j in range(t.ndim)]
             stack.strides = [byte_stride(builder, stack.array, j) for j in range(t.ndim)]
             converted.append(Operand(stack.array, ir.Constant(I1, 1)))
-    name = f"astjit.matmul.{Call(builder, dtype).prefix}.{x.core}{y.core}"
-    product = shared_function(em.module, name, *product_function(dtype, x.core, y.core))
-    item_t = ArrayType(dtype, 2)
-
-    def float_item(indices):
-        out_data = builder.extract_value(result.item(builder, out_t, indices), ARRAY_DATA)
-        code = builder.call(product, [x.item(builder, item_t, indices),
-                                      y.item(builder, item_t, indices), out_data])
-        check_product(em, node, code)
-    nests.loop_nest(em, lengths, float_item, "matmul.stack")
+    name = f"astjit.matmul.stacked.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
+    product = shared_function(em.module, name, *stacked_function(dtype, a_t.ndim, b_t.ndim))
+    check_product(em, node, builder.call(product, [x.array, y.array, out]))
     release(em, converted)
     return out
+
+
+def stacked_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
+    """The runtime's `astjit.matmul.stacked`: (a, b, out) -> out's items = a's @ b's over
+    out's batch axes (out allocated, of the broadcast shape), each by the 2-d product's
+    function, whose first failure code it returns (else 0)."""
+    core = (a_ndim >= 2) + (b_ndim >= 2)
+    out_batch = max(a_ndim - min(a_ndim, 2), b_ndim - min(b_ndim, 2))
+    out_t, item_t = ArrayType(dtype, out_batch + core), ArrayType(dtype, 2)
+
+    def emit(fn, builder, a, b, out):
+        x, y = Stack(builder, a, a_ndim), Stack(builder, b, b_ndim)
+        result = Stack(builder, out, out_t.ndim)
+        result.core, result.batch = core, out_batch
+        name = f"astjit.matmul.{Call(builder, dtype).prefix}.{x.core}{y.core}"
+        product = shared_function(fn.module, name, *product_function(dtype, x.core, y.core))
+
+        def item(indices: list[ir.Value]) -> None:
+            out_data = builder.extract_value(result.item(builder, out_t, indices), ARRAY_DATA)
+            code = builder.call(product, [x.item(builder, item_t, indices),
+                                          y.item(builder, item_t, indices), out_data])
+            with builder.if_then(builder.icmp_signed("!=", code, ir.Constant(I32_T, 0)),
+                                 likely=False):
+                builder.ret(code)
+
+        def nest(indices: list[ir.Value]) -> None:
+            if len(indices) == out_batch:
+                item(indices)
+                return
+            nests.count_up(builder, i64_constant(0), result.dims[len(indices)],
+                           lambda i: nest([*indices, i]),
+                           ("matmul.stack.head", "matmul.stack.body", "matmul.stack.done"))
+        nest([])
+        builder.ret(ir.Constant(I32_T, 0))
+    fnty = ir.FunctionType(I32_T, [lltype(ArrayType(dtype, a_ndim)), lltype(ArrayType(dtype, b_ndim)),
+                                   lltype(out_t)])
+    return fnty, emit
