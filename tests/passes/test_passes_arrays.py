@@ -201,6 +201,28 @@ def test_an_unused_broadcast_to_a_length_of_unknown_sign_stays():
         jit(unused_broadcast_to)(x, -2)
 
 
+def einsum_product(a):
+    return np.einsum("ij,jk->ik", a, a)
+
+
+def reshaped_product(a, b):
+    m = a @ b
+    return m.reshape(a.shape[0], b.shape[1]) + m.reshape(m.shape[0], m.shape[1])
+
+
+def test_reshapes_to_their_own_shapes_are_the_arrays():
+    """np.einsum's operands and result, reshaped to the shapes they have, are the arrays
+    themselves (passes/shapes.py): the product alone; a new array also used otherwise
+    keeps its views only read."""
+    a = np.arange(12.0).reshape(3, 4)[:, :3].copy()
+    f = jit(einsum_product)
+    np.testing.assert_allclose(f(a), einsum_product(a), rtol=1e-14)
+    assert "array_reshape" not in f.ir(a, stage="optimized")
+    g = jit(reshaped_product)
+    np.testing.assert_allclose(g(a, a.T), reshaped_product(a, a.T), rtol=1e-14)
+    assert "array_reshape" not in g.ir(a, a.T, stage="optimized")
+
+
 def offset_loss(w, x, y):
     return np.mean((x @ w + w[0] - y) ** 2)
 

@@ -12,7 +12,9 @@ on every call. Each region (`if`, `while`) is analysed on its own; the regions o
 `fused` and `rowwise` nodes are never rewritten.
 
 Two more facts the shapes prove, for the fusion pass after it: an `array_broadcast_to`
-of an array to its own shape, only read, is the array itself; and an `array_dim` of an
+or `array_reshape` of an array to its own shape is the array itself, where the view is
+only read or the array is a new one nothing else uses (np.einsum's operands and result,
+reshaped to the shapes they have, compiled as glue each); and an `array_dim` of an
 elementwise op's result reads the same length from the operand that has its dim there,
 so that it does not keep the op out of a fused group with its successors (an
 `array_new_like` the same from an operand of its shape and dtype, so that it keeps no
@@ -34,6 +36,8 @@ or ONE (with `g`'s not ONE):
   add in float32 (NumPy's result dtype), where `sum_to_like` added in double.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 from ..core import Graph, Module, Node, Value
 from ..ops import OPS
@@ -60,6 +64,8 @@ def _resolve_graph(graph: Graph) -> None:
     made_by: dict[Value, Node] = {}
     only_read = _only_read(graph)
     only_measured = _only_measured(graph)
+    uses = Counter(v for node in graph.nodes for v in node.inputs)
+    uses.update(graph.outputs)
 
     def visit(node: Node) -> Replacement | None:
         if node.op not in ("fused", "rowwise"):  # kernels hold no arrays; groups stay whole
@@ -77,7 +83,8 @@ def _resolve_graph(graph: Graph) -> None:
                 node.op == "array_broadcast_to" and node.outputs[0] in only_measured):
             _ask_like(node, table, made_by)
         table.record(node)
-        if node.op == "array_broadcast_to" and node.outputs[0] in only_read \
+        if node.op in ("array_broadcast_to", "array_reshape") \
+                and (node.outputs[0] in only_read or _made_for(node, made_by, uses)) \
                 and node.outputs[0].type == node.inputs[0].type \
                 and table.shape(node.outputs[0]) == table.shape(node.inputs[0]):
             return forward(node, [node.inputs[0]])
@@ -85,6 +92,16 @@ def _resolve_graph(graph: Graph) -> None:
         return None
 
     rewrite_graph(graph, visit)
+
+
+def _made_for(node: Node, made_by: dict[Value, Node], uses: Counter) -> bool:
+    """Whether `node`'s operand is a new array (of an op of this graph; not a callback's,
+    which may be one the caller holds) that nothing else uses: its view of its own shape
+    may be that array itself (einsum's result, reshaped to the shape it has)."""
+    source = node.inputs[0]
+    producer = made_by.get(source)
+    return producer is not None and producer.op in OPS and producer.op != "callback" \
+        and "allocates" in OPS[producer.op].traits and uses[source] == 1
 
 
 def _only_read(graph: Graph) -> set[Value]:
