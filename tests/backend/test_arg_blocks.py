@@ -105,3 +105,19 @@ def test_a_nan_first_in_a_row_or_block(dtype, n):
     for fn, arg in ((rows, a), (flat, a[1:].ravel()), (flat, a[2])):
         for e, g in zip(fn(arg), JITTED[fn](arg)):
             np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int8, np.uint16])
+def test_every_row_shorter_than_a_step(dtype):
+    """Rows from a vector to a step long are one step whose vectors overlap from the row's
+    start: many ties (few distinct values), and a NaN, anywhere in them."""
+    t = ScalarType(NUMPY_DTYPES[np.dtype(dtype).name])
+    lanes, step = arg_search.row_lanes(t), arg_search.row_length(t)
+    rng = np.random.default_rng(lanes)
+    for n in range(lanes, step + 2):
+        a = rng.integers(0, 4, (3, n)).astype(dtype)
+        if np.issubdtype(dtype, np.floating):
+            a[2, rng.integers(n)] = np.nan
+        for fn, arg in ((rows, a), (flat, a[0]), (flat, a[1])):
+            for e, g in zip(fn(arg), JITTED[fn](arg)):
+                np.testing.assert_array_equal(g, e)
