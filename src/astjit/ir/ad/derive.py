@@ -19,9 +19,8 @@ forward mode instead, one pass per argument (forward-over-reverse: how
 """
 from __future__ import annotations
 
-import copy
-
 from ..core import Graph, Module, Value
+from ..passes.inline import clone_graph
 from ..types import (
     Type,
     exact,
@@ -84,8 +83,11 @@ def _spec_name(spec: tuple) -> str:
 
 
 def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:
-    """Deep copies of graph `name` and of every graph it calls (and that the derived
-    functions it calls derive), by name."""
+    """Copies of graph `name` and of every graph it calls (and that the derived functions
+    it calls derive), by name: fresh Values and Nodes throughout (`clone_graph`), the
+    attributes' values shared, as the passes share them (they replace an attribute, never
+    change one in place). `copy.deepcopy`'s generic walk of the same graphs cost several
+    times as much (docs/benchmarks.md)."""
     names, todo = set(), [name]
     while todo:
         current = todo.pop()
@@ -94,7 +96,7 @@ def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:
             graph = module.graphs[current]
             todo.extend(module.callees(graph))
             todo.extend(n.attrs["primal"] for n in graph.walk() if "primal" in n.attrs)
-    return copy.deepcopy({n: module.graphs[n] for n in names})
+    return {n: clone_graph(module.graphs[n]) for n in names}
 
 
 BATCHING_KINDS = ("vmap", "jacfwd")

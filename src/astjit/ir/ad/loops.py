@@ -70,7 +70,7 @@ them after the loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..core import Graph, Node, Value
 from ..passes.inline import clone_graph, clone_node
@@ -232,12 +232,12 @@ def _untape(sweep: RegionSweep, node: Node, taped: TapedLoop) -> None:
 
 # ---- the backward loop ----------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _BackwardLayout:
+class _BackwardLayout(NamedTuple):
     """How the backward loop's values are laid out: invariants [tape, *inv, *logs], then
     carried [k, *carried adjoints (of `carried_slots`), *invariant adjoints (of
     `invariant_slots`), *log positions]. The tape is dropped from the invariants when the
-    body reads nothing from it."""
+    body reads nothing from it. (A NamedTuple: a frozen dataclass makes six methods from
+    source text when the module is imported, which a loop's first gradient waits for.)"""
 
     n_invariants: int
     carried_slots: list[int]

@@ -53,6 +53,7 @@ recomputes carry `boundscheck=False` (a negative index still counts from the end
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..core import Graph, Node, Value
 from ..ops import OPS
@@ -65,7 +66,6 @@ from ..types import I64, ArrayType, TupleType
 from . import scatters
 from .builder import GraphBuilder
 from .errors import NotDifferentiableError
-from .loops import TapedLoop, backward_while, carries_active, emit_taped_while
 from .recomputation import drop_unused_recomputation
 from .values import add_adjoints, adjoint_name, adjoint_or_zero, fresh_copies, zero
 from .writes import (
@@ -79,6 +79,9 @@ from .writes import (
     view_chain,
     written_captures,
 )
+
+if TYPE_CHECKING:
+    from .loops import TapedLoop
 
 
 class Differentiator:
@@ -159,8 +162,8 @@ class RegionSweep:
         check_views_of_written(self.src, self.ad.active)
         unread = unread_writes(self.src) if self.recomputing else set()
         for node in self.src.nodes:
-            if node.op == "while" and carries_active(node, self.ad.active):
-                emit_taped_while(self, node)
+            if node.op == "while" and _loops().carries_active(node, self.ad.active):
+                _loops().emit_taped_while(self, node)
             elif node.op in WRITE_OPS:
                 self.olds[node] = None if node in unread else self.emit_write(node)
             else:
@@ -177,7 +180,7 @@ class RegionSweep:
             self.accumulate(e, value, adjoint)
         for node in reversed(self.src.nodes):
             if node.op == "while":
-                backward_while(self, node)
+                _loops().backward_while(self, node)
                 continue
             if node.op in WRITE_OPS:
                 self.backward_write(node)
@@ -468,3 +471,12 @@ def written_adjoint(e: GraphBuilder, chain: list[Node], read: Value) -> Value:
         if rule is not None:
             read = rule(e, read, view.attrs)
     return read
+
+
+def _loops():
+    """The module of taped loops (loops.py), imported by the first graph with a `while` to
+    differentiate: the gradient of straight-line code does without it, and it was most
+    of the AD transforms' import time on a first call (docs/benchmarks.md)."""
+    from . import loops
+
+    return loops

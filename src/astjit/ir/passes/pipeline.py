@@ -96,26 +96,42 @@ def _run(run_pass: Pass, module: Module, verify: Callable[[Module], None] | None
     return module
 
 
-def fingerprint(module: Module) -> str:
-    """A text equal for two modules exactly when they have the same structure.
+def fingerprint(module: Module) -> list:
+    """A list equal for two modules exactly when they have the same structure.
 
-    Values are numbered by definition order, so fresh Values with the same
-    wiring give the same text.
+    Values are numbered by definition order, so fresh Values with the same wiring give
+    the same list. Each graph and node says how many items of each kind follow, so that
+    the flat list reads back one way only. (A list of numbers and the types' and attrs'
+    texts, not one text: `optimize` makes one per round.)
     """
     numbers: dict[Value, int] = {}
+    types: dict[int, str] = {}
+    tokens: list = [module.entry]
+    for graph in module.graphs.values():
+        _graph_tokens(graph, numbers, types, tokens)
+    return tokens
 
-    def number(value: Value) -> str:
-        return f"%{numbers.setdefault(value, len(numbers))}"
 
-    def graph_text(graph: Graph) -> str:
-        lines = [f"{graph.name}({', '.join(number(p) + f':{p.type}' for p in graph.params)})"]
-        for node in graph.nodes:
-            outs = ", ".join(number(v) + f":{v.type}" for v in node.outputs)
-            ins = ", ".join(map(number, node.inputs))
-            attrs = sorted((k, repr(v)) for k, v in node.attrs.items())
-            regions = "".join("{" + graph_text(r) + "}" for r in node.regions)
-            lines.append(f"{outs} = {node.op}({ins}) {attrs}{regions}")
-        lines.append("return " + ", ".join(map(number, graph.outputs)))
-        return "\n".join(lines)
+def _graph_tokens(graph: Graph, numbers: dict[Value, int], types: dict[int, str],
+                  tokens: list) -> None:
+    """Append `graph`'s items to `tokens` (its regions' after each node's); `types` holds
+    the text of each type met, by identity, while the fingerprint is made."""
+    number = numbers.setdefault
 
-    return f"entry {module.entry}\n" + "\n".join(graph_text(g) for g in module.graphs.values())
+    def typed(values: list[Value]) -> tuple:
+        items = []
+        for value in values:
+            text = types.get(id(value.type))
+            if text is None:
+                text = types[id(value.type)] = str(value.type)
+            items += (number(value, len(numbers)), text)
+        return tuple(items)
+
+    tokens += (graph.name, typed(graph.params), len(graph.nodes))
+    for node in graph.nodes:
+        tokens += (node.op, tuple([number(v, len(numbers)) for v in node.inputs]),
+                   typed(node.outputs), repr(sorted(node.attrs.items())) if node.attrs else "",
+                   len(node.regions))
+        for region in node.regions:
+            _graph_tokens(region, numbers, types, tokens)
+    tokens.append(tuple([number(v, len(numbers)) for v in graph.outputs]))

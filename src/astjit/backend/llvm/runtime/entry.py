@@ -102,6 +102,7 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
         for attribute in ("optnone", "noinline"):
             lowered.module.get_global(wrapper_name).attributes.add(attribute)
     llvm_ir = lowered.text
+    lowered.release()
     pyapi.register_functions()
     symbols.provide(found_imports())  # the runtime cache's batches, linked by compile_ir
     compiled = engine().compile_ir(llvm_ir, arrays=arrays, whole=whole,
