@@ -21,7 +21,8 @@ length 1 along an axis is read there with the constant stride 0, so a
 version. An input lowered as a view whose last axis is seldom unit-stride
 (`FunctionEmitter.strided`: np.diag of a matrix) is read at its run-time stride in
 the unit version too, and takes no part in the choice: np.trace compiles one nest,
-not a first tier that nearly every call would leave for the general one. Only the
+not a first tier that nearly every call would leave for the general one, and that nest,
+where only such views step along the last axis, is left scalar as a general one. Only the
 unit version is vectorized: the general one's loops carry
 metadata that keeps LLVM from vectorizing or unrolling them (`loop_metadata.scalar_loops`),
 which would about double the code LLVM compiles per nest for the rare strided case.
@@ -149,7 +150,20 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         # whose last axis has length 1 has the stride 0 there (`space_strides`), which
         # would leave a first tier for the general one on the first call.
         fast = b.or_(fast, b.icmp_signed("==", loops[-1], _i64(1)))
-    if spec.reduce is not None:
+    if fast is None and any(strided):
+        # What steps along the last axis is strided views alone (np.trace's diagonal): the
+        # vectorizer would version the loop on a unit stride that does not come.
+        made: list[ir.Value] = []
+        loop_metadata.scalar_loops(b, lambda: made.extend(_versions(em, node, dims, loops,
+                                                                    point, fast, args)))
+        return made
+    return _versions(em, node, dims, loops, point, fast, args)
+
+
+def _versions(em: FunctionEmitter, node: Node, dims: list[ir.Value], loops: list[ir.Value],
+              point, fast: ir.Value | None, args: list[ir.Value]) -> list[ir.Value]:
+    """The kernel's nests: its reduction, or its elementwise outputs (per exponent)."""
+    if fused_attrs(node).reduce is not None:
         return _reduction(em, node, dims, loops, point,
                           None if isinstance(fast, ir.Constant) else fast)
     exponent = _run_time_exponent(em, node, args)
