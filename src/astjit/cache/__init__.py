@@ -83,7 +83,6 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .. import cabi
@@ -107,7 +106,7 @@ class Place:
 
     __slots__ = ("key", "path")
 
-    def __init__(self, key: str, path: Path) -> None:
+    def __init__(self, key: str, path: str) -> None:
         self.key = key
         self.path = path
 
