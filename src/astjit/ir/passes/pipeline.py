@@ -48,7 +48,8 @@ FINAL: list[tuple[str, Pass]] = [("shapes", resolve_sums_to_like), ("fills", fol
                                  ("cse", eliminate_common_subexpressions),
                                  ("dce", eliminate_dead_code)]
 """Once, after the rounds: un-broadcasting sums that shapes prove the identity or a fixed
-reduction become that (shapes.py), `full_like(a, c) + s` one filled array (fills.py), then
+reduction become that (shapes.py), `full_like(a, c) + s` one filled array and
+`full_like(a, c) + b` that elementwise readers broadcast `c + b` (fills.py), then
 elementwise array ops become `fused` nodes (fuse.py), those of transposed arrays
 kernels on the arrays in memory order, their results transposed (transposes.py), those
 sharing their outer axes row groups (rowfuse.py), kernels whose result an assignment
