@@ -202,3 +202,81 @@ def test_filled_plus_scalar_is_one_filled_array():
     assert fused_nodes(final) == []
     _, final = stages(written_then_plus, (np.ones((3, 2)), 1.5))
     assert len(fused_nodes(final)) == 1  # written before the sum: it reads the array
+
+
+def spread_times(x, b):              # a sum's gradient: zeros + adjoint, read with x's shape
+    return (np.zeros_like(x) + b) * np.tanh(x)
+
+
+def ones_spread_times(x, b):
+    return np.cos(x) - (b + np.ones_like(x))
+
+
+def filled_plus_filled(x, b):        # the other operand filled too: still read
+    return (np.zeros_like(x) + np.ones_like(x)) * np.tanh(x) + b
+
+
+def two_spreads(x, b):               # two sums, each the other's reader's full operand
+    z, rows = np.zeros_like(x), np.sum(x, axis=1, keepdims=True)
+    return (z + rows) * (z + rows * 2.0) + b
+
+
+def spread_times_itself(x, b):       # the reader's other operand is b's shape: stays full
+    return (np.zeros_like(x) + b) * b
+
+
+def spread_returned(x, b):
+    y = np.zeros_like(x) + b
+    return y, y * x
+
+
+def spread_summed(x, b):             # a reduction reads it: stays full
+    return np.sum(np.zeros_like(x) + b, axis=1) * 2.0
+
+
+def spread_apart(x, b, t):           # t of x's shape at run time only
+    return (np.zeros_like(x) + b) * t
+
+
+SPREADS = [(spread_times, True), (ones_spread_times, True), (filled_plus_filled, None),
+           (two_spreads, None), (spread_times_itself, False), (spread_returned, False),
+           (spread_summed, False), (spread_apart, False)]
+
+
+@pytest.mark.parametrize("fn,folded", SPREADS, ids=[f.__name__ for f, _ in SPREADS])
+@pytest.mark.parametrize("dtype", [np.float64, f32])
+def test_filled_plus_broadcast_matches_numpy(fn, folded, dtype):
+    """`full_like(x, c) + b` read only by elementwise ops with an operand of x's shape is
+    `c + b` of b's shape (no filled array): the same elements, signs of zero included."""
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    b = np.array([[-0.0], [1.5], [0.0]], dtype)
+    args = (x, b, np.tanh(x)) if fn is spread_apart else (x, b)
+    got, want = jit(fn)(*args), fn(*args)
+    for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple)
+                    else [want]):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6 if dtype == f32 else 1e-15)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+    _, final = stages(fn, args)
+    filled = [n for g in final.graphs.values() for n in all_nodes(g)
+              if n.op == "array_new_like" and n.attrs.get("fill") in (0, 1)]
+    if folded is not None:
+        assert (filled == []) == folded
+
+
+def test_gradient_spread_over_a_lookup_reads_the_adjoint_as_it_is():
+    """vmap(grad) of sum(tanh(E[idx])): the sum's adjoint, one number per example, goes into
+    tanh's derivative kernel with stride 0, no zeroed (1000, 3, 4) array; per-example
+    gradients match finite differences."""
+    from astjit import vmap
+
+    def loss(E, idx, y):
+        return (np.sum(np.tanh(E[idx])) - y) ** 2
+
+    E, idx, y = rng.standard_normal((6, 4)), rng.integers(-6, 6, (5, 3)), rng.standard_normal(5)
+    per_example = jit(vmap(grad(loss), in_axes=(None, 0, 0)))
+    assert "fill=0" not in per_example.ir(E, idx, y, stage="optimized").split("gather_adjoint")[0]
+    got = per_example(E, idx, y)
+    for k in range(5):
+        np.testing.assert_allclose(got[k], central_difference(loss, (E, idx[k], y[k]), 0),
+                                   rtol=1e-6, atol=1e-7)

@@ -378,6 +378,98 @@ def test_digests_follow_values_read():
     assert cache.place(reads_a_partial, {}, ()) is None
 
 
+EDITED = """# a module whose file the test rewrites
+# coding: utf-8
+
+def other(x):
+    return x - 1.0
+
+def scaled(x):
+    return x * 2.0
+"""
+
+
+def load_module(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_key_reads_the_source_as_the_file_holds_it_now(tmp_path):
+    """The function's lines are read from its file at each key (as the frontend reads them
+    to compile: `linecache.checkcache`), not from what linecache kept; newlines as Python
+    reads them; its encoding declaration counts; other functions' lines do not."""
+    import linecache
+
+    path = tmp_path / "edited_module.py"
+    path.write_text(EDITED)
+    scaled = load_module(path).scaled
+    first = digest(scaled)
+    assert linecache.getlines(str(path))  # linecache keeps the old text from here on
+    path.write_bytes(EDITED.replace("\n", "\r\n").encode())
+    assert digest(scaled) == first
+    path.write_text(EDITED.replace("x - 1.0", "x - 2.0"))  # another function's line
+    assert digest(scaled) == first
+    path.write_text(EDITED.replace("utf-8", "latin-1"))
+    assert digest(scaled) != first
+    path.write_text(EDITED.replace("x * 2.0", "x * 3.0"))  # the function's own line
+    edited = digest(scaled)
+    assert edited != first
+    assert digest(load_module(path).scaled) == edited
+    path.write_text(EDITED[:EDITED.index("def scaled")])  # its lines are gone
+    with pytest.raises(Uncacheable):
+        digest(scaled)
+
+
+def test_a_source_that_is_no_file_is_read_from_linecache():
+    """A notebook's cell: IPython registers its text in linecache under a name no file has."""
+    import linecache
+
+    name = "<astjit-test-cell-1>"
+    text = "def cell_function(x):\n    return x + 1.0\n"
+    namespace: dict = {}
+    exec(compile(text, name, "exec"), namespace)
+    with pytest.raises(Uncacheable):
+        digest(namespace["cell_function"])
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    try:
+        known = digest(namespace["cell_function"])
+        linecache.cache[name] = (len(text), None, text.replace("1.0", "2.0").splitlines(True),
+                                 name)
+        assert digest(namespace["cell_function"]) != known
+    finally:
+        del linecache.cache[name]
+
+
+CPUINFO = b"""processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 167
+model name\t: Intel(R) Xeon(R) Processor
+stepping\t: 8
+cpu MHz\t\t: 2000.000
+flags\t\t: fpu vme de pse tsc avx2 avx512f
+bogomips\t: 4000.00"""
+
+
+def test_the_cpu_is_keyed_by_its_name_and_features(monkeypatch):
+    """/proc/cpuinfo's vendor, family, model, name, stepping and flags of the first
+    processor; not its clock (which varies from read to read)."""
+    monkeypatch.setattr(key, "_first_processor", lambda: CPUINFO)
+    known = key.cpu()
+    assert known.startswith("cpuinfo:")
+    for line, changed in ((b"2000.000", b"2400.117"), (b"4000.00", b"4000.01")):
+        monkeypatch.setattr(key, "_first_processor", lambda: CPUINFO.replace(line, changed))
+        assert key.cpu() == known
+    for line, changed in ((b"avx512f", b"avx512bw"), (b"Intel", b"AMD"), (b": 167", b": 85"),
+                          (b": 8", b": 7"), (b": 6", b": 25")):
+        monkeypatch.setattr(key, "_first_processor", lambda: CPUINFO.replace(line, changed, 1))
+        assert key.cpu() != known, changed
+
+
 def test_an_uncacheable_function_compiles_and_writes_nothing(monkeypatch, tmp_path):
     monkeypatch.setenv("ASTJIT_CACHE_DIR", str(tmp_path))
     assert jit(reads_a_partial, cache=True)(1.5) == 3.0

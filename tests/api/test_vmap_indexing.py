@@ -73,6 +73,24 @@ def test_out_of_bounds_index_of_one_example_raises():
         vmap(lookup, in_axes=(0, 0))(X, bad)
 
 
+def rows_of(E, idx):
+    return E[idx]
+
+
+def test_a_batch_of_indices_into_one_table_is_one_gather():
+    """No example numbers as a second index, no copy of the table per example: the batch of
+    indices gathers from the table once (int32 ones too); one example's bad index raises."""
+    batched = vmap(rows_of, in_axes=(None, 0))
+    text = jit(batched).ir(E, R, stage="optimized")
+    assert "array_arange" not in text and "array_broadcast_to %E" not in text
+    for idx in (R, R.astype(np.int32), R[:, ::-1, 1:]):
+        np.testing.assert_array_equal(batched(E, idx), E[idx])
+    bad = R.copy()
+    bad[2, 1, 0] = -8
+    with pytest.raises(IndexError, match="index -8 is out of bounds for axis 0 with size 7"):
+        batched(E, bad)
+
+
 def test_hessian_of_a_gather_batches_its_basis():
     idx = np.array([0, 3, -1, 3])
     assert "while" not in jit(hessian(lookup)).ir(X[0], idx, stage="optimized")

@@ -11,12 +11,13 @@ usual and its entry written. See docs/caching.md for what is keyed and what is n
 - here: what one entry holds and how it is linked back, the warm load's whole path but
   for `key` and `astjit.cabi` (one module: each module a warm load imports costs it about
   as much as reading and checking its entry);
-- `runtime`, `elf`, `symbols` (a writer's, or a load's that needs LLVM): the runtime
-  batches an entry carries, the ELF linker's layout, registering symbols with LLVM.
+- `writer`, `runtime`, `elf`, `symbols` (a writer's, or a load's that needs LLVM): an
+  entry's encoding, the runtime batches an entry carries, the ELF linker's layout,
+  registering symbols with LLVM.
 
 `place` keys a specialization; `read` and `write` move its entry through `key`'s files.
 
-**An entry**, as saved (`encode`, from a compile made under `objects.pinning`):
+**An entry**, as saved (`writer.encode`, from a compile made under `objects.pinning`):
 - the engine's `ObjectImage` of the entry's module: the object code of each part
   (loops, glue or the whole), the functions it defines, the symbols it imports, and the
   LLVM IR of the runtime's shared functions it calls (compiled where the loading
@@ -83,7 +84,6 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .. import cabi
@@ -91,14 +91,12 @@ from ..cabi import PIN_PREFIX, EntryPins, ErrorReporter, make_builtin
 from ..errors import CompileError, Loc
 from .key import (
     Uncacheable,
-    checksums,
     digest,
     fingerprint,
     intact,
     path_for,
     read_file,
     sha512,
-    write_file,
 )
 
 
@@ -107,7 +105,7 @@ class Place:
 
     __slots__ = ("key", "path")
 
-    def __init__(self, key: str, path: Path) -> None:
+    def __init__(self, key: str, path: str) -> None:
         self.key = key
         self.path = path
 
@@ -138,17 +136,11 @@ def read(where: Place) -> Saved | None:
 
 def write(where: Place, compiled: Any, pinned: list) -> bool:
     """Save a compiled entry (`entry.CompiledEntry`, compiled under `objects.pinning(
-    where.tag)`, which pinned `pinned`); whether it was written. Not written: code that
-    pinned objects other than its fallback, handler and general entry, or that calls
-    runtime functions not found as object code of this process's runtime."""
-    from . import runtime  # a writer's only
+    where.tag)`, which pinned `pinned`); whether it was written (writer.py: a writer's
+    only, apart from the loader's code, which every warm load unmarshals)."""
+    from .writer import write_entry
 
-    roles = roles_of(pinned, compiled.call.__self__)
-    batches = runtime.needed(compiled.compiled.imports)
-    if roles is None or batches is None:
-        return False
-    payload, checked = encode(where.key, where.tag, compiled, batches, roles)
-    return write_file(where.path, payload, checked)
+    return write_entry(where, compiled, pinned)
 
 
 ROLES = ("fallback", "handler", "reporter", "general")
@@ -215,68 +207,6 @@ class Saved:
             return False
         self.objects = [(pipeline, bytes(obj)) for pipeline, obj in self.objects]
         return all(batch.intact() for batch in self.runtime)
-
-
-def roles_of(pinned: list, entry_pins: Any) -> list[str] | None:
-    """The role of each pinned object, by the builtin's `EntryPins`; None when one has none."""
-    roles = []
-    for obj in pinned:
-        handler = entry_pins.error_handler
-        if obj is entry_pins.fallback:
-            roles.append("fallback")
-        elif obj is handler:
-            roles.append("reporter" if type(handler).__name__ == "ErrorReporter" else "handler")
-        elif obj is entry_pins.general and obj is not None:
-            roles.append("general")
-        else:
-            return None
-    return roles
-
-
-def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, bytes]],
-           roles: list[str]) -> tuple[bytes, int]:
-    """The payload of a compiled entry (`entry.CompiledEntry`) whose pins had `roles`, with
-    the runtime `batches` it calls ((names, imports, object code): runtime.needed), and the
-    length of its start the file's header checks (the metadata)."""
-    module = compiled.compiled
-    address = compiled.call.__self__.method
-    wrapper = next(name for name, found in module.addresses.items() if found == address)
-    blobs = [obj for _, obj in module.objects] + [obj for _, _, obj in batches]
-    meta = {
-        "key": key,
-        "tag": tag,
-        "name": compiled.call.__name__,
-        "wrapper": wrapper,
-        "general": compiled.general,
-        "roles": roles,
-        "errors": [[site[0], site[1], None if site[2] is None else
-                    [site[2].filename, site[2].line, site[2].col, site[2].text]]
-                   for site in compiled.errors],
-        "details": {str(status): text for status, text in compiled.error_details.items()},
-        "parts": [pipeline for pipeline, _ in module.objects],
-        "names": list(module.addresses),
-        "imports": list(module.imports),
-        "runtime": [[list(names), list(imports)] for names, imports, _ in batches],
-        "sizes": [len(blob) for blob in blobs],
-        "sums": [list(checksums(blob)) for blob in blobs],
-        "plans": [_plan([obj for _, obj in module.objects]),
-                  *(_plan([obj]) for _, _, obj in batches)],
-    }
-    text = marshal.dumps(meta)
-    return b"".join([struct.pack("<I", len(text)), text, *blobs]), 4 + len(text)
-
-
-def _plan(objects: list[bytes]) -> tuple | None:
-    """The objects laid out by the ELF linker, which the loading process then links without
-    parsing them; None where it refuses them (the loader links them by LLVM)."""
-    from . import elf  # a writer's only
-
-    if not cabi.supported_host():
-        return None
-    try:
-        return elf.plan(objects)
-    except cabi.Unsupported:
-        return None
 
 
 def decode(payload: bytes, key: str) -> Saved | None:

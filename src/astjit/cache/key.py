@@ -10,9 +10,10 @@ functions it calls, and freezes the values of the globals and closure variables 
 (source.py). `digest` hashes them from the live objects:
 
 - each function reached: its module, qualified name, file, and the text of its source
-  lines (from the first line of its code to the last line any of its code, nested code
-  included, comes from: an edit of the body changes them, whatever its length), its
-  default values and `static_params`;
+  lines as the file holds them when the key is made (from the first line of its code to
+  the last line any of its code, nested code included, comes from: an edit of the body
+  changes them, whatever its length or the file's modification time), with the file's
+  encoding declaration, its default values and `static_params`;
 - each name its code objects mention (`co_names`: globals and attribute names) that its
   module binds, and each closure variable, by value: numbers, strings, tuples and NumPy
   scalars by their value, arrays by dtype and shape (compiled code refuses a global
@@ -44,7 +45,7 @@ warm cache's process needs neither for a scalar kernel):
   that rewrites a file in place changes neither its folder's modification time nor
   anything but that file's own stat (the runtime cache's key stats those its code can
   run alone: `NOT_RUNTIME` in backend/llvm/jit/runtime_cache.py);
-- llvmlite: its version (`_version.py`, with its commit) and the size and modification
+- llvmlite: its version file (`_version.py`, with its commit) and the size and modification
   time of its shared library, into which LLVM is linked statically: another LLVM is
   another library file;
 - NumPy: its version (the imported module's, else its `version.py`);
@@ -88,6 +89,7 @@ import builtins
 import functools
 import linecache
 import marshal
+import operator
 import os
 import struct
 import sys
@@ -128,6 +130,8 @@ class _Walk:
         self.seen: dict[int, int] = {}
         """id of each function hashed -> its number, for recursion (and keeping ids apart)."""
         self.alive: list = []
+        self.files: dict[str, bytes | None] = {}
+        """The bytes of each source file read (None: not a file), read once a walk."""
 
     def add(self, *parts: object) -> None:
         for part in parts:
@@ -197,7 +201,9 @@ class _Walk:
         if module.partition(".")[0] in LIBRARIES:
             return
         code = fn.__code__
-        self.add(code.co_filename, *source_lines(code))
+        text = source_text(code, self.files)
+        self.add(code.co_filename, len(text))
+        self.hash.update(text)
         self.value(fn.__defaults__)
         self.value(fn.__kwdefaults__)
         self.value(getattr(fn, "__astjit_static__", None))
@@ -250,15 +256,51 @@ def global_names(code: types.CodeType) -> set[str]:
     return {name for c in code_objects(code) for name in c.co_names}
 
 
-def source_lines(code: types.CodeType) -> list[str]:
-    """The lines of `code`'s source, from its first line to the last line of its code (as
-    linecache has them, and as astjit reads them); Uncacheable without source."""
-    lines = linecache.getlines(code.co_filename)
-    last = max((line for c in code_objects(code) for _, _, line in c.co_lines()
-                if line is not None), default=code.co_firstlineno)
-    if not lines or last > len(lines):
-        raise Uncacheable(f"no source for {code.co_name} in {code.co_filename}")
-    return lines[code.co_firstlineno - 1:last]
+_LINE = operator.itemgetter(2)
+"""The line of a `co_lines()` entry (None where an instruction has none)."""
+
+
+def source_text(code: types.CodeType, files: dict[str, bytes | None]) -> bytes:
+    """The text of `code`'s source lines, from its first line to the last line of its code,
+    as the file on disk holds them (what astjit compiles: the frontend reads the file anew,
+    `linecache.checkcache`), and the file's encoding declaration, if any; Uncacheable
+    without source. `files` keeps each file's bytes for the walk.
+
+    Read as bytes, not through linecache: its decoding (`tokenize.open`) and a string per
+    line cost a warm load several times the read. A source that is not a file (a notebook's
+    cell, which IPython puts in linecache) is taken from linecache."""
+    filename = code.co_filename
+    if filename not in files:
+        files[filename] = _read_source(filename)
+    data = files[filename]
+    last = max(max(filter(None, map(_LINE, c.co_lines())), default=0)  # (in C: a Python
+               for c in code_objects(code))  # loop over each instruction cost the read's twice)
+    last = max(last, code.co_firstlineno)
+    if data is None:
+        lines = linecache.getlines(filename)
+        if not lines or last > len(lines):
+            raise Uncacheable(f"no source for {code.co_name} in {filename}")
+        return "".join(lines[code.co_firstlineno - 1:last]).encode("utf-8", "surrogatepass")
+    parts = data.split(b"\n", last)  # lines up to `last`, then the rest
+    if len(parts) < last or (len(parts) == last and not parts[-1]):
+        raise Uncacheable(f"no source for {code.co_name} in {filename}")
+    second = data.find(b"\n", data.find(b"\n") + 1)  # the end of line 2 (-1: no line 3)
+    head = data if second < 0 else data[:second]
+    cookie = head if b"coding" in head else b""  # (PEP 263: where the encoding is declared)
+    return b"\n".join([cookie, *parts[code.co_firstlineno - 1:last]])
+
+
+def _read_source(filename: str) -> bytes | None:
+    """The bytes of the source file `filename`, newlines as Python reads them (`\\n`); None
+    where it cannot be read (not a file)."""
+    try:
+        with open(filename, "rb") as file:
+            data = file.read()
+    except (OSError, ValueError):
+        return None
+    if b"\r" in data:  # Windows' and old Macs' newlines: lines as Python numbers them
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return data
 
 
 # ---- the environment ----------------------------------------------------------------------
@@ -266,8 +308,9 @@ def source_lines(code: types.CodeType) -> list[str]:
 FORMAT = 6
 """The version of the entries' layout (the files below, cache/__init__.py): part of every key."""
 
-CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
-"""The fields of /proc/cpuinfo that name a processor and its features."""
+CPU_FIELDS = (b"vendor_id", b"cpu family", b"model", b"stepping", b"flags")
+"""The fields of /proc/cpuinfo that name a processor and its features, by the start of their
+lines (`model` also starts `model name`'s)."""
 
 
 @functools.cache
@@ -335,14 +378,16 @@ def source_stats(root: str, skip: frozenset[str] = frozenset()) -> list[tuple[st
 
 def _package_folder(name: str) -> str | None:
     """The folder of the package `name` that importing it would load (imported: its own):
-    the first entry of `sys.path` holding `name/__init__.py`. (A stat per entry: cheaper
-    than `PathFinder.find_spec`, which a warm load paid for llvmlite and NumPy both.)"""
+    the first entry of `sys.path` holding `name/__init__.py`. (`os.access` on a joined
+    string: `PathFinder.find_spec`, or `os.path.join` and `isfile` with the `stat_result`
+    it makes, cost a warm load several times as much over the path's entries.)"""
     module = sys.modules.get(name)
     if module is not None and getattr(module, "__file__", None):
         return os.path.dirname(module.__file__)
+    access = os.access
     for entry in sys.path:
-        folder = os.path.join(entry or os.getcwd(), name)
-        if os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder = f"{entry or os.curdir}{os.sep}{name}"
+        if access(f"{folder}{os.sep}__init__.py", os.F_OK):
             return folder
     return None
 
@@ -358,15 +403,19 @@ def _read(path: str) -> str:
 
 
 def llvmlite_state() -> str:
-    """llvmlite's version and commit, and its library's size and modification time."""
+    """llvmlite's version file (its version and commit), by its length and checksums (no
+    parsing), and its library's size and modification time."""
     folder = _package_folder("llvmlite")
     if folder is None:
         return "absent"
-    text = _read(os.path.join(folder, "_version.py"))
-    found = [_assigned(text, "version_version"), _assigned(text, "version_full")]
-    version = ":".join(found) if all(found) else _imported_version("llvmlite")
     try:
-        with os.scandir(os.path.join(folder, "binding")) as found:  # not glob: costs more
+        with open(f"{folder}{os.sep}_version.py", "rb") as file:
+            text = file.read()
+        version = f"{len(text)}:{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
+    except OSError:
+        version = _imported_version("llvmlite")
+    try:
+        with os.scandir(f"{folder}{os.sep}binding") as found:  # not glob: costs more
             libraries = sorted((entry.name, entry.stat()) for entry in found
                                if "llvmlite" in entry.name and not entry.name.endswith(".py"))
     except OSError:
@@ -410,26 +459,23 @@ def machine() -> str:
 
 
 def cpu() -> str:
-    """The host CPU (see the module's docstring)."""
-    fields = {}
-    for line in _first_processor().splitlines():
-        if not line.strip():
-            break
-        name, _, value = line.partition(":")
-        if name.strip() in CPU_FIELDS:
-            fields[name.strip()] = " ".join(value.split())
-    if "flags" in fields and "model name" in fields:
-        text = ";".join(f"{name}={fields.get(name, '')}" for name in CPU_FIELDS)
-        return "cpuinfo:" + sha512(text.encode()).hexdigest()[:32]
+    """The host CPU (see the module's docstring): the lines of `CPU_FIELDS` of the first
+    processor in /proc/cpuinfo, as it prints them, by their checksums (the lines picked out
+    by their start, each in C: splitting and joining each line in Python cost a warm load
+    more than reading the file)."""
+    text = b"\n".join([line for line in _first_processor().split(b"\n")
+                       if line.startswith(CPU_FIELDS)])
+    if b"\nflags" in text and b"model name" in text:
+        return f"cpuinfo:{len(text)}:{zlib.crc32(text):08x}{zlib.adler32(text):08x}"
     import llvmlite.binding as llvm
 
     return f"llvm:{llvm.get_host_cpu_name()}:{llvm.get_host_cpu_features().flatten()}"
 
 
-def _first_processor() -> str:
-    """The start of /proc/cpuinfo, to the end of its first processor's block ("" where it
-    cannot be read): read as bytes, a block at a time (as text, line by line, it cost more
-    than the rest of the CPU's key)."""
+def _first_processor() -> bytes:
+    """The start of /proc/cpuinfo, to the end of its first processor's block (b"" where it
+    cannot be read): read a block at a time (as text, line by line, it cost more than the
+    rest of the CPU's key)."""
     data = b""
     try:
         with open("/proc/cpuinfo", "rb") as file:
@@ -439,8 +485,8 @@ def _first_processor() -> str:
                     break
                 data += block
     except OSError:
-        return ""
-    return data.partition(b"\n\n")[0].decode("utf-8", "replace")
+        return b""
+    return data.partition(b"\n\n")[0]
 
 
 # ---- the files ----------------------------------------------------------------------------
@@ -454,21 +500,29 @@ HEADER = struct.Struct("<8sIQQII")
 
 def directory() -> Path:
     """The cache folder (see the module's docstring); not created here."""
+    return Path(_folder())
+
+
+def _folder() -> str:
     chosen = os.environ.get("ASTJIT_CACHE_DIR")
     if chosen:
-        return Path(chosen)
+        return chosen
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "astjit"
+    return os.path.join(base, "astjit")
 
 
-def path_for(label: str, key: str) -> Path:
-    """The file of the entry with `key`, named for people by `label` (module.qualname)."""
-    readable = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
-                       for c in label)[:80]
-    return directory() / f"{readable}-{sha512(key.encode()).hexdigest()[:32]}.astjit"
+def path_for(label: str, key: str) -> str:
+    """The file of the entry with `key`, named for people by `label` (module.qualname). (A
+    string: making `Path`s cost a warm load more than hashing the key.)"""
+    readable = label[:80]
+    if not (readable.isascii() and readable.replace("_", "a").replace(".", "a")
+            .replace("-", "a").isalnum()):  # (a character at a time only where it differs)
+        readable = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
+                           for c in readable)
+    return f"{_folder()}{os.sep}{readable}-{sha512(key.encode()).hexdigest()[:32]}.astjit"
 
 
-def read_file(path: Path) -> bytes | None:
+def read_file(path: str | Path) -> bytes | None:
     """The payload of the entry at `path`, or None: absent, unreadable, of another format,
     truncated, or corrupt in its checked start."""
     try:
@@ -494,7 +548,7 @@ def intact(data: bytes | memoryview, sums: tuple[int, int] | list[int]) -> bool:
     return zlib.crc32(data) == sums[0] and zlib.adler32(data) == sums[1]
 
 
-def write_file(path: Path, payload: bytes, checked: int | None = None) -> bool:
+def write_file(path: str | Path, payload: bytes, checked: int | None = None) -> bool:
     """Write the entry atomically, the header's checksums over its first `checked` bytes
     (all of it by default) (see the module's docstring); whether it was written."""
     checked = len(payload) if checked is None else checked
@@ -502,8 +556,9 @@ def write_file(path: Path, payload: bytes, checked: int | None = None) -> bool:
     import tempfile  # a writer's only (a loading process never imports it)
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".astjit")
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".astjit")
     except OSError:
         return False
     try:

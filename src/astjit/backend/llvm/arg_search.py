@@ -14,8 +14,11 @@ seen, the first NaN of its block is searched for, a vector a step.
 
 A block's last step is read back from its end, overlapping the step before where what is
 left is shorter than a step: a lane that held its best earlier keeps the earlier step. A
-row shorter than a step is one block of one-vector steps; rows shorter than a vector are
-scans.py's element by element.
+row shorter than a step is one block of one-vector steps (at most `STEP_VECTORS - 1` and
+the last), written out one after another rather than as a loop: LLVM unrolled that loop
+inside a loop over rows, and outside one it was a function of its own in the loops
+module, compiled apart (docs/benchmarks.md). Rows shorter than a vector are scans.py's
+element by element.
 """
 from __future__ import annotations
 
@@ -142,11 +145,12 @@ def _first_of(row: _Row, at: ir.Value, vectors: int, hits) -> ir.Value:
     return b.add(pick_at, lane, flags=["nsw"])
 
 
-def _block_best(row: _Row, start: ir.Value, stop: ir.Value,
-                vectors: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _block_best(row: _Row, start: ir.Value, stop: ir.Value, vectors: int,
+                written_out: int | None = None) -> tuple[ir.Value, ir.Value, ir.Value]:
     """The best element of [start, stop) (at least a step of `vectors` vectors back from
     `stop` in the row), the first position holding it, and whether some element is NaN
-    (then neither is meaningful)."""
+    (then neither is meaningful). With `written_out`, [start, stop) holds at most that
+    many whole steps, taken one after another (each where it fits) without a loop."""
     em, b, lanes = row.em, row.b, row.lanes
     step = lanes * vectors
     count = ir.VectorType(ir.IntType(row.t.bits), lanes)
@@ -172,9 +176,13 @@ def _block_best(row: _Row, start: ir.Value, stop: ir.Value,
                          else row.splat(k), b.load(steps)), steps)
 
     whole = _steps(b, start, stop, step)
-    nests.count_up(b, _i64(0), whole, lambda k: take(b.add(start, b.mul(k, _i64(step), flags=["nsw"]),
-                                                           flags=["nsw"]), k),
-                   ("arg.max.head", "arg.max.body", "arg.max.done"))
+    if written_out is None:
+        nests.count_up(b, _i64(0), whole, lambda k: take(
+            b.add(start, b.mul(k, _i64(step), flags=["nsw"]), flags=["nsw"]), k),
+            ("arg.max.head", "arg.max.body", "arg.max.done"))
+    for k in range(written_out or 0):
+        with b.if_then(b.icmp_signed("<", _i64(k), whole)):
+            take(b.add(start, _i64(k * step), flags=["nsw"]), _i64(k))
     last = b.sub(stop, _i64(step))  # the last step, overlapping the one before
     take(last, whole)
     best = row.across(b.load(acc), row.better)
@@ -250,7 +258,7 @@ def first_extremum(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value
             nests.count_up(b, _i64(0), blocks, block, ("arg.blocks.head", "arg.blocks.body",
                                                          "arg.blocks.done"))
         with short:
-            _, position, nan = _block_best(row, _i64(0), n, 1)
+            _, position, nan = _block_best(row, _i64(0), n, 1, STEP_VECTORS - 1)
             b.store(position, found)
             b.store(nan, nan_seen)
     if not t.is_float:

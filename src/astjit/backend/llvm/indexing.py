@@ -8,9 +8,13 @@
 - `gather`: loops over the leading axes of the array, the index arrays' shape and
   the trailing axes, in that order (C order of the result, which is written
   sequentially); each index element is loaded and wrapped once per trailing block.
+  The last trailing axis, where it has unit strides, moves in vectors of `ROW_BYTES`
+  (a row of 4 float64, a table's row in a lookup, is one load and one store), the
+  elements after the last whole vector one at a time; LLVM's own vectorizer took only
+  rows of 16 elements or more, behind a check that source and result do not overlap.
 - `scatter` (and `gather_adjoint`, a scatter that accumulates into zeros): the
   same loops, storing (or adding) instead of loading, elements in C order, so the
-  last of repeated indices wins.
+  last of repeated indices wins (a vector's elements are distinct places of one row).
 - `compress`: one pass counting the mask, then one writing the selected elements
   in C order. A mask over every axis writes without a branch: each element goes to
   the next free place, which advances only for a selected one (the result has one
@@ -24,10 +28,10 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.ops.indexing import MASK_MISMATCH
-from ...ir.types import BOOL, I64, ArrayType
-from . import array_layout, copies, nests, new_arrays
+from ...ir.types import BOOL, I64, ArrayType, ScalarType
+from . import array_layout, copies, loop_metadata, nests, new_arrays
 from . import messages as msg
-from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, zero
+from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I64_T, element_type, zero
 from .scans import _convert, _load, _pointer, _store
 
 if TYPE_CHECKING:
@@ -99,10 +103,80 @@ def _index_values(node: Node):
 
 # ---- the loops a gather and a scatter share ----------------------------------------------
 
+ROW_BYTES = 32
+"""The bytes of one vector step along a unit-stride last axis (AVX2's registers): 4 float64,
+8 float32."""
+
+
+def lanes(dtype: ScalarType, accumulate: bool = False) -> int:
+    """The elements of `dtype` one vector step moves along a row (1: element by element,
+    complex numbers, and bools added up)."""
+    if dtype.is_complex or (accumulate and dtype == BOOL):
+        return 1
+    return ROW_BYTES // array_layout.ITEM_SIZES[dtype]
+
+
+def load_row(b: ir.IRBuilder, pointer: ir.Value, dtype: ScalarType, width: int) -> ir.Value:
+    """`width` consecutive elements from `pointer`: the element itself for one, else a
+    vector of their storage (bools as bytes)."""
+    if width == 1:
+        return _load(b, pointer, dtype)
+    vector = ir.VectorType(element_type(dtype), width)
+    return b.load(b.bitcast(pointer, vector.as_pointer()), align=array_layout.ITEM_SIZES[dtype])
+
+
+def store_row(b: ir.IRBuilder, pointer: ir.Value, dtype: ScalarType, value: ir.Value,
+              width: int) -> None:
+    if width == 1:
+        _store(b, pointer, dtype, value)
+        return
+    b.store(value, b.bitcast(pointer, value.type.as_pointer()),
+            align=array_layout.ITEM_SIZES[dtype])
+
+
+def _last_unit(b: ir.IRBuilder, arrays: list[tuple[ir.Value, ArrayType]]) -> ir.Value:
+    """Whether each of `arrays` has unit stride along its last axis."""
+    unit = ir.Constant(ir.IntType(1), 1)
+    for array, t in arrays:
+        stride = b.extract_value(array, [ARRAY_STRIDES, t.ndim - 1])
+        unit = b.and_(unit, b.icmp_signed("==", stride, _i64(1)))
+    return unit
+
+
+def _rows(em: FunctionEmitter, dims: list[ir.Value], width: int, unit: ir.Value, element,
+          label: str) -> None:
+    """element(indices, w) over the axes `dims` in C order, `w` elements at once: along the
+    last axis in steps of `width` where `unit` holds, then the rest of the row one by one
+    (loops LLVM leaves as they are); where it does not, one by one."""
+    b = em.builder
+    if width == 1 or not dims:
+        nests.loop_nest(em, dims, lambda ix: element(ix, 1), label)
+        return
+    names = tuple(f"{label}.{name}" for name in ("head", "body", "done"))
+
+    def one_by_one(ix, start, stop):
+        loop_metadata.scalar_loops(b, lambda: nests.count_up(
+            b, start, stop, lambda i: element([*ix, i], 1), names))
+
+    def row(ix):
+        n = dims[-1]
+        with b.if_else(unit, likely=True) as (vectors, elements):
+            with vectors:
+                steps = b.sdiv(n, _i64(width))
+                nests.count_up(b, _i64(0), steps, lambda j: element(
+                    [*ix, b.mul(j, _i64(width), flags=["nsw"])], width), names)
+                one_by_one(ix, b.mul(steps, _i64(width), flags=["nsw"]), n)
+            with elements:
+                one_by_one(ix, _i64(0), n)
+    nests.loop_nest(em, dims[:-1], row, label)
+
+
 def _walk(em: FunctionEmitter, node: Node, view: ir.Value, view_t: ArrayType,
-          indices: list[ir.Value], body) -> None:
-    """body(view element pointer, result indices) for each element of the gather's result,
-    in C order: leading axes, index shape, trailing axes."""
+          indices: list[ir.Value], body, width: int = 1, others=()) -> None:
+    """body(view element pointer, result indices, w) for each element of the gather's
+    result, in C order: leading axes, index shape, trailing axes; `w` elements at once
+    along the last trailing axis (`_rows`, steps of `width`) where it has unit stride in
+    the view and in each of `others` (arrays of the result's shape, with their types)."""
     b = em.builder
     axis, k = node.attrs["axis"], len(indices)
     types = [v.type for v in _index_values(node)]
@@ -112,6 +186,8 @@ def _walk(em: FunctionEmitter, node: Node, view: ir.Value, view_t: ArrayType,
     sizes = dims[axis:axis + k]
     strides = [b.extract_value(view, [ARRAY_STRIDES, a]) for a in range(view_t.ndim)]
     data = b.extract_value(view, ARRAY_DATA)
+    trailing = dims[axis + k:]
+    unit = _last_unit(b, [(view, view_t), *others]) if trailing and width > 1 else None
 
     def offset(positions, axes):
         total = _i64(0)
@@ -129,10 +205,10 @@ def _walk(em: FunctionEmitter, node: Node, view: ir.Value, view_t: ArrayType,
                 v = b.select(b.icmp_signed("<", v, _i64(0)), b.add(v, sizes[j]), v)
                 here = b.add(here, b.mul(v, strides[axis + j], flags=["nsw"]), flags=["nsw"])
 
-            def trail(post):
+            def trail(post, w):
                 where = b.add(here, offset(post, range(axis + k, view_t.ndim)), flags=["nsw"])
-                body(b.gep(data, [where], inbounds=True), [*pre, *bix, *post])
-            nests.loop_nest(em, dims[axis + k:], trail, "gather.trail")
+                body(b.gep(data, [where], inbounds=True), [*pre, *bix, *post], w)
+            _rows(em, trailing, width, unit, trail, "gather.trail")
         nests.loop_nest(em, shape, at_index, "gather.index")
     nests.loop_nest(em, dims[:axis], lead, "gather.lead")
 
@@ -156,11 +232,12 @@ def gather(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     data, written = b.extract_value(out, ARRAY_DATA), em.alloca(I64_T)
     b.store(_i64(0), written)
 
-    def copy(source, _):
+    def copy(source, _, width):
         n = b.load(written)
-        _store(b, b.gep(data, [n], inbounds=True), t.dtype, _load(b, source, t.dtype))
-        b.store(b.add(n, _i64(1), flags=["nsw"]), written)
-    _walk(em, node, view, t, indices, copy)
+        store_row(b, b.gep(data, [n], inbounds=True), t.dtype,
+                  load_row(b, source, t.dtype, width), width)
+        b.store(b.add(n, _i64(width), flags=["nsw"]), written)
+    _walk(em, node, view, t, indices, copy, lanes(t.dtype))
     return out
 
 
@@ -168,14 +245,29 @@ def _scatter_into(em: FunctionEmitter, node: Node, target: ir.Value, t: ArrayTyp
                   value: ir.Value, value_t, indices: list[ir.Value], accumulate: bool) -> None:
     b = em.builder
     dtype = t.dtype
+    array = isinstance(value_t, ArrayType)
 
-    def put(pointer, ix):
-        v = _load(b, _pointer(b, value, ix), dtype) if isinstance(value_t, ArrayType) else value
+    def put(pointer, ix, width):
+        if array:
+            v = load_row(b, _pointer(b, value, ix), dtype, width)
+        else:
+            v = value if width == 1 else _splat(b, value, dtype, width)
         if accumulate:
-            old = _load(b, pointer, dtype)
-            v = b.fadd(old, v) if dtype.is_float else b.add(old, v)
-        _store(b, pointer, dtype, v)
-    _walk(em, node, target, t, indices, put)
+            old = load_row(b, pointer, dtype, width)
+            v = b.fadd(old, v) if dtype.is_float or dtype.is_complex else b.add(old, v)
+        store_row(b, pointer, dtype, v, width)
+    _walk(em, node, target, t, indices, put, lanes(dtype, accumulate),
+          [(value, value_t)] if array else [])
+
+
+def _splat(b: ir.IRBuilder, value: ir.Value, dtype: ScalarType, width: int) -> ir.Value:
+    """A vector of `width` copies of the number `value`, in its storage type."""
+    if dtype == BOOL:
+        value = b.zext(value, element_type(BOOL))
+    vector = ir.VectorType(value.type, width)
+    one = b.insert_element(ir.Constant(vector, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(ir.IntType(32), width),
+                                                  [0] * width))
 
 
 def scatter(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

@@ -222,10 +222,11 @@ def _from_front(b, v: Value, axis: int) -> Value:
     return b.op("array_permute", v, axes=order)
 
 
-def _batched_indices(b, node, ins, batched, first: int):
-    """The indices of a gather-like `node` with a batched one: one more index, the example's
-    number, first, all of the batch's shape (ints that are the same everywhere stay), and
-    the attrs that place them at the example's `axis`, where the batch axis is moved to."""
+def _batched_indices(b, node, ins, batched, first: int, numbered: bool = True):
+    """The indices of a gather-like `node` with a batched one, all of the batch's shape
+    (ints that are the same everywhere stay); `numbered`: with one more index first, the
+    example's number, and the attrs that place them at the example's `axis`, where the
+    batch axis is moved to."""
     operands = list(zip(ins[first:], batched[first:], node.inputs[first:]))
     v, f, example = next((v, f, o.type) for v, f, o in operands if isinstance(o.type, ArrayType))
     shape = [b.size, *dims(b, v)[1 if f else 0:]]
@@ -236,6 +237,8 @@ def _batched_indices(b, node, ins, batched, first: int):
             continue
         v = with_rank(b, v, example.ndim) if f else v
         indices.append(b.op("array_broadcast_to", v, *shape))
+    if not numbered:
+        return indices, node.attrs
     numbers = b.op("array_arange", b.const(0, I64), b.size)
     if example.ndim:
         numbers = b.op("array_expand_dims", numbers, axes=tuple(range(1, 1 + example.ndim)))
@@ -245,12 +248,16 @@ def _batched_indices(b, node, ins, batched, first: int):
 
 
 def _gather_batch(b, node, ins, batched):
-    """Unbatched indices: the gather one axis further in. A batched index: the example's
+    """Unbatched indices: the gather one axis further in. A batched index into an
+    unbatched array: one gather by the batch of indices, whose batch axis lands at `axis`
+    (no copy of the array per example to pick from). Into a batched array: the example's
     number as one more index, over the batch axis moved next to the indexed ones."""
     axis = node.attrs["axis"]
     if not any(batched[1:]):
         return each(b.op("gather", ins[0], *ins[1:], **{**node.attrs, "axis": axis + 1}))
-    indices, attrs = _batched_indices(b, node, ins, batched, 1)
+    indices, attrs = _batched_indices(b, node, ins, batched, 1, numbered=batched[0])
+    if not batched[0]:
+        return each(_to_front(b, b.op("gather", ins[0], *indices, **attrs), axis))
     x = _from_front(b, as_batched(b, ins[0], batched[0]), axis)
     return each(_to_front(b, b.op("gather", x, *indices, **attrs), axis))
 

@@ -1,4 +1,6 @@
-"""Filled arrays plus a scalar become filled arrays: `np.full_like(a, c) + s` -> `np.full_like(a, c + s)`.
+"""Filled arrays plus a scalar become filled arrays: `np.full_like(a, c) + s` -> `np.full_like(a, c + s)`;
+plus a smaller array that elementwise readers broadcast anyway, that array: `(full_like(a, c) + b) * t`
+-> `(c + b) * t` where `t` has `a`'s shape.
 
 A reduction's gradient spreads its adjoint over the operand this way
 (`zeros_like(x) + g / n` for a mean: ops/reductions.py), and fusion would make
@@ -13,6 +15,13 @@ uses are all reads (elementwise ops, shape queries, `sum_to_like`, a release,
 Both arrays are new either way. A filled array the sum alone read goes too
 (DCE keeps allocations, which may raise MemoryError: the new one allocates as
 much). Runs once, before fusion (pipeline.py).
+
+A sum's gradient spreads its adjoint `g` (length 1 along the summed axes) as
+`zeros_like(x) + g`, which the next elementwise op reads with an operand of `x`'s
+shape (tanh's `(1 - t * t)`). When every reader of the sum is such an op, with another
+operand of the filled array's shape (symbolic shapes), the sum becomes `c + b`, of
+`b`'s shape: each reader broadcasts it to the same elements, so the rule is exact too,
+and fusion reads `b` with stride 0 instead of a zeroed array of the whole shape.
 """
 from __future__ import annotations
 
@@ -20,6 +29,8 @@ from collections import Counter
 
 from ..core import Graph, Module, Node, Value
 from ..ops.elementwise import is_array_elementwise
+from ..symbolic_shapes import symbolic_shapes
+from ..types import ArrayType
 from .rewrite import make_const
 
 READERS = frozenset({"array_dim", "array_shape", "array_size", "array_ndim", "array_release",
@@ -41,17 +52,27 @@ def _fold_graph(graph: Graph) -> None:
     defs = {v: n for n in graph.nodes for v in n.outputs}
     written = _maybe_written(graph)
     uses = Counter(v for n in graph.nodes for v in n.inputs) + Counter(graph.outputs)
+    readers = _readers(graph)
+    shapes = None
+    smaller: set[Value] = set()  # sums rewritten to less than their symbolic shape
     nodes: list[Node] = []
     read: set[Node] = set()  # the filled arrays a rewritten sum read
     for node in graph.nodes:
         replacement = None
         if node.op == "add" and is_array_elementwise(node):
             replacement = _filled_plus_scalar(node, defs, written)
+            if replacement is None and readers.get(node.outputs[0]):
+                shapes = shapes or symbolic_shapes(graph)
+                replacement = _filled_plus_broadcast(node, defs, written, readers, shapes,
+                                                     smaller)
+                if replacement is not None:
+                    smaller.add(node.outputs[0])
         if replacement is None:
             nodes.append(node)
             continue
         nodes.extend(replacement)
         uses.subtract(node.inputs)
+        uses.update(v for n in replacement for v in n.inputs)
         read.update(defs[v] for v in node.inputs if v in defs and _constant_fill(defs[v]))
     graph.nodes = [n for n in nodes if not (n in read and uses[n.outputs[0]] == 0)]
 
@@ -74,6 +95,41 @@ def _filled_plus_scalar(node: Node, defs: dict[Value, Node], written: set[Value]
                     {**made.attrs, "fill": "value"}, loc=node.loc)
         return [fill, value, full]
     return None
+
+
+def _filled_plus_broadcast(node: Node, defs: dict[Value, Node], written: set[Value],
+                           readers: dict[Value, list[Node]], shapes, smaller: set[Value]
+                           ) -> list[Node] | None:
+    """`node`, an array `add` of a constant-filled array nothing writes into and an array `b`
+    of its type, as `c + b` where each reader of the sum is elementwise and broadcasts
+    another operand of the filled array's shape (known symbolically, and not a sum this
+    rule made `smaller`: two such sums must not vouch for each other); None otherwise."""
+    for filled, other in (node.inputs, node.inputs[::-1]):
+        made = defs.get(filled)
+        full = shapes.get(filled)
+        if (made is None or not _constant_fill(made) or filled in written or full is None
+                or filled.type != node.outputs[0].type or other.type != filled.type
+                or not all(is_array_elementwise(r) and any(
+                    v is not node.outputs[0] and v not in smaller
+                    and isinstance(v.type, ArrayType) and shapes.get(v) == full
+                    for v in r.inputs)
+                    for r in readers[node.outputs[0]])):
+            continue
+        fill = Node("const", [], [Value("", filled.type.dtype)], loc=node.loc)
+        make_const(fill, made.attrs["fill"])
+        return [fill, Node("add", [fill.outputs[0], other], node.outputs, loc=node.loc)]
+    return None
+
+
+def _readers(graph: Graph) -> dict[Value, list[Node]]:
+    """Value -> the nodes of `graph` reading it; a value the graph returns maps to []."""
+    readers: dict[Value, list[Node]] = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            readers.setdefault(v, []).append(n)
+    for v in graph.outputs:
+        readers[v] = []
+    return readers
 
 
 def _constant_fill(node: Node) -> bool:
