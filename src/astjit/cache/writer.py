@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import marshal
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import cabi
-from . import Place, runtime
+from . import runtime
 from .key import checksums, write_file
+
+if TYPE_CHECKING:
+    from . import Place  # the package imports this module when it writes
 
 
 def write_entry(where: Place, compiled: Any, pinned: list) -> bool:

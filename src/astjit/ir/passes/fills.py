@@ -18,10 +18,10 @@ much). Runs once, before fusion (pipeline.py).
 
 A sum's gradient spreads its adjoint `g` (length 1 along the summed axes) as
 `zeros_like(x) + g`, which the next elementwise op reads with an operand of `x`'s
-shape (tanh's `(1 - t * t)`). When every reader of the sum is such an op, with another
-operand of the filled array's shape (symbolic shapes), the sum becomes `c + b`, of
-`b`'s shape: each reader broadcasts it to the same elements, so the rule is exact too,
-and fusion reads `b` with stride 0 instead of a zeroed array of the whole shape.
+shape (a derivative such as `1 - t * t`, `t` of `x`'s shape). When every reader of the
+sum is such an op, with another operand of the filled array's shape (symbolic shapes),
+the sum becomes `c + b`, of `b`'s shape: each reader broadcasts it to the same elements,
+so the rule is exact too, and fusion reads `b` with stride 0 instead of a zeroed array of the whole shape.
 """
 from __future__ import annotations
 
