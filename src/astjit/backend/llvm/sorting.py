@@ -110,25 +110,17 @@ def _sorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
         kernel = npysort.declare(fn.module, "sort", dtype, kind)
         strides, n = _c_strides(b, list(dims)), dims[k]
         null = ir.Constant(npysort.VOID_P, None)
-        kept = [d for a, d in enumerate(dims) if a != k]
 
         def lane(indices):
             start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
             if not last:
                 _move(b, start, strides[k], buffer, _i64(1), n)
             status = b.call(kernel, [_void(b, buffer if not last else start), n, null])
-            with b.if_then(b.icmp_signed("<", status, ir.Constant(status.type, 0)), likely=False):
-                b.ret(status)
+            _return_if_failed(b, status)
             if not last:
                 _move(b, buffer, _i64(1), start, strides[k], n)
 
-        def nest(indices):
-            if len(indices) == len(kept):
-                lane([*indices[:k], _i64(0), *indices[k:]])
-                return
-            nests.count_up(b, _i64(0), kept[len(indices)], lambda i: nest([*indices, i]),
-                           ("lanes.head", "lanes.body", "lanes.done"))
-        nest([])
+        _each_lane(b, dims, k, lane)
         b.ret(ir.Constant(npysort.SORT_TYPE.return_type, 0))
     fnty = ir.FunctionType(npysort.SORT_TYPE.return_type, [pointer, pointer] + [I64_T] * ndim)
     return fnty, emit
@@ -172,7 +164,6 @@ def _argsorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
         dims, x_strides = list(fields[:ndim]), list(fields[ndim:])
         strides, n, stride = _c_strides(b, dims), dims[k], x_strides[k]
         null = ir.Constant(npysort.VOID_P, None)
-        kept = [d for a, d in enumerate(dims) if a != k]
 
         def lane(indices):
             source = b.gep(x, [_offset(b, indices, x_strides)])
@@ -185,23 +176,36 @@ def _argsorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
             nests.count_up(b, _i64(0), n, lambda j: b.store(j, b.gep(target, [j])),
                            ("argsort.iota.head", "argsort.iota.body", "argsort.iota.done"))
             status = b.call(kernel, [_void(b, lane_values), target, n, null])
-            with b.if_then(b.icmp_signed("<", status, ir.Constant(status.type, 0)), likely=False):
-                b.ret(status)
+            _return_if_failed(b, status)
             if not last:
                 _move(b, target, _i64(1), start, strides[k], n)
 
-        def nest(indices):
-            if len(indices) == len(kept):
-                lane([*indices[:k], _i64(0), *indices[k:]])
-                return
-            nests.count_up(b, _i64(0), kept[len(indices)], lambda i: nest([*indices, i]),
-                           ("lanes.head", "lanes.body", "lanes.done"))
-        nest([])
+        _each_lane(b, dims, k, lane)
         b.ret(ir.Constant(npysort.ARGSORT_TYPE.return_type, 0))
     fnty = ir.FunctionType(npysort.ARGSORT_TYPE.return_type,
                            [element, I64_T.as_pointer(), element, I64_T.as_pointer()]
                            + [I64_T] * (2 * ndim))
     return fnty, emit
+
+
+def _each_lane(b: ir.IRBuilder, dims: list[ir.Value], k: int, lane) -> None:
+    """lane(indices) for each lane along axis k of an array of `dims`, in C order: the
+    indices of its first element (0 along k)."""
+    kept = [d for a, d in enumerate(dims) if a != k]
+
+    def nest(indices):
+        if len(indices) == len(kept):
+            lane([*indices[:k], _i64(0), *indices[k:]])
+            return
+        nests.count_up(b, _i64(0), kept[len(indices)], lambda i: nest([*indices, i]),
+                       ("lanes.head", "lanes.body", "lanes.done"))
+    nest([])
+
+
+def _return_if_failed(b: ir.IRBuilder, status: ir.Value) -> None:
+    """Return `status` where NumPy's sort kernel failed (negative: its work memory)."""
+    with b.if_then(b.icmp_signed("<", status, ir.Constant(status.type, 0)), likely=False):
+        b.ret(status)
 
 
 def take_along(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
