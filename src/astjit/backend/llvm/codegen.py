@@ -71,6 +71,7 @@ from .conversions import build_by_parts
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
 from .lltypes import STATUS, contains_array, lltype
 from .runtime import stack
+from .teardown import take_apart
 
 __all__ = ["DEOPTIMIZE", "MAX_ERROR_VALUES", "OK", "ErrorSite", "ErrorTable", "FunctionEmitter",
            "LoweredModule", "emit_module", "error_values", "reachable_graphs"]
@@ -140,25 +141,9 @@ class LoweredModule:
         return str(self.module)
 
     def release(self) -> None:
-        """Take the llvmlite module apart once its text is made (the functions, blocks and
-        module are left empty): it is built of reference cycles (an instruction and its
-        block, a block and its function, a function and the module, a loop's phi and the
-        value its back edge brings, a loop's metadata and itself), which left all its
-        objects to the young collection run once the compile lets the collector go
-        (api._Compiling). Without the cycles, reference counting frees them as they go."""
-        for value in self.module.globals.values():
-            for block in getattr(value, "blocks", ()):
-                for instruction in block.instructions:
-                    if not isinstance(instruction, ir.PhiInstr):
-                        break  # a block's phis come first
-                    instruction.incomings.clear()
-                if block.terminator is not None:
-                    block.terminator.metadata.clear()  # a loop's `llvm.loop`: a cycle
-                block.__dict__.clear()
-            value.__dict__.clear()
-        for node in self.module.metadata:
-            node.__dict__.clear()
-        self.module.__dict__.clear()
+        """Take the llvmlite module apart once its text is made (`teardown.take_apart`): its
+        reference cycles left all its objects to the collector."""
+        take_apart(self.module)
         self.functions.clear()
 
 

@@ -87,6 +87,7 @@ from llvmlite.binding import ffi
 
 from .. import shared, vecmath
 from ..runtime import objects
+from ..teardown import take_apart
 from . import runtime_cache, split
 from .host import host_cpu
 
@@ -613,6 +614,8 @@ def compile_runtime(sources: tuple[str, ...] = ()) -> None:
         _link_found(runtime)
         pending, runtime.pending = runtime.pending, None
         texts = [] if pending is None else [(str(pending), runtime.references)]
+        if pending is not None:
+            take_apart(pending)  # its cycles otherwise left to the collector, as a kernel's
         for text in sources:
             missing = set(split.definitions(text)) - runtime.compiled
             if missing:
