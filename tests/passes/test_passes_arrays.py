@@ -118,6 +118,22 @@ def test_a_group_not_exact_splits_by_the_arrays_its_members_read():
     assert text.count("= fused") == 2  # tanh, h * h and 1 - h * h in one loop over x
 
 
+def sliced_bias(w, v, y):
+    s, a, b = w[2:4], v.reshape((3, 2)), y.reshape((5, 3, 2))
+    h = np.tanh(a + s)  # s has 2 elements or 1 wherever this ran
+    return h, (b + s) * h
+
+
+@pytest.mark.parametrize("n", [4, 3])
+def test_a_part_read_by_one_other_joins_it_where_a_literal_length_settles_a_slice(n):
+    """`b + s` is read by the product with `h` alone: one kernel with it, whose space, the
+    broadcast of (5, 3, 2), s and (3, 2), is the product's shape wherever it runs."""
+    w, v, y = np.linspace(-1.0, 1.0, n), np.linspace(0.0, 1.0, 6), np.linspace(1.0, 2.0, 30)
+    for got, want in zip(jit(sliced_bias)(w, v, y), sliced_bias(w, v, y)):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert jit(sliced_bias).ir(w, v, y, stage="optimized").count("= fused") == 2
+
+
 def product_after_its_check(x, W):
     p = x @ W
     unused = W.T @ x  # noqa: F841 - W's rows are x's length, x @ W checked it

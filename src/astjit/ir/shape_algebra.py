@@ -69,6 +69,16 @@ def broadcast(shapes: list[Shape], ndim: int) -> Shape | None:
     return tuple(dims)
 
 
+def settled(d: Dim) -> Dim:
+    """`d` where it holds one literal length among other atoms: that length (a broadcast
+    that passed its check has it, the others being it or 1)."""
+    if len(d) > 1:
+        literals = [atom for atom in d if isinstance(atom, tuple) and atom[0] == "const"]
+        if len(literals) == 1:
+            return frozenset(literals)
+    return d
+
+
 def broadcasts(shapes: list[Shape], ndim: int) -> bool:
     """Whether NumPy's broadcast of `shapes` to `ndim` axes provably succeeds: on each axis
     one of them has the union of the others' dims. That value exists, so its atoms' lengths

@@ -26,7 +26,7 @@ from __future__ import annotations
 from .core import Graph, Node, Value
 from .kernels import fused_attrs
 from .ops import OPS
-from .shape_algebra import ONE, Dim, Shape, broadcast, fresh, reduced
+from .shape_algebra import ONE, Dim, Shape, broadcast, fresh, reduced, settled
 from .types import ArrayType
 
 
@@ -100,10 +100,7 @@ class ShapeTable:
                 atoms.add(atom)
             atoms.discard(("const", 1))
             d = frozenset(atoms)
-        if len(d) > 1:
-            literals = [atom for atom in d if _is_literal(atom)]
-            return frozenset(literals) if len(literals) == 1 else d
-        return d
+        return settled(d)
 
     def record(self, node: Node) -> None:
         if self.named:  # else as made

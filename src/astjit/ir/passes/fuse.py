@@ -70,7 +70,7 @@ from ..kernels import Kernel, Reduction, kernel_of
 from ..ops.elementwise import BOOL_LOGIC, array_plan, is_array_elementwise
 from ..ops.reductions import accumulator as reduction_dtype
 from ..ops.reductions import normalize_axes
-from ..shape_algebra import ONE, broadcast
+from ..shape_algebra import ONE, broadcast, settled
 from ..symbolic_shapes import symbolic_shapes
 from ..types import BOOL, ArrayType
 from .effects import has_effects, may_write, only_computes
@@ -199,14 +199,18 @@ def _split_by_reads(members: list[Node], uses: dict[Value, set[int]]) -> list[li
 def _fills_its_space(members: list[Node], uses: dict[Value, set[int]],
                      shapes: dict[Value, tuple]) -> bool:
     """Whether every result of `members` used elsewhere has, symbolically, the shape of
-    the broadcast of all the arrays they read (shape_algebra.py: then the same lengths)."""
+    the broadcast of all the arrays they read (shape_algebra.py: then the same lengths),
+    as it is where the kernel runs: an axis with one literal length has that length."""
     produced = {m.outputs[0] for m in members}
     inputs = [shapes.get(v) for m in members for v in m.inputs
               if v not in produced and isinstance(v.type, ArrayType)]
     outputs = _outputs(members, uses)
     ndim = max(v.type.ndim for v in outputs)
     space = None if None in inputs else broadcast(inputs, ndim)
-    return space is not None and all(shapes.get(v) == space for v in outputs)
+    if space is None:
+        return False
+    space = tuple(map(settled, space))  # where it runs, its broadcast passed its check
+    return all(shapes.get(v) == space for v in outputs)
 
 
 def _mark_reuse(graph: Graph) -> None:
