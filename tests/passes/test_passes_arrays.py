@@ -239,6 +239,35 @@ def test_reshapes_to_their_own_shapes_are_the_arrays():
     assert "array_reshape" not in g.ir(a, a.T, stage="optimized")
 
 
+def outer_of_rows(a):
+    return np.outer(a[0], a[1])
+
+
+def outer_of_columns(a):
+    return np.outer(a[:, 0], a[:, 1]) + 1.0
+
+
+def ravel_then_write(x):
+    r = np.ravel(x)
+    x[0] = 100.0
+    return r * 2.0
+
+
+def test_a_flattened_vector_only_read_is_the_vector():
+    """np.outer ravels its operands: of a vector, read through a new axis by the product
+    alone, that is the vector itself (passes/shapes.py), strided or not; where the graph
+    writes an array, np.ravel's copy of a strided vector stays a copy."""
+    a = np.arange(20.0).reshape(4, 5)
+    for fn in (outer_of_rows, outer_of_columns):
+        f = jit(fn)
+        np.testing.assert_array_equal(f(a), fn(a))
+        assert "array_reshape" not in f.ir(a, stage="optimized")
+    x, expected = np.arange(10.0)[::2], ravel_then_write(np.arange(10.0)[::2])
+    g = jit(ravel_then_write)
+    np.testing.assert_array_equal(g(x), expected)
+    assert "array_reshape" in g.ir(x, stage="optimized")
+
+
 def offset_loss(w, x, y):
     return np.mean((x @ w + w[0] - y) ** 2)
 

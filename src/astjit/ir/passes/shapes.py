@@ -13,9 +13,10 @@ on every call. Each region (`if`, `while`) is analysed on its own; the regions o
 
 Two more facts the shapes prove, for the fusion pass after it: an `array_broadcast_to`
 or `array_reshape` of an array to its own shape is the array itself, where the view is
-only read or the array is a new one nothing else uses (np.einsum's operands and result,
-reshaped to the shapes they have, compiled as glue each); and an `array_dim` of an
-elementwise op's result reads the same length from the operand that has its dim there,
+only read (through further views too) or the array is a new one nothing else uses
+(np.einsum's operands and result, reshaped to the shapes they have, compiled as glue
+each; np.outer's ravel of a vector, in a graph that writes no array); and an
+`array_dim` of an elementwise op's result reads the same length from the operand that has its dim there,
 so that it does not keep the op out of a fused group with its successors (an
 `array_new_like` the same from an operand of its shape and dtype, so that it keeps no
 op alive only for its shape).
@@ -66,6 +67,8 @@ def _resolve_graph(graph: Graph) -> None:
     only_measured = _only_measured(graph)
     uses = Counter(v for node in graph.nodes for v in node.inputs)
     uses.update(graph.outputs)
+    writes = any(node.op in ("call", "callback") or node.op in OPS
+                 and "writes" in OPS[node.op].traits for node in graph.walk())
 
     def visit(node: Node) -> Replacement | None:
         if node.op not in ("fused", "rowwise"):  # kernels hold no arrays; groups stay whole
@@ -86,12 +89,24 @@ def _resolve_graph(graph: Graph) -> None:
         if node.op in ("array_broadcast_to", "array_reshape") \
                 and (node.outputs[0] in only_read or _made_for(node, made_by, uses)) \
                 and node.outputs[0].type == node.inputs[0].type \
-                and table.shape(node.outputs[0]) == table.shape(node.inputs[0]):
+                and (table.shape(node.outputs[0]) == table.shape(node.inputs[0])
+                     or _flattened_vector(node, made_by) and not writes):
             return forward(node, [node.inputs[0]])
         made_by.update((v, node) for v in node.outputs)
         return None
 
     rewrite_graph(graph, visit)
+
+
+def _flattened_vector(node: Node, made_by: dict[Value, Node]) -> bool:
+    """Whether `node` reshapes a 1-D array to (-1,) (np.ravel of a vector, np.outer's of
+    its operands): its own shape, whose length the shapes name afresh (-1 is no length).
+    Of a strided vector that is a copy (np.ravel's), which only a graph that writes no
+    array (nor calls what might) cannot tell from the vector itself."""
+    if node.op != "array_reshape" or len(node.inputs) != 2 or node.inputs[0].type.ndim != 1:
+        return False
+    length = made_by.get(node.inputs[1])
+    return length is not None and length.op == "const" and length.attrs.get("value") == -1
 
 
 def _made_for(node: Node, made_by: dict[Value, Node], uses: Counter) -> bool:
@@ -105,15 +120,19 @@ def _made_for(node: Node, made_by: dict[Value, Node], uses: Counter) -> bool:
 
 
 def _only_read(graph: Graph) -> set[Value]:
-    """The values of `graph` only read by what uses them: elementwise ops, and ops that read
-    arrays to make new ones or numbers (not views, nor `sum_to_like`, which may return its
-    operand)."""
+    """The values of `graph` only read by what uses them: elementwise ops, ops that read
+    arrays to make new ones or numbers (not `sum_to_like`, which may return its operand),
+    and views whose results are only read in turn (np.outer's ravel of a row, then its
+    new axis: read by the product alone). Walked from the last node, so that a view's
+    results are settled before the view."""
     used_otherwise = set(graph.outputs)
-    for node in graph.nodes:
+    for node in reversed(graph.nodes):
         traits = OPS[node.op].traits if node.op in OPS else frozenset()
         makes_new = "allocates" in traits or not any(
             isinstance(v.type, ArrayType) for v in node.outputs)
-        if "elementwise" not in traits and not ("reads" in traits and makes_new):
+        read_through = "view" in traits and not used_otherwise.intersection(node.outputs)
+        if "elementwise" not in traits and not ("reads" in traits and makes_new) \
+                and not read_through:
             used_otherwise.update(node.inputs)
     return {v for node in graph.nodes for v in node.inputs} - used_otherwise
 
