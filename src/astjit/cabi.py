@@ -7,9 +7,9 @@ It holds what both sides need once per process:
 
 - C calls (`function`, `process_function`, `symbol`, `library`, `memmove`): no argument
   types are declared, so a C `int` passes as a Python int, a pointer or any 64-bit
-  integer as `c_void_p(...)`, an object as `py_object(...)`, a `bytes` as its data; the
-  result is a C `int` unless said otherwise. Two ctypes types in all, `c_void_p` and
-  `py_object` (ctypes' own where its package is imported): each type made costs a warm
+  integer as `c_void_p(...)` (an object as its address, `c_void_p(id(obj))`), a `bytes` as
+  its data; the result is a C `int` unless said otherwise. One ctypes type in all,
+  `c_void_p` (ctypes' own where its package is imported): each type made costs a warm
   load more than most of its work, and the integer ones twice (a byte-swapped twin);
 - the process state compiled code reads (`MAIN_THREAD`, `RELEASED_KEY`: runtime/gil.py,
   interrupts.py) and the C function it calls for the calling thread's stack limit
@@ -38,6 +38,8 @@ from _ctypes import (
     FUNCFLAG_USE_ERRNO,
     RTLD_LOCAL,
     CFuncPtr,
+    Py_DECREF,
+    PyObj_FromPtr,
     _memmove_addr,
     _SimpleCData,
     addressof,
@@ -49,14 +51,11 @@ from collections.abc import Callable
 from typing import Any
 
 _ctypes_package = sys.modules.get("ctypes")
-if _ctypes_package is not None:  # the same kinds either way; ctypes' are ready-made
-    c_void_p, py_object = _ctypes_package.c_void_p, _ctypes_package.py_object
+if _ctypes_package is not None:  # the same kind either way; ctypes' is ready-made
+    c_void_p = _ctypes_package.c_void_p
 else:
     class c_void_p(_SimpleCData):
         _type_ = "P"
-
-    class py_object(_SimpleCData):
-        _type_ = "O"
 
 # ---- C calls ---------------------------------------------------------------------------------
 
@@ -85,10 +84,13 @@ def function(target: object, restype: type | None = None,
              python_api: bool = False) -> CFuncPtr:
     """The C function at address `target` (an int), or calling the Python callable `target`
     (a callback C code may call, taking no arguments), returning `restype` (a C int where
-    None). `python_api`: the call keeps the GIL and raises the Python error the function
-    set; other calls save errno for `get_errno` (one class of C functions for them all:
-    each class made costs a warm load more than the calls)."""
-    flags = FUNCFLAG_CDECL | (FUNCFLAG_PYTHONAPI if python_api else FUNCFLAG_USE_ERRNO)
+    None). Every call saves errno for `get_errno`. `python_api`: the call keeps the GIL and
+    raises the Python error the function set; the loader makes its own short calls so too
+    (`memmove`, mapping memory, `thread_state`'s key, the stack's bounds, the BLAS check of
+    capsules.py), beside `PyCFunction_NewEx`'s: one class of C functions for all of a warm
+    load's calls (each class made costs a warm load more than the calls); others release
+    the GIL."""
+    flags = FUNCFLAG_CDECL | FUNCFLAG_USE_ERRNO | (FUNCFLAG_PYTHONAPI if python_api else 0)
     if callable(target):  # a callback's types are its class's
         return type("CFunction", (CFuncPtr,), {"_flags_": flags, "_restype_": restype,
                                                "_argtypes_": ()})(target)
@@ -120,7 +122,7 @@ def buffer_address(data: bytearray) -> int:
     return addressof(c_void_p.from_buffer(data))
 
 
-memmove = function(_memmove_addr, c_void_p)
+memmove = function(_memmove_addr, c_void_p, python_api=True)
 """`memmove(c_void_p(destination), source, c_void_p(size))`; a `bytes` source passes its data."""
 
 # ---- the process state compiled code reads ---------------------------------------------------
@@ -157,7 +159,7 @@ def _note_main_thread() -> None:
 def thread_state() -> dict[str, int]:
     """The addresses of `MAIN_THREAD` and `RELEASED_KEY`, the key made on first request (once
     per process; a forked child notes its own main thread)."""
-    create = process_function("pthread_key_create")
+    create = process_function("pthread_key_create", python_api=True)
     if create(c_void_p(addressof(_released_key)), None) != 0:
         raise OSError("pthread_key_create failed: no thread-local key for compiled code")
     _note_main_thread()
@@ -188,24 +190,24 @@ def thread_stack_limit() -> int:
 def thread_stack_bounds() -> tuple[int, int] | None:
     """The calling thread's stack as (lowest address, highest address), from the thread
     library: glibc's and musl's `pthread_getattr_np`, macOS's `pthread_get_stack*_np`."""
-    thread = c_void_p(process_function("pthread_self", c_void_p)())
+    thread = c_void_p(process_function("pthread_self", c_void_p, True)())
     if sys.platform == "darwin":
-        high = process_function("pthread_get_stackaddr_np", c_void_p)(thread) or 0
-        size = process_function("pthread_get_stacksize_np", c_void_p)(thread) or 0
+        high = process_function("pthread_get_stackaddr_np", c_void_p, True)(thread) or 0
+        size = process_function("pthread_get_stacksize_np", c_void_p, True)(thread) or 0
         return high - size, high
     attr = bytearray(256)  # a pthread_attr_t (56 or 64 bytes)
     at = c_void_p(buffer_address(attr))
-    if process_function("pthread_getattr_np")(thread, at) != 0:
+    if process_function("pthread_getattr_np", None, True)(thread, at) != 0:
         return None
     try:
         address, size = c_void_p(), c_void_p()
-        if process_function("pthread_attr_getstack")(
+        if process_function("pthread_attr_getstack", None, True)(
                 at, c_void_p(addressof(address)), c_void_p(addressof(size))) != 0:
             return None
         low = address.value or 0
         return low, low + (size.value or 0)
     finally:
-        process_function("pthread_attr_destroy")(at)
+        process_function("pthread_attr_destroy", None, True)(at)
 
 
 _thread_limit: list = []
@@ -229,7 +231,9 @@ METHOD_DEF = struct.Struct("PPiP")
 """PyMethodDef: ml_name, ml_meth, ml_flags, ml_doc (laid out in a bytearray, followed by the
 two strings: no ctypes Structure class to make)."""
 
-_new_builtin = process_function("PyCFunction_NewEx", py_object, python_api=True)
+_new_builtin = process_function("PyCFunction_NewEx", c_void_p, python_api=True)
+"""`PyCFunction_NewEx(method_def, self, module)`: a new reference, by its address (no
+`py_object` type to make: `make_builtin` takes the object from it)."""
 
 
 class EntryPins:
@@ -308,7 +312,9 @@ def make_builtin(compiled: Any, wrapper: str, name: str, pins: EntryPins) -> Cal
     memory[METHOD_DEF.size:] = text + doc
     pins.code = compiled
     pins.method_def = memory
-    return _new_builtin(c_void_p(base), py_object(pins), None)
+    made = PyObj_FromPtr(_new_builtin(c_void_p(base), c_void_p(id(pins)), None))
+    Py_DECREF(made)  # the reference PyCFunction_NewEx returned: `made` holds its own
+    return made
 
 # ---- Python objects by portable name ---------------------------------------------------------
 
@@ -384,12 +390,15 @@ PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
 MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
 
 
-class Unsupported(Exception):
-    """Object code the ELF linker (cache/elf.py) does not handle exactly."""
-
-
-class Unresolved(LookupError):
-    """An undefined symbol resolves nowhere."""
+Unsupported = NotImplementedError
+"""Raised for object code the ELF linker (cache/elf.py) does not handle exactly. This and
+`Unresolved` are builtin exceptions, not classes of their own: making a class costs every
+warm load about as much as relocating a kernel's image, for errors raised only where a link
+is refused."""
+Unresolved = LookupError
+"""Raised for an undefined symbol that resolves nowhere (its name the message). A link
+refused by either, or by a `KeyError` of a layout that is not one `elf.plan` made, falls
+back to LLVM (cache.link_natively)."""
 
 
 class Image:
@@ -513,12 +522,13 @@ def _external(name: str, weak: bool, resolve: Callable[[str], int | None]) -> in
 
 
 _LIBC: dict = {}
-"""The C library's `mmap`, `munmap` and `mprotect` (errno kept), made on first use."""
+"""The C library's `mmap`, `munmap` and `mprotect` (errno kept; the GIL too: `function`),
+made on first use."""
 
 
 def _libc() -> dict:
     if not _LIBC:
-        _LIBC.update((name, process_function(name, c_void_p if name == "mmap" else None))
+        _LIBC.update((name, process_function(name, c_void_p if name == "mmap" else None, True))
                      for name in ("mmap", "munmap", "mprotect"))
     return _LIBC
 

@@ -214,7 +214,8 @@ def fortran_call(address: int, restype: type | None, *arguments: tuple[str, tupl
     the call. Through `cabi` with one buffer of bytes holding every argument's values, each
     8-byte aligned: ctypes' prototypes, pointer and array types are classes, each made once
     per process, which cost a warm cache load more than the calls (docs/caching.md); one
-    buffer, not one per argument, makes one ctypes object to find its address."""
+    buffer, not one per argument, makes one ctypes object to find its address. The GIL kept
+    during the call, as for the loader's other calls (`cabi.function`: one class of them)."""
     formats = [f"={len(values)}{code}" for code, values in arguments]
     offsets, end = [], 0
     for text in formats:
@@ -224,7 +225,8 @@ def fortran_call(address: int, restype: type | None, *arguments: tuple[str, tupl
     for text, (_, values), at in zip(formats, arguments, offsets):
         struct.pack_into(text, block, at, *values)
     base = cabi.buffer_address(block)
-    result = cabi.function(address, restype)(*[cabi.c_void_p(base + at) for at in offsets])
+    result = cabi.function(address, restype, python_api=True)(
+        *[cabi.c_void_p(base + at) for at in offsets])
     return result, [struct.unpack_from(text, block, at) for text, at in zip(formats, offsets)]
 
 

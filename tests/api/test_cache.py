@@ -637,7 +637,8 @@ def test_a_foreign_entry_is_not_decoded():
     compiled and written again."""
     meta_key, other = "format=2;one environment", "format=2;another"
     payload = cache.marshal.dumps({"key": meta_key, "sizes": [], "sums": [], "parts": [],
-                                   "roles": [], "runtime": [], "plans": [None], "errors": []})
+                                   "roles": [], "runtime": [], "plans": [None], "errors": [],
+                                   "details": {}})
     blob = len(payload).to_bytes(4, "little") + payload
     assert cache.decode(blob, meta_key) is not None
     assert cache.decode(blob, other) is None
@@ -645,7 +646,8 @@ def test_a_foreign_entry_is_not_decoded():
     assert cache.decode(b"\x07\x00\x00\x00garbage", meta_key) is None
     sites = cache.marshal.dumps({"key": meta_key, "sizes": [], "sums": [], "parts": [],
                                  "roles": [], "runtime": [], "plans": [None],
-                                 "errors": [["ValueError", "m", [1, 2, 3, 4, 5]]]})
+                                 "errors": [["ValueError", "m", [1, 2, 3, 4, 5]]],
+                                 "details": {}})
     assert cache.decode(len(sites).to_bytes(4, "little") + sites, meta_key) is None
 
 
@@ -701,4 +703,4 @@ def test_object_code_only_llvm_reads_is_checked_where_it_is_read(monkeypatch, tm
     assert next(iter(again.signatures.values())).optimized is not None  # compiled
     saved = cache.decode(key.read_file(path), cache.place(
         closure_reading(7.0), {"cache": True}, next(iter(again.signatures))).key)
-    assert saved is not None and saved.intact()  # written again, whole
+    assert saved is not None and cache.objects_intact(saved)  # written again, whole

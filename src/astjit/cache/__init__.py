@@ -40,8 +40,8 @@ Payload: a 4-byte length, that much metadata, then the object code of each part 
 each runtime batch (their lengths and checksums are in the metadata). The file's header
 checks the length and the metadata alone (`key.write_file`'s checked start): the image a
 native link maps is laid out in the metadata (`plans`), and a load that links natively
-never reads the object code after it, which is checked where it is read (`Saved.intact`,
-`Batch.intact`: a link by LLVM, a runtime batch this process links and may adopt). The
+never reads the object code after it, which is checked where it is read (`objects_intact`,
+`batch_intact`: a link by LLVM, a runtime batch this process links and may adopt). The
 metadata is plain values (dicts, lists, strings,
 numbers) in `marshal`'s format, which Python reads without importing anything (json's
 import and its regular expressions cost a cached load more than the rest of decoding;
@@ -84,6 +84,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from .. import cabi
@@ -100,24 +101,11 @@ from .key import (
 )
 
 
-class Place:
-    """Where the entry of one specialization lives and the key it must carry."""
-
-    __slots__ = ("key", "path")
-
-    def __init__(self, key: str, path: str) -> None:
-        self.key = key
-        self.path = path
-
-    @property
-    def tag(self) -> str:
-        """The entry's name among the pins of the process (`objects.pinning`)."""
-        return sha512(self.key.encode()).hexdigest()[:20]
-
-
-def place(fn: Any, options: dict, types: tuple) -> Place | None:
-    """The entry of `fn` (a Python or derived function) compiled with `options` for argument
-    `types`; None when `fn` depends on something the cache cannot key (dependencies.py)."""
+def place(fn: Any, options: dict, types: tuple) -> SimpleNamespace | None:
+    """Where the entry of `fn` (a Python or derived function) compiled with `options` for
+    argument `types` lives: `.key` (the key it must carry), `.path` (its file) and `.tag`
+    (its name among the pins of the process: `objects.pinning`); None when `fn` depends on
+    something the cache cannot key (dependencies.py)."""
     try:
         depends = digest(fn)
     except Uncacheable:
@@ -125,16 +113,17 @@ def place(fn: Any, options: dict, types: tuple) -> Place | None:
     label = f"{getattr(fn, '__module__', None) or ''}.{getattr(fn, '__qualname__', 'f')}"
     shown = sorted((k, v) for k, v in options.items() if k != "cache")
     key = "|".join([fingerprint(), label, repr(shown), repr(types), depends])
-    return Place(key, path_for(label, key))
+    return SimpleNamespace(key=key, path=path_for(label, key),
+                           tag=sha512(key.encode()).hexdigest()[:20])
 
 
-def read(where: Place) -> Saved | None:
-    """The entry at `where`, decoded, or None (absent, corrupt, another key's)."""
+def read(where: SimpleNamespace) -> SimpleNamespace | None:
+    """The entry at `where` (`place`), decoded, or None (absent, corrupt, another key's)."""
     payload = read_file(where.path)
     return None if payload is None else decode(payload, where.key)
 
 
-def write(where: Place, compiled: Any, pinned: list) -> bool:
+def write(where: SimpleNamespace, compiled: Any, pinned: list) -> bool:
     """Save a compiled entry (`entry.CompiledEntry`, compiled under `objects.pinning(
     where.tag)`, which pinned `pinned`); whether it was written (writer.py: a writer's
     only, apart from the loader's code, which every warm load unmarshals)."""
@@ -146,72 +135,36 @@ def write(where: Place, compiled: Any, pinned: list) -> bool:
 ROLES = ("fallback", "handler", "reporter", "general")
 
 
-class Batch:
-    """A runtime module's object code as an entry carries it, the functions it defines and
-    what it imports (runtime.py: the runtime's shared functions an entry calls)."""
-
-    __slots__ = ("imports", "names", "object", "plan", "sums")
-
-    def __init__(self, names: tuple[str, ...], imports: tuple[str, ...], obj: memoryview,
-                 sums: list[int], plan: tuple | None) -> None:
-        self.names = names
-        self.imports = imports
-        self.object: bytes | memoryview = obj
-        """Its object code: unchecked (a view of the entry) until `intact` makes it bytes."""
-        self.sums = sums
-        self.plan = plan
-        """Its object laid out by the ELF linker (`elf.plan`), or None: linked by LLVM."""
-
-    def intact(self) -> bool:
-        """Whether its object code has the checksums its entry says (then as bytes)."""
-        if type(self.object) is not bytes:
-            if not intact(self.object, self.sums):
-                return False
-            self.object = bytes(self.object)
-        return True
-
-
-class Saved:
-    """A decoded entry."""
-
-    def __init__(self, meta: dict, objects: list[tuple[str, memoryview]],
-                 runtime: list[Batch]) -> None:
-        self.meta = meta
-        self.objects = objects
-        """(pipeline, object code) of each part of the entry's module: unchecked (views of
-        the entry) until `intact` makes them bytes."""
-        self.runtime = runtime
-        self.errors: list[tuple[str, str, Loc | None]] = []
-        """The error sites (exc, message, loc), as the handler reads `emitter.ErrorSite`s:
-        made once (the dispatcher's handler and `link` share them), plain tuples (a class
-        of their own cost each load its making, and each site a call), with one `Loc` per
-        source line: a frozen dataclass, whose fields cost a load a set each, and several
-        sites of a line (an array expression's checks) share it."""
-        locs: dict[tuple, Loc] = {}
-        for exc, message, loc in meta["errors"]:
-            if loc is not None:
-                loc = tuple(loc)  # (marshal gives a list)
-                loc = locs.get(loc) or locs.setdefault(loc, Loc(*loc))
-            self.errors.append((exc, message, loc))
-
-    @property
-    def details(self) -> dict[int, str]:
-        return {int(status): text for status, text in self.meta["details"].items()}
-
-    def intact(self) -> bool:
-        """Whether all of its object code has the checksums the metadata says (then as bytes):
-        what a link by LLVM reads."""
-        sums = self.meta["sums"]
-        if not all(type(obj) is bytes or intact(obj, sums[k])
-                   for k, (_, obj) in enumerate(self.objects)):
+def batch_intact(batch: SimpleNamespace) -> bool:
+    """Whether the object code of a runtime batch an entry carries (`decode`) has the
+    checksums its entry says (then as bytes)."""
+    if type(batch.object) is not bytes:
+        if not intact(batch.object, batch.sums):
             return False
-        self.objects = [(pipeline, bytes(obj)) for pipeline, obj in self.objects]
-        return all(batch.intact() for batch in self.runtime)
+        batch.object = bytes(batch.object)
+    return True
 
 
-def decode(payload: bytes, key: str) -> Saved | None:
+def objects_intact(saved: SimpleNamespace) -> bool:
+    """Whether all of a decoded entry's object code has the checksums its metadata says
+    (then as bytes): what a link by LLVM reads."""
+    sums = saved.meta["sums"]
+    if not all(type(obj) is bytes or intact(obj, sums[k])
+               for k, (_, obj) in enumerate(saved.objects)):
+        return False
+    saved.objects = [(pipeline, bytes(obj)) for pipeline, obj in saved.objects]
+    return all(batch_intact(batch) for batch in saved.runtime)
+
+
+def decode(payload: bytes, key: str) -> SimpleNamespace | None:
     """The entry in `payload` when it is the one of `key` (else None: a hash collision of
-    file names, or an entry that does not parse)."""
+    file names, or an entry that does not parse), decoded: `.meta`, `.objects` ((pipeline,
+    object code) of each part of the entry's module: unchecked views of the entry until
+    `objects_intact` makes them bytes), `.runtime` (the runtime batches it carries: `.names`
+    they define, `.imports`, `.object` (unchecked until `batch_intact`), `.sums`, `.plan`,
+    their object laid out by the ELF linker, or None: linked by LLVM), `.errors` (`_sites`)
+    and `.details` (status -> template). Namespaces, not classes: making a class costs a
+    load more than filling it."""
     try:
         (length,) = struct.unpack_from("<I", payload)
         view = memoryview(payload)  # slices of it copy nothing
@@ -227,15 +180,35 @@ def decode(payload: bytes, key: str) -> Saved | None:
                 or len(blobs) != parts + len(meta["runtime"]) or len(sums) != len(blobs) \
                 or len(meta["plans"]) != 1 + len(meta["runtime"]):
             return None
-        batches = [Batch(tuple(names), tuple(imports), blob, blob_sums, plan)
+        batches = [SimpleNamespace(names=tuple(names), imports=tuple(imports), object=blob,
+                                   sums=blob_sums, plan=plan)
                    for (names, imports), blob, blob_sums, plan
                    in zip(meta["runtime"], blobs[parts:], sums[parts:], meta["plans"][1:])]
-        return Saved(meta, list(zip(meta["parts"], blobs[:parts])), batches)
+        return SimpleNamespace(meta=meta, objects=list(zip(meta["parts"], blobs[:parts])),
+                               runtime=batches, errors=_sites(meta["errors"]),
+                               details={int(status): text
+                                        for status, text in meta["details"].items()})
     except (ValueError, KeyError, TypeError, EOFError, struct.error):
         return None
 
 
-def link(saved: Saved, fallback: Any, handler: Any, general: Any) -> Any | None:
+def _sites(errors: list) -> list[tuple[str, str, Loc | None]]:
+    """The error sites (exc, message, loc), as the handler reads `emitter.ErrorSite`s: made
+    once (the dispatcher's handler and `link` share them), plain tuples (a class of their own
+    cost each load its making, and each site a call), with one `Loc` per source line: a
+    frozen dataclass, whose fields cost a load a set each, and several sites of a line (an
+    array expression's checks) share it."""
+    locs: dict[tuple, Loc] = {}
+    sites = []
+    for exc, message, loc in errors:
+        if loc is not None:
+            loc = tuple(loc)  # (marshal gives a list)
+            loc = locs.get(loc) or locs.setdefault(loc, Loc(*loc))
+        sites.append((exc, message, loc))
+    return sites
+
+
+def link(saved: SimpleNamespace, fallback: Any, handler: Any, general: Any) -> Any | None:
     """A compiled entry (duck-typed as `entry.CompiledEntry`) running the saved machine code,
     its pins bound to the loading dispatcher's `fallback`, error `handler` (wrapped in an
     `ErrorReporter` where the saved one was) and `general` entry; None when it cannot link
@@ -256,7 +229,7 @@ def link(saved: Saved, fallback: Any, handler: Any, general: Any) -> Any | None:
     return LoadedEntry(call, errors, module, saved.details, meta["general"])
 
 
-def _link_by_llvm(saved: Saved, pins: dict[str, Any]) -> Any | None:
+def _link_by_llvm(saved: SimpleNamespace, pins: dict[str, Any]) -> Any | None:
     """The saved code linked by LLVM's MCJIT (`Engine.load`), or None."""
     from ..backend.llvm.jit.engine import ObjectImage, engine
     from ..backend.llvm.runtime import objects
@@ -264,7 +237,7 @@ def _link_by_llvm(saved: Saved, pins: dict[str, Any]) -> Any | None:
     from .symbols import provide
 
     meta = saved.meta
-    if not saved.intact() or not runtime.link(saved.runtime, provide) \
+    if not objects_intact(saved) or not runtime.link(saved.runtime, provide) \
             or not provide(meta["imports"]):
         return None
     objects.bind(pins)
@@ -310,7 +283,7 @@ class LoadedEntry:
 _lock = threading.RLock()
 _runtime: dict[str, int] = {}
 """Name -> address of each runtime function linked here."""
-_batches: list[LinkedCode] = []
+_batches: list[SimpleNamespace] = []
 """The runtime batches linked here, kept for the process."""
 _objects: dict[str, object] = {}
 """Objects found by portable name, kept alive under their symbol."""
@@ -319,23 +292,18 @@ LIBMVEC = "libmvec.so.1"
 """glibc's vector math library (`vecmath.LIBRARY`, which imports llvmlite)."""
 
 
-class LinkedCode:
+def linked_code(addresses: dict[str, int], imports: tuple[str, ...], code: cabi.Image,
+                obj: bytes = b"") -> SimpleNamespace:
     """Code linked here, read as a `jit.engine.CompiledModule`: an entry's module (its
     `addresses`, for `cabi.make_builtin`), or a runtime batch, which `shared.RUNTIME.modules`
-    lists once adopted (`parts`, made then: runtime.LoadedPart)."""
-
-    def __init__(self, addresses: dict[str, int], imports: tuple[str, ...], code: cabi.Image,
-                 obj: bytes = b"") -> None:
-        self.addresses = addresses
-        self.imports = imports
-        self.code = code
-        self.object = obj
-        self.parts: tuple = ()
-        self.adopted = False
+    lists once adopted (`parts`, made then: runtime.LoadedPart). `code` (the Image) keeps its
+    memory mapped."""
+    return SimpleNamespace(addresses=addresses, imports=imports, code=code, object=obj,
+                           parts=(), adopted=False)
 
 
-def link_natively(saved: Saved, pins: dict[str, object]) -> LinkedCode | None:
-    """The entry `saved` (`Saved`) linked here, its pin symbols bound to `pins`; None
+def link_natively(saved: SimpleNamespace, pins: dict[str, object]) -> SimpleNamespace | None:
+    """The entry `saved` (`decode`) linked here, its pin symbols bound to `pins`; None
     where it cannot be (see the module's docstring)."""
     meta = saved.meta
     if meta["plans"][0] is None or not cabi.supported_host():
@@ -359,21 +327,21 @@ def link_natively(saved: Saved, pins: dict[str, object]) -> LinkedCode | None:
     addresses = {name: image.symbols.get(name) for name in meta["names"]}
     if not all(addresses.values()):
         return None
-    return LinkedCode(addresses, tuple(meta["imports"]), image)
+    return linked_code(addresses, tuple(meta["imports"]), image)
 
 
-def _link_batch(batch: Batch, resolve: Callable[[str], int | None]) -> None:
+def _link_batch(batch: SimpleNamespace, resolve: Callable[[str], int | None]) -> None:
     if all(resolve(name) is not None for name in batch.names):
         return
     if batch.plan is None:
         raise cabi.Unsupported("a runtime batch the ELF linker refused where it was written")
-    if not batch.intact():  # its object code becomes the runtime's (`adopt`)
+    if not batch_intact(batch):  # its object code becomes the runtime's (`adopt`)
         raise cabi.Unsupported("a runtime batch whose object code is damaged")
     image = cabi.load_image(batch.plan, resolve)
     addresses = {name: image.symbols.get(name) for name in batch.names}
     if not all(addresses.values()):
         raise cabi.Unsupported("a runtime batch without the functions its entry names")
-    _batches.append(LinkedCode(addresses, batch.imports, image, batch.object))
+    _batches.append(linked_code(addresses, batch.imports, image, batch.object))
     _runtime.update(addresses)
     shared = sys.modules.get("astjit.backend.llvm.shared")
     if shared is not None:

@@ -118,118 +118,118 @@ class Uncacheable(Exception):
 
 
 def digest(fn: Any) -> str:
-    """The hex digest of everything compiling `fn` depends on (see the module's docstring)."""
-    walk = _Walk()
-    walk.value(fn)
+    """The hex digest of everything compiling `fn` depends on (see the module's docstring).
+
+    The walk's state is a namespace, its steps functions (a class costs a warm load more
+    than the walk of a scalar kernel): `hash`; `seen`, the id of each function hashed ->
+    its number, for recursion (and keeping ids apart); `alive`, the functions hashed (their
+    ids stay theirs while the walk runs); `files`, the bytes of each source file read (None:
+    not a file), read once a walk."""
+    walk = types.SimpleNamespace(hash=sha512(), seen={}, alive=[], files={})
+    _value(walk, fn)
     return walk.hash.hexdigest()
 
 
-class _Walk:
-    def __init__(self) -> None:
-        self.hash = sha512()
-        self.seen: dict[int, int] = {}
-        """id of each function hashed -> its number, for recursion (and keeping ids apart)."""
-        self.alive: list = []
-        self.files: dict[str, bytes | None] = {}
-        """The bytes of each source file read (None: not a file), read once a walk."""
+def _add(walk: types.SimpleNamespace, *parts: object) -> None:
+    for part in parts:
+        walk.hash.update(str(part).encode("utf-8", "surrogatepass"))
+        walk.hash.update(b"\0")
 
-    def add(self, *parts: object) -> None:
-        for part in parts:
-            self.hash.update(str(part).encode("utf-8", "surrogatepass"))
-            self.hash.update(b"\0")
 
-    def value(self, obj: Any) -> None:
-        """Hash `obj` by value (see the module's docstring)."""
-        kind = type(obj)
-        if obj is None or kind in (bool, int, float, complex, str, bytes):
-            self.add(kind.__name__, repr(obj))
-        elif kind in (tuple, list, frozenset, set):
-            items = sorted(obj, key=repr) if kind in (frozenset, set) else obj
-            self.add(kind.__name__, len(items))
-            for item in items:
-                self.value(item)
-        elif kind is dict:
-            self.add("dict", len(obj))
-            for key, item in obj.items():
-                self.value(key)
-                self.value(item)
-        elif isinstance(obj, types.ModuleType):
-            self.add("module", obj.__name__)
-        elif isinstance(obj, types.FunctionType):
-            self.function(obj)
-        elif self.numpy_value(obj):
-            pass
-        elif hasattr(obj, "__astjit_derived__"):
-            spec = obj.__astjit_derived__
-            self.add("derived", repr(spec.derive), spec.params)
-            self.value(spec.base)
-        elif callable(getattr(obj, "py_func", None)) and hasattr(obj, "dispatcher"):
-            self.add("jitted", repr(sorted(obj.dispatcher.options.items())))
-            self.value(obj.py_func)
-        elif type(obj) is types.MethodType:
-            raise Uncacheable("a bound method: its object is read when the code runs")
-        elif isinstance(obj, (type, types.BuiltinFunctionType)) and _named(obj):
-            self.add("named", obj.__module__, obj.__qualname__)
-        else:
-            raise Uncacheable(f"a value of type {kind.__qualname__} ({obj!r:.60})")
+def _value(walk: types.SimpleNamespace, obj: Any) -> None:
+    """Hash `obj` by value (see the module's docstring)."""
+    kind = type(obj)
+    if obj is None or kind in (bool, int, float, complex, str, bytes):
+        _add(walk, kind.__name__, repr(obj))
+    elif kind in (tuple, list, frozenset, set):
+        items = sorted(obj, key=repr) if kind in (frozenset, set) else obj
+        _add(walk, kind.__name__, len(items))
+        for item in items:
+            _value(walk, item)
+    elif kind is dict:
+        _add(walk, "dict", len(obj))
+        for key, item in obj.items():
+            _value(walk, key)
+            _value(walk, item)
+    elif isinstance(obj, types.ModuleType):
+        _add(walk, "module", obj.__name__)
+    elif isinstance(obj, types.FunctionType):
+        _function(walk, obj)
+    elif _numpy_value(walk, obj):
+        pass
+    elif hasattr(obj, "__astjit_derived__"):
+        spec = obj.__astjit_derived__
+        _add(walk, "derived", repr(spec.derive), spec.params)
+        _value(walk, spec.base)
+    elif callable(getattr(obj, "py_func", None)) and hasattr(obj, "dispatcher"):
+        _add(walk, "jitted", repr(sorted(obj.dispatcher.options.items())))
+        _value(walk, obj.py_func)
+    elif type(obj) is types.MethodType:
+        raise Uncacheable("a bound method: its object is read when the code runs")
+    elif isinstance(obj, (type, types.BuiltinFunctionType)) and _named(obj):
+        _add(walk, "named", obj.__module__, obj.__qualname__)
+    else:
+        raise Uncacheable(f"a value of type {kind.__qualname__} ({obj!r:.60})")
 
-    def numpy_value(self, obj: Any) -> bool:
-        numpy = sys.modules.get("numpy")
-        if numpy is None:
-            return False
-        if isinstance(obj, numpy.ndarray):  # compiled code takes arrays only as arguments
-            self.add("ndarray", obj.dtype.str, obj.shape)
-        elif isinstance(obj, numpy.generic):
-            self.add("numpy", obj.dtype.str, obj.tobytes().hex())
-        elif isinstance(obj, numpy.ufunc):
-            self.add("ufunc", obj.__name__)
-        elif isinstance(obj, numpy.dtype):
-            self.add("dtype", obj.str)
-        else:
-            return False
-        return True
 
-    def function(self, fn: types.FunctionType) -> None:
-        number = self.seen.get(id(fn))
-        if number is not None:
-            self.add("again", number)
-            return
-        self.seen[id(fn)] = len(self.seen)
-        self.alive.append(fn)  # its id stays its own while the walk runs
-        module = getattr(fn, "__module__", None) or ""
-        self.add("function", module, fn.__qualname__)
-        if module.partition(".")[0] in LIBRARIES:
-            return
-        code = fn.__code__
-        text = source_text(code, self.files)
-        self.add(code.co_filename, len(text))
-        self.hash.update(text)
-        self.value(fn.__defaults__)
-        self.value(fn.__kwdefaults__)
-        self.value(getattr(fn, "__astjit_static__", None))
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-            try:
-                contents = cell.cell_contents
-            except ValueError:
-                self.add("empty cell", name)
-                continue
-            self.add("cell", name)
-            self.value(contents)
-        namespace = fn.__globals__
-        for name in sorted(global_names(code)):
-            if name in namespace:
-                self.add("global", name)
-                self.value(namespace[name])
-            elif hasattr(builtins, name):
-                self.add("builtin", name)
-        modules = [v for v in namespace.values() if isinstance(v, types.ModuleType)
-                   and v.__name__.partition(".")[0] not in LIBRARIES]
-        for name in sorted(global_names(code)):  # mylib.helper: the helper's code too
-            for module in modules:
-                member = getattr(module, name, None)
-                if isinstance(member, types.FunctionType):
-                    self.add("member", module.__name__, name)
-                    self.value(member)
+def _numpy_value(walk: types.SimpleNamespace, obj: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return False
+    if isinstance(obj, numpy.ndarray):  # compiled code takes arrays only as arguments
+        _add(walk, "ndarray", obj.dtype.str, obj.shape)
+    elif isinstance(obj, numpy.generic):
+        _add(walk, "numpy", obj.dtype.str, obj.tobytes().hex())
+    elif isinstance(obj, numpy.ufunc):
+        _add(walk, "ufunc", obj.__name__)
+    elif isinstance(obj, numpy.dtype):
+        _add(walk, "dtype", obj.str)
+    else:
+        return False
+    return True
+
+
+def _function(walk: types.SimpleNamespace, fn: types.FunctionType) -> None:
+    number = walk.seen.get(id(fn))
+    if number is not None:
+        _add(walk, "again", number)
+        return
+    walk.seen[id(fn)] = len(walk.seen)
+    walk.alive.append(fn)  # its id stays its own while the walk runs
+    module = getattr(fn, "__module__", None) or ""
+    _add(walk, "function", module, fn.__qualname__)
+    if module.partition(".")[0] in LIBRARIES:
+        return
+    code = fn.__code__
+    text = source_text(code, walk.files)
+    _add(walk, code.co_filename, len(text))
+    walk.hash.update(text)
+    _value(walk, fn.__defaults__)
+    _value(walk, fn.__kwdefaults__)
+    _value(walk, getattr(fn, "__astjit_static__", None))
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            _add(walk, "empty cell", name)
+            continue
+        _add(walk, "cell", name)
+        _value(walk, contents)
+    namespace = fn.__globals__
+    for name in sorted(global_names(code)):
+        if name in namespace:
+            _add(walk, "global", name)
+            _value(walk, namespace[name])
+        elif hasattr(builtins, name):
+            _add(walk, "builtin", name)
+    modules = [v for v in namespace.values() if isinstance(v, types.ModuleType)
+               and v.__name__.partition(".")[0] not in LIBRARIES]
+    for name in sorted(global_names(code)):  # mylib.helper: the helper's code too
+        for module in modules:
+            member = getattr(module, name, None)
+            if isinstance(member, types.FunctionType):
+                _add(walk, "member", module.__name__, name)
+                _value(walk, member)
 
 
 def _named(obj: Any) -> bool:

@@ -12,17 +12,14 @@ compiling the batch's LLVM IR again, which would be most of a load.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from . import Batch
+from types import SimpleNamespace
 
 _ADDRESS = r"inttoptr \((?:i64|ptr) \d{6,}"
 """An address embedded in LLVM IR."""
 
 
 class LoadedPart:
-    """A runtime batch's object code linked by the cache's loader (`cache.LinkedCode`), as
+    """A runtime batch's object code linked by the cache's loader (`cache.linked_code`), as
     `jit.engine.Part` shows a part loaded from object code (made when the batch is adopted:
     a process that only loads never needs it)."""
 
@@ -64,7 +61,7 @@ def _embeds_addresses(module) -> bool:
     return part.module is not None and re.search(_ADDRESS, part.llvm_ir_optimized) is not None
 
 
-def link(batches: list[Batch], provide) -> bool:
+def link(batches: list[SimpleNamespace], provide) -> bool:
     """Link the `batches` this process lacks as its runtime (their imports registered by
     `provide`, symbols.py); False when one cannot link here."""
     import llvmlite.binding as llvm

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import marshal
 import struct
-from typing import TYPE_CHECKING, Any
+from types import SimpleNamespace
+from typing import Any
 
 from .. import cabi
 from . import runtime
 from .key import checksums, write_file
 
-if TYPE_CHECKING:
-    from . import Place  # the package imports this module when it writes
 
-
-def write_entry(where: Place, compiled: Any, pinned: list) -> bool:
+def write_entry(where: SimpleNamespace, compiled: Any, pinned: list) -> bool:
     """Save a compiled entry (`entry.CompiledEntry`, compiled under `objects.pinning(
-    where.tag)`, which pinned `pinned`); whether it was written. Not written: code that
-    pinned objects other than its fallback, handler and general entry, or that calls
-    runtime functions not found as object code of this process's runtime."""
+    where.tag)`, which pinned `pinned`) where `cache.place` says; whether it was written.
+    Not written: code that pinned objects other than its fallback, handler and general
+    entry, or that calls runtime functions not found as object code of this process's
+    runtime."""
     roles = roles_of(pinned, compiled.call.__self__)
     batches = runtime.needed(compiled.compiled.imports)
     if roles is None or batches is None:
