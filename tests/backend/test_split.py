@@ -318,3 +318,42 @@ def test_array_loops_compile_without_loop_strength_reduction():
 def _row_softmax_like(x):
     e = np.exp(x - np.max(x))
     return e / np.sum(e)
+
+
+def _argmax(x):
+    return np.argmax(x)
+
+
+def _argmax_rows(x):
+    return np.argmax(x, axis=1)
+
+
+def _argmax_distance(x):
+    return np.argmax(np.abs(x - 0.5))
+
+
+def _pipelines(f) -> set[tuple[str, ...]]:
+    return {spec.compiled.compiled.pipelines for spec in f.dispatcher.specializations.values()}
+
+
+def test_argmax_searches_compile_by_the_search_pipeline():
+    """np.argmax's loops are written in explicit vectors (arg_search.py, marked
+    `loop_metadata.EXPLICIT_VECTORS`): their functions compile by the short `search`
+    pipeline, apart from a loop that the vectorizer needs (a fused one: its own `loops`
+    module). Rows searched element by element (bools, a general tier's strided rows) keep
+    the `loops` pipeline."""
+    rng = np.random.default_rng(3)
+    x = rng.random(1000)
+    for fn, a, want in ((_argmax, x, ("search", "glue")),
+                        (_argmax_rows, x.reshape(20, 50), ("search", "glue")),
+                        (_argmax_rows, (x.reshape(10, 100) * 200 - 100).astype(np.int8),
+                         ("search", "glue")),
+                        (_argmax_distance, x, ("loops", "search", "glue")),
+                        (_argmax_rows, x.reshape(20, 50) > 0.5, ("loops", "glue"))):
+        f = jit(fn)
+        assert np.array_equal(f(a), fn(a))
+        assert _pipelines(f) == {want}, (fn.__name__, a.dtype)
+    strided = x.reshape(50, 20)[:, ::2]
+    f = jit(_argmax_rows)
+    assert np.array_equal(f(strided), np.argmax(strided, axis=1))
+    assert _pipelines(f) == {("loops", "glue")}

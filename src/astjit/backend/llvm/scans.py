@@ -171,7 +171,13 @@ def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         for i, s in zip(indices, out_strides):
             offset = b.add(offset, b.mul(i, s, flags=["nsw"]), flags=["nsw"])
         b.store(index, b.gep(out_data, [offset], inbounds=True))
-    nests.loop_nest(em, kept, each, "arg.rows")
+
+    def rows() -> None:
+        nests.loop_nest(em, kept, each, "arg.rows")
+    if arg_search.row_lanes(t.dtype) is None:  # bools: rows element by element
+        rows()
+    else:  # over rows searched in vectors (a general tier's strided rows stay unmarked)
+        loop_metadata.explicit_vectors(b, rows)
     return out
 
 
