@@ -2,8 +2,9 @@
 raises KeyboardInterrupt within a fraction of a second, and the loops' results are unchanged.
 
 The loops run in a child process, which sends itself SIGINT from a `kill` process. Flat
-counted loops too, and a loop running without the GIL (runtime/gil.py) while another
-thread runs Python: its check takes the GIL back to run the handler.
+counted loops too, an outer counted loop run in chunks (its iterations ever longer), and a
+loop running without the GIL (runtime/gil.py) while another thread runs Python: its check
+takes the GIL back to run the handler.
 """
 import signal
 import subprocess
@@ -69,6 +70,16 @@ CHILD = textwrap.dedent("""
         return s
 
     @jit
+    def growing(n):  # an outer counted loop in chunks, its iterations ever longer
+        total = 0
+        for i in range(n):
+            j = 0
+            while j < i * i:
+                j += 1 + (j & 1)
+            total += j
+        return total
+
+    @jit
     def fib(n):  # recursion: each call of it in `calling` stays a call
         return n if n < 2 else fib(n - 1) + fib(n - 2)
 
@@ -98,6 +109,8 @@ CHILD = textwrap.dedent("""
     print(interrupted(lambda: making_arrays(np.zeros(4), 10**15)), flush=True)
     assert logistic(0.3, 100) == logistic.py_func(0.3, 100) and flat(0.5, 999) == flat.py_func(0.5, 999)
     print(interrupted(lambda: flat(0.5, 10**15)), flush=True)
+    assert growing(50) == growing.py_func(50)
+    print(interrupted(lambda: growing(10**9)), flush=True)
     assert calling(2) == 2 * fib.py_func(22)
     print(interrupted(lambda: calling(10**12)), flush=True)
     stop = threading.Event()
@@ -115,11 +128,11 @@ def test_sigint_interrupts_compiled_loops(tmp_path):
     child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
-        lines = [child.stdout.readline() for _ in range(6)]
-        if lines[5] != "ready\n":  # the child ended early: wait for its exit status and stderr
+        lines = [child.stdout.readline() for _ in range(7)]
+        if lines[6] != "ready\n":  # the child ended early: wait for its exit status and stderr
             child.wait(timeout=30)
             raise AssertionError((lines, child.returncode, child.stderr.read()))
-        for line in lines[:5]:
+        for line in lines[:6]:
             assert 0.25 < float(line) < 30.0, lines  # uninterrupted, each loop runs for days
         time.sleep(0.3)
         child.send_signal(signal.SIGINT)
@@ -234,3 +247,54 @@ def test_a_chunked_loop_counting_from_one_vectorizes_to_its_result():
     # the same sums, in the same order, with a break taken or not
     assert until(CHUNK + 5, -1) == f(CHUNK + 5) and until(CHUNK + 5, CHUNK + 2) == f(CHUNK + 2)
     assert until(9, 4) == inverse_squares_until(9, 4)
+
+
+def steps_to_one(limit):  # collatz's shape: an outer counted loop, an inner while
+    total = 0
+    for start in range(1, limit):
+        n = start
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            total += 1
+    return total
+
+
+def down_with_break(n, stop_at):
+    total = 0
+    i = n
+    for i in range(n, -7, -3):
+        if i == stop_at:
+            break
+        k = i
+        while k > 0:
+            k = k // 3
+            total += k + i
+    return total, i
+
+
+def up_to_and_over(n, step):
+    total = 0
+    i = 2
+    while i <= n:
+        j = 0
+        while j < i % 17:
+            j += 1
+        total += j * n  # the bound in the body too
+        i += step
+    return total, i
+
+
+def test_an_outer_counted_loop_with_loops_in_it_runs_in_chunks_to_its_result():
+    """An outermost counted loop with loops in it runs in chunks, its bound cut to each
+    chunk's end (interrupts.Chunks): every trip count, break, direction and `<=` bound
+    gives CPython's results, past the chunks' largest size too."""
+    f = jit(steps_to_one)
+    assert "chunks.more" in f.ir(10, stage="llvm")
+    for limit in (-3, 0, 1, 2, 3, 17, 1000):
+        assert f(limit) == steps_to_one(limit)
+    down, up = jit(down_with_break), jit(up_to_and_over)
+    for n in (-9, 0, 5, 100, 70_001):
+        for stop_at in (-100, 4, 60_000):
+            assert down(n, stop_at) == down_with_break(n, stop_at)
+        for step in (1, 3, 7):
+            assert up(n, step) == up_to_and_over(n, step)
