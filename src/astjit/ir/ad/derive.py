@@ -7,8 +7,10 @@ AD output), and adds the graphs to `module` under names prefixed with the
 derived function's own name. It returns that name. The copy differentiated
 is optimized without elementwise fusion (the rules are written for the
 elementwise ops, not for `fused` kernels); the result is fused with the rest.
-A derived function called by the function differentiated (`grad(grad(f))`) is
-derived again, unfused, for it; a gradient's call gets a reverse-mode rule of
+A copy of the result as it was before fusion is added too, under the name
+prefixed `unfused-`: a function calling the derived function that is
+differentiated in turn (`grad(grad(f))`, `hessian`) differentiates that copy,
+not a derivation made again; a gradient's call gets a reverse-mode rule of
 its own (reverse over forward, `_gradient_vjp`). The core graph of each kind is
 built by cores.py, with the helpers of derived_graphs.py.
 
@@ -55,12 +57,25 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
         core = gradient(scratch, list(spec[1]), "complex" if is_holomorphic(spec) else "real")
     scratch.entry = _shape(scratch, core, spec)
     declared = scratch.entry_graph.outputs[0].type
-    optimize(scratch, fuse=fuse)
-    out = scratch.entry_graph.outputs[0]
-    if exact(out.type) != exact(declared):  # strength, which boxing reads (`_shape`)
+    unfused = f"unfused-{_spec_name(spec)}({name})"
+
+    def keep_unfused(optimized: Module) -> None:
+        copy = Module(graphs={n: clone_graph(g) for n, g in optimized.graphs.items()},
+                      entry=optimized.entry)
+        _merge(module, _declared(copy, declared), unfused)
+
+    optimize(scratch, fuse=fuse, before_final=keep_unfused)
+    return _merge(module, _declared(scratch, declared), f"{_spec_name(spec)}({name})"
+                  if fuse else unfused)
+
+
+def _declared(module: Module, declared: Type) -> Module:
+    """`module` whose entry's result has the strength `declared` (which boxing reads:
+    `_shape`) where the passes put an equal value of the other strength there."""
+    out = module.entry_graph.outputs[0]
+    if exact(out.type) != exact(declared):
         out.type = declared
-    prefix = f"{_spec_name(spec)}({name})" if fuse else f"unfused-{_spec_name(spec)}({name})"
-    return _merge(module, scratch, prefix)
+    return module
 
 
 def is_holomorphic(spec: tuple) -> bool:
@@ -95,7 +110,11 @@ def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:
             names.add(current)
             graph = module.graphs[current]
             todo.extend(module.callees(graph))
-            todo.extend(n.attrs["primal"] for n in graph.walk() if "primal" in n.attrs)
+            for node in graph.walk():
+                if "primal" in node.attrs:
+                    todo.append(node.attrs["primal"])
+                    if _unfused_name(node.attrs["callee"]) in module.graphs:
+                        todo.append(_unfused_name(node.attrs["callee"]))
     return {n: clone_graph(module.graphs[n]) for n in names}
 
 
@@ -114,12 +133,19 @@ def _inlinable_passes(module: Module) -> None:
 
 def _unfused_derived_calls(module: Module) -> None:
     """Retarget each call of a derived function (`grad(f)` called in the function about to
-    be differentiated) to a derivation of the same function that is not fused."""
+    be differentiated) to its copy before fusion (`derive`), or to a derivation of the same
+    function that is not fused where there is none."""
     for graph in list(module.graphs.values()):
         for node in graph.walk():
             if node.op == "call" and "derived" in node.attrs:
-                node.attrs["callee"] = derive(module, node.attrs["primal"], node.attrs["derived"],
-                                              fuse=False)
+                kept = _unfused_name(node.attrs["callee"])
+                node.attrs["callee"] = kept if kept in module.graphs else derive(
+                    module, node.attrs["primal"], node.attrs["derived"], fuse=False)
+
+
+def _unfused_name(callee: str) -> str:
+    """The name of a derived graph's copy before fusion (`derive`)."""
+    return f"unfused-{callee}"
 
 
 def _rules_of_gradient_calls(module: Module) -> None:

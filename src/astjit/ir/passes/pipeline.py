@@ -60,11 +60,14 @@ MAX_ROUNDS = 4
 
 
 def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
-             keep_custom_rules: bool = False, fuse: bool = True) -> Module:
+             keep_custom_rules: bool = False, fuse: bool = True,
+             before_final: Callable[[Module], None] | None = None) -> Module:
     """Run the pipeline on `module` (in place) and return it; `verify` runs after every pass.
 
     `keep_custom_rules` keeps calls of functions with a custom_vjp rule (see inline.py);
-    `fuse=False` skips the FINAL steps (autodiff differentiates the unfused graph).
+    `fuse=False` skips the FINAL steps (autodiff differentiates the unfused graph), and
+    `before_final` is given the module as it is then where they follow (ad/derive.py keeps
+    a copy of it).
     """
     module = _run(lambda m: inline_calls(m, keep_custom_rules=keep_custom_rules), module, verify)
     settled, before = False, fingerprint(module)
@@ -76,6 +79,8 @@ def optimize(module: Module, *, verify: Callable[[Module], None] | None = None,
         if settled:
             break
     module = _run(unroll_recursion, module, verify)
+    if fuse and before_final is not None:
+        before_final(module)
     if settled and not has_arrays(module):
         fuse = False  # nothing for FINAL to do (see the module's docstring)
     for _name, run_pass in FINAL if fuse else []:
