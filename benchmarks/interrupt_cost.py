@@ -5,9 +5,8 @@
 
 The unchecked version is compiled with the checks taken out for that compile only:
 `interrupts.at_back_edge` (the work counter and its check at a loop's back-edge) a no-op,
-a flat counted loop one unchecked loop, never in chunks (`interrupts.LONG_TRIP` past
-any trip count, and no `LongTrip.small`, whose version runs in chunks at any trip count),
-and an outermost counted loop with loops in it one loop (no `interrupts.chunks`).
+and a flat counted loop one unchecked loop, never in chunks (`interrupts.LONG_TRIP` past
+any trip count, and no `LongTrip.small`, whose version runs in chunks at any trip count).
 Nothing else of the code differs. `pi_sum` runs at 10^6 iterations, as run.py has it
 (its counter in [1, 2^31): one chunk of the `small` version), and at 4 * 10^6 (four).
 
@@ -33,7 +32,7 @@ from astjit.backend.llvm import interrupts
 @contextlib.contextmanager
 def unchecked() -> Iterator[None]:
     """Compiles meanwhile have no signal checks."""
-    saved = interrupts.at_back_edge, interrupts.LONG_TRIP, interrupts.long_trip, interrupts.chunks
+    saved = interrupts.at_back_edge, interrupts.LONG_TRIP, interrupts.long_trip
     long_trip = interrupts.long_trip
 
     def one_version(*args):
@@ -43,12 +42,10 @@ def unchecked() -> Iterator[None]:
     interrupts.at_back_edge = lambda *args, **kwargs: None
     interrupts.LONG_TRIP = 1 << 62
     interrupts.long_trip = one_version
-    interrupts.chunks = lambda *args: None
     try:
         yield
     finally:
-        (interrupts.at_back_edge, interrupts.LONG_TRIP, interrupts.long_trip,
-         interrupts.chunks) = saved
+        interrupts.at_back_edge, interrupts.LONG_TRIP, interrupts.long_trip = saved
 
 
 def cases() -> list[tuple[str, object, tuple]]:

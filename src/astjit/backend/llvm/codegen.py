@@ -69,7 +69,7 @@ from . import (
 from . import messages as msg
 from .conversions import build_by_parts
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
-from .lltypes import I64_T, STATUS, contains_array, lltype
+from .lltypes import STATUS, contains_array, lltype
 from .runtime import stack
 from .teardown import take_apart
 
@@ -245,9 +245,6 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     initial = em.values_of(node.inputs[n_inv:])
     trip = interrupts.long_trip(em, node, invariants, initial)
     if trip is None:
-        chunks = interrupts.chunks(em, node, initial)
-        if chunks is not None:
-            return emit_outer_chunks(em, node, invariants, initial, chunks)
         return emit_loop(em, node, invariants, initial)
     if trip.small is not None and em.fast_only(trip.small):
         return emit_chunked_loop(em, node, invariants, initial, trip, True)
@@ -306,49 +303,15 @@ def emit_chunked_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value
     return outs
 
 
-def emit_outer_chunks(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
-                      initial: list[ir.Value], chunks: interrupts.Chunks) -> list[ir.Value]:
-    """An outermost counted loop with loops in it, in chunks of its iterations without
-    checks, its bound cut to the chunk's end; between chunks, the work counter checked and
-    the next chunk sized (`interrupts.Chunks`)."""
-    builder, preheader = em.builder, em.builder.block
-    header, more, end = (em.function.append_basic_block(n)
-                         for n in ("chunks.next", "chunks.more", "chunks.end"))
-    builder.branch(header)
-    builder.position_at_end(header)
-    carried = [builder.phi(value.type) for value in initial]
-    size = builder.phi(I64_T)
-    for phi, value in zip(carried + [size], initial + [ir.Constant(I64_T, 1)]):
-        phi.add_incoming(value, preheader)
-    started = chunks.work_done(em)
-    cut, chunk_end = chunks.cut(builder, invariants, carried[chunks.position], size)
-    outs = emit_loop(em, node, invariants, carried, checked=False, cond_invariants=cut)
-    chunks.count(em, node, carried[chunks.position], outs[chunks.position])
-    builder.cbranch(chunks.within(builder, outs[chunks.position], chunk_end), end, more)
-    builder.position_at_end(more)
-    work = chunks.work_done(em)
-    next_size = chunks.next_size(builder, size, builder.sub(work, started))
-    with builder.if_then(builder.icmp_unsigned(">=", work, ir.Constant(
-            I64_T, interrupts.CHECK_INTERVAL)), likely=False):
-        interrupts.run_due(em, node)
-    for phi, value in zip(carried + [size], outs + [next_size]):
-        phi.add_incoming(value, builder.block)
-    builder.branch(header)
-    builder.position_at_end(end)
-    return outs
-
-
 def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
               initial: list[ir.Value], checked: bool = True,
               limit: tuple[interrupts.LongTrip, ir.Value] | None = None,
-              bounded: bool = False,
-              cond_invariants: list[ir.Value] | None = None) -> list[ir.Value]:
+              bounded: bool = False) -> list[ir.Value]:
     """Header phis, the cond region, the body region, one exit; its back-edge counts work
     (or, nested and stepping an int, its exit: `interrupts.counts_after`), and an
     outermost loop's checks for signals unless not `checked` (interrupts.py). With
     a `limit`, the loop also stops where its counter reaches the chunk's end, and where
-    `bounded`, its body is told the counter's range (`LongTrip.assume_small`); the cond
-    region takes `cond_invariants` where given (a chunk's cut bound)."""
+    `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
     outermost = checked and not em.loop_depth and not em.numpy_semantics
     if outermost:  # the handlers' call outside the loop: LLVM unrolls no loop with a call
         resume_from = em.builder.block
@@ -370,7 +333,7 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     cond_region, body_region = node.regions
     after = interrupts.counts_after(em, node)
     em.loop_depth += 1
-    (cond,) = em.emit_graph(cond_region, (cond_invariants or invariants) + carried)
+    (cond,) = em.emit_graph(cond_region, invariants + carried)
     if limit is not None:
         trip, chunk_end = limit
         cond = em.builder.and_(cond, trip.within(em.builder, carried[trip.position], chunk_end))

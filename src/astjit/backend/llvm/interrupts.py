@@ -44,9 +44,7 @@ first tier that version alone, a call whose counter leaves that range running on
 general tier (codegen.emit_while). (Where
 the count cannot be bounded, as for a float counter, the loop checks its counter of work
 as every other loop does.) Where the count is
-over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py). An outermost
-counted loop with loops in it runs in chunks of its iterations sized by their work
-(`Chunks`), its counter of work checked between chunks, not at its back-edge.
+over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
 """
 from __future__ import annotations
 
@@ -273,90 +271,6 @@ def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
         small = builder.and_(builder.icmp_signed(">=", start, ir.Constant(I64_T, 1)),
                              builder.icmp_signed("<=", bound, ir.Constant(I64_T, SMALL_COUNT - 1)))
     return LongTrip(beyond(LONG_TRIP), position - n_inv, step, small)
-
-
-CHUNK_WORK = 1 << 16
-"""The work a chunk of an outermost counted loop with loops in it aims at (`Chunks`)."""
-
-
-@dataclass(frozen=True)
-class Chunks:
-    """An outermost counted loop with loops in it, run in chunks of its iterations, each
-    the loop without checks, its bound cut to the chunk's end, the counter looked at and
-    the handlers run between chunks (codegen.emit_outer_chunks): with the check's exit in
-    it, LLVM unrolled no such loop (collatz's outer loop, docs/measurements.md). A chunk
-    runs `size` iterations, 1 at first, then as many as did `CHUNK_WORK` units in the
-    previous chunk (its inner loops count their work as in any loop), at most twice as many
-    as that chunk: a chunk whose iterations run far longer than the previous chunk's delays
-    the check by the chunk's other iterations, as an iteration delays it by its own."""
-
-    position: int
-    """The counter's position among the loop's carried values."""
-    step: int
-    bound: int
-    """The bound's position among the loop's invariants."""
-
-    def cut(self, builder: ir.IRBuilder, invariants: list[ir.Value], count: ir.Value,
-            size: ir.Value) -> tuple[list[ir.Value], ir.Value]:
-        """The chunk's end (saturated), `size` steps from `count`, and the invariants of
-        the chunk's cond region: its bound cut to that end (one compare, so that LLVM
-        reads the chunk's trip count from it)."""
-        steps = builder.mul(size, ir.Constant(I64_T, self.step))
-        end = builder.call(_intrinsic(builder.module, "sadd.sat", I64_T), [count, steps])
-        bound = invariants[self.bound]
-        nearer = _intrinsic(builder.module, "smin" if self.step > 0 else "smax", I64_T)
-        cut = builder.call(nearer, [bound, end])
-        return invariants[:self.bound] + [cut] + invariants[self.bound + 1:], end
-
-    def within(self, builder: ir.IRBuilder, count: ir.Value, end: ir.Value) -> ir.Value:
-        """The i1 "`count` has not reached `end`", in the loop's direction."""
-        return builder.icmp_signed("<" if self.step > 0 else ">", count, end)
-
-    def count(self, em: FunctionEmitter, node: Node, start: ir.Value, end: ir.Value) -> None:
-        """Add the work of the chunk's own iterations, from `start` to `end` of its counter."""
-        builder = em.builder
-        iterations = builder.sdiv(builder.sub(end, start), ir.Constant(I64_T, self.step))
-        slot = _work_counter(em)
-        builder.store(builder.add(builder.load(slot), builder.mul(
-            iterations, ir.Constant(I64_T, weight(node)))), slot)
-
-    def next_size(self, builder: ir.IRBuilder, size: ir.Value, work: ir.Value) -> ir.Value:
-        """The next chunk's size: `CHUNK_WORK` units at the `work` the last chunk of `size`
-        iterations did, at least 1, at most twice `size` (iterations growing longer, as
-        `while j < i * i`'s, outgrow a chunk sized at once from short ones) and at most
-        `CHUNK_WORK` (LLVM, told so, compiles the chunks' loop as it does the unchecked loop:
-        collatz ran 1-2% slower untold)."""
-        umax, umin = (_intrinsic(builder.module, name, I64_T) for name in ("umax", "umin"))
-        work = builder.call(umax, [work, ir.Constant(I64_T, 1)])
-        fitting = builder.udiv(builder.mul(size, ir.Constant(I64_T, CHUNK_WORK)), work)
-        fitting = builder.call(umin, [fitting, builder.shl(size, ir.Constant(I64_T, 1))])
-        fitting = builder.call(umin, [fitting, ir.Constant(I64_T, CHUNK_WORK)])
-        return builder.call(umax, [fitting, ir.Constant(I64_T, 1)])
-
-    def work_done(self, em: FunctionEmitter) -> ir.Value:
-        """The invocation's work counter as it stands."""
-        return em.builder.load(_work_counter(em))
-
-
-def chunks(em: FunctionEmitter, node: Node, initial: list[ir.Value]) -> Chunks | None:
-    """For an outermost loop with loops in it, counted by an i64 against an invariant the
-    cond region uses only there, making no arrays and calling nothing: its `Chunks`."""
-    regions = node.regions
-    if em.numpy_semantics or em.loop_depth or makes_arrays(node) or not any(
-            n.op == "while" for region in regions for n in region.walk()) or any(
-            n.op == "call" for region in regions for n in region.walk()):
-        return None
-    found = counter(node)
-    if found is None:
-        return None
-    position, test, step = found
-    cond, n_inv = regions[0], node.attrs["n_invariants"]
-    bound = test.inputs[1]
-    if bound not in cond.params[:n_inv] or (step > 0) != (test.op in ("lt", "le")) \
-            or initial[position - n_inv].type != I64_T or not 0 < abs(step) <= LONG_TRIP \
-            or sum(n.inputs.count(bound) for n in cond.walk()) != 1:
-        return None
-    return Chunks(position - n_inv, step, cond.params.index(bound))
 
 
 def _outside_value(cond, value, invariants: list[ir.Value]) -> ir.Value | None:
