@@ -24,6 +24,7 @@ import re
 import struct
 import sys
 from collections.abc import Iterable
+from types import SimpleNamespace
 
 from . import cabi
 from .errors import CompileError
@@ -47,8 +48,11 @@ def table_address(capsule) -> int:
     return capsule_pointer(capsule)[0]
 
 
+@functools.cache
 def numpy_addresses() -> dict[str, int]:
-    """The `NUMPY_INDICES` entries of NumPy's table, unchecked (numpy_api.api checks them)."""
+    """The `NUMPY_INDICES` entries of NumPy's table, unchecked (numpy_api.api checks them):
+    read once per process (the table is NumPy's for the process's life), where a load asks
+    for each entry its code imports."""
     table = table_address(numpy_capsule())
     size = ctypes.sizeof(ctypes.c_void_p)
     return {name: ctypes.c_void_p.from_address(table + size * index).value
@@ -123,23 +127,16 @@ NUMPY_BLAS_NAMES = ("scipy_{}_64_", "{}_64_")
 scipy-openblas64, then NumPy 1's openblas64_."""
 
 
-class Routines:
-    """The BLAS or LAPACK compiled code calls: each routine's address and the width of its
-    ints. A plain class: a dataclass's generated methods are compiled from source when it
-    is made, which cost a warm cache load of array code more than the rest of this module's
-    import (docs/caching.md)."""
-
-    __slots__ = ("addresses", "int_bits", "origin")
-
-    def __init__(self, addresses: dict[str, int], int_bits: int, origin: str) -> None:
-        self.addresses = addresses
-        self.int_bits = int_bits
-        """64 for NumPy's OpenBLAS (ILP64), 32 for SciPy's (LP64)."""
-        self.origin = origin
+def routines(addresses: dict[str, int], int_bits: int, origin: str) -> SimpleNamespace:
+    """The BLAS or LAPACK compiled code calls: `.addresses` (each routine's), `.int_bits`
+    (the width of its ints: 64 for NumPy's OpenBLAS (ILP64), 32 for SciPy's (LP64)) and
+    `.origin` (which library). A namespace, not a class: a class made costs a warm cache
+    load of array code more than the rest of its link's work on it (docs/caching.md)."""
+    return SimpleNamespace(addresses=addresses, int_bits=int_bits, origin=origin)
 
 
 @functools.cache
-def blas() -> Routines:
+def blas() -> SimpleNamespace:
     """NumPy's own OpenBLAS where it has one (`numpy_blas`), else SciPy's (`scipy_blas`):
     ddot, sdot and dgemm called once (`verify_blas`); CompileError where neither is usable
     (once per process). NumPy's is loaded already, where SciPy's costs the import of
@@ -150,18 +147,18 @@ def blas() -> Routines:
 
 
 def _numpy_else_scipy(signatures: dict[str, str], verify, scipy, module: str, library: str,
-                      users: str) -> Routines:
+                      users: str) -> SimpleNamespace:
     """NumPy's own OpenBLAS's routines (64-bit ints) where `verify` passes them, else
     SciPy's (`scipy()`, 32-bit ints from its `module`), which must pass it."""
     found = numpy_routines(signatures)
     if found is not None and verify(found, "q") is None:
-        return Routines(found, 64, "NumPy's OpenBLAS")
+        return routines(found, 64, "NumPy's OpenBLAS")
     addresses = scipy()
     problem = verify(addresses, "i")
     if problem:
         raise CompileError(f"{library} does not compute as expected ({problem}); {users} "
                            "cannot be compiled")
-    return Routines(addresses, 32, f"SciPy's {module}")
+    return routines(addresses, 32, f"SciPy's {module}")
 
 
 def numpy_routines(names: Iterable[str]) -> dict[str, int] | None:
@@ -250,7 +247,7 @@ def verify_blas(addresses: dict[str, int], int_code: str = "i") -> str | None:
 
 
 @functools.cache
-def lapack() -> Routines:
+def lapack() -> SimpleNamespace:
     """NumPy's own OpenBLAS's LAPACK where it has one (`numpy_routines`), else SciPy's
     `cython_lapack`: dgesv called once on a 2x2 system (`verify_lapack`); CompileError where
     neither is usable (once per process). SciPy's costs the import of `scipy` and the
