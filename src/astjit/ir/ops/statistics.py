@@ -8,8 +8,9 @@ One primitive, `statistic`, inputs `[x, ddof]`, attrs `kind` (a key of `STATISTI
 elementwise ops, the kind's entry of `STATISTICS`, written as NumPy's own
 implementation computes it (numpy/_core/_methods.py, numpy/lib/_nanfunctions_impl.py):
 
-- var: `mean(x, keepdims)`, then `sum((x - mean) ** 2) / max(n - ddof, 0)` (0 / 0 is
-  NaN, s / 0 inf); std: its square root. Two passes over `x`, each one fused loop;
+- var: `mean(x, keepdims=True)` (a scalar where every axis is reduced: `_kept`), then
+  `sum((x - mean) ** 2) / max(n - ddof, 0)` (0 / 0 is NaN, s / 0 inf); std: its square
+  root. Two passes over `x`, each one fused loop;
 - ptp: `max(x) - min(x)` (NumPy's errors for an empty reduction);
 - count_nonzero: `sum(x != 0)`, int64; all: `not any(x == 0)` (`_all` says why);
 - nansum / nanprod: the sum / product with each NaN replaced by 0 / 1;
@@ -69,16 +70,25 @@ def _count(e, x, axes) -> Value:
     return n
 
 
+def _kept(x, axes) -> bool:
+    """Whether a mean over `axes`, broadcast back against `x`, keeps its axes (NumPy's
+    keepdims=True): not where it reduces every axis, whose scalar broadcasts the same, with
+    no array of one element to allocate, check against x's shape and free."""
+    return len(axes) < x.type.ndim
+
+
 def _squares(e, x, axes, keepdims, dtype, mask=None):
     """sum((x - mean) ** 2) over `axes`, the mean that of `x` (of the non-NaN elements of
-    x, where `mask` (NaN-free) and `mask`'s count are given), and the deviations of
-    masked elements 0. The mean and the sum in `dtype` (NumPy's _var: x - mean in x's)."""
+    x, where `mask` (NaN-free) and `mask`'s count, of `_nan_parts`, are given), and the
+    deviations of masked elements 0. The mean and the sum in `dtype` (NumPy's _var: x -
+    mean in x's)."""
+    kept = _kept(x, axes)
     if mask is None:
-        m = e.op("reduce", x, kind="mean", axis=axes, keepdims=True, dtype=dtype)
+        m = e.op("reduce", x, kind="mean", axis=axes, keepdims=kept, dtype=dtype)
         d = e.op("sub", x, m)
     else:
         zeroed, count = mask
-        m = div(e, e.op("reduce", zeroed, kind="sum", axis=axes, keepdims=True, dtype=dtype), count)
+        m = div(e, e.op("reduce", zeroed, kind="sum", axis=axes, keepdims=kept, dtype=dtype), count)
         d = e.op("sub", zeroed, m)
         d = select(e, e.op("eq", x, x), d, e.const(0.0, _scalar_type(d)))
     squares = e.op("mul", d, d)
@@ -97,10 +107,12 @@ def _var(e, x, ddof, axes, keepdims, dtype):
 
 
 def _nan_parts(e, x, axes, dtype):
-    """x with NaNs as 0, and the count of non-NaN elements along `axes` (kept, as floats)."""
+    """x with NaNs as 0, and the count of non-NaN elements along `axes` (as floats, its axes
+    kept as `_kept` says)."""
     t = _float_of(x, dtype)
     zeroed = select(e, e.op("isnan", x), e.const(0.0, x.type.dtype), x)
-    count = e.op("reduce", e.op("eq", x, x), kind="sum", axis=axes, keepdims=True, dtype=t)
+    count = e.op("reduce", e.op("eq", x, x), kind="sum", axis=axes, keepdims=_kept(x, axes),
+                 dtype=t)
     return zeroed, count
 
 
@@ -111,7 +123,7 @@ def _nanvar(e, x, ddof, axes, keepdims, dtype):
     zeroed, count = _nan_parts(e, x, axes, dtype)
     s = _squares(e, x, axes, keepdims, dtype, (zeroed, count))
     t = _scalar_type(s)
-    if not keepdims:
+    if not keepdims and _kept(x, axes):
         count = e.op("reduce", e.op("eq", x, x), kind="sum", axis=axes, keepdims=False, dtype=t)
     dof = e.op("sub", count, e.op("cast", ddof, to=t))
     return select(e, e.op("gt", dof, e.const(0.0, t)), div(e, s, dof), e.const(float("nan"), t))
