@@ -175,7 +175,9 @@ def _copy_through_overlap(em: FunctionEmitter, node: Node, value, value_t: Array
 
 
 def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """x.reshape(dims): one -1 inferred; a view of C-contiguous data, else of a copy."""
+    """x.reshape(dims): one -1 inferred; a view where NumPy's reshape makes one (C-contiguous
+    data, or strides `_nocopy_strides` finds), else a view of a C-contiguous copy. With
+    `ravel` (np.ravel, x.ravel()), a view of C-contiguous data only, as NumPy's ravel."""
     b = em.builder
     source, dims = args[0], list(args[1:])
     src_t, out_t = node.inputs[0].type, node.outputs[0].type
@@ -216,8 +218,19 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     else:
         em.fail_if(node, mismatch, "ValueError", CANNOT_RESHAPE)
     dims = [b.select(b.icmp_signed("<", d, _i64(0)), inferred, d) for d in dims]
-    # the data: the input's (a new reference) when contiguous, else a fresh copy's
-    with b.if_else(contiguous, likely=True) as (as_view, as_copy):
+    c_strides, stride = [None] * out_t.ndim, _i64(1)
+    for k in reversed(range(out_t.ndim)):
+        c_strides[k] = stride
+        d = dims[k]
+        stride = b.mul(stride, b.select(b.icmp_signed("==", d, _i64(0)), _i64(1), d))
+    if node.attrs.get("ravel", False):
+        viewable, strides = contiguous, c_strides
+    else:  # strided data NumPy still views (it is not empty: empty data is contiguous)
+        nocopy, fits = _nocopy_strides(b, source, src_t.ndim, dims)
+        viewable = b.or_(contiguous, fits)
+        strides = [b.select(contiguous, c, s) for c, s in zip(c_strides, nocopy)]
+    # the data: the input's (a new reference) when viewable, else a fresh copy's
+    with b.if_else(viewable, likely=True) as (as_view, as_copy):
         with as_view:
             view_owner = owned.new_reference(em, source)
             view_data = b.extract_value(source, ARRAY_DATA)
@@ -233,12 +246,66 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     data = b.phi(view_data.type)
     data.add_incoming(view_data, view_block)
     data.add_incoming(copy_data, copy_block)
-    strides, stride = [None] * out_t.ndim, _i64(1)
-    for k in reversed(range(out_t.ndim)):
-        strides[k] = stride
-        d = dims[k]
-        stride = b.mul(stride, b.select(b.icmp_signed("==", d, _i64(0)), _i64(1), d))
+    strides = [b.select(viewable, s, c) for s, c in zip(strides, c_strides)]
     return copies.build(b, out_t, data, owner, dims, strides)
+
+
+def _nocopy_strides(b: ir.IRBuilder, source: ir.Value, ndim: int,
+                    dims: list[ir.Value]) -> tuple[list[ir.Value], ir.Value]:
+    """NumPy's `_attempt_nocopy_reshape` for non-empty strided data: (the strides of the
+    view with shape `dims`, whether there is one).
+
+    NumPy groups the old axes (those longer than 1) and the new ones into runs of equal
+    size and views the data when the old axes of each run step through memory as one
+    (a stride is the next one's times its length). So every place where consecutive old
+    axes do not (a break) must end a run of the new shape too: the size of the axes after
+    it is the size of some new axes' tail. A new axis then steps as far as the element
+    its tail's size counts to lies from the first (that flat index's old multi-index,
+    dotted with the old strides); one of length 1 before a longer one steps as that one
+    times its length, trailing ones as the last old axis longer than 1, as NumPy sets them.
+    """
+    old = [array_layout.dim(b, source, k) for k in range(ndim)]
+    old_strides = [_stride(b, source, k) for k in range(ndim)]
+    after, size = [None] * ndim, _i64(1)  # the size of the old axes after each
+    for k in reversed(range(ndim)):
+        after[k], size = size, b.mul(size, old[k])
+    tails, size = [None] * len(dims), _i64(1)  # the size of the new axes after each
+    for k in reversed(range(len(dims))):
+        tails[k], size = size, b.mul(size, dims[k])
+    ends = [*tails, size]
+    fits, later = ir.Constant(I1, 1), None  # later: (length, stride) of the next axis > 1
+    for k in reversed(range(ndim)):
+        longer = b.icmp_signed("!=", old[k], _i64(1))
+        if later is not None:
+            apart = b.icmp_signed("!=", old_strides[k], b.mul(later[0], later[1]))
+            ends_run = ir.Constant(I1, 0)
+            for end in ends:
+                ends_run = b.or_(ends_run, b.icmp_signed("==", after[k], end))
+            fits = b.and_(fits, b.not_(b.and_(b.and_(longer, later[2]),
+                                              b.and_(apart, b.not_(ends_run)))))
+            seen = b.or_(later[2], longer)
+            later = (b.select(longer, old[k], later[0]), b.select(longer, old_strides[k], later[1]),
+                     seen)
+        else:
+            later = (old[k], old_strides[k], longer)
+    strides: list[ir.Value] = [None] * len(dims)
+    trailing = ir.Constant(I1, 1)  # no axis longer than 1 after this one
+    def nonzero(v):  # computed for empty data too, then not used: no division by zero
+        return b.select(b.icmp_signed("==", v, _i64(0)), _i64(1), v)
+
+    after, old = [nonzero(v) for v in after], [nonzero(v) for v in old]
+    for j in reversed(range(len(dims))):
+        offset = _i64(0)
+        for k in range(ndim):
+            index = b.srem(b.sdiv(tails[j], after[k]), old[k])
+            offset = b.add(offset, b.mul(index, old_strides[k]))
+        if j + 1 < len(dims):
+            inner = b.mul(strides[j + 1], dims[j + 1])
+            offset = b.select(b.or_(trailing, b.icmp_signed("!=", dims[j], _i64(1))), offset,
+                              inner)
+        strides[j] = offset
+        trailing = b.and_(trailing, b.icmp_signed("==", dims[j], _i64(1)))
+    return strides, fits
 
 
 ROUTINES = {"array_view": array_view, "array_transpose": array_transpose,

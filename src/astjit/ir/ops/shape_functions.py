@@ -124,7 +124,7 @@ class _Emitter:
         return self.op("array_reshape", x, *dims)
 
     def ravel(self, x: Value) -> Value:
-        return self.reshape(self.as_array(x), [self.const(-1)])
+        return self.op("array_reshape", self.as_array(x), self.const(-1), ravel=True)
 
     def astype(self, x: Value, dtype: ScalarType) -> Value:
         return x if x.type.dtype == dtype else self.op("array_astype", x, dtype=dtype)

@@ -15,9 +15,12 @@ the base array.
 - `array_transpose`: `x.T` / `np.transpose(x)`: the axes reversed.
 - `array_reshape`: `x.reshape(dims)` / `np.reshape(x, dims)`; inputs `[array,
   *dims]` (before type inference a packed shape with `packed_shape=True`, as
-  creation ops have). One dim may be -1 (inferred). A view when the input is
-  C-contiguous, else a new C-contiguous copy, as NumPy does; ValueError
-  "cannot reshape array of size N into shape (...)" when sizes differ.
+  creation ops have). One dim may be -1 (inferred). A view where NumPy's reshape
+  makes one (C-contiguous data, or strided data whose axes step through memory as
+  the new shape needs: `x[::2].reshape(2, 2)`), else a new C-contiguous copy;
+  ValueError "cannot reshape array of size N into shape (...)" when sizes differ.
+  With `ravel=True` (np.ravel, x.ravel()), a view of C-contiguous data only, else
+  a copy, as NumPy's ravel: its choice is not the reshape's.
 - `array_assign`: `y[...] = v` (the frontend makes the view): copy `v` (a
   number, or an array broadcast to the destination's shape, NumPy's rules)
   into the destination. Overlapping source and destination behave as if the
@@ -274,7 +277,9 @@ def py_array_view(array, *parts, spec, boundscheck=True, inbounds=False):
     return array[tuple(index)]
 
 
-def py_reshape(array, *dims, packed_shape=False):
+def py_reshape(array, *dims, packed_shape=False, ravel=False):
+    if ravel:  # a copy unless C-contiguous, where a reshape may still view strided data
+        return array.ravel()
     if packed_shape:
         dims = dims[0] if isinstance(dims[0], tuple) else (dims[0],)
     return array.reshape(tuple(dims))
@@ -344,7 +349,8 @@ _def("array_transpose", 1, transpose_rule, lambda a: a.T, {"*": Routine("array_t
 _def("array_reshape", -1, reshape_rule, py_reshape, {"*": Routine("array_reshape")},
      ("raises", "view", "linear"), vjp=_reshape_vjp, operands=_reshape_operands, shape=_reshape_shape,
      cannot_raise=_reshape_cannot_raise, batch=_reshape_batch,
-     doc="x.reshape(dims): a view if C-contiguous, else a copy")
+     doc="x.reshape(dims): a view where NumPy's reshape makes one, else a copy; attrs "
+         "ravel (a view of C-contiguous data only, as np.ravel)")
 _def("array_assign", 2, assign_rule, py_assign, {"*": Routine("array_assign")},
      ("raises", "writes", "linear"), batch=_assign_batch,
      no_vjp="reverse mode handles array writes itself (ad/writes.py)",
