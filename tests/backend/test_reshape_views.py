@@ -104,20 +104,18 @@ def test_ravel_copies_unless_c_contiguous(x):
         assert np.shares_memory(got, x) == np.shares_memory(expected, x)
 
 
-@pytest.mark.parametrize("make", [
-    lambda a: a[:, ::2],            # strided rows, viewable as (rows * cols)? no: a copy
-    lambda a: a[::2],               # every other row, each contiguous
-    lambda a: a[:, :1],             # a column: its rows step as one axis
-    lambda a: a.T,                  # Fortran order
-    lambda a: a[::-1],              # reversed rows
+@pytest.mark.parametrize("make, rows, cols", [
+    (lambda a: a[:, ::2], 12, 2),   # every other column: one run of stride 2, a view
+    (lambda a: a[:, ::2], 2, 12),   # the same run, other rows: a view
+    (lambda a: a[::2], 3, 8),       # every other row, each contiguous: a view
+    (lambda a: a[:, :1], 2, 3),     # a column: its rows step as one axis, a view
+    (lambda a: a.T, 4, 12),         # Fortran order: a copy
+    (lambda a: a[::-1], 12, 4),     # reversed rows: rows split, a copy
 ])
-def test_a_write_through_the_reshape_reaches_the_argument_as_numpys(make):
+def test_a_write_through_the_reshape_reaches_the_argument_as_numpys(make, rows, cols):
     a, b = np.arange(48.0).reshape(6, 8), np.arange(48.0).reshape(6, 8)
-    x, y = make(a), make(b)
-    rows = x.shape[0] * x.shape[1] // (x.shape[1] if x.shape[1] > 1 else 1)
-    cols = x.size // rows
-    expected = written(x, rows, cols)
-    got = WRITTEN(y, rows, cols)
+    expected = written(make(a), rows, cols)
+    got = WRITTEN(make(b), rows, cols)
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(b, a)
 
