@@ -307,7 +307,9 @@ class Dispatcher:
                 if spec is None:
                     spec = self.compile_or_load(types)
                     self.specializations[types] = spec
-                    if self.signature.all_positional:
+                    # the CPU's builtin checks its arguments and falls back here; a device
+                    # entry does not check them, so its calls keep coming here
+                    if self.signature.all_positional and self.options.get("target", "cpu") == "cpu":
                         dispatch.retarget(self.entry, self.fast_target(spec))
         return spec
 
