@@ -130,3 +130,21 @@ def test_every_other_element_reshaped_is_a_view():
     v, w = np.arange(10.0)[::2], np.arange(10.0)[::2]
     np.testing.assert_array_equal(jit(first_set)(w), first_set(v))
     assert w[0] == 99.0
+
+
+def test_the_interpreter_makes_the_same_choices():
+    """The reference interpreter's ravel (np.ravel's choice, of a batch under vmap too) and
+    reshape (NumPy's own)."""
+    from astjit import vmap
+    from astjit.api import interpret_call
+
+    def doubled_ravel(x):
+        return np.ravel(x) * 2.0
+
+    v = np.arange(10.0)[::2]
+    for got, expected in zip(interpret_call(RAVELED, (v,), {}), raveled(v)):
+        assert np.shares_memory(got, v) == np.shares_memory(expected, v)
+    assert np.shares_memory(interpret_call(RESHAPES[1], (v, -1), {}), v)
+    batch = np.arange(24.0).reshape(4, 3, 2)[:, ::2]
+    np.testing.assert_array_equal(interpret_call(vmap(doubled_ravel), (batch,), {}),
+                                  np.stack([doubled_ravel(e) for e in batch]))

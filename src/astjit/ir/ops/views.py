@@ -278,8 +278,8 @@ def py_array_view(array, *parts, spec, boundscheck=True, inbounds=False):
 
 
 def py_reshape(array, *dims, packed_shape=False, ravel=False):
-    if ravel:  # a copy unless C-contiguous, where a reshape may still view strided data
-        return array.ravel()
+    if ravel:  # np.ravel's choice, not the reshape's: a view of C-contiguous data only
+        array = array if array.flags.c_contiguous else array.copy()
     if packed_shape:
         dims = dims[0] if isinstance(dims[0], tuple) else (dims[0],)
     return array.reshape(tuple(dims))
