@@ -7,6 +7,7 @@ owned list (`owned.push`), so the retain/release pass releases it like an alloca
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -25,6 +26,7 @@ from .lltypes import (
     I64_T,
     zero,
 )
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -226,9 +228,7 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     if node.attrs.get("ravel", False):
         viewable, strides = contiguous, c_strides
     else:  # strided data NumPy still views (it is not empty: empty data is contiguous)
-        nocopy, fits = _nocopy_strides(b, source, src_t.ndim, dims)
-        viewable = b.or_(contiguous, fits)
-        strides = [b.select(contiguous, c, s) for c, s in zip(c_strides, nocopy)]
+        viewable, strides = _view_of_strided(em, source, src_t.ndim, dims, contiguous, c_strides)
     # the data: the input's (a new reference) when viewable, else a fresh copy's
     with b.if_else(viewable, likely=True) as (as_view, as_copy):
         with as_view:
@@ -250,10 +250,47 @@ def array_reshape(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.V
     return copies.build(b, out_t, data, owner, dims, strides)
 
 
-def _nocopy_strides(b: ir.IRBuilder, source: ir.Value, ndim: int,
+def _view_of_strided(em: FunctionEmitter, source: ir.Value, ndim: int, dims: list[ir.Value],
+                     contiguous: ir.Value, c_strides: list[ir.Value]) -> tuple[ir.Value, list]:
+    """(whether the reshape of `source` to `dims` is a view, its strides where it is): C's
+    strides for contiguous data, else those of the runtime's `astjit.reshape.strides.<old
+    ndim>.<new ndim>` (`_nocopy_strides`), called only then: one call per site rather than
+    its arithmetic inline at every reshape (the AD's Jacobians reshape often)."""
+    b, n = em.builder, len(dims)
+    out = em.alloca(ir.ArrayType(I64_T, max(n, 1)))
+    before = b.block
+    with b.if_then(b.not_(contiguous), likely=False):
+        fnty = ir.FunctionType(I1, [I64_T] * (2 * ndim + n) + [I64_T.as_pointer()])
+        helper = shared_function(em.module, f"astjit.reshape.strides.{ndim}.{n}", fnty,
+                                 functools.partial(_emit_nocopy_strides, ndim, n))
+        olds = [array_layout.dim(b, source, k) for k in range(ndim)]
+        steps = [_stride(b, source, k) for k in range(ndim)]
+        found = b.call(helper, [*olds, *steps, *dims, b.gep(out, [_i64(0), _i64(0)])])
+        called = b.block
+    fits = b.phi(I1)
+    fits.add_incoming(ir.Constant(I1, 1), before)
+    fits.add_incoming(found, called)
+    strides = [b.select(contiguous, c, b.load(b.gep(out, [_i64(0), _i64(j)])))
+               for j, c in enumerate(c_strides)]
+    return fits, strides
+
+
+def _emit_nocopy_strides(ndim: int, n: int, function: ir.Function, b: ir.IRBuilder,
+                         *args: ir.Value) -> None:
+    """The body of `astjit.reshape.strides.<ndim>.<n>` (old dims, old strides, new dims,
+    where to store the new strides): whether NumPy views the data (`_nocopy_strides`)."""
+    old, steps, dims, out = args[:ndim], args[ndim:2 * ndim], args[2 * ndim:2 * ndim + n], args[-1]
+    strides, fits = _nocopy_strides(b, list(old), list(steps), list(dims))
+    for j, stride in enumerate(strides):
+        b.store(stride, b.gep(out, [_i64(j)]))
+    b.ret(fits)
+
+
+def _nocopy_strides(b: ir.IRBuilder, old: list[ir.Value], old_strides: list[ir.Value],
                     dims: list[ir.Value]) -> tuple[list[ir.Value], ir.Value]:
-    """NumPy's `_attempt_nocopy_reshape` for non-empty strided data: (the strides of the
-    view with shape `dims`, whether there is one).
+    """NumPy's `_attempt_nocopy_reshape` for non-empty strided data of lengths `old` and
+    element strides `old_strides`: (the strides of the view with shape `dims`, whether
+    there is one).
 
     NumPy groups the old axes (those longer than 1) and the new ones into runs of equal
     size and views the data when the old axes of each run step through memory as one
@@ -264,8 +301,7 @@ def _nocopy_strides(b: ir.IRBuilder, source: ir.Value, ndim: int,
     dotted with the old strides); one of length 1 before a longer one steps as that one
     times its length, trailing ones as the last old axis longer than 1, as NumPy sets them.
     """
-    old = [array_layout.dim(b, source, k) for k in range(ndim)]
-    old_strides = [_stride(b, source, k) for k in range(ndim)]
+    ndim = len(old)
     after, size = [None] * ndim, _i64(1)  # the size of the old axes after each
     for k in reversed(range(ndim)):
         after[k], size = size, b.mul(size, old[k])
@@ -290,13 +326,9 @@ def _nocopy_strides(b: ir.IRBuilder, source: ir.Value, ndim: int,
             later = (old[k], old_strides[k], longer)
     strides: list[ir.Value] = [None] * len(dims)
     trailing = ir.Constant(I1, 1)  # no axis longer than 1 after this one
-    def nonzero(v):  # computed for empty data too, then not used: no division by zero
-        return b.select(b.icmp_signed("==", v, _i64(0)), _i64(1), v)
-
-    after, old = [nonzero(v) for v in after], [nonzero(v) for v in old]
     for j in reversed(range(len(dims))):
         offset = _i64(0)
-        for k in range(ndim):
+        for k in range(ndim):  # lengths are not 0 here: the data is not empty
             index = b.srem(b.sdiv(tails[j], after[k]), old[k])
             offset = b.add(offset, b.mul(index, old_strides[k]))
         if j + 1 < len(dims):
