@@ -25,7 +25,7 @@ from typing import Any
 from . import dispatch, pickling, tree, treeentry
 from .errors import Loc
 from .ir.core import Graph, Module, Value
-from .ir.types import TupleType, Type, exact
+from .ir.types import TupleType, Type, device_type_of, exact, python_type_of
 
 IR_STAGES = ("parsed", "typed", "optimized")
 TEXT_STAGES = ("llvm", "llvm-opt", "asm")
@@ -249,7 +249,8 @@ class Dispatcher:
     parsed: Module | None = None
 
     def __post_init__(self):
-        self.signature = dispatch.Signature(self.py_func)
+        leaf_type = device_type_of if self.options.get("target") == "gpu" else python_type_of
+        self.signature = dispatch.Signature(self.py_func, leaf_type)
         self.entry = dispatch.make_entry(self.call_slow, dispatch.defined_in_a_class(self.py_func))
         functools.update_wrapper(self.entry, self.py_func)
         self.entry.py_func = self.py_func

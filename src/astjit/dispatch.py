@@ -100,6 +100,8 @@ class Signature:
     """The parameter names of a function and how Python binds calls to them."""
 
     function: Callable
+    leaf_type: Callable[[Any], Type | None] = python_type_of
+    """The IR type of an argument that is no container (`device_type_of` for the GPU)."""
     inspected: inspect.Signature = field(init=False)
 
     def __post_init__(self):
@@ -135,7 +137,7 @@ class Signature:
         TypeError naming a bad parameter."""
         types = []
         for name, value in zip(names or self.names, values):
-            t = tree.ir_type(value, python_type_of)  # a container's: a TupleType with its node
+            t = tree.ir_type(value, self.leaf_type)  # a container's: a TupleType with its node
             if t is None and is_numpy_scalar(value):
                 raise TypeError(f"argument '{name}' of {self.function.__name__}() is "
                                 f"{describe_argument(value)}, which compiled code does not "
@@ -175,9 +177,12 @@ def numpy_scalar_hint(name: str, value: Any) -> str:
 def describe_argument(value: Any) -> str:
     """What an argument compiled code cannot take is, for the TypeError: its type, or its
     dtype for a NumPy array, or the first such element of a tuple."""
-    numpy = sys.modules.get("numpy")
+    numpy, cupy = sys.modules.get("numpy"), sys.modules.get("cupy")
     if numpy is not None and isinstance(value, numpy.ndarray):
         return f"a NumPy array of dtype {value.dtype}"
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return ("a CuPy array, which target='cpu' does not take: pass cupy.asnumpy(x), or jit "
+                "with target='gpu'")
     if numpy is not None and isinstance(value, numpy.generic):
         return f"a numpy.{type(value).__name__} ({value!r:.40})"
     found = tree.children(value)

@@ -1,5 +1,7 @@
-"""What the GPU backend's tests share: NVRTC's verdict on a generated source, and a count
-of the kernels the simulator launches."""
+"""What the GPU backend's tests share: NVRTC's verdict on a generated source, a count
+of the kernels the simulator launches, and the device targets to run on with their
+arrays."""
+import numpy as np
 import pytest
 
 NVRTC_OPTIONS = ["-arch=compute_80", "-std=c++17", "--fmad=false"]
@@ -31,3 +33,39 @@ def count_launches(monkeypatch) -> list[str]:
         return launch(self, name, grid, block, args)
     monkeypatch.setattr(devices.SimDevice, "launch", counting)
     return names
+
+
+def _has_cuda_device() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, or no device: the simulator alone
+        return False
+
+
+DEVICE_TARGETS = ["cuda-sim"] + (["gpu"] if _has_cuda_device() else [])
+"""The targets a GPU test runs on: the simulator everywhere, a real device where there
+is one (so that a machine without one runs, and skips, nothing more)."""
+
+
+def on_target(value, target: str):
+    """An argument for `target`: NumPy arrays as CuPy arrays for "gpu" (in tuples too)."""
+    if isinstance(value, tuple):
+        return tuple(on_target(v, target) for v in value)
+    if target == "gpu" and isinstance(value, np.ndarray):
+        import cupy
+
+        return cupy.asarray(value)
+    return value
+
+
+def to_host(value):
+    """A result back as NumPy: CuPy arrays copied to the host (in tuples too)."""
+    if isinstance(value, tuple):
+        return tuple(to_host(v) for v in value)
+    if type(value).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy.asnumpy(value)
+    return value

@@ -325,14 +325,7 @@ def python_type_of(value) -> Type | None:
     """
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):
-        dtype = value.dtype
-        by_ndim = _ARRAY_TYPES.get(dtype)
-        if by_ndim is None:
-            by_ndim = _array_types(dtype)
-        if not by_ndim:
-            return None
-        ndim = value.ndim
-        return by_ndim[ndim] if ndim < len(by_ndim) else ArrayType(by_ndim[0].dtype, ndim)
+        return _array_type(value.dtype, value.ndim)
     if numpy is not None and isinstance(value, numpy.generic):
         name = NUMPY_SCALARS.get(value.dtype.name)
         return ScalarType(name, strong=True) if name else None
@@ -350,6 +343,25 @@ def python_type_of(value) -> Type | None:
         parts = [python_type_of(v) for v in value]
         return None if None in parts else TupleType(tuple(parts))
     return None
+
+
+def device_type_of(value) -> Type | None:
+    """`python_type_of`, and a CuPy array's ArrayType too: the argument types of
+    target="gpu" (where a NumPy array stands for a device array in `f.ir(...)`, and the
+    device entry refuses one in a call, saying what to pass)."""
+    cupy = sys.modules.get("cupy")  # never imported here: a CuPy array implies cupy
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return _array_type(value.dtype, value.ndim)
+    return python_type_of(value)
+
+
+def _array_type(dtype, ndim: int) -> ArrayType | None:
+    by_ndim = _ARRAY_TYPES.get(dtype)
+    if by_ndim is None:
+        by_ndim = _array_types(dtype)
+    if not by_ndim:
+        return None
+    return by_ndim[ndim] if ndim < len(by_ndim) else ArrayType(by_ndim[0].dtype, ndim)
 
 
 _ARRAY_TYPES: dict = {}

@@ -1,7 +1,8 @@
 """The CUDA backend, checked without a GPU: every array function of the corpus and every
 array gradient case runs through target="cuda-sim" (the generated kernels on the host
 simulator) and must agree with the CPU backend; every generated source compiles to PTX
-with NVRTC; hypothesis draws shapes, strides and broadcasts."""
+with NVRTC; hypothesis draws shapes, strides and broadcasts. Where CuPy sees a CUDA
+device, the same cases run on it too (target="gpu", `DEVICE_TARGETS`)."""
 import importlib.util
 import pathlib
 
@@ -9,7 +10,7 @@ import array_functions
 import grad_functions
 import numpy as np
 import pytest
-from cuda_checks import compile_to_ptx
+from cuda_checks import DEVICE_TARGETS, compile_to_ptx, on_target, to_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,40 +47,46 @@ def check_same(expected, got, where):
     assert np.isclose(got, expected, rtol=1e-11, atol=1e-11, equal_nan=True), (where, got, expected)
 
 
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
 @pytest.mark.parametrize("fn,make", array_functions.CASES,
                          ids=[fn.__name__ for fn, _ in array_functions.CASES])
-def test_corpus_agrees_with_the_cpu(fn, make):
-    cpu_args, sim_args = make(), make()
-    check_same(jit(fn)(*cpu_args), jit(fn, target="cuda-sim")(*sim_args), fn.__name__)
-    for a, b in zip(cpu_args, sim_args):  # writes into arguments reach the caller on both
+def test_corpus_agrees_with_the_cpu(fn, make, target):
+    cpu_args, device_args = make(), on_target(make(), target)
+    got = to_host(jit(fn, target=target)(*device_args))
+    check_same(jit(fn)(*cpu_args), got, fn.__name__)
+    for a, b in zip(cpu_args, device_args):  # writes into arguments reach the caller on both
         if isinstance(a, np.ndarray):
-            np.testing.assert_allclose(b, a, rtol=1e-11, atol=1e-11)
+            np.testing.assert_allclose(to_host(b), a, rtol=1e-11, atol=1e-11)
 
 
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
 @pytest.mark.parametrize("fn,make,argnums", GRAD_CASES,
                          ids=[f"{c[0].__name__}{k}" for k, c in enumerate(GRAD_CASES)])
-def test_gradients_agree_with_the_cpu(fn, make, argnums):
+def test_gradients_agree_with_the_cpu(fn, make, argnums, target):
     args = make()
     cpu = grad(fn, argnums=argnums)(*args)
-    sim = jit(grad(fn, argnums=argnums), target="cuda-sim")(*args)
-    check_same(cpu, sim, fn.__name__)
+    device = jit(grad(fn, argnums=argnums), target=target)(*on_target(args, target))
+    check_same(cpu, to_host(device), fn.__name__)
 
 
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
 @pytest.mark.parametrize("fn,args,argnums", WRITE_CASES, ids=[c[0].__name__ for c in WRITE_CASES])
-def test_gradients_of_loops_with_tapes_agree_with_the_cpu(fn, args, argnums):
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+def test_gradients_of_loops_with_tapes_agree_with_the_cpu(fn, args, argnums, target):
+    copies = on_target(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args), target)
     cpu = grad(fn, argnums=argnums)(*args)
-    check_same(cpu, jit(grad(fn, argnums=argnums), target="cuda-sim")(*copies), fn.__name__)
+    device = jit(grad(fn, argnums=argnums), target=target)(*copies)
+    check_same(cpu, to_host(device), fn.__name__)
 
 
 SCALAR_GRADS = [(fn, args) for fn, argsets in grad_functions.CASES for args in argsets]
 
 
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
 @pytest.mark.parametrize("fn,args", SCALAR_GRADS,
                          ids=[f"{fn.__name__}{k}" for k, (fn, _) in enumerate(SCALAR_GRADS)])
-def test_scalar_gradients_agree_with_the_cpu(fn, args):
+def test_scalar_gradients_agree_with_the_cpu(fn, args, target):
     """Scalar code runs in the host program: the same values and types as the CPU's."""
-    check_same(grad(fn)(*args), jit(grad(fn), target="cuda-sim")(*args), fn.__name__)
+    check_same(grad(fn)(*args), jit(grad(fn), target=target)(*args), fn.__name__)
 
 
 @pytest.mark.parametrize("fn,make", array_functions.CASES,
@@ -114,24 +121,25 @@ def test_rows_too_long_for_registers_run_member_by_member(launches):
     assert "k0_rows" not in launches and len(launches) >= 3
 
 
-def test_errors_raise_as_on_the_cpu():
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_errors_raise_as_on_the_cpu(target):
     def f(x, y):
         return x + y
 
     with pytest.raises(ValueError, match="could not be broadcast together"):
-        jit(f, target="cuda-sim")(np.ones(3), np.ones(4))
+        jit(f, target=target)(*on_target((np.ones(3), np.ones(4)), target))
 
     def m(x):
         return np.max(x)
 
     with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
-        jit(m, target="cuda-sim")(np.ones(0))
+        jit(m, target=target)(on_target(np.ones(0), target))
 
     def p(k, e):
         return k ** e
 
     with pytest.raises(ValueError, match="Integers to negative integer powers"):
-        jit(p, target="cuda-sim")(np.arange(3), np.array([1, -1, 2]))
+        jit(p, target=target)(*on_target((np.arange(3), np.array([1, -1, 2])), target))
 
 
 def test_gpu_target_refuses_numpy_arrays():
@@ -162,7 +170,7 @@ def broadcast_operands(draw):
         step = draw(st.sampled_from([1, 2, -1]))
         big = [n * abs(step) for n in own]
         base = np.linspace(-1.5, 1.5, int(np.prod(big))).reshape(big)
-        arrays.append(base[tuple(slice(None, None, step) for _ in own)])
+        arrays.append((base, tuple(slice(None, None, step) for _ in own)))
     return arrays
 
 
@@ -176,17 +184,22 @@ cuda-sim side stays one dispatcher per example: one dispatcher given a second si
 launches the first one's kernels (`k0_r takes 11 arguments, got 13`)."""
 
 
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
 @settings(max_examples=25, deadline=None)
-@given(broadcast_operands())
-def test_shapes_strides_and_broadcasts(operands):
-    x, y = operands
+@given(operands=broadcast_operands())
+def test_shapes_strides_and_broadcasts(operands, target):
+    """Each operand a view of a base array, on the device a view of the base's copy."""
+    (x_base, x_index), (y_base, y_index) = operands
+    x, y = x_base[x_index], y_base[y_index]
+    device_x = on_target(x_base, target)[x_index]
+    device_y = on_target(y_base, target)[y_index]
     try:
         expected = KERNEL_CPU(x, y)
     except ValueError as error:
         with pytest.raises(ValueError, match=str(error).split(" (at")[0][:40]):
-            jit(_kernel, target="cuda-sim")(x, y)
+            jit(_kernel, target=target)(device_x, device_y)
         return
-    check_same(expected, jit(_kernel, target="cuda-sim")(x, y), "kernel")
+    check_same(expected, to_host(jit(_kernel, target=target)(device_x, device_y)), "kernel")
 
 
 def test_the_dump_writes_the_cuda_source(tmp_path, monkeypatch):

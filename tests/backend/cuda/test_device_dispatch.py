@@ -5,6 +5,8 @@ dispatcher; a device entry does not check them, so its jitted function keeps cal
 dispatcher (an earlier version sent every call to the first signature's kernels: int64
 data read as double on a GPU)."""
 import numpy as np
+import pytest
+from cuda_checks import DEVICE_TARGETS, on_target, to_host
 
 from astjit import jit
 
@@ -13,13 +15,14 @@ def dot_sum(x, y):
     return np.sum(x * y)
 
 
-def test_each_signature_runs_its_own_kernels_on_the_simulator():
-    f = jit(dot_sum, target="cuda-sim")
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_each_signature_runs_its_own_kernels(target):
+    f = jit(dot_sum, target=target)
     cases = [(np.ones(5), np.arange(5.0)), (np.arange(5), np.arange(5)),
              (np.ones((2, 3)), np.arange(3.0)), (np.ones(5, np.float32), np.ones(5, np.float32)),
              (np.ones(5), np.arange(5.0))]
     for x, y in cases:
-        got, expected = f(x, y), dot_sum(x, y)
+        got, expected = to_host(f(*on_target((x, y), target))), dot_sum(x, y)
         assert got == expected and np.asarray(got).dtype == np.asarray(expected).dtype
     assert len(f.signatures) == 4
 

@@ -8,7 +8,7 @@ import math
 import array_functions
 import numpy as np
 import pytest
-from cuda_checks import compile_to_ptx
+from cuda_checks import DEVICE_TARGETS, compile_to_ptx, on_target, to_host
 
 from astjit import jit
 
@@ -119,17 +119,18 @@ def _copies(args):
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
-def run_both(fn, *args):
-    """The CPU's and cuda-sim's results and arguments after the call, checked equal."""
-    cpu_args, sim_args = _copies(args), _copies(args)
-    expected, got = jit(fn)(*cpu_args), jit(fn, target="cuda-sim")(*sim_args)
+def run_both(fn, *args, target="cuda-sim"):
+    """The CPU's and the device target's results and arguments after the call, checked
+    equal."""
+    cpu_args, device_args = _copies(args), on_target(tuple(_copies(args)), target)
+    expected, got = jit(fn)(*cpu_args), to_host(jit(fn, target=target)(*device_args))
     for e, g in zip(expected if isinstance(expected, tuple) else [expected],
                     got if isinstance(got, tuple) else [got]):
         np.testing.assert_array_equal(g, e)
-    for a, b in zip(cpu_args, sim_args):
+    for a, b in zip(cpu_args, device_args):
         if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(b, a)
-    return cpu_args, sim_args
+            np.testing.assert_array_equal(to_host(b), a)
+    return cpu_args, device_args
 
 
 def cuda_source(fn, *args):
@@ -146,10 +147,11 @@ INDEPENDENT = [
 ]
 
 
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
 @pytest.mark.parametrize("fn,make", INDEPENDENT, ids=lambda v: getattr(v, "__name__", ""))
-def test_an_independent_loop_is_one_launch(fn, make, launches):
-    run_both(fn, *make())
-    assert launches == ["k0_loop"]
+def test_an_independent_loop_is_one_launch(fn, make, target, launches):
+    run_both(fn, *make(), target=target)
+    assert launches == (["k0_loop"] if target == "cuda-sim" else [])  # the simulator's count
 
 
 def test_strided_arrays(launches):
