@@ -4,13 +4,17 @@
 #   benchmarks/gpu_check.sh            # venv in benchmarks/_build/gpu-venv (gitignored)
 #   GPU_VENV=/tmp/v benchmarks/gpu_check.sh
 #   GPU_CHECK_JAX=1 benchmarks/gpu_check.sh    # also installs jax[cuda13] for gpu_run.py's JAX column
+#   GPU_CHECK_PYTHON=python3 benchmarks/gpu_check.sh
+#       # no venv, nothing installed: that Python already has CuPy, llvmlite, NumPy, pytest
+#       # and pytest-xdist (an offline machine's image), astjit imported from src/
 #
 # 1. creates a venv and installs astjit with its test and gpu extras (`.[test,gpu]`; where
 #    pyproject has no `gpu` extra yet, `.[test]` and cupy-cuda13x), and the CUDA libraries
 #    CuPy needs (cuda-toolkit wheels: cudart, NVRTC, cuBLAS) if a probe finds them missing;
 # 2. then, within 5 minutes together (GPU_CHECK_SECONDS), runs the GPU tests
-#    (`pytest -m gpu ../shared/acceptance/test_gpu.py` where ../shared exists, and
-#    tests/backend/cuda) and benchmarks/gpu_run.py --quick.
+#    (`pytest -m gpu ../shared/acceptance/test_gpu.py` where ../shared exists, and the
+#    project's tests on target="gpu": `pytest -k gpu tests/backend/cuda`, the corpus, the
+#    gradients and the rest, which CI runs on the simulator) and benchmarks/gpu_run.py --quick.
 # Every step runs even if one before it failed; the exit status is 1 if any failed.
 set -uo pipefail
 
@@ -19,22 +23,29 @@ VENV=${GPU_VENV:-benchmarks/_build/gpu-venv}
 PYTHON=${PYTHON:-python3}
 SECONDS_FOR_CHECKS=${GPU_CHECK_SECONDS:-300}
 
-echo "== setup: $VENV"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-mkdir -p "$(dirname "$VENV")"
-"$PYTHON" -m venv "$VENV" || exit 1
-# shellcheck disable=SC1091
-. "$VENV/bin/activate"
-python -m pip install -q --upgrade pip || exit 1
-if grep -Eq '^gpu *= *\[' pyproject.toml; then
-    python -m pip install -q -e '.[test,gpu]' || exit 1
+if [ -n "${GPU_CHECK_PYTHON:-}" ]; then
+    echo "== setup: $GPU_CHECK_PYTHON as it is, astjit from src/"
+    PY=$GPU_CHECK_PYTHON
+    export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 else
-    echo "pyproject.toml has no gpu extra: installing cupy-cuda13x beside .[test]"
-    python -m pip install -q -e '.[test]' cupy-cuda13x || exit 1
+    echo "== setup: $VENV"
+    mkdir -p "$(dirname "$VENV")"
+    "$PYTHON" -m venv "$VENV" || exit 1
+    # shellcheck disable=SC1091
+    . "$VENV/bin/activate"
+    PY=python
+    python -m pip install -q --upgrade pip || exit 1
+    if grep -Eq '^gpu *= *\[' pyproject.toml; then
+        python -m pip install -q -e '.[test,gpu]' || exit 1
+    else
+        echo "pyproject.toml has no gpu extra: installing cupy-cuda13x beside .[test]"
+        python -m pip install -q -e '.[test]' cupy-cuda13x || exit 1
+    fi
 fi
 
 probe() {  # a kernel through NVRTC and a matmul through cuBLAS
-    python - <<'EOF'
+    "$PY" - <<'EOF'
 import cupy
 kernel = cupy.RawKernel(r'extern "C" __global__ void twice(float* a) { a[threadIdx.x] *= 2; }', "twice")
 a = cupy.ones(32, dtype=cupy.float32)
@@ -45,11 +56,15 @@ print("cupy", cupy.__version__, "on", cupy.cuda.runtime.getDeviceProperties(0)["
 EOF
 }
 if ! probe; then
+    if [ -n "${GPU_CHECK_PYTHON:-}" ]; then
+        echo "CuPy cannot run a kernel with $GPU_CHECK_PYTHON"
+        exit 1
+    fi
     echo "CuPy cannot reach NVRTC/cuBLAS/cudart: installing the CUDA 13 library wheels"
     python -m pip install -q 'cuda-toolkit[cudart,nvrtc,cublas]==13.*' || exit 1
     probe || { echo "CuPy still cannot run a kernel on this machine"; exit 1; }
 fi
-if [ -n "${GPU_CHECK_JAX:-}" ]; then
+if [ -n "${GPU_CHECK_JAX:-}" ] && [ -z "${GPU_CHECK_PYTHON:-}" ]; then
     python -m pip install -q 'jax[cuda13]' || echo "jax[cuda13] did not install: no JAX column"
 fi
 
@@ -75,12 +90,12 @@ step() {  # step NAME COMMAND...: run with what is left of the deadline
 }
 
 if [ -d ../shared/acceptance ]; then
-    step "acceptance GPU tests" python -m pytest -q -m gpu ../shared/acceptance/test_gpu.py
+    step "acceptance GPU tests" "$PY" -m pytest -q -m gpu ../shared/acceptance/test_gpu.py
 else
     echo "== acceptance GPU tests: ../shared/acceptance not found, skipped"
 fi
-step "tests/backend/cuda" python -m pytest -q tests/backend/cuda
-step "gpu_run.py" python benchmarks/gpu_run.py --quick
+step "tests/backend/cuda on the device" "$PY" -m pytest -q -k gpu tests/backend/cuda
+step "gpu_run.py" "$PY" benchmarks/gpu_run.py --quick
 
 if [ ${#FAILED[@]} -ne 0 ]; then
     printf '== failed: %s\n' "${FAILED[@]}"

@@ -304,6 +304,9 @@ def jax_gpu():
         import jax
 
         jax.config.update("jax_enable_x64", True)  # float64 mandelbrot; float32 stays float32
+        # float32 matrix products in float32, as CuPy's and astjit's (JAX's GPU default is
+        # TF32, whose results differ from theirs in the fourth digit)
+        jax.config.update("jax_default_matmul_precision", "highest")
         jax.devices("gpu")
         return jax, ""
     except Exception as error:  # noqa: BLE001 - not installed, or no GPU backend

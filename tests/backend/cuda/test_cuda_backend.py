@@ -121,6 +121,23 @@ def test_rows_too_long_for_registers_run_member_by_member(launches):
     assert "k0_rows" not in launches and len(launches) >= 3
 
 
+def _two_outputs(x, k, a):
+    return np.sin(x) * a + k, k * 2
+
+
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+@pytest.mark.parametrize("n", [0, 5, 8191, 3 * 8192 + 5, 5 * 8192 + 4097])
+def test_a_contiguous_kernel_s_unrolled_loop_and_its_tail(n, target, launches):
+    """Sizes the simulator's grid (8 blocks of 256) covers by the tail loop alone, by the
+    unrolled main loop and a tail, by the main loop exactly."""
+    x, k = np.linspace(-4, 4, n, dtype=np.float32), (np.arange(n) % 1000 - 7).astype(np.int16)
+    expected = jit(_two_outputs)(x, k, 1.5)
+    check_same(expected, to_host(jit(_two_outputs, target=target)(*on_target((x, k), target), 1.5)),
+               "two outputs")
+    if target == "cuda-sim" and n:
+        assert launches and all(name.endswith("_c") for name in launches)  # contiguous
+
+
 @pytest.mark.parametrize("target", DEVICE_TARGETS)
 def test_errors_raise_as_on_the_cpu(target):
     def f(x, y):

@@ -26,7 +26,7 @@ from ...ir.ops import EXCEPTIONS
 from ...ir.ops.elementwise import broadcast_shape
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import NUMPY_NAMES, ArrayType, ScalarType
-from .elementwise import has_contiguous_variant
+from .elementwise import UNROLL, has_contiguous_variant
 from .loop_launch import ElementLoopLaunch
 from .prelude import ERROR_MESSAGES
 from .reductions import BLOCK, reduction_code
@@ -126,9 +126,10 @@ class FusedLaunch:
         error = xp.zeros(1, dtype="int32") if self.error_flag else None
         total = math.prod(space)
         if spec.reduce is None:
-            if total:
-                name = self.names[1] if contiguous else self.names[0]
-                self.launch(name, total, THREADS, kernel_args + list(space) + [total], error)
+            if total:  # a contiguous kernel's thread takes UNROLL elements at a time
+                name, work = (self.names[1], -(-total // UNROLL)) if contiguous else \
+                    (self.names[0], total)
+                self.launch(name, work, THREADS, kernel_args + list(space) + [total], error)
         else:
             results.append(self.reduce(kernel_args, space, error))
         if error is not None and int(error[0]):
