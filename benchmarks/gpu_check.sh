@@ -94,7 +94,7 @@ if [ -d ../shared/acceptance ]; then
 else
     echo "== acceptance GPU tests: ../shared/acceptance not found, skipped"
 fi
-step "tests/backend/cuda on the device" "$PY" -m pytest -q -k gpu tests/backend/cuda
+step "tests/backend/cuda on the device" "$PY" -m pytest -p no:benchmark -k gpu tests/backend/cuda
 step "gpu_run.py" "$PY" benchmarks/gpu_run.py --quick
 
 if [ ${#FAILED[@]} -ne 0 ]; then

@@ -101,7 +101,7 @@ def test_kernels_are_headed_by_their_ir_nodes():
     source = jit(array_functions.keepdims_softmax, target="gpu").ir(np.ones((3, 4)), stage="cuda")
     assert "// k0: from @" in source and "// %10 = rowwise (%x) {ndim=2, rows=1" in source
     assert "//     %0 = fused (%x.1) {ndim=2, reduce='max'" in source
-    assert "void k0_rows(" in source
+    assert "void __launch_bounds__(1024, 2) k0_rows(" in source
 
 
 @pytest.mark.parametrize("shape", [(5, 300), (3, 1), (2, 3, 40), (4, 8192)])

@@ -72,7 +72,7 @@ def _header(src: Source, graph: Graph, node: Node, names: ValueNames, name: str)
     src.lines += ["// " + line for line in format_node(node, names).splitlines()]
 
 
-_KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
+_KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)')
 
 
 def _signatures(source: str) -> dict[str, list[str]]:

@@ -29,6 +29,12 @@ from .scalars import emit_region, needs_error_flag
 ROW_SLOTS = 8
 """Points of a row each thread keeps in registers."""
 
+LAUNCH_BOUNDS = "__launch_bounds__(1024, 2)"
+"""Blocks of up to 1024 threads (host.py picks 32 to 1024 by the row's length), registers
+few enough for two of the largest on a multiprocessor: more rows in flight hide more of
+the memory's latency than the few values spilled cost (the softmax of 16384×4096 float32
+on an H200: 29% to 35% of the memory bandwidth, docs/gpu.md)."""
+
 MEMBER_OPS = ("fused", "sum_to_like", "array_release", "array_retain")
 """What a group's region may hold for the one-kernel form."""
 
@@ -69,7 +75,7 @@ def emit_rows(src: Source, node: Node, name: str) -> list[str]:
     for j, v in enumerate(region.outputs):
         params.append(f"{c_type(_dtype(v))}* __restrict__ o{j}")
     params += [f"long long n{axis}" for axis in range(ndim)] + ["long long n_rows", "long long n_inner"]
-    src.open(f'extern "C" __global__ void {name}_rows({", ".join(params)})')
+    src.open(f'extern "C" __global__ void {LAUNCH_BOUNDS} {name}_rows({", ".join(params)})')
     emitter = _RowEmitter(src, node)
     src.open("for (long long row = blockIdx.x; row < n_rows; row += gridDim.x)")
     _outer_coordinates(src, rows)
