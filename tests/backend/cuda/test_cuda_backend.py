@@ -158,6 +158,10 @@ def test_errors_raise_as_on_the_cpu(target):
     with pytest.raises(ValueError, match="Integers to negative integer powers"):
         jit(p, target=target)(*on_target((np.arange(3), np.array([1, -1, 2])), target))
 
+    if target == "gpu":  # a device array given to the CPU says what to pass
+        with pytest.raises(TypeError, match=r"CuPy array.*cupy\.asnumpy\(x\)"):
+            jit(f)(on_target(np.ones(3), target), np.ones(3))
+
 
 def test_gpu_target_refuses_numpy_arrays():
     def f(x):
