@@ -1,9 +1,10 @@
 """Complex arrays on the GPU backend (issue 14), checked without a GPU: the kernels run on
 the host simulator (target="cuda-sim") against NumPy, and their sources compile to PTX
-with NVRTC. Each function batches many operations, so each dtype costs one build."""
+with NVRTC; where CuPy sees a device, on it too (`DEVICE_TARGETS`). Each function batches
+many operations, so each dtype costs one build."""
 import numpy as np
 import pytest
-from cuda_checks import compile_to_ptx
+from cuda_checks import DEVICE_TARGETS, compile_to_ptx, on_target, to_host
 
 from astjit import grad, jit
 from astjit.errors import CompileError
@@ -57,6 +58,11 @@ def _operands(dtype):
     return z, w, x
 
 
+def _run(fn, target, *args):
+    """`jit(fn, target=target)(*args)`, NumPy arrays in and out on every target."""
+    return to_host(jit(fn, target=target)(*on_target(args, target)))
+
+
 def _check(got, expected, tol, where):
     """Part by part: an infinite part beside a finite one compares each on its own."""
     assert len(got) == len(expected)
@@ -69,14 +75,16 @@ def _check(got, expected, tol, where):
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-def test_arithmetic_parts_and_predicates_agree_with_numpy(dtype):
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_arithmetic_parts_and_predicates_agree_with_numpy(dtype, target):
     z, w, x = _operands(dtype)
     with np.errstate(all="ignore"):
-        _check(jit(arithmetic, target="cuda-sim")(z, w, x), arithmetic(z, w, x), TOLERANCE[dtype],
+        _check(_run(arithmetic, target, z, w, x), arithmetic(z, w, x), TOLERANCE[dtype],
                "arithmetic")
 
 
-def test_special_values_as_numpy():
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_special_values_as_numpy(target):
     """NumPy 2's |z| (an infinite part wins over NaN), Smith's division by zero, NaN parts."""
     inf, nan = np.inf, np.nan
     z = np.array([complex(inf, nan), complex(nan, inf), complex(nan, 1), complex(3, 4), 0j,
@@ -85,27 +93,29 @@ def test_special_values_as_numpy():
     x = np.ones(len(z))
     with np.errstate(all="ignore"):
         expected = arithmetic(z, w, x)
-        got = jit(arithmetic, target="cuda-sim")(z, w, x)
+        got = _run(arithmetic, target, z, w, x)
     for k in (2, 3, 7, 21):  # *, /, |z|, np.sign: the infinities and NaNs themselves
         np.testing.assert_array_equal(got[k], expected[k], err_msg=str(k))
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-def test_elementary_functions_agree_with_numpy(dtype):
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_elementary_functions_agree_with_numpy(dtype, target):
     z = _points(dtype)
     with np.errstate(all="ignore"):
         expected = functions(z)
-    _check(jit(functions, target="cuda-sim")(z), expected, TOLERANCE[dtype], "functions")
+    _check(_run(functions, target, z), expected, TOLERANCE[dtype], "functions")
 
 
-def test_infinities_nans_and_signed_zeros_as_numpy():
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_infinities_nans_and_signed_zeros_as_numpy(target):
     """C99 Annex G's values, and glibc's where it leaves a sign open: each part NaN where
     NumPy's is, else equal to it, zeros with its sign."""
     parts = (0.0, -0.0, 2.0, -2.0, np.inf, -np.inf, np.nan)
     z = np.array([complex(a, b) for a in parts for b in parts])
     with np.errstate(all="ignore"):
         expected = functions(z)
-    got = jit(functions, target="cuda-sim")(z)
+    got = _run(functions, target, z)
     for k, (g, e) in enumerate(zip(got, expected)):
         for part in ("real", "imag"):
             gp, ep = getattr(g, part), getattr(e, part)
@@ -115,33 +125,37 @@ def test_infinities_nans_and_signed_zeros_as_numpy():
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-def test_powers_agree_with_numpy(dtype):
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_powers_agree_with_numpy(dtype, target):
     z, w, _ = _operands(dtype)
     z[0], z[1], w[4] = 0, -4, 0  # 0 ** w, -4 ** 0.5 (csqrt: 2j), z ** 0
     with np.errstate(all="ignore"):
         expected = powers(z, w)
-    _check(jit(powers, target="cuda-sim")(z, w), expected, TOLERANCE[dtype], "powers")
+    _check(_run(powers, target, z, w), expected, TOLERANCE[dtype], "powers")
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-def test_reductions_agree_with_numpy(dtype, launches):
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_reductions_agree_with_numpy(dtype, launches, target):
     rng = np.random.default_rng(3)
     z = ((rng.normal(size=(40, 300)) + 1j * rng.normal(size=(40, 300))) / 2).astype(dtype)
-    _check(jit(reductions, target="cuda-sim")(z), reductions(z), 10 * TOLERANCE[dtype], "reductions")
-    assert any(name.endswith("_f") for name in launches)  # a full sum combines block partials
+    _check(_run(reductions, target, z), reductions(z), 10 * TOLERANCE[dtype], "reductions")
+    if target == "cuda-sim":  # a full sum combines block partials
+        assert any(name.endswith("_f") for name in launches)
 
 
 def with_python_complex(z, c):
     return z * (1 + 2j) + c, np.exp(z * 1j) - 0.5j
 
 
-def test_python_complex_constants_and_arguments():
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_python_complex_constants_and_arguments(target):
     """A literal is a kernel's constant (`astjit_c128{re, im}`), a Python complex argument a
     kernel's parameter (a struct passed by value)."""
     z = np.array([1 + 1j, -2 + 0.5j, 3j, -0.0])
     kernels = jit(with_python_complex, target="gpu").ir(z, 2 - 1j, stage="cuda")
     assert "astjit_c128{0.0, 0.5}" in kernels and "astjit_c128 s1" in kernels
-    _check(jit(with_python_complex, target="cuda-sim")(z, 2 - 1j), with_python_complex(z, 2 - 1j),
+    _check(_run(with_python_complex, target, z, 2 - 1j), with_python_complex(z, 2 - 1j),
            TOLERANCE[np.complex128], "python complex")
 
 
@@ -149,12 +163,13 @@ def real_valued(z):
     return np.sum(np.abs(z * z + 1.0) + np.angle(z) + np.real(np.exp(z)) * np.imag(z))
 
 
-def test_gradients_agree_with_the_cpu():
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_gradients_agree_with_the_cpu(target):
     """JAX's convention (docs/arrays.md): the kernels of the derivative compute with the
     parts and conjugates (np.real, np.conj of complex values in a kernel)."""
     rng = np.random.default_rng(0)
     z = rng.normal(size=16) + 1j * rng.normal(size=16)
-    np.testing.assert_allclose(jit(grad(real_valued), target="cuda-sim")(z), grad(real_valued)(z),
+    np.testing.assert_allclose(_run(grad(real_valued), target, z), grad(real_valued)(z),
                                rtol=1e-11, atol=1e-11)
 
 
@@ -178,11 +193,12 @@ def maximum(z, w):
 
 
 @pytest.mark.parametrize("fn", [less, maximum])
-def test_what_the_cpu_refuses_the_gpu_refuses(fn):
+@pytest.mark.parametrize("target", DEVICE_TARGETS)
+def test_what_the_cpu_refuses_the_gpu_refuses(fn, target):
     z = np.ones(3, np.complex128)
     with pytest.raises(CompileError) as cpu:
         jit(fn)(z, z)
     with pytest.raises(CompileError) as gpu:
-        jit(fn, target="cuda-sim")(z, z)
+        _run(fn, target, z, z)
     assert type(gpu.value) is type(cpu.value)
     assert str(gpu.value) == str(cpu.value).replace("no CPU lowering", "no GPU lowering")
