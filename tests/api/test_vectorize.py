@@ -108,7 +108,10 @@ def check(fn, target, *args):
     ref = np.vectorize(fn)(*args)
     assert got.shape == ref.shape
     assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
-    np.testing.assert_array_equal(got, ref)
+    if target == "gpu" and got.dtype.kind in "fc":  # CUDA's hypot, exp ... are within ulps of
+        np.testing.assert_allclose(got, ref, rtol=1e-15, atol=0)  # the C library's (abs(z))
+    else:
+        np.testing.assert_array_equal(got, ref)
     return got
 
 
