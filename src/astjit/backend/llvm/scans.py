@@ -5,7 +5,12 @@ arg_reduce walks rows: the reduced axis, for each position of the others (one ro
 every element, in C order, for `axis=None` over a C-contiguous array; otherwise a C
 order walk with a counter). A unit-stride row of floats or ints at least a vector long
 is searched in explicit vectors (arg_search.py). Other rows compare element by element: an element
-replaces the best one where it is greater (less), or NaN while the best is not.
+replaces the best one where it is greater (less), or NaN while the best is not. A
+search whose result is one index (a flat array, a 1-d row) calls the runtime's
+`astjit.arg.row.<kind>.<dtype>` (shared.py), compiled once per process or linked from
+the runtime cache: it runs once per call, where LLVM's work on the search inlined in the
+kernel was most of a first call (docs/benchmarks.md); rows of a result array keep
+theirs inline, in the loop over rows.
 
 scan writes a new C-contiguous array in one walk of the input in C order (each axis
 reversed along which a `reverse` scan runs): `out[p] = out[p - step] op x[i]`, the
@@ -26,6 +31,7 @@ from . import arg_search, array_layout, loop_metadata, nests, new_arrays
 from .complexes import multiply
 from .conversions import complex_cast
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type, lltype
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -134,6 +140,60 @@ def _row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n: ir.Va
     return b.load(slot)
 
 
+def _unit_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value,
+              n: ir.Value) -> ir.Value:
+    """`_row` of a unit-stride row as a call of the runtime's `astjit.arg.row.<kind>.<t>`
+    (base, n > 0) -> the first extremum's index; bools element by element inline."""
+    if arg_search.row_lanes(t) is None:
+        return _scalar_row(em, kind, t, base, n, _i64(1))
+    pointer = element_type(t).as_pointer()
+
+    def emit(fn, b, data, count):
+        site = _Site(fn, b)
+        b.ret(_row(site, kind, t, data, count, _i64(1)))
+    search = shared_function(em.module, f"astjit.arg.row.{kind}.{t}",
+                             ir.FunctionType(I64_T, [pointer, I64_T]), emit)
+    return em.builder.call(search, [base, n])
+
+
+def _one_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n: ir.Value,
+             stride: ir.Value) -> ir.Value:
+    """`_row` of a 1-d row, by the runtime's search where its stride is 1."""
+    b = em.builder
+    slot = em.alloca(I64_T)
+
+    def version(unit: bool) -> None:
+        b.store(_unit_row(em, kind, t, base, n) if unit
+                else _scalar_row(em, kind, t, base, n, stride), slot)
+    loop_metadata.unit_or_strided(em, b.icmp_signed("==", stride, _i64(1)), version)
+    return b.load(slot)
+
+
+class _Site:
+    """What `_row` needs of an emitter, in a runtime function's body: its builder, stack
+    slots in the entry block (a block of its own, branching to the body) and intrinsics;
+    both versions of a choice (`unit_or_strided`), as in a general tier."""
+
+    def __init__(self, function: ir.Function, builder: ir.IRBuilder) -> None:
+        body = function.append_basic_block("body")
+        builder.branch(body)
+        self.slots = ir.IRBuilder(builder.block)
+        self.slots.position_before(builder.block.terminator)
+        builder.position_at_end(body)
+        self.builder, self.module = builder, function.module
+
+    def fast_only(self, cond: ir.Value) -> bool:
+        return False
+
+    def alloca(self, ty: ir.Type) -> ir.Value:
+        return self.slots.alloca(ty)
+
+    def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        ty = args[0].type
+        fnty = ir.FunctionType(ty, [a.type for a in args])
+        return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
+
+
 def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     (x,) = args
     b = em.builder
@@ -156,7 +216,7 @@ def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     kept = [d for a, d in enumerate(dims) if a != k]
     stride = b.extract_value(x, [ARRAY_STRIDES, k])
     if not isinstance(result, ArrayType):  # a 1-d row
-        return _row(em, kind, t.dtype, b.extract_value(x, ARRAY_DATA), dims[k], stride)
+        return _one_row(em, kind, t.dtype, b.extract_value(x, ARRAY_DATA), dims[k], stride)
     shape = [_i64(1) if a == k else d for a, d in enumerate(dims)] if node.attrs.get("keepdims") \
         else kept
     new_arrays.check_dims(em, node, result.dtype, shape)
@@ -189,7 +249,7 @@ def _flat_index(em: FunctionEmitter, kind: str, t: ArrayType, x: ir.Value,
 
     def version(contiguous: bool) -> None:
         if contiguous:
-            b.store(_row(em, kind, t.dtype, b.extract_value(x, ARRAY_DATA), n, _i64(1)), slot)
+            b.store(_unit_row(em, kind, t.dtype, b.extract_value(x, ARRAY_DATA), n), slot)
             return
         best = _Best(em, t.dtype)
         best.start(_load(b, b.extract_value(x, ARRAY_DATA), t.dtype), _i64(0))
