@@ -91,8 +91,8 @@ def _stack(name: str) -> None:
 
 
 def _vector_math(name: str) -> None:
-    """A libmvec variant (`_ZGVdN4v_` and a C function's name), by name: `vecmath.host_library` would probe
-    them all, reading the op table."""
+    """A libmvec variant (`_ZGVdN4v_` and a C function's name), by name: `vecmath`'s probe
+    (`VectorLibrary.offers`) would read the op table."""
     from ..backend.llvm import vecmath
 
     try:

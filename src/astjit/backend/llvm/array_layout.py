@@ -183,9 +183,10 @@ def numpy_layout() -> NumpyLayout:
     type_num = _align(kind + 4, c_int)
     elsize = _align(type_num + c_int, 8) + 8  # after the npy_uint64 flags
     type_nums = defaultdict(set)
+    by_dtype = {numpy.dtype(numpy_name): name for numpy_name, name in NUMPY_DTYPES.items()}
     for code in numpy.typecodes["All"]:
         dt = numpy.dtype(code)
-        name = NUMPY_DTYPES.get(dt.name)
+        name = by_dtype.get(dt)  # equal dtypes ('l', 'q'): one entry; not `dt.name`, slow
         if name is not None and dt.isnative:
             type_nums[ScalarType(name)].add(dt.num)
     layout = NumpyLayout(numpy.ndarray, data, nd, dimensions, strides, descr, flags,

@@ -27,6 +27,7 @@ from llvmlite import ir
 
 from .compare import is_finite, is_inf, is_nan
 from .conversions import complex_parts, pack_complex
+from .jit.host import host_features
 from .lltypes import DOUBLE
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def complex_abs(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Val
 @functools.cache
 def _has_fma() -> bool:
     """Whether the host CPU fuses multiply-adds (NumPy's SIMD loops then do)."""
-    return bool(llvm.get_host_cpu_features().get("fma"))
+    return "fma" in host_features()
 
 
 def complex_sign(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

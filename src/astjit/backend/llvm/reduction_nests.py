@@ -47,6 +47,7 @@ from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import array_layout, loop_metadata, nests, new_arrays, parallel, vecmath
 from .complexes import multiply
+from .jit.host import host_features
 from .lltypes import ARRAY_DATA, I8, I64_T, constant, lltype
 
 if TYPE_CHECKING:
@@ -325,9 +326,7 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
 def _has_avx512() -> bool:
     """Whether the host has 512-bit vectors: LLVM's default for it is 256-bit vectors,
     but a reduction streams memory, and 512-bit loads ran faster (docs/measurements.md)."""
-    import llvmlite.binding as llvm
-
-    return bool(llvm.get_host_cpu_features().get("avx512f"))
+    return "avx512f" in host_features()
 
 
 def _c_strides(b: ir.IRBuilder, dims: list[ir.Value]) -> list[ir.Value]:

@@ -27,10 +27,11 @@ Choice of variants (`host_library`, once per process, on first use):
 `d` (AVX2, 256-bit) when the host CPU has AVX2, and `e` (AVX-512, 512-bit)
 too when it has AVX-512F; each function for f64 (`sin`) and f32 (`sinf`) is
 mapped only if libmvec exports every variant of it (glibc 2.22 has sin, cos,
-exp, log, pow; 2.35 added the rest). LLVM keeps to 256-bit vectors on most
-AVX-512 CPUs (its prefer-vector-width tuning), so with AVX-512 the function
-holding a kernel is marked `"prefer-vector-width"="512"`: the 8-wide `e`
-variants ran faster than the 4-wide `d` ones (docs/measurements.md).
+exp, log, pow; 2.35 added the rest), probed when a kernel first calls it.
+LLVM keeps to 256-bit vectors on most AVX-512 CPUs (its prefer-vector-width
+tuning), so with AVX-512 the function holding a kernel is marked
+`"prefer-vector-width"="512"`: the 8-wide `e` variants ran faster than the 4-wide
+`d` ones (docs/measurements.md).
 
 Scalar fallback: no libmvec, a CPU without AVX2, a function libmvec lacks
 (fmod, sqrt, which is an instruction anyway), or `ASTJIT_VECMATH=0` in the
@@ -60,6 +61,7 @@ from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 from llvmlite.ir.values import FunctionAttributes
 
+from .jit.host import host_features
 from .lltypes import DOUBLE
 
 if TYPE_CHECKING:
@@ -69,9 +71,11 @@ LIBRARY = "libmvec.so.1"
 ENV_SWITCH = "ASTJIT_VECMATH"
 """`ASTJIT_VECMATH=0` in the environment: kernels compiled from then on call scalar libm."""
 
+@functools.cache
 def libm_calls() -> dict[str, tuple[int, bool]]:
     """The C math functions the op table's lowerings call (`LibCall`): name -> (arity,
-    whether libmvec may have it). Imports the op table: the engine asks on its first compile."""
+    whether libmvec may have it). Imports the op table: the engine asks on its first compile,
+    `arities` on the first kernel calling math (one walk of the table for both)."""
     from ...ir.ops import OPS, LibCall
 
     return {low.name: (op.arity, low.vector) for op in OPS.values() for low in op.llvm.values()
@@ -98,14 +102,26 @@ class VectorLibrary:
 
     isas: tuple[tuple[str, int], ...]
     """(ISA letter, vector bits) of the variants to offer, narrowest first."""
-    functions: frozenset[str]
-    """C names (`sin`, `sinf`) whose every variant libmvec exports."""
 
     def variants(self, name: str) -> list[tuple[str, int]]:
         """(vector function name, lanes) of `name`'s variants, narrowest first."""
         base, bits = (name[:-1], 32) if name not in arities() else (name, 64)
         return [(f"_ZGV{isa}N{width // bits}{'v' * arities()[base]}_{name}", width // bits)
                 for isa, width in self.isas]
+
+    def offers(self, name: str) -> bool:
+        """Whether libmvec exports every variant of the C function `name` (`sin`, `sinf`):
+        one of `arities`, or its float version."""
+        known = name in arities() or (name.endswith("f") and name[:-1] in arities())
+        return known and _exports_all(self, name)
+
+
+@functools.cache
+def _exports_all(library: VectorLibrary, name: str) -> bool:
+    """`VectorLibrary.offers`, probed once per function, when a kernel first calls it: a
+    process's kernels call a few of the hundred or so variants, and probing them all was a
+    part of the first array kernel's compile (docs/measurements.md)."""
+    return all(_address(_handle(), variant) for variant, _ in library.variants(name))
 
 
 @functools.cache
@@ -114,15 +130,11 @@ def host_library() -> VectorLibrary | None:
     use, never at import. Only the variants a kernel calls are registered with LLVM
     (`_register`, by `call_math`): registering all of them (about a hundred) cost a
     millisecond or two of the first kernel's compile (docs/measurements.md)."""
-    features = llvm.get_host_cpu_features()
-    isas = tuple((isa, width) for isa, width, feature in ISAS if features.get(feature))
-    handle = _handle()
-    if not isas or handle is None:
+    features = host_features()
+    isas = tuple((isa, width) for isa, width, feature in ISAS if feature in features)
+    if not isas or _handle() is None:
         return None
-    probe = VectorLibrary(isas, frozenset())
-    return VectorLibrary(isas, frozenset(
-        name for name in [*arities(), *(n + "f" for n in arities())]
-        if all(_address(handle, variant) for variant, _ in probe.variants(name))))
+    return VectorLibrary(isas)
 
 
 @functools.cache
@@ -164,7 +176,7 @@ def call_math(em: FunctionEmitter, name: str, args: list[ir.Value]) -> ir.Value 
         return None
     library = host_library()
     c_name = name if ty == DOUBLE else name + "f"
-    if library is None or c_name not in library.functions:
+    if library is None or not library.offers(c_name):
         return None
     module = em.module
     mappings = []
