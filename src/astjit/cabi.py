@@ -5,7 +5,7 @@ One module, importing nothing of astjit's: a process that only loads cached mach
 (whose import defines some forty types, libraries and prototypes the loader never uses).
 It holds what both sides need once per process:
 
-- C calls (`function`, `process_function`, `symbol`, `library`, `memmove`): no argument
+- C calls (`function`, `process_function`, `symbol`, `library`): no argument
   types are declared, so a C `int` passes as a Python int, a pointer or any 64-bit
   integer as `c_void_p(...)` (an object as its address, `c_void_p(id(obj))`), a `bytes` as
   its data; the result is a C `int` unless said otherwise. One ctypes type in all,
@@ -40,7 +40,6 @@ from _ctypes import (
     CFuncPtr,
     Py_DECREF,
     PyObj_FromPtr,
-    _memmove_addr,
     _SimpleCData,
     addressof,
     dlopen,
@@ -86,7 +85,7 @@ def function(target: object, restype: type | None = None,
     (a callback C code may call, taking no arguments), returning `restype` (a C int where
     None). Every call saves errno for `get_errno`. `python_api`: the call keeps the GIL and
     raises the Python error the function set; the loader makes its own short calls so too
-    (`memmove`, mapping memory, `thread_state`'s key, the stack's bounds, the BLAS check of
+    (mapping memory, `thread_state`'s key, the stack's bounds, the BLAS check of
     capsules.py), beside `PyCFunction_NewEx`'s: one class of C functions for all of a warm
     load's calls (each class made costs a warm load more than the calls); others release
     the GIL."""
@@ -121,9 +120,6 @@ def buffer_address(data: bytearray) -> int:
     """The address of `data`'s bytes (stable while it is not resized)."""
     return addressof(c_void_p.from_buffer(data))
 
-
-memmove = function(_memmove_addr, c_void_p, python_api=True)
-"""`memmove(c_void_p(destination), source, c_void_p(size))`; a `bytes` source passes its data."""
 
 # ---- the process state compiled code reads ---------------------------------------------------
 
@@ -426,14 +422,13 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
     total, data_start, stub_start, got_start, code, data, symbols, relocations = laid_out
     base = _map(total)
     try:
-        image = bytearray(total)
-        image[:len(code)] = code
-        image[data_start:data_start + len(data)] = data
-        try:
-            _relocate(image, base, stub_start, got_start, relocations, resolve)
-        except struct.error as exc:  # a 64-bit field's value out of range (no sane object's)
-            raise Unsupported(f"a relocated value out of range: {exc}") from exc
-        memmove(c_void_p(base), c_void_p(buffer_address(image)), c_void_p(total))
+        with _writable(base, total) as image:  # the mapping itself: no copy to fault in
+            image[:len(code)] = code
+            image[data_start:data_start + len(data)] = data
+            try:
+                _relocate(image, base, stub_start, got_start, relocations, resolve)
+            except struct.error as exc:  # a 64-bit field's value out of range (no sane object's)
+                raise Unsupported(f"a relocated value out of range: {exc}") from exc
         if data_start and _libc()["mprotect"](c_void_p(base), c_void_p(data_start),
                                                PROT_READ | PROT_EXEC) != 0:
             raise OSError(get_errno(), "mprotect failed")
@@ -443,7 +438,7 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
     return Image(base, total, {name: base + offset for name, offset in symbols.items()})
 
 
-def _relocate(image: bytearray, base: int, stub_start: int, got_start: int,
+def _relocate(image: memoryview, base: int, stub_start: int, got_start: int,
               relocations: tuple, resolve: Callable[[str], int | None]) -> None:
     """Apply `relocations` (`elf.plan`'s, as `elf.grouped` sorts them) to `image`, to be
     mapped at `base`: the branch stubs from `stub_start`, the GOT from `got_start`, one slot
@@ -523,14 +518,28 @@ def _external(name: str, weak: bool, resolve: Callable[[str], int | None]) -> in
 
 _LIBC: dict = {}
 """The C library's `mmap`, `munmap` and `mprotect` (errno kept; the GIL too: `function`),
-made on first use."""
+and the C API's `PyMemoryView_FromMemory`, made on first use."""
 
 
 def _libc() -> dict:
     if not _LIBC:
         _LIBC.update((name, process_function(name, c_void_p if name == "mmap" else None, True))
                      for name in ("mmap", "munmap", "mprotect"))
+        _LIBC["memoryview"] = process_function("PyMemoryView_FromMemory", c_void_p, True)
     return _LIBC
+
+
+PyBUF_WRITE = 0x200
+"""`PyMemoryView_FromMemory`'s flag for a writable view."""
+
+
+def _writable(base: int, size: int) -> memoryview:
+    """A writable memoryview of the `size` bytes mapped at `base` (released by its `with`
+    before the memory is unmapped or made read-only): the image is written where it runs,
+    not laid out in a zeroed bytearray first and copied over."""
+    made = PyObj_FromPtr(_libc()["memoryview"](c_void_p(base), c_void_p(size), PyBUF_WRITE))
+    Py_DECREF(made)  # the reference PyMemoryView_FromMemory returned: `made` holds its own
+    return made
 
 
 MAP_FAILED = (1 << 64) - 1

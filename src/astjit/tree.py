@@ -51,6 +51,8 @@ def children(obj: Any) -> tuple[TreeNode, list] | None:
         return NONE, []
     if isinstance(obj, tuple) and hasattr(cls, "_fields"):
         return TreeNode("namedtuple", cls, tuple(cls._fields)), list(obj)
+    if not cls.__flags__ & _HEAP_TYPE:  # a class defined in C (NumPy's arrays, numbers): no
+        return None  # dataclass nor model, and asking costs each argument of a call more
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = tuple(f.name for f in dataclasses.fields(obj))
         return TreeNode("dataclass", cls, names), [getattr(obj, n) for n in names]

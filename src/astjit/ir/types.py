@@ -356,26 +356,34 @@ def device_type_of(value) -> Type | None:
 
 
 def _array_type(dtype, ndim: int) -> ArrayType | None:
-    by_ndim = _ARRAY_TYPES.get(dtype)
-    if by_ndim is None:
-        by_ndim = _array_types(dtype)
-    if not by_ndim:
+    known = _ARRAY_TYPES.get(dtype)
+    if known is None:
+        known = _array_types(dtype)
+    if not known:
         return None
-    return by_ndim[ndim] if ndim < len(by_ndim) else ArrayType(by_ndim[0].dtype, ndim)
+    element, by_ndim = known
+    if ndim >= len(by_ndim):
+        return ArrayType(element, ndim)
+    made = by_ndim[ndim]
+    if made is None:  # (two threads may both make it: equal types, either kept)
+        made = by_ndim[ndim] = ArrayType(element, ndim)
+    return made
 
 
 _ARRAY_TYPES: dict = {}
-"""A NumPy dtype object -> the ArrayTypes of its arrays by ndim (up to 8), or () for a
-dtype compiled code does not take: `python_type_of` looks a dtype up by the object
-(`dtype.name` is slow Python code in NumPy), and makes no ArrayType per call."""
+"""A NumPy dtype object -> its IR scalar type and the ArrayTypes of its arrays by ndim (up
+to 8, each made when first asked for), or () for a dtype compiled code does not take:
+`python_type_of` looks a dtype up by the object (`dtype.name` is slow Python code in
+NumPy), and makes no ArrayType per call, nor nine at a process's first array argument (a
+frozen dataclass each, made for ranks its calls seldom pass)."""
 
 
 def _array_types(dtype) -> tuple:
     name = NUMPY_DTYPES.get(dtype.name)
-    types = tuple(ArrayType(ScalarType(name), n) for n in range(9)) if name else ()
+    known = (ScalarType(name), [None] * 9) if name else ()
     if len(_ARRAY_TYPES) < 256:  # a few dtypes in practice; structured ones are not kept
-        _ARRAY_TYPES[dtype] = types
-    return types
+        _ARRAY_TYPES[dtype] = known
+    return known
 
 
 # ---- NumPy's promotion -------------------------------------------------------------------
