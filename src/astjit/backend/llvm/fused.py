@@ -29,11 +29,12 @@ which would about double the code LLVM compiles per nest for the rare strided ca
 
 With a reduction (attr `reduce`), `reduction_nests.emit_reduction` owns the loops
 and the reduced output; the kernel's other values are stored at each point it
-visits. Without one, an output with a donor (attr `reuse`, ir/passes/fuse.py)
-takes the donor input's memory when `_reusable` says so at run time (a new
-reference to its owner, no allocation); that version of the nest reads the
-donor through the very address it writes, so LLVM needs no overlap check. Nor for the
-other inputs: an output is new memory or a donor of which no view is alive, so the
+visits. A reduction of every element of one C-contiguous input as it is (`np.max(x)`)
+is a call of the runtime's instead (whole_reductions.py). Without one, an output with a
+donor (attr `reuse`, ir/passes/fuse.py) takes the donor input's memory when `_reusable`
+says so at run time (a new reference to its owner, no allocation); that version of the
+nest reads the donor through the very address it writes, so LLVM needs no overlap check.
+Nor for the other inputs: an output is new memory or a donor of which no view is alive, so the
 nest's stores are given an alias scope that its other reads are marked not to alias
 (`kernel.AliasScope`; without it LLVM's vectorizer compared the addresses each store
 and read span at run time, and kept a scalar copy of the loop for an overlap). An output
@@ -67,6 +68,7 @@ from . import (
     owned,
     parallel,
     reduction_nests,
+    whole_reductions,
 )
 from . import messages as msg
 from .compare import compare_const, const_like
@@ -97,11 +99,22 @@ def broadcast_dims(em: FunctionEmitter, node: Node, arrays_: list[tuple[ir.Value
 
 def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     spec = fused_attrs(node)
+    args = em.values_of(node.inputs)
+    dims = broadcast_dims(em, node, [(a, k) for a, k in zip(args, spec.plan) if k is not None],
+                          spec.ndim)
+    source = whole_reductions.source(em, node)
+    if source is None:
+        return _nests(em, node, args, dims)
+    return [whole_reductions.reduce(em, node, source, args[source], dims,
+                                    lambda: _nests(em, node, args, dims)[-1])]
+
+
+def _nests(em: FunctionEmitter, node: Node, args: list[ir.Value],
+           dims: list[ir.Value]) -> list[ir.Value]:
+    """The node's loop nests over the space `dims`: its outputs."""
+    spec = fused_attrs(node)
     b = em.builder
     ndim, plan = spec.ndim, spec.plan
-    args = em.values_of(node.inputs)
-    inputs = [(a, k) for a, k in zip(args, plan) if k is not None]
-    dims = broadcast_dims(em, node, inputs, ndim)
     (kernel,) = node.regions
 
     # Per input: its element strides over the space's axes (0 where it broadcasts; the

@@ -31,7 +31,7 @@ from . import arg_search, array_layout, loop_metadata, nests, new_arrays
 from .complexes import multiply
 from .conversions import complex_cast
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type, lltype
-from .shared import shared_function
+from .shared import Body, shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -149,7 +149,7 @@ def _unit_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value,
     pointer = element_type(t).as_pointer()
 
     def emit(fn, b, data, count):
-        site = _Site(fn, b)
+        site = Body(fn, b)
         b.ret(_row(site, kind, t, data, count, _i64(1)))
     search = shared_function(em.module, f"astjit.arg.row.{kind}.{t}",
                              ir.FunctionType(I64_T, [pointer, I64_T]), emit)
@@ -167,31 +167,6 @@ def _one_row(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value, n: i
                 else _scalar_row(em, kind, t, base, n, stride), slot)
     loop_metadata.unit_or_strided(em, b.icmp_signed("==", stride, _i64(1)), version)
     return b.load(slot)
-
-
-class _Site:
-    """What `_row` needs of an emitter, in a runtime function's body: its builder, stack
-    slots in the entry block (a block of its own, branching to the body) and intrinsics;
-    both versions of a choice (`unit_or_strided`), as in a general tier."""
-
-    def __init__(self, function: ir.Function, builder: ir.IRBuilder) -> None:
-        body = function.append_basic_block("body")
-        builder.branch(body)
-        self.slots = ir.IRBuilder(builder.block)
-        self.slots.position_before(builder.block.terminator)
-        builder.position_at_end(body)
-        self.builder, self.module = builder, function.module
-
-    def fast_only(self, cond: ir.Value) -> bool:
-        return False
-
-    def alloca(self, ty: ir.Type) -> ir.Value:
-        return self.slots.alloca(ty)
-
-    def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
-        ty = args[0].type
-        fnty = ir.FunctionType(ty, [a.type for a in args])
-        return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
 
 
 def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

@@ -178,3 +178,32 @@ def referenced_functions(function: ir.Function) -> frozenset[str]:
                 elif isinstance(operand, (ir.Constant, ir.FormattedConstant, ir.GlobalVariable)):
                     found.update(m.strip('"') for m in REFERENCE.findall(str(operand)))
     return frozenset(found & (names | {INDIRECT}))
+
+
+class Body:
+    """What a lowering that runs inside a kernel needs of its emitter, in a shared
+    function's body (`shared_function`'s `emit(function, builder, *args)`): the builder,
+    the module and function, stack slots in an entry block of their own (which branches
+    to the body, as a kernel's does), intrinsics, and both versions of a choice between
+    a fast and a general one (`fast_only`), as in a general tier: the body serves every
+    caller."""
+
+    def __init__(self, function: ir.Function, builder: ir.IRBuilder) -> None:
+        body = function.append_basic_block("body")
+        builder.branch(body)
+        self.slots = ir.IRBuilder(builder.block)
+        self.slots.position_before(builder.block.terminator)
+        builder.position_at_end(body)
+        self.builder, self.function, self.module = builder, function, function.module
+
+    def fast_only(self, cond: ir.Value) -> bool:
+        return False
+
+    def alloca(self, ty: ir.Type) -> ir.Value:
+        return self.slots.alloca(ty)
+
+    def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """An LLVM intrinsic overloaded on the type of its first operand."""
+        ty = args[0].type
+        fnty = ir.FunctionType(ty, [a.type for a in args])
+        return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
