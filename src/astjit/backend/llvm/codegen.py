@@ -309,19 +309,10 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
               bounded: bool = False) -> list[ir.Value]:
     """Header phis, the cond region, the body region, one exit; its back-edge counts work
     (or, nested and stepping an int, its exit: `interrupts.counts_after`), and an
-    outermost loop's checks for signals unless not `checked` (interrupts.py). With
-    a `limit`, the loop also stops where its counter reaches the chunk's end, and where
-    `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
-    outermost = checked and not em.loop_depth and not em.numpy_semantics
-    if outermost:  # the handlers' call outside the loop: LLVM unrolls no loop with a call
-        resume_from = em.builder.block
-        resume = em.function.append_basic_block("while.resume")
-        em.builder.branch(resume)
-        em.builder.position_at_end(resume)
-        resumed = [em.builder.phi(value.type) for value in initial]
-        for phi, value in zip(resumed, initial):
-            phi.add_incoming(value, resume_from)
-        initial = resumed
+    outermost loop's checks for signals unless not `checked` (interrupts.py): where one
+    is due, the back-edge goes through a block that runs the handlers, a second latch.
+    With a `limit`, the loop also stops where its counter reaches the chunk's end, and
+    where `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
     preheader = em.builder.block
     header, body, end = (em.function.append_basic_block(n)
                          for n in ("while.cond", "while.body", "while.end"))
@@ -357,9 +348,9 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     if due is not None:
         em.builder.position_at_end(checks)
         interrupts.run_due(em, node)
-        for phi, value in zip(initial, updated):
+        for phi, value in zip(carried, updated):
             phi.add_incoming(value, em.builder.block)
-        em.builder.branch(resume)
+        em.builder.branch(header)
     em.builder.position_at_end(end)
     if after is not None:
         interrupts.count_after(em, node, after, initial, carried)

@@ -24,8 +24,11 @@ per-invocation counter (a stack slot LLVM keeps in a register): every loop's bac
 adds its iteration's weight, 1 plus one per `NODES_PER_UNIT` nodes of its body (so that
 a long body checks as often in time as a short one) plus `ARRAY_WORK` per node of it
 making an array and `CALL_WORK` per call it makes; a function's outermost loops check the counter at
-theirs, from which a check due leaves the loop for a block that runs the handlers and
-re-enters it (codegen.emit_loop: LLVM unrolls no loop that holds a call). A loop nested
+theirs, from which a check due goes through a block that runs the handlers back to the
+loop's header (codegen.emit_loop). LLVM runtime-unrolls no such loop: the handlers' call
+is in it, and the exit where one raised is a second one; taken out of the loop, a block
+re-entering it made a loop around the loop, for whose invariant conditions LLVM copied
+the whole nest (docs/measurements.md). A loop nested
 in another is not checked (its outer loop checks between its runs), nor are a callee's
 loops while it runs (it checks its own outermost loops).
 
