@@ -18,7 +18,7 @@ import numpy as np
 from mlp_case import mlp_arrays, mlp_step, mlp_step_by_hand
 from scalar_functions import is_even
 
-from astjit import jit
+from astjit import grad, jit
 from astjit.backend.llvm.runtime import blas
 
 
@@ -164,3 +164,28 @@ def test_array_glue_is_compiled_lightly_and_its_loops_apart():
     assert "fastcall" in wrapper.llvm_ir_optimized and "fastcall" not in kernel.llvm_ir_optimized
     assert "PyFloat_FromDouble" in wrapper.llvm_ir_optimized
     assert "PyFloat_FromDouble" not in kernel.llvm_ir_optimized
+
+
+def horner(x, n):
+    s = 0.0
+    for k in range(n):
+        s = s * x + 1.0 / (k + 1)
+    return s
+
+
+def test_a_gradients_tape_helpers_compile_with_its_wrapper():
+    """The helpers that allocate and free a loop's tape run once per call: inlined at O3 in
+    the kernel at each of their calls they doubled its compile (jit/split.py
+    `wrapper_apart`'s `cold`); the push's fast path stays in the loop."""
+    g = grad(horner)
+    for n in (0, 1, 17, 100):  # 17 pushes grow the tape past its first 16 elements
+        x = 0.9
+        expected = sum((n - 1 - k) * x ** (n - 2 - k) / (k + 1) for k in range(n - 1))
+        assert abs(g(x, n) - expected) <= 1e-12 * max(1.0, abs(expected))
+    (spec,) = g.entry.dispatcher.specializations.values()
+    kernel, wrapper = spec.compiled.compiled.parts
+    assert (kernel.pipeline, wrapper.pipeline) == ("scalar", "cold")
+    for name in ("astjit.tape.new", "astjit.tape.grow", "astjit.tape.free", "astjit.tape.release"):
+        assert re.search(rf'^define [^\n]*@"?{re.escape(name)}"?\(', wrapper.llvm_ir_optimized, re.M)
+        assert not re.search(rf'^define [^\n]*@"?{re.escape(name)}"?\(', kernel.llvm_ir_optimized,
+                             re.M)

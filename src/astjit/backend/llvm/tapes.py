@@ -37,7 +37,9 @@ does not know element types, still drops every reference (the arrays a
 loop's taped entries kept alive are freed with the tape).
 
 The work is done by small internal functions made once per LLVM module
-(`astjit.tape.*`), which LLVM inlines where it pays. malloc, realloc and free
+(`astjit.tape.*`), run once per call or on a rare path (a push growing the tape): a
+scalar kernel compiled apart from its wrapper compiles them with the wrapper
+(`helpers_of`), elsewhere LLVM inlines them where it pays. malloc, realloc and free
 are the C library's (`engine.register_libc`).
 """
 from __future__ import annotations
@@ -126,8 +128,18 @@ def helper(module: ir.Module, name: str) -> ir.Function:
         function = ir.Function(module, fnty, full_name)
         function.linkage = "internal"
         function.attributes.add("nounwind")
+        if name == "new":  # what it returns is NULL or fresh memory, as malloc's: LLVM then
+            function.return_value.attributes.add("noalias")  # knows without inlining it
         emit_body(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
     return function
+
+
+def helpers_of(module: ir.Module) -> tuple[str, ...]:
+    """The names of the helpers `module` defines (`helper`): none runs per iteration, so a
+    scalar kernel compiled apart from its wrapper compiles them with the wrapper, by the
+    `cold` pipeline (jit/split.py `wrapper_apart`)."""
+    return tuple(name for name in (f"astjit.tape.{helper}" for helper in HELPERS)
+                 if module.globals.get(name) is not None)
 
 
 @helper_body(TAPE, [LIST, DROP])
