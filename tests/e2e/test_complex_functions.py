@@ -82,10 +82,24 @@ def assert_complex_like(got, want, ulps, what=""):
 
 
 def check_unary(got, z):
+    """Each result within 2 ulps of NumPy's; for complex64, an element may instead be within
+    2 ulps of NumPy's result in complex128 rounded to complex64, where NumPy's own float32
+    formula lost digits to cancellation (expm1's real part `expm1(x) cos(y) - 2 sin(y/2)^2`
+    at 1.75+23.75j: NumPy 6 ulps from the exact value, compiled code 2)."""
     with np.errstate(all="ignore"):
         want = unary_all(z)
-    for name, g, w in zip(UNARY, got, want):
-        assert_complex_like(g, w, ulps=2, what=name)
+        wide = unary_all(z.astype(np.complex128)) if z.dtype == np.complex64 else None
+    for k, (name, g, w) in enumerate(zip(UNARY, got, want)):
+        if wide is None:
+            assert_complex_like(g, w, ulps=2, what=name)
+            continue
+        with np.errstate(all="ignore"):
+            exact = np.asarray(wide[k]).astype(np.complex64)
+        for i in np.ndindex(np.shape(w)):
+            try:
+                assert_complex_like(np.asarray(g)[i], np.asarray(w)[i], ulps=2, what=name)
+            except AssertionError:
+                assert_complex_like(np.asarray(g)[i], exact[i], ulps=2, what=f"{name} (exact)")
 
 
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
