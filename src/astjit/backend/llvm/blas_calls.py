@@ -1,16 +1,16 @@
 """BLAS-call plumbing for the float matrix products (linalg.py): operands as BLAS reads
 them, the calls, and the one function per kind of product a module shares.
 
-- `operand` / `converted_copy` / `release`: an operand passed as it lies when BLAS can read
-  it (`layout`: a 2-d array in C or F layout, leading dimension within 32 bits;
-  `vector_readable`: a vector with a nonzero stride within 32 bits), else a C-contiguous
-  temporary (converted to the result's dtype where it differs), released after the call.
+- An operand is passed as it lies when BLAS can read it (`layout`: a 2-d array in C or F
+  layout, leading dimension within 32 bits; `vector_readable`: a vector with a nonzero
+  stride within 32 bits), else as a C-contiguous temporary; `converted_copy` / `release`:
+  one converted to the result's dtype where it differs, released after the call.
 - `Call`: BLAS's by-pointer arguments in entry-block stack slots; `gemm`, `gemv` on
   column-major BLAS (C = A @ B computed as C^T = B^T A^T).
 - `product_function(dtype, a_ndim, b_ndim)`: the body of the shared
   `astjit.matmul.<d|s>.<ndims>` (zeros without BLAS for an empty sum, the size checks,
-  copies where BLAS cannot read an operand, the call), failing with PRODUCT_TOO_LARGE or
-  PRODUCT_NO_MEMORY.
+  copies where BLAS cannot read an operand, the call: gemm, gemv, or dot of two vectors),
+  failing with PRODUCT_TOO_LARGE or PRODUCT_NO_MEMORY.
 """
 from __future__ import annotations
 
@@ -106,32 +106,11 @@ def converted_copy(em: FunctionEmitter, node: Node, source: ir.Value, t: ArrayTy
     return fresh
 
 
-def operand(em: FunctionEmitter, node: Node, array: ir.Value, t: ArrayType, dtype: ScalarType,
-            readable) -> Operand:
-    """`array` as BLAS can read it: itself where `readable(array)` holds (and its dtype is
-    `dtype`), else a C-contiguous copy (converted to `dtype`)."""
-    b = em.builder
-    if t.dtype != dtype:
-        return Operand(converted_copy(em, node, array, t, dtype), ir.Constant(I1, 1))
-    usable = readable(b, array)
-    before = b.block
-    with b.if_then(b.not_(usable), likely=False):
-        fresh = copies.contiguous_copy(em, node, array, t)
-        copied_block = b.block
-    merged = b.phi(array.type)
-    merged.add_incoming(array, before)
-    merged.add_incoming(fresh, copied_block)
-    return Operand(merged, b.not_(usable))
-
-
 def release(em: FunctionEmitter, operands: list[Operand]) -> None:
-    """Release the temporaries among `operands`."""
+    """Release the temporaries among `operands`: those whose `copied` is the constant true
+    (`converted_copy`'s; a product's other copies are the shared function's own)."""
     for op in operands:
-        if isinstance(op.copied, ir.Constant):
-            if op.copied.constant:
-                owned.release_now(em, op.array)
-            continue
-        with em.builder.if_then(op.copied, likely=False):
+        if op.copied.constant:
             owned.release_now(em, op.array)
 
 
@@ -243,17 +222,6 @@ def gemv(call: Call, out: ir.Value, matrix: Operand, vector: Operand, transposed
                   call.int(i64_constant(1))])
 
 
-def check_blas_sizes(em: FunctionEmitter, node: Node, sizes: list[ir.Value]) -> None:
-    """ValueError unless every size fits BLAS's 32-bit ints."""
-    b = em.builder
-    too_large = ir.Constant(I1, 0)
-    for d in sizes:
-        too_large = b.or_(too_large, b.icmp_signed(">", d, i64_constant(INT32_MAX)))
-    em.fail_if(node, too_large, "ValueError", TOO_LARGE)
-
-
-
-
 PRODUCT_TOO_LARGE, PRODUCT_NO_MEMORY = 1, 2
 """The failure codes of `product_function`."""
 
@@ -272,9 +240,10 @@ def check_product(em: FunctionEmitter, node: Node, code: ir.Value) -> None:
 
 def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
     def emit(fn, builder, a, b, out):
-        """out = a @ b (of `dtype`, 1-d or 2-d): zeros without BLAS when k or the result is
-        empty, else gemm / gemv on operands as they lie or on C-contiguous copies (released
-        after the call). 0, or PRODUCT_TOO_LARGE, or PRODUCT_NO_MEMORY (a failed copy)."""
+        """out = a @ b (of `dtype`, 1-d or 2-d; of two vectors, out[0]): zeros without BLAS
+        when k or the result is empty, else gemm / gemv / dot on operands as they lie or on
+        C-contiguous copies (released after the call). 0, or PRODUCT_TOO_LARGE, or
+        PRODUCT_NO_MEMORY (a failed copy)."""
         k = array_layout.dim(builder, a, a_ndim - 1)
         m = array_layout.dim(builder, a, 0) if a_ndim == 2 else None
         n = array_layout.dim(builder, b, 1) if b_ndim == 2 else None
@@ -296,7 +265,10 @@ def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
         y = _readable_operand(builder, b, ArrayType(dtype, b_ndim), readable[b_ndim], [x])
         call = Call(builder, dtype, blas.int_type())
         result = builder.insert_value(ir.Constant(a.type, None), out, ARRAY_DATA)
-        if a_ndim == 2 and b_ndim == 2:
+        if a_ndim == 1 and b_ndim == 1:
+            (px, incx), (py, incy) = vector_args(builder, x.array), vector_args(builder, y.array)
+            builder.store(call("dot", [call.int(k), px, call.int(incx), py, call.int(incy)]), out)
+        elif a_ndim == 2 and b_ndim == 2:
             gemm(call, result, x, y, m, k, n)
         elif a_ndim == 2:
             gemv(call, result, x, y, transposed=False)

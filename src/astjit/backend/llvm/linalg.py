@@ -46,23 +46,18 @@ from .blas_calls import (
     Call,
     Operand,
     byte_stride,
-    check_blas_sizes,
     check_product,
     converted_copy,
     i64_constant,
     max_int,
     min_int,
-    operand,
     product_function,
     release,
-    vector_args,
-    vector_readable,
 )
 from .complex_products import complex_dot
 from .factorizations import ROUTINES as LAPACK_ROUTINES
-from .lltypes import ARRAY_DATA, I1, I8, I64_T, constant
+from .lltypes import ARRAY_DATA, I1, I8, I64_T, constant, lltype
 from .product_kernels import int_kernel, mismatch_message
-from .runtime import blas
 from .shared import shared_function
 from .stacked_products import stacked_product
 
@@ -103,43 +98,45 @@ def matmul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     if not isinstance(out_t, ArrayType) and dtype.is_complex:
         return complex_dot(em, node, a, b, dtype)
     if not isinstance(out_t, ArrayType):
-        return blas_dot(em, node, a, b, dtype, sizes[1])
+        return blas_dot(em, node, a, b, dtype)
     return blas_product(em, node, a, b, out_t, sizes)
 
 
-def blas_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, dtype: ScalarType,
-             k: ir.Value) -> ir.Value:
-    """vector @ vector: ddot / sdot (0 for empty vectors)."""
-    builder, call = em.builder, Call(em.builder, dtype, blas.int_type())
-    check_blas_sizes(em, node, [k])
-    x = operand(em, node, a, node.inputs[0].type, dtype, vector_readable)
-    y = operand(em, node, b, node.inputs[1].type, dtype, vector_readable)
-    (px, incx), (py, incy) = vector_args(builder, x.array), vector_args(builder, y.array)
-    result = call("dot", [call.int(k), px, call.int(incx), py, call.int(incy)])
-    release(em, [x, y])
-    return result
+def blas_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value,
+             dtype: ScalarType) -> ir.Value:
+    """vector @ vector: the module's shared `astjit.matmul.<d|s>.11` (ddot / sdot, 0 for
+    empty vectors) into a stack slot."""
+    slot = em.alloca(lltype(dtype))
+    shared_product(em, node, a, b, dtype, slot)
+    return em.builder.load(slot)
 
 
 def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_t: ArrayType,
                  sizes: tuple) -> ir.Value:
-    """A new array = a @ b: allocated here, computed by the module's shared
-    `astjit.matmul.<d|s>.<ndim a><ndim b>` (`blas_calls.product_function`), whose failure code is this site's
-    ValueError (sizes past BLAS's) or MemoryError (a copy of an operand)."""
-    builder, dtype = em.builder, out_t.dtype
-    a_t, b_t = node.inputs[0].type, node.inputs[1].type
+    """A new array = a @ b, allocated here, computed by `shared_product`."""
     m, k, n = sizes
     dims = [d for d in (m, n) if d is not None]
-    new_arrays.check_dims(em, node, dtype, dims)
+    new_arrays.check_dims(em, node, out_t.dtype, dims)
     out = new_arrays.allocate(em, node, out_t, dims, zeroed=False)
+    shared_product(em, node, a, b, out_t.dtype, em.builder.extract_value(out, ARRAY_DATA))
+    return out
+
+
+def shared_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value,
+                   dtype: ScalarType, out_data: ir.Value) -> None:
+    """out_data's elements = a @ b by the module's shared
+    `astjit.matmul.<d|s>.<ndim a><ndim b>` (`blas_calls.product_function`), whose failure
+    code is this site's ValueError (sizes past BLAS's) or MemoryError (a copy of an
+    operand); an operand of another dtype is converted first, released after."""
+    builder = em.builder
+    a_t, b_t = node.inputs[0].type, node.inputs[1].type
     x = converted_copy(em, node, a, a_t, dtype) if a_t.dtype != dtype else a
     y = converted_copy(em, node, b, b_t, dtype) if b_t.dtype != dtype else b
     name = f"astjit.matmul.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
     product = shared_function(em.module, name, *product_function(dtype, a_t.ndim, b_t.ndim))
-    code = builder.call(product, [x, y, builder.extract_value(out, ARRAY_DATA)])
-    check_product(em, node, code)
+    check_product(em, node, builder.call(product, [x, y, out_data]))
     release(em, [Operand(x, ir.Constant(I1, int(x is not a))),
                  Operand(y, ir.Constant(I1, int(y is not b)))])
-    return out
 
 
 # ---- integers: a loop nest ---------------------------------------------------------------------
