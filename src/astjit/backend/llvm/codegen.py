@@ -215,9 +215,13 @@ def emit_node(em: FunctionEmitter, node: Node) -> list[ir.Value]:
 def emit_if(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     """Both regions in their own blocks, merged by one phi per output."""
     cond, captured = em.value(node.inputs[0]), em.values_of(node.inputs[1:])
-    # A versioned loop (ir/passes/versioning.py): its fast loop's block names the checks hoisted.
+    # A versioned loop (ir/passes/versioning.py): its fast loop's block names the checks
+    # hoisted, and so does the module's `!astjit.checks.hoisted` list, which optimization
+    # keeps where it merges that block away.
     hoisted = node.attrs.get("hoisted")
     names = (f"checks.hoisted: {hoisted}", "checks.failed") if hoisted else ("if.then", "if.else")
+    if hoisted:
+        em.module.add_named_metadata("astjit.checks.hoisted", [f"checks.hoisted: {hoisted}"])
     branches = [em.function.append_basic_block(n) for n in names]
     merge = em.function.append_basic_block("if.end")
     em.builder.cbranch(cond, *branches)
