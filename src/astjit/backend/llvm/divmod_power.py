@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from .compare import all_of, compare_const, const_like, is_nan
+from .lltypes import call_intrinsic
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -69,20 +70,20 @@ def fmod_float(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
     ratio = builder.fdiv(a, b)
     bits = 53 if a.type == ir.DoubleType() else 24
     fast = builder.and_(
-        builder.fcmp_ordered("<", _intrinsic(builder, "llvm.fabs", [ratio]),
+        builder.fcmp_ordered("<", call_intrinsic(builder, "llvm.fabs", [ratio]),
                              const_like(ratio, 2.0 ** bits)),
-        builder.fcmp_ordered("<", _intrinsic(builder, "llvm.fabs", [b]),
+        builder.fcmp_ordered("<", call_intrinsic(builder, "llvm.fabs", [b]),
                              const_like(b, float("inf"))))
     with builder.if_else(fast, likely=True) as (exact, general):
         with exact:
-            quotient = _intrinsic(builder, "llvm.trunc", [ratio])
-            remainder = _intrinsic(builder, "llvm.fma", [builder.fneg(quotient), b, a])
+            quotient = call_intrinsic(builder, "llvm.trunc", [ratio])
+            remainder = call_intrinsic(builder, "llvm.fma", [builder.fneg(quotient), b, a])
             # nonzero with the sign not a's: one comparison, which x86 blends
             overshot = builder.fcmp_ordered(
-                "!=", _intrinsic(builder, "llvm.copysign", [remainder, a]), remainder)
+                "!=", call_intrinsic(builder, "llvm.copysign", [remainder, a]), remainder)
             remainder = builder.select(overshot, builder.fadd(
-                remainder, _intrinsic(builder, "llvm.copysign", [b, a])), remainder)
-            exact_result = _intrinsic(builder, "llvm.copysign", [remainder, a])
+                remainder, call_intrinsic(builder, "llvm.copysign", [b, a])), remainder)
+            exact_result = call_intrinsic(builder, "llvm.copysign", [remainder, a])
             exact_block = builder.block
         with general:
             # a NaN operand's NaN chosen here, not left to the call: LLVM's libcall
@@ -97,11 +98,6 @@ def fmod_float(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
     return result
 
 
-def _intrinsic(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
-    """An intrinsic itself, never the vector-math call `em.call_intrinsic` may make."""
-    ty = args[0].type
-    fnty = ir.FunctionType(ty, [a.type for a in args])
-    return builder.call(builder.module.declare_intrinsic(name, [ty], fnty), args)
 
 
 def _libm_fmod(module: ir.Module, ty: ir.Type) -> ir.Function:

@@ -24,7 +24,7 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Node, Value
 from ...ir.types import Type
 from . import vecmath
-from .lltypes import DOUBLE, I32_T, I64_T, STATUS, lltype
+from .lltypes import DOUBLE, I32_T, I64_T, STATUS, call_intrinsic, lltype
 
 OK = ir.Constant(STATUS, 0)
 
@@ -261,9 +261,7 @@ class FunctionEmitter:
         """An LLVM intrinsic overloaded on the type of its first operand."""
         if self.numpy_semantics and (vector := vecmath.call_math(self, name, args)) is not None:
             return vector
-        ty = args[0].type
-        fnty = ir.FunctionType(ty, [a.type for a in args])
-        return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
+        return call_intrinsic(self.builder, name, args)
 
     def call_libm(self, name: str, args: list[ir.Value]) -> ir.Value:
         """A C math function on doubles; float operands are widened, the result narrowed.

@@ -154,3 +154,12 @@ def size_of(ty: ir.Type) -> ir.Constant:
     between consecutive elements of an array of `ty`)."""
     one_past_null = ir.Constant(ty.as_pointer(), None).gep([ir.Constant(I32_T, 1)])
     return one_past_null.ptrtoint(I64_T)
+
+
+def call_intrinsic(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    """A call of the LLVM intrinsic `name` overloaded on its first operand's type, declared
+    in the builder's module: the intrinsic itself, never the vector-math call
+    `FunctionEmitter.call_intrinsic` may make instead."""
+    ty = args[0].type
+    fnty = ir.FunctionType(ty, [a.type for a in args])
+    return builder.call(builder.module.declare_intrinsic(name, [ty], fnty), args)

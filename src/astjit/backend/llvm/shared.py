@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .jit import runtime_cache
+from .lltypes import call_intrinsic
 
 
 class _Runtime:
@@ -203,7 +204,4 @@ class Body:
         return self.slots.alloca(ty)
 
     def call_intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
-        """An LLVM intrinsic overloaded on the type of its first operand."""
-        ty = args[0].type
-        fnty = ir.FunctionType(ty, [a.type for a in args])
-        return self.builder.call(self.module.declare_intrinsic(name, [ty], fnty), args)
+        return call_intrinsic(self.builder, name, args)
