@@ -8,7 +8,9 @@ that loop in the kernel's own loops module was most of a first call (docs/benchm
 The call is the C-contiguous version; other layouts take the kernel's nests, in a
 general tier only (`FunctionEmitter.fast_only`): a first tier holds the call alone. A
 reduction split over threads (parallel.py), of complex numbers, or of a kernel that
-computes anything keeps the nests.
+computes anything keeps the nests, and so does a reduction of a view that is never
+contiguous (`FunctionEmitter.strided`: np.trace's diagonal), whose first tier would leave
+for the general one on every call.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def source(em: FunctionEmitter, node: Node) -> int | None:
     j = kernel.params.index(yielded)
     t = node.inputs[j].type
     if spec.plan[j] != spec.ndim or t.dtype.is_complex or node.outputs[0].type != t.dtype \
-            or parallel.in_parallel(em, node):
+            or parallel.in_parallel(em, node) or node.inputs[j] in em.strided:
         return None
     return j
 
