@@ -121,3 +121,23 @@ def test_every_row_shorter_than_a_step(dtype):
         for fn, arg in ((rows, a), (flat, a[0]), (flat, a[1])):
             for e, g in zip(fn(arg), JITTED[fn](arg)):
                 np.testing.assert_array_equal(g, e)
+
+
+def last_axis(a):
+    return np.argmax(a, axis=-1), np.argmin(a, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_])
+def test_rows_of_every_layout(dtype):
+    """The rows of a result array: one call of the runtime's `astjit.arg.rows` where they
+    are unit-stride and evenly spaced (a 3-d C-contiguous array, its rows reversed, one
+    row of a 1-d array), else a loop over rows in the general tier (rows not evenly
+    spaced, transposed outer axes, strided rows, a kept axis of length 1)."""
+    a = np.random.default_rng(7).standard_normal((4, 6, 50)) * 4
+    a = (a > 0 if dtype == np.bool_ else a).astype(dtype)
+    f = jit(last_axis)
+    for arg in (a, a[:, ::-1], a[:, :3], a.transpose(1, 0, 2), a[..., ::3], a[:, :1],
+                a[:, 2], a[0, 0], a[0, 0, ::2], a[:0], a[:, :, :1]):
+        for e, g in zip(last_axis(arg), f(arg)):
+            np.testing.assert_array_equal(g, e)
+            assert g.shape == e.shape

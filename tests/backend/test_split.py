@@ -336,21 +336,21 @@ def _pipelines(f) -> set[tuple[str, ...]]:
     return {spec.compiled.compiled.pipelines for spec in f.dispatcher.specializations.values()}
 
 
-def test_argmax_searches_compile_by_the_search_pipeline():
-    """np.argmax's loops are written in explicit vectors (arg_search.py, marked
-    `loop_metadata.EXPLICIT_VECTORS`): their functions compile by the short `search`
-    pipeline, apart from a loop that the vectorizer needs (a fused one: its own `loops`
-    module). Rows searched element by element (bools, a general tier's strided rows) keep
-    the `loops` pipeline. A search of one row for one index (a flat array) is a call of the
-    runtime's (scans.py `_unit_row`): its kernel compiles no loop of its own."""
+def test_argmax_searches_are_calls_of_the_runtime():
+    """np.argmax's searches are the runtime's (scans.py): one row for one index (a flat
+    array) by `astjit.arg.row.<kind>.<dtype>`, the rows of a result array by
+    `astjit.arg.rows.<kind>.<dtype>` (bools too), so that their kernels compile no loop
+    of their own; only a fused loop (argmax_distance's `|x - 0.5|`) has a module. Rows
+    that are not evenly spaced unit-stride rows leave the first tier for the general one,
+    whose loop over rows calls the one-row search or compares element by element."""
     rng = np.random.default_rng(3)
     x = rng.random(1000)
     for fn, a, want in ((_argmax, x, ("glue",)),
-                        (_argmax_rows, x.reshape(20, 50), ("search", "glue")),
+                        (_argmax_rows, x.reshape(20, 50), ("glue",)),
                         (_argmax_rows, (x.reshape(10, 100) * 200 - 100).astype(np.int8),
-                         ("search", "glue")),
+                         ("glue",)),
                         (_argmax_distance, x, ("loops", "glue")),
-                        (_argmax_rows, x.reshape(20, 50) > 0.5, ("loops", "glue"))):
+                        (_argmax_rows, x.reshape(20, 50) > 0.5, ("glue",))):
         f = jit(fn)
         assert np.array_equal(f(a), fn(a))
         assert _pipelines(f) == {want}, (fn.__name__, a.dtype)

@@ -8,9 +8,12 @@ is searched in explicit vectors (arg_search.py). Other rows compare element by e
 replaces the best one where it is greater (less), or NaN while the best is not. A
 search whose result is one index (a flat array, a 1-d row) calls the runtime's
 `astjit.arg.row.<kind>.<dtype>` (shared.py), compiled once per process or linked from
-the runtime cache: it runs once per call, where LLVM's work on the search inlined in the
-kernel was most of a first call (docs/benchmarks.md); rows of a result array keep
-theirs inline, in the loop over rows.
+the runtime cache, where LLVM's work on the search inlined in the kernel was most of a
+first call (docs/benchmarks.md). The unit-stride, evenly spaced rows of a result array
+are one call of the runtime's `astjit.arg.rows.<kind>.<dtype>`, which calls the one-row
+search for each row (the search inlined in that loop over rows ran slower: its row
+loop's invariants spilled); other rows loop in the kernel, in a general tier only,
+around the one-row search or the element-by-element one.
 
 scan writes a new C-contiguous array in one walk of the input in C order (each axis
 reversed along which a `reverse` scan runs): `out[p] = out[p - step] op x[i]`, the
@@ -199,21 +202,63 @@ def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     out_strides = _c_strides(b, kept)
     out_data = b.extract_value(out, ARRAY_DATA)
 
+    x_strides = [b.extract_value(x, [ARRAY_STRIDES, a]) for a in range(t.ndim) if a != k]
+    fast = b.and_(b.icmp_signed("==", stride, _i64(1)), _evenly_spaced(b, kept, x_strides))
+
     def each(indices):
         full = list(indices[:k]) + [_i64(0)] + list(indices[k:])
-        index = _row(em, kind, t.dtype, _pointer(b, x, full), dims[k], stride)
+        index = _one_row(em, kind, t.dtype, _pointer(b, x, full), dims[k], stride)
         offset = _i64(0)
         for i, s in zip(indices, out_strides):
             offset = b.add(offset, b.mul(i, s, flags=["nsw"]), flags=["nsw"])
         b.store(index, b.gep(out_data, [offset], inbounds=True))
 
-    def rows() -> None:
-        nests.loop_nest(em, kept, each, "arg.rows")
-    if arg_search.row_lanes(t.dtype) is None:  # bools: rows element by element
-        rows()
-    else:  # over rows searched in vectors (a general tier's strided rows stay unmarked)
-        loop_metadata.explicit_vectors(b, rows)
+    def version(unit: bool) -> None:
+        if unit:
+            count = new_arrays.size_of_dims(b, kept)
+            b.call(_rows_function(em.module, kind, t.dtype), [
+                b.extract_value(x, ARRAY_DATA), count, dims[k], _row_step(x_strides), out_data])
+        else:
+            nests.loop_nest(em, kept, each, "arg.rows")
+    loop_metadata.unit_or_strided(em, fast, version)
     return out
+
+
+def _row_step(strides: list[ir.Value]) -> ir.Value:
+    """How far apart the rows of evenly spaced kept axes are: the last one's stride (no
+    kept axis: one row)."""
+    return strides[-1] if strides else _i64(0)
+
+
+def _evenly_spaced(b: ir.IRBuilder, dims: list[ir.Value], strides: list[ir.Value]) -> ir.Value:
+    """Whether the positions of an array of `dims` and `strides` (the kept axes of a row
+    search) are the multiples of `_row_step(strides)`, in C order."""
+    ok, step = ir.Constant(I1, 1), _row_step(strides)
+    for d, have in zip(reversed(dims), reversed(strides)):
+        fits = b.or_(b.icmp_signed("<=", d, _i64(1)), b.icmp_signed("==", have, step))
+        ok = b.and_(ok, fits)
+        step = b.mul(step, d, flags=["nsw"])
+    return ok
+
+
+def _rows_function(module: ir.Module, kind: str, t: ScalarType) -> ir.Function:
+    """The runtime's `astjit.arg.rows.<kind>.<t>`: (data, rows, n > 0, step, out) stores in
+    out[r] the first extremum's index of the n elements at data + r * step, one apart,
+    for each r < rows: one call for every row of a result array (each row's search is
+    `_unit_row`'s), where a loop over rows in the kernel took a loops module of its own."""
+    pointer = element_type(t).as_pointer()
+
+    def emit(fn, b, data, rows, n, step, out):
+        site = Body(fn, b)
+
+        def each(r):
+            base = b.gep(data, [b.mul(r, step, flags=["nsw"])], inbounds=True)
+            b.store(_unit_row(site, kind, t, base, n), b.gep(out, [r], inbounds=True))
+        nests.count_up(b, _i64(0), rows, each, ("arg.rows.head", "arg.rows.body",
+                                                "arg.rows.done"))
+        b.ret_void()
+    fnty = ir.FunctionType(ir.VoidType(), [pointer, I64_T, I64_T, I64_T, I64_T.as_pointer()])
+    return shared_function(module, f"astjit.arg.rows.{kind}.{t}", fnty, emit)
 
 
 def _flat_index(em: FunctionEmitter, kind: str, t: ArrayType, x: ir.Value,
