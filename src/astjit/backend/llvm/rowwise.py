@@ -16,7 +16,9 @@ loop nests run row by row, so the data crosses memory once.
    longer than 1: a transposed input is read the other way round, so its
    rows are not where the row loop looks for them). Otherwise the region runs
    as a graph (each member its own nests over whole arrays: fused.py), its
-   releases included; the two versions' outputs meet in phis.
+   releases included; the two versions' outputs meet in phis. Before both, a
+   group that is np.var's squared deviations along the last axis of unit-stride,
+   evenly spaced float rows is one call of the runtime's (row_moments.py).
 3. Storage, for the row loop. The group's outputs are new C-contiguous arrays
    (owned, as `fused` outputs are). A full value used only inside the group
    lives in the output row that the member reading it last writes (that
@@ -37,6 +39,7 @@ loop nests run row by row, so the data crosses memory once.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -44,7 +47,7 @@ from llvmlite import ir
 from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
-from . import array_layout, loop_metadata, nests, new_arrays, owned, reduction_nests
+from . import array_layout, loop_metadata, nests, new_arrays, owned, reduction_nests, row_moments
 from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
@@ -65,18 +68,49 @@ def emit_rows(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     members = [m for m in body.nodes if m.op in ("fused", "sum_to_like")]
     roles = rowwise_attrs(node).stages
     space, ok = _spaces(em, node, members, roles, outside)
-    ok = b.and_(ok, _row_layout(em, node, args))
-    if em.fast_only(ok):
+    t = row_moments.squares_input(node)
+    if t is None:
+        return _rows_or_graph(em, node, members, roles, outside, space, ok)
+    rows = rowwise_attrs(node).rows
+
+    def squares() -> list[ir.Value]:
+        (out,) = _RowLoop(em, node, members, roles, outside, space).outputs(body.outputs)
+        row_moments.call_squares(em, t, args[0], space, rows, out)
+        return [out]
+    called = b.and_(ok, row_moments.contiguous_rows(em, args[0], space, rows))
+    if em.fast_only(called):
+        return squares()
+    return _either(em, node, called, squares,
+                   lambda: _rows_or_graph(em, node, members, roles, outside, space, ok))
+
+
+def _either(em: FunctionEmitter, node: Node, cond: ir.Value, then: Callable[[], list[ir.Value]],
+            otherwise: Callable[[], list[ir.Value]]) -> list[ir.Value]:
+    """The group's outputs by `then()` where `cond` holds, else by `otherwise()`."""
+    b = em.builder
+    with b.if_else(cond, likely=True) as (yes, no):
+        with yes:
+            first = then()
+            first_block = b.block
+        with no:
+            second = otherwise()
+            second_block = b.block
+    return [em.merge(v.type, [(x, first_block), (y, second_block)])
+            for v, x, y in zip(node.outputs, first, second)]
+
+
+def _rows_or_graph(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[str, ...],
+                   outside: dict[Value, ir.Value], space: list[ir.Value],
+                   ok: ir.Value) -> list[ir.Value]:
+    """The group by the row loop where its layout allows (step 2), else as a graph."""
+    args = em.values_of(node.inputs)
+    ok = em.builder.and_(ok, _row_layout(em, node, args))
+
+    def by_rows() -> list[ir.Value]:
         return _RowLoop(em, node, members, roles, outside, space).run()
-    with b.if_else(ok, likely=True) as (then, otherwise):
-        with then:
-            by_row = _RowLoop(em, node, members, roles, outside, space).run()
-            row_block = b.block
-        with otherwise:
-            whole = em.emit_graph(body, args)
-            whole_block = b.block
-    return [em.merge(v.type, [(r, row_block), (w, whole_block)])
-            for v, r, w in zip(node.outputs, by_row, whole)]
+    if em.fast_only(ok):
+        return by_rows()
+    return _either(em, node, ok, by_rows, lambda: em.emit_graph(node.regions[0], args))
 
 
 def _spaces(em: FunctionEmitter, node: Node, members: list[Node], roles: tuple[str, ...],
@@ -171,7 +205,7 @@ class _RowLoop:
     def run(self) -> list[ir.Value]:
         em, b = self.em, self.em.builder
         body = self.node.regions[0]
-        results = self._outputs(body.outputs)
+        results = self.outputs(body.outputs)
         self._place()
         strides = [self._outside_strides(m) for m, _ in self.members]
         fast = ir.Constant(I1, 1)
@@ -188,7 +222,7 @@ class _RowLoop:
             owned.release_now(em, buffer)
         return results
 
-    def _outputs(self, values: list[Value]) -> list[ir.Value]:
+    def outputs(self, values: list[Value]) -> list[ir.Value]:
         """The group's outputs: new arrays; aliases of one value share it (a new reference)."""
         b = self.em.builder
         self.results: dict[Value, ir.Value] = {}
