@@ -34,10 +34,11 @@ is a call of the runtime's instead (whole_reductions.py). Without one, an output
 donor (attr `reuse`, ir/passes/fuse.py) takes the donor input's memory when `_reusable`
 says so at run time (a new reference to its owner, no allocation); that version of the
 nest reads the donor through the very address it writes, so LLVM needs no overlap check.
-Nor for the other inputs: an output is new memory or a donor of which no view is alive, so the
-nest's stores are given an alias scope that its other reads are marked not to alias
-(`kernel.AliasScope`; without it LLVM's vectorizer compared the addresses each store
-and read span at run time, and kept a scalar copy of the loop for an overlap). An output
+Nor for the other inputs: an output is new memory or a donor of which no view is alive, so
+each output's stores are given an alias scope of their own, which the nest's other reads
+and the other outputs' stores are marked not to alias, and a donor's reads are in its
+output's scope (`kernel.AliasScope`; without it LLVM's vectorizer compared the addresses
+each store and read span at run time, and kept a scalar copy of the loop for an overlap). An output
 an assignment copies into an input (attr `into`, ir/passes/into.py) is written into
 that input's memory the same way, when it has the space's shape and no other input
 may overlap it except as its own elements (else a new array, which the assign copies).
@@ -129,22 +130,23 @@ def _nests(em: FunctionEmitter, node: Node, args: list[ir.Value],
 
     def point(unit: bool, same: dict | None = None, scope: AliasScope | None = None):
         """The kernel's results at a point of the space (unit: last-axis strides of 1;
-        `same`: input index -> the strides to read it with, an output's in its memory;
-        `scope`: the outputs' stores, which the reads of the other inputs do not alias)."""
+        `same`: input index -> (the strides to read it with, the output in whose memory it
+        lies); `scope`: the outputs' stores, which the reads of the other inputs do not
+        alias)."""
         def at(indices: list[ir.Value], read: list | None = None) -> list[ir.Value]:
             """(`read`, when given, receives the inputs' elements.)"""
             elements = [] if read is None else read
             for j, (value, t, st) in enumerate(zip(args, in_types, strides)):
                 donor = same is not None and j in same
                 if donor:
-                    st = same[j]
+                    st, output = same[j]
                 if st is None:
                     elements.append(value)
                     continue
                 if unit and not _is_zero(st[-1]) and not (strided[j] and not donor):
                     st = st[:-1] + [_i64(1)]
-                elements.append(load_element(em, value, t.dtype, st, indices,
-                                             None if donor else scope))
+                elements.append(load_element(em, value, t.dtype, st, indices, scope,
+                                             output if donor else None))
             return run_kernel(em, kernel, elements)
         return at
 
@@ -296,14 +298,15 @@ def _reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value], loops: lis
                for o in stored]
 
     def at_point(unit_strides: bool):
-        scope = AliasScope(em.module) if stored else None  # new arrays: no input's memory
+        # new arrays: no input's memory
+        scope = AliasScope(em.module, len(stored)) if stored else None
         at = point(unit_strides, None, scope)
 
         def value(indices: list[ir.Value]) -> ir.Value:
             *values, reduced = at(indices)
-            for o, t, st, r in zip(stored, types, strides, values):
+            for k, (o, t, st, r) in enumerate(zip(stored, types, strides, values)):
                 store_element(em, o, t.dtype, st[:-1] + [_i64(1)] if unit_strides else st,
-                              indices, r, scope)
+                              indices, r, scope, k)
             return reduced
         return value
     return [*stored, reduction_nests.emit_reduction(em, node, loops, at_point, unit)]
@@ -405,12 +408,12 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
 
     def nest(unit: bool) -> None:
         shown = [st[:-1] + [_i64(1)] if unit else st for st in out_strides]
-        scope = AliasScope(em.module)
-        at = point(unit, {j: shown[k] for j, k in donors.items()}, scope)
+        scope = AliasScope(em.module, len(outputs))
+        at = point(unit, {j: (shown[k], k) for j, k in donors.items()}, scope)
 
         def body(indices: list[ir.Value]) -> None:
-            for o, t, st, r in zip(outputs, out_types, shown, at(indices)):
-                store_element(em, o, t.dtype, st, indices, r, scope)
+            for k, (o, t, st, r) in enumerate(zip(outputs, out_types, shown, at(indices))):
+                store_element(em, o, t.dtype, st, indices, r, scope, k)
         parallel.nest(em, node, dims, body, "fused")
 
     _unit_or_strided(em, fast, nest)
@@ -448,7 +451,7 @@ def _store_into(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
 
     def nest(unit: bool) -> None:
         st = strides[:-1] + [_i64(1)] if unit else strides
-        at = point(unit, {target: st})
+        at = point(unit, {target: (st, 0)})
 
         def store(indices: list[ir.Value]) -> None:
             (result,) = at(indices)

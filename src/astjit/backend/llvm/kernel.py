@@ -98,59 +98,85 @@ def _address(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],
     return data if offset is None else b.gep(data, [offset], inbounds=True)
 
 
-def load_element(em, array, dtype, strides, indices, scope=None):
+def load_element(em, array, dtype, strides, indices, scope=None, output=None):
     """The element of `array` at `indices` read with element `strides` (a bool as i1; a
-    complex part by part, `_parts`); `scope` (an `AliasScope`): the stores the load does
-    not alias."""
+    complex part by part, `_parts`); `scope` (an `AliasScope`): the outputs' stores,
+    which the load does not alias, or with `output`, a donor's read of the memory output
+    `output` is written into (`AliasScope.donor`)."""
     b = em.builder
+    marks = () if scope is None else scope.reads() if output is None else scope.donor(output)
     if dtype.is_complex:
         ty = lltype(dtype)
         real, imag = _parts(b, _address(b, array, strides, indices), ty)
         align = array_layout.ITEM_SIZES[dtype] // 2
         parts = [b.load(real, align=align), b.load(imag, align=align)]
         for part in parts:
-            _mark(part, "noalias", scope)
+            _mark(part, marks)
         value = b.insert_element(ir.Constant(ty, None), parts[0], _I32_0)
         return b.insert_element(value, parts[1], _I32_1)
     value = b.load(_address(b, array, strides, indices), align=array_layout.ITEM_SIZES[dtype])
-    _mark(value, "noalias", scope)
+    _mark(value, marks)
     if dtype == BOOL:
         return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
     return value
 
 
-def store_element(em, array, dtype, strides, indices, value, scope=None):
+def store_element(em, array, dtype, strides, indices, value, scope=None, output=0):
     """Store `value` into `array` at `indices` with element `strides`; `scope` (an
-    `AliasScope`): the store's, which the loads given it do not alias."""
+    `AliasScope`): the outputs', of which this store is output `output`'s."""
     b = em.builder
+    marks = () if scope is None else scope.stores(output)
     if dtype.is_complex:
         real, imag = _parts(b, _address(b, array, strides, indices), value.type)
         align = array_layout.ITEM_SIZES[dtype] // 2
-        _mark(b.store(b.extract_element(value, _I32_0), real, align=align), "alias.scope", scope)
-        _mark(b.store(b.extract_element(value, _I32_1), imag, align=align), "alias.scope", scope)
+        _mark(b.store(b.extract_element(value, _I32_0), real, align=align), marks)
+        _mark(b.store(b.extract_element(value, _I32_1), imag, align=align), marks)
         return
     if dtype == BOOL:
         value = b.zext(value, I8)
     _mark(b.store(value, _address(b, array, strides, indices),
-                  align=array_layout.ITEM_SIZES[dtype]), "alias.scope", scope)
+                  align=array_layout.ITEM_SIZES[dtype]), marks)
 
 
 class AliasScope:
-    """An LLVM alias scope of its own (`!alias.scope` / `!noalias` metadata, one list
-    holding one scope of one domain): the stores of a kernel's nest into outputs no input
-    shares memory with, which the nest's loads do not alias, so that LLVM vectorizes the
-    nest without checking at run time that its stores overlap none of its reads."""
+    """LLVM alias scopes of their own (`!alias.scope` / `!noalias` metadata, one domain), one
+    per output of a kernel's nest: outputs that no input shares memory with (but a donor,
+    whose memory its output takes), nor each other. The nest's reads of its inputs alias
+    no output (`reads`), each output's stores no other output's (`stores`), and a donor's
+    reads, at the very addresses its output is written, are in that output's scope
+    (`donor`): so LLVM vectorizes the nest without comparing at run time the addresses
+    each store and read spans (a check per pair, and a scalar copy of the loop for an
+    overlap). One scope per output: with one for all, the stores of a nest with two
+    outputs were checked against each other; with the donor's reads unmarked, its stores
+    against the other inputs' reads."""
 
-    def __init__(self, module: ir.Module) -> None:
+    def __init__(self, module: ir.Module, outputs: int = 1) -> None:
         name = f"astjit.kernel.{len(module.metadata)}"
         domain = module.add_metadata([ir.MetaDataString(module, name)])
-        scope = module.add_metadata([ir.MetaDataString(module, name + ".stores"), domain])
-        self.list = module.add_metadata([scope])
+        suffixes = [".stores"] if outputs == 1 else [f".stores.{k}" for k in range(outputs)]
+        self.scopes = [module.add_metadata([ir.MetaDataString(module, name + suffix), domain])
+                       for suffix in suffixes]
+        self.list = module.add_metadata(self.scopes)
+        self.module = module
+
+    def reads(self) -> tuple[tuple[str, ir.Value], ...]:
+        """The metadata of a read of an input: it aliases no output."""
+        return (("noalias", self.list),)
+
+    def stores(self, output: int) -> tuple[tuple[str, ir.Value], ...]:
+        """The metadata of a store into output `output`: its scope; no other output's."""
+        others = [scope for k, scope in enumerate(self.scopes) if k != output]
+        own = (("alias.scope", self.module.add_metadata([self.scopes[output]])),)
+        return own + ((("noalias", self.module.add_metadata(others)),) if others else ())
+
+    def donor(self, output: int) -> tuple[tuple[str, ir.Value], ...]:
+        """The metadata of a donor's read of the memory output `output` is written into."""
+        return (("alias.scope", self.module.add_metadata([self.scopes[output]])),)
 
 
-def _mark(instruction: ir.Instruction, kind: str, scope: AliasScope | None) -> None:
-    if scope is not None:
-        instruction.set_metadata(kind, scope.list)
+def _mark(instruction: ir.Instruction, marks: tuple[tuple[str, ir.Value], ...]) -> None:
+    for kind, node in marks:
+        instruction.set_metadata(kind, node)
 
 
 _I32_0, _I32_1 = ir.Constant(ir.IntType(32), 0), ir.Constant(ir.IntType(32), 1)
