@@ -238,6 +238,11 @@ def check_product(em: FunctionEmitter, node: Node, code: ir.Value) -> None:
             ir.Constant(I32_T, too_large), ir.Constant(I32_T, no_memory)))
 
 
+def product_name(dtype: ScalarType, a_ndim: int, b_ndim: int) -> str:
+    """The runtime's name of `product_function(dtype, a_ndim, b_ndim)`."""
+    return f"astjit.matmul.{BLAS_PREFIXES[dtype]}.{a_ndim}{b_ndim}"
+
+
 def product_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
     def emit(fn, builder, a, b, out):
         """out = a @ b (of `dtype`, 1-d or 2-d; of two vectors, out[0]): zeros without BLAS

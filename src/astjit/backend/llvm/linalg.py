@@ -1,30 +1,25 @@
 """Matrix products, np.diag and np.eye in compiled code (ir/ops/linalg.py).
 
-`matmul` checks the inner dimensions (NumPy's ValueError for np.matmul or
-np.dot, the sizes filled in at run time), then:
+`matmul` of floats (and complex) whose result is an array is one call of the
+runtime's `astjit.matmul.new.<p>.<ndims>` (new_products.py): NumPy's checks, the
+result's allocation (new, C-contiguous, owned and on the owned list) and the product,
+a failure code the site turns into its error. The product itself calls BLAS (NumPy's
+OpenBLAS, else SciPy's: `blas.py`, through `blas_calls.py`): gemm for matrix @ matrix,
+gemv for matrix @ vector and vector @ matrix, dot for vector @ vector. BLAS is
+column-major, so a C-contiguous result C = A @ B is computed as C^T = B^T A^T. An
+operand is passed as it lies when BLAS can read it: a 2-d array with unit stride along
+its last axis and a leading stride at least its number of columns ("C layout": read
+column-major it is the transpose) or the other way round ("F layout", e.g. `a.T` of a
+C array); a vector with any nonzero stride (a negative one too). Anything else
+(`a[:, ::2]`, a zero stride, a stride past 32 bits) is first copied to a C-contiguous
+temporary, released right after the call, and an operand of another dtype than the
+result's (f32 or int64 with f64) is converted first, at the site, as NumPy converts.
+Stacks of matrices (more than 2 dimensions) loop over the batch axes in the runtime
+(stacked_products.py). vector @ vector checks its inner dimensions here and calls the
+runtime's `astjit.matmul.<d|s>.11` (ddot / sdot) into a stack slot. int64 results (BLAS
+has no integers) run a plain loop nest, wrapping on overflow as NumPy's does.
 
-- float results call BLAS (NumPy's OpenBLAS, else SciPy's: `blas.py`, through
-  `blas_calls.py`): gemm for matrix @ matrix, gemv for matrix @ vector and
-  vector @ matrix, dot for vector @ vector. BLAS is
-  column-major, so a C-contiguous result C = A @ B is computed as
-  C^T = B^T A^T. An operand is passed as it lies when BLAS can read it: a
-  2-d array with unit stride along its last axis and a leading stride at
-  least its number of columns ("C layout": read column-major it is the
-  transpose) or the other way round ("F layout", e.g. `a.T` of a C array);
-  a vector with any nonzero stride (a negative one too). Anything else
-  (`a[:, ::2]`, a zero stride, a stride past 32 bits) is first copied to a
-  C-contiguous temporary, and so is an operand of another dtype than the
-  result's (f32 or int64 with f64: converted as NumPy converts). Temporaries
-  are released right after the call. Everything after the result's allocation
-  (conversions aside) is one function the module shares per kind of product
-  (`astjit.matmul.<d|s>.<ndims>`, shared.py): the layout tests, the copies and
-  the BLAS call are emitted once, not at every `@`; its failure code becomes
-  the site's error.
-- int64 results (BLAS has no integers) run a plain loop nest, wrapping on
-  overflow as NumPy's does.
-
-The result array is new, C-contiguous, owned (on the owned list). BLAS wants
-every leading dimension >= 1 and sizes in 32 bits: a zero-sized result
+BLAS wants every leading dimension >= 1 and sizes in 32 bits: a zero-sized result
 calls nothing, an inner dimension of 0 gives zeros without calling BLAS, and a
 dimension past 2**31 - 1 is a ValueError.
 
@@ -43,7 +38,6 @@ from llvmlite import ir
 from ...ir.types import BOOL, ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays, owned
 from .blas_calls import (
-    Call,
     Operand,
     byte_stride,
     check_product,
@@ -52,11 +46,13 @@ from .blas_calls import (
     max_int,
     min_int,
     product_function,
+    product_name,
     release,
 )
 from .complex_products import complex_dot
 from .factorizations import ROUTINES as LAPACK_ROUTINES
 from .lltypes import ARRAY_DATA, I1, I8, I64_T, constant, lltype
+from .new_products import new_product
 from .product_kernels import int_kernel, mismatch_message
 from .shared import shared_function
 from .stacked_products import stacked_product
@@ -86,57 +82,39 @@ def check_inner(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> tu
 
 
 def matmul(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """a @ b / np.dot(a, b) of 1-d and 2-d arrays (the module docstring)."""
+    """a @ b / np.dot(a, b) of arrays (the module docstring)."""
     a, b = args
     out_t = node.outputs[0].type
+    dtype = out_t.dtype if isinstance(out_t, ArrayType) else out_t
+    inexact = dtype.is_float or dtype.is_complex
+    if isinstance(out_t, ArrayType) and inexact:
+        return new_product(em, node, a, b)
     if max(t.type.ndim for t in node.inputs) > 2:
         return stacked_product(em, node, a, b)
-    dtype = out_t.dtype if isinstance(out_t, ArrayType) else out_t
     sizes = check_inner(em, node, a, b)
-    if not (dtype.is_float or dtype.is_complex):
+    if not inexact:
         return int_product(em, node, a, b, sizes)
-    if not isinstance(out_t, ArrayType) and dtype.is_complex:
+    if dtype.is_complex:
         return complex_dot(em, node, a, b, dtype)
-    if not isinstance(out_t, ArrayType):
-        return blas_dot(em, node, a, b, dtype)
-    return blas_product(em, node, a, b, out_t, sizes)
+    return blas_dot(em, node, a, b, dtype)
 
 
 def blas_dot(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value,
              dtype: ScalarType) -> ir.Value:
-    """vector @ vector: the module's shared `astjit.matmul.<d|s>.11` (ddot / sdot, 0 for
-    empty vectors) into a stack slot."""
-    slot = em.alloca(lltype(dtype))
-    shared_product(em, node, a, b, dtype, slot)
-    return em.builder.load(slot)
-
-
-def blas_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value, out_t: ArrayType,
-                 sizes: tuple) -> ir.Value:
-    """A new array = a @ b, allocated here, computed by `shared_product`."""
-    m, k, n = sizes
-    dims = [d for d in (m, n) if d is not None]
-    new_arrays.check_dims(em, node, out_t.dtype, dims)
-    out = new_arrays.allocate(em, node, out_t, dims, zeroed=False)
-    shared_product(em, node, a, b, out_t.dtype, em.builder.extract_value(out, ARRAY_DATA))
-    return out
-
-
-def shared_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value,
-                   dtype: ScalarType, out_data: ir.Value) -> None:
-    """out_data's elements = a @ b by the module's shared
-    `astjit.matmul.<d|s>.<ndim a><ndim b>` (`blas_calls.product_function`), whose failure
-    code is this site's ValueError (sizes past BLAS's) or MemoryError (a copy of an
-    operand); an operand of another dtype is converted first, released after."""
+    """vector @ vector: the runtime's shared `astjit.matmul.<d|s>.11` (ddot / sdot, 0 for
+    empty vectors) into a stack slot, whose failure code is this site's ValueError (sizes
+    past BLAS's) or MemoryError (a copy of an operand); an operand of another dtype is
+    converted first, released after."""
     builder = em.builder
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
+    slot = em.alloca(lltype(dtype))
     x = converted_copy(em, node, a, a_t, dtype) if a_t.dtype != dtype else a
     y = converted_copy(em, node, b, b_t, dtype) if b_t.dtype != dtype else b
-    name = f"astjit.matmul.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
-    product = shared_function(em.module, name, *product_function(dtype, a_t.ndim, b_t.ndim))
-    check_product(em, node, builder.call(product, [x, y, out_data]))
+    product = shared_function(em.module, product_name(dtype, 1, 1), *product_function(dtype, 1, 1))
+    check_product(em, node, builder.call(product, [x, y, slot]))
     release(em, [Operand(x, ir.Constant(I1, int(x is not a))),
                  Operand(y, ir.Constant(I1, int(y is not b)))])
+    return builder.load(slot)
 
 
 # ---- integers: a loop nest ---------------------------------------------------------------------

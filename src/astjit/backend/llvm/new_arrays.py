@@ -140,14 +140,18 @@ def check_dims(em: FunctionEmitter, node: Node, dtype: ScalarType, dims: list[ir
     if not dims or _dims_pass(itemsize, dims):
         return
     b = em.builder
-    code = b.call(shared_function(em.module, f"astjit.array.check.{len(dims)}",
-                                  *_check(len(dims))),
-                  [ir.Constant(I64_T, itemsize), *dims])
+    code = b.call(dims_check(em.module, len(dims)), [ir.Constant(I64_T, itemsize), *dims])
     with b.if_then(b.icmp_unsigned("!=", code, ir.Constant(I32_T, 0)), likely=False):
         too_big = em.errors.status(*numpy_message("too_big"), node.loc)
         negative = em.errors.status(*numpy_message("negative"), node.loc)
         em.return_status(b.select(b.icmp_unsigned("==", code, ir.Constant(I32_T, 1)),
                                   ir.Constant(I32_T, negative), ir.Constant(I32_T, too_big)))
+
+
+def dims_check(module: ir.Module, ndim: int) -> ir.Function:
+    """`module`'s `astjit.array.check.<ndim>`: (itemsize, dims...) -> 0 if NumPy's checks
+    pass, 1 if a dimension is negative, 2 if the array is too big."""
+    return shared_function(module, f"astjit.array.check.{ndim}", *_check(ndim))
 
 
 def _dims_pass(itemsize: int, dims: list[ir.Value]) -> bool:

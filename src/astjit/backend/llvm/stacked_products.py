@@ -8,35 +8,27 @@ checks (the inner dimensions first, then the batch axes: ValueError), the result
 allocated once, C-contiguous, and a loop nest over the batch axes multiplies one pair of
 matrices (or matrix and vector) per step, in place in the result:
 
-- floats: the runtime's `astjit.matmul.stacked.<d|s>.<ndims>` (shared.py), whose loop
-  over the batch axes calls, per item, the function a 2-d product calls
-  (`astjit.matmul.<d|s>.<core ndims>`, blas_calls.py: gemm or gemv on the item as it
-  lies, or on a copy where BLAS cannot read it), given item views built there (data
-  pointer, the last axes' lengths and strides); an operand of another dtype is converted
-  once, whole, first. The kernel's module holds no loop for it, only the call: a loop
-  calling a function per step gains nothing from the loops pipeline (jit/split.py) that
-  it would pay for at every first call;
-- ints: linalg.py's wrapping loop nest on each item, into a zeroed result.
+- floats: new_products.py's one call of the runtime, whose `astjit.matmul.stacked.<d|s>.
+  <ndims>` (`stacked_function`, shared.py) loops over the batch axes and calls, per item,
+  the function a 2-d product calls (`astjit.matmul.<d|s>.<core ndims>`, blas_calls.py:
+  gemm or gemv on the item as it lies, or on a copy where BLAS cannot read it), given item
+  views built there (data pointer, the last axes' lengths and strides). The kernel's
+  module holds no loop for it, only the call: a loop calling a function per step gains
+  nothing from the loops pipeline (jit/split.py) that it would pay for at every first call;
+- ints: linalg.py's wrapping loop nest on each item, into a zeroed result
+  (`stacked_product`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
 from ...ir.types import ArrayType, ScalarType
 from . import array_layout, copies, nests, new_arrays
-from .blas_calls import (
-    Call,
-    Operand,
-    byte_stride,
-    check_product,
-    converted_copy,
-    i64_constant,
-    product_function,
-    release,
-)
-from .lltypes import ARRAY_DATA, ARRAY_OWNER, I1, I32_T, lltype
+from .blas_calls import BLAS_PREFIXES, byte_stride, i64_constant, product_function, product_name
+from .lltypes import ARRAY_DATA, ARRAY_OWNER, I32_T, lltype
 from .product_kernels import int_kernel, mismatch_message
 from .shared import shared_function
 
@@ -100,7 +92,16 @@ def batch_lengths(em: FunctionEmitter, node: Node, stacks: list[Stack],
                   out_batch: int) -> list[ir.Value]:
     """The broadcast lengths of the result's batch axes; NumPy's ValueError where two
     operands' lengths differ and neither is 1."""
-    b, one, lengths = em.builder, i64_constant(1), []
+    return broadcast_batch(em.builder, stacks, out_batch, lambda clash, values: em.fail_with_values(
+        node, clash, "ValueError", BATCH_MISMATCH, BATCH_DETAIL, values))
+
+
+def broadcast_batch(b: ir.IRBuilder, stacks: list[Stack], out_batch: int,
+                    fail: Callable[[ir.Value, list[ir.Value]], None]) -> list[ir.Value]:
+    """The broadcast lengths of the result's batch axes, `fail(clash, [axis, length, other])`
+    emitted where two operands' lengths may differ with neither 1 (BATCH_DETAIL's
+    numbers)."""
+    one, lengths = i64_constant(1), []
     for axis in range(out_batch):
         found = [s.batch_dim(axis, out_batch) or one for s in stacks]
         length = found[0]
@@ -108,51 +109,42 @@ def batch_lengths(em: FunctionEmitter, node: Node, stacks: list[Stack],
             clash = b.and_(b.icmp_signed("!=", length, other),
                            b.and_(b.icmp_signed("!=", length, one),
                                   b.icmp_signed("!=", other, one)))
-            em.fail_with_values(node, clash, "ValueError", BATCH_MISMATCH, BATCH_DETAIL,
-                                [i64_constant(axis), length, other])
+            fail(clash, [i64_constant(axis), length, other])
             length = b.select(b.icmp_signed("==", length, one), other, length)
         lengths.append(length)
     return lengths
 
 
 def stacked_product(em: FunctionEmitter, node: Node, a: ir.Value, b: ir.Value) -> ir.Value:
-    """A new array = a @ b over the broadcast batch axes (the module docstring)."""
+    """A new int array = a @ b over the broadcast batch axes: the wrapping loop nest on each
+    item, into a zeroed result (floats: new_products.py)."""
     builder = em.builder
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     out_t = node.outputs[0].type
-    dtype = out_t.dtype
     x, y = Stack(builder, a, a_t.ndim), Stack(builder, b, b_t.ndim)
     out_batch = out_t.ndim - (a_t.ndim >= 2) - (b_t.ndim >= 2)
     lengths, (m, k, n) = check_shapes(em, node, x, y, out_batch)
     core = [d for d in (m, n) if d is not None]
-    new_arrays.check_dims(em, node, dtype, lengths + core)
-    inexact = dtype.is_float or dtype.is_complex  # BLAS's (zgemm for a complex)
-    out = new_arrays.allocate(em, node, out_t, lengths + core, zeroed=not inexact)
+    new_arrays.check_dims(em, node, out_t.dtype, lengths + core)
+    out = new_arrays.allocate(em, node, out_t, lengths + core, zeroed=True)
     result = Stack(builder, out, out_t.ndim)
     result.core, result.batch = len(core), out_batch
-    if not inexact:
-        def int_item(indices):
-            item = result.item(builder, out_t, indices)
-            strides = [byte_stride(builder, item, k) for k in range(len(core))]
-            zero = i64_constant(0)
-            strides = strides if len(core) == 2 else [strides[0], zero] if n is None \
-                else [zero, strides[0]]
-            int_kernel(em, x.item(builder, a_t, indices), x.core, y.item(builder, b_t, indices),
-                       y.core, builder.extract_value(item, ARRAY_DATA), strides, (m, k, n))
-        nests.loop_nest(em, lengths, int_item, "matmul.stack")
-        return out
-    converted = []
-    for stack, t in ((x, a_t), (y, b_t)):
-        if t.dtype != dtype:
-            stack.array = converted_copy(em, node, stack.array, t, dtype)
-            stack.dims = [array_layout.dim(builder, stack.array, j) for j in range(t.ndim)]
-            stack.strides = [byte_stride(builder, stack.array, j) for j in range(t.ndim)]
-            converted.append(Operand(stack.array, ir.Constant(I1, 1)))
-    name = f"astjit.matmul.stacked.{Call(builder, dtype).prefix}.{a_t.ndim}{b_t.ndim}"
-    product = shared_function(em.module, name, *stacked_function(dtype, a_t.ndim, b_t.ndim))
-    check_product(em, node, builder.call(product, [x.array, y.array, out]))
-    release(em, converted)
+
+    def int_item(indices):
+        item = result.item(builder, out_t, indices)
+        strides = [byte_stride(builder, item, k) for k in range(len(core))]
+        zero = i64_constant(0)
+        strides = strides if len(core) == 2 else [strides[0], zero] if n is None \
+            else [zero, strides[0]]
+        int_kernel(em, x.item(builder, a_t, indices), x.core, y.item(builder, b_t, indices),
+                   y.core, builder.extract_value(item, ARRAY_DATA), strides, (m, k, n))
+    nests.loop_nest(em, lengths, int_item, "matmul.stack")
     return out
+
+
+def stacked_name(dtype: ScalarType, a_ndim: int, b_ndim: int) -> str:
+    """The runtime's name of `stacked_function(dtype, a_ndim, b_ndim)`."""
+    return f"astjit.matmul.stacked.{BLAS_PREFIXES[dtype]}.{a_ndim}{b_ndim}"
 
 
 def stacked_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
@@ -167,8 +159,8 @@ def stacked_function(dtype: ScalarType, a_ndim: int, b_ndim: int):
         x, y = Stack(builder, a, a_ndim), Stack(builder, b, b_ndim)
         result = Stack(builder, out, out_t.ndim)
         result.core, result.batch = core, out_batch
-        name = f"astjit.matmul.{Call(builder, dtype).prefix}.{x.core}{y.core}"
-        product = shared_function(fn.module, name, *product_function(dtype, x.core, y.core))
+        product = shared_function(fn.module, product_name(dtype, x.core, y.core),
+                                  *product_function(dtype, x.core, y.core))
 
         def item(indices: list[ir.Value]) -> None:
             out_data = builder.extract_value(result.item(builder, out_t, indices), ARRAY_DATA)
