@@ -15,7 +15,7 @@ import pytest
 from array_checks import assert_no_leaks
 from mlp_case import mlp_loss
 
-from astjit import jit, stop_gradient, value_and_grad
+from astjit import grad, jit, stop_gradient, value_and_grad
 from astjit.api import Dispatcher
 from astjit.ir.passes.fuse import _known_ones
 from astjit.ir.symbolic_shapes import symbolic_shapes
@@ -172,6 +172,39 @@ def test_a_counted_loop_leaves_the_first_tier_where_its_counter_is_not_small():
     for a, b in ((-5, 20), (top - 6, top + 6), (top + 3, top + 9), (7, 40)):
         assert g(a, b) == stepped_sum(a, b)
     assert compiled_of(g, 1, 1000).general
+
+
+def horner(x, n):
+    s = 0.0
+    for k in range(n):
+        s = s * x + 1.0 / (k + 1)
+    return s
+
+
+def d_horner(x, n):  # horner's derivative by hand
+    s = ds = 0.0
+    for k in range(n):
+        s, ds = s * x + 1.0 / (k + 1), ds * x + s
+    return ds
+
+
+def test_a_loop_counting_from_zero_leaves_the_first_tier_where_it_runs_long():
+    """A first tier's flat counted loop whose counter is not known to be small (`range(n)`
+    counts from 0; a gradient's reverse sweep counts down) has only its unchecked short
+    version (codegen.emit_while); a call running it more than 2^20 iterations runs on the
+    general tier, in checked chunks, with the same results."""
+    f, g = jit(horner), jit(grad(horner))
+    for n in (0, 1, 1000):
+        assert f(0.5, n) == horner(0.5, n)
+        assert g(0.5, n) == pytest.approx(d_horner(0.5, n), rel=1e-13, abs=0.0)
+    first, first_gradient = compiled_of(f, 0.5, 1000), compiled_of(g, 0.5, 1000)
+    assert not first.general and "Deoptimize" in {site.exc for site in first.errors}
+    assert not first_gradient.general
+    long = (1 << 20) + 5
+    assert f(0.5, long) == horner(0.5, long)
+    assert g(0.5, long) == pytest.approx(d_horner(0.5, long), rel=1e-13, abs=0.0)
+    assert compiled_of(f, 0.5, 1000).general and compiled_of(g, 0.5, 1000).general
+    assert f(0.5, 1000) == horner(0.5, 1000)
 
 
 def test_the_row_group_leaves_for_a_transposed_input():

@@ -242,8 +242,10 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     with the checks between them (`interrupts.long_trip`, `emit_chunked_loop`); where its
     counter may be small, in chunks whose body is told its counter's range where it is
     (`LongTrip.assume_small`), short or not, else in chunks; in a first tier, only the
-    chunks told the range, a call where it does not hold leaving for the general tier
-    (`FunctionEmitter.fast_only`): LLVM compiles one loop, not two."""
+    chunks told the range, or where the counter is not known to be small (`range(n)`
+    counts from 0, a gradient's reverse sweep counts down), only the short version, a
+    call where it does not hold leaving for the general tier (`FunctionEmitter.fast_only`):
+    LLVM compiles one loop, not two."""
     n_inv = node.attrs["n_invariants"]
     invariants = em.values_of(node.inputs[:n_inv])
     initial = em.values_of(node.inputs[n_inv:])
@@ -252,6 +254,8 @@ def emit_while(em: FunctionEmitter, node: Node) -> list[ir.Value]:
         return emit_loop(em, node, invariants, initial)
     if trip.small is not None and em.fast_only(trip.small):
         return emit_chunked_loop(em, node, invariants, initial, trip, True)
+    if trip.small is None and em.fast_only(em.builder.not_(trip.long)):
+        return emit_loop(em, node, invariants, initial, checked=False)
     merge = em.function.append_basic_block("while.merged")
     incoming = []
 

@@ -44,7 +44,10 @@ excludes, which stop it vectorizing), and that version runs at every trip count,
 one as one chunk: two versions of the loop, not three (no unchecked short one), which
 LLVM optimizes and compiles in about a third less time (docs/benchmarks.md); and in a
 first tier that version alone, a call whose counter leaves that range running on the
-general tier (codegen.emit_while). (Where
+general tier (codegen.emit_while). A first tier's loop whose counter is not known to
+be small (`for k in range(n)`, from 0; the reverse sweep of a gradient, counting down)
+has its short version alone, a call running it more than `LONG_TRIP` iterations leaving
+for the general tier: one copy for LLVM, the same code as the general tier's short one. (Where
 the count cannot be bounded, as for a float counter, the loop checks its counter of work
 as every other loop does.) Where the count is
 over `RELEASE_TRIP`, the call releases the GIL before the loop (gil.py).
