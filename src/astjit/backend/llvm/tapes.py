@@ -15,7 +15,7 @@ A failed malloc or realloc, or a size beyond i64, is a MemoryError.
 
 Ownership, so that no exit leaks a tape: each invocation of a function that
 makes tapes (or gets them back from a call) keeps a list of the tapes it owns,
-its head in a stack slot (`FunctionEmitter.held["tapes"]`). `next` chains the list,
+its head in a stack slot (`FunctionEmitter.held["tapes"]`: a `TapeList`). `next` chains the list,
 `link` is the address of the pointer to the header (the head or the previous
 `next`) and `owner` the address of the head. `tape_new` and a call returning
 tapes the callee gave up (`owner` NULL) put them on the list; `tape_free`
@@ -36,17 +36,20 @@ elements, made once per element type (`astjit.tape.drop.<n>`) and stored by
 does not know element types, still drops every reference (the arrays a
 loop's taped entries kept alive are freed with the tape).
 
-The work is done by small internal functions made once per LLVM module
-(`astjit.tape.*`), run once per call or on a rare path (a push growing the tape): a
-scalar kernel compiled apart from its wrapper compiles them with the wrapper
-(`helpers_of`), elsewhere LLVM inlines them where it pays. malloc, realloc and free
-are the C library's (`engine.register_libc`).
+The work is done by small functions (`astjit.tape.*`), run once per call or on a rare
+path (a push growing the tape), and the same for every tape: the runtime's (shared.py),
+compiled once per process or linked from the runtime cache, which a kernel's module only
+declares. Made in each module, they were compiled again with every gradient that loops
+(a scalar kernel's with its wrapper, by a slower pipeline than the wrapper's `glue`:
+docs/benchmarks.md). A call of one that frees a tape counts as a call into Python for
+the GIL (runtime/gil.py): the `drop` it calls may release arrays. malloc, realloc and
+free are the C library's (`engine.register_libc`).
 """
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from llvmlite import ir
 
@@ -57,6 +60,7 @@ from . import nests, owned
 from .emitter import Resource
 from .lltypes import ARRAY_OWNER, BYTES, I1, I32_T, I64_T, TAPE, TAPE_HEADER, lltype, size_of, zero
 from .runtime.pyapi import declare
+from .shared import shared_function
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -106,7 +110,7 @@ def libc(module: ir.Module, name: str) -> ir.Function:
     return function
 
 
-# ---- the helper functions, one of each per LLVM module ----------------------------------
+# ---- the helper functions, the runtime's -------------------------------------------------
 
 HELPERS: dict[str, tuple[ir.FunctionType, Callable]] = {}
 
@@ -120,26 +124,12 @@ def helper_body(result: ir.Type, params: list[ir.Type]):
 
 
 def helper(module: ir.Module, name: str) -> ir.Function:
-    """The internal function `astjit.tape.<name>` of `module`, made on first use."""
-    full_name = f"astjit.tape.{name}"
-    function = module.globals.get(full_name)
-    if function is None:
-        fnty, emit_body = HELPERS[name]
-        function = ir.Function(module, fnty, full_name)
-        function.linkage = "internal"
-        function.attributes.add("nounwind")
-        if name == "new":  # what it returns is NULL or fresh memory, as malloc's: LLVM then
-            function.return_value.attributes.add("noalias")  # knows without inlining it
-        emit_body(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
+    """The runtime's function `astjit.tape.<name>` as `module` sees it (shared.py)."""
+    fnty, emit_body = HELPERS[name]
+    function = shared_function(module, f"astjit.tape.{name}", fnty, emit_body)
+    if name == "new":  # what it returns is NULL or fresh memory, as malloc's: LLVM then
+        function.return_value.attributes.add("noalias")  # knows without its body
     return function
-
-
-def helpers_of(module: ir.Module) -> tuple[str, ...]:
-    """The names of the helpers `module` defines (`helper`): none runs per iteration, so a
-    scalar kernel compiled apart from its wrapper compiles them with the wrapper, by the
-    `cold` pipeline (jit/split.py `wrapper_apart`)."""
-    return tuple(name for name in (f"astjit.tape.{helper}" for helper in HELPERS)
-                 if module.globals.get(name) is not None)
 
 
 @helper_body(TAPE, [LIST, DROP])
@@ -224,29 +214,44 @@ def grow(fn: ir.Function, b: ir.IRBuilder, header: ir.Value, element_size: ir.Va
 
 @helper_body(VOID, [TAPE])
 def free(fn: ir.Function, b: ir.IRBuilder, header: ir.Value) -> None:
-    """Take the tape off its list and free its data and header; NULL is ignored."""
+    """Take the tape off its list and free its data and header, not the arrays its
+    elements hold (`drop_all` first); NULL is ignored."""
     with b.if_then(is_null(b, header), likely=False):
         b.ret_void()
     b.call(helper(fn.module, "unlink"), [header])
-    b.call(helper(fn.module, "drop_all"), [header])
     b.call(libc(fn.module, "free"), [load(b, header, DATA)])
     b.call(libc(fn.module, "free"), [b.bitcast(header, BYTES)])
     b.ret_void()
 
 
-@helper_body(VOID, [LIST])
-def release(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value) -> None:
-    """Free every tape on list `owner` (each free takes the head off the list)."""
+def _free_each(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value, dropped: bool) -> None:
+    """Free every tape on list `owner` (each free takes the head off the list), after
+    dropping the arrays its elements hold where `dropped`."""
     loop, body, done = (fn.append_basic_block(n) for n in ("loop", "body", "done"))
     b.branch(loop)
     b.position_at_end(loop)
     first = b.load(owner)
     b.cbranch(is_null(b, first), done, body)
     b.position_at_end(body)
+    if dropped:
+        b.call(helper(fn.module, "drop_all"), [b.bitcast(first, TAPE)])
     b.call(helper(fn.module, "free"), [b.bitcast(first, TAPE)])
     b.branch(loop)
     b.position_at_end(done)
     b.ret_void()
+
+
+@helper_body(VOID, [LIST])
+def release(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value) -> None:
+    """Free every tape on list `owner` and the arrays their elements hold."""
+    _free_each(fn, b, owner, True)
+
+
+@helper_body(VOID, [LIST])
+def free_all(fn: ir.Function, b: ir.IRBuilder, owner: ir.Value) -> None:
+    """Free every tape on list `owner`, whose elements hold no arrays: it calls no `drop`,
+    so a call of it needs no GIL (runtime/gil.py), as `release` does."""
+    _free_each(fn, b, owner, False)
 
 
 @helper_body(VOID, [LIST, TAPE])
@@ -265,7 +270,7 @@ def tape_new(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     assert em.held["tapes"] is not None, "emit_body opens a tape list for graphs with tape_new"
     element = node.attrs["element"]
     drop = dropper(em.module, element) if owned.array_slots(element) else null(DROP)
-    header = em.builder.call(helper(em.module, "new"), [em.held["tapes"], drop])
+    header = em.builder.call(helper(em.module, "new"), [em.held["tapes"].head, drop])
     em.fail_if(node, is_null(em.builder, header), msg.OUT_OF_MEMORY, msg.TAPE_MEMORY)
     return header
 
@@ -308,12 +313,16 @@ def tape_len(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 def tape_clear(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     """len = 0, after dropping the arrays the elements hold: the data stays allocated, for
     the pushes to come."""
-    em.builder.call(helper(em.module, "drop_all"), [args[0]])
+    if owned.array_slots(node.inputs[0].type.element):
+        em.builder.call(helper(em.module, "drop_all"), [args[0]])
     store(em.builder, ir.Constant(I64_T, 0), args[0], LEN)
     return args[0]
 
 
 def tape_free(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
+    """Free the tape, after dropping the arrays its elements hold."""
+    if owned.array_slots(node.inputs[0].type.element):
+        em.builder.call(helper(em.module, "drop_all"), args)
     em.builder.call(helper(em.module, "free"), args)
     return zero(NONE)
 
@@ -368,19 +377,36 @@ def makes_tapes(graph: Graph) -> bool:
                for node in graph.walk())
 
 
-def open_list(em: FunctionEmitter, graph: Graph) -> ir.Value | None:
-    """At function entry: the stack slot of an empty tape list, if `graph` may need one."""
+class TapeList(NamedTuple):
+    """An invocation's list of the tapes it owns (`FunctionEmitter.held["tapes"]`)."""
+
+    head: ir.Value
+    """The stack slot of the list's head."""
+    arrays: bool
+    """Whether a tape on it may hold arrays: freeing them then drops those (`release`)."""
+
+
+def holds_arrays(graph: Graph) -> bool:
+    """Whether a tape an invocation of `graph` owns may hold arrays: one it makes does, or
+    one a call gives it back."""
+    return any(node.op == "tape_new" and owned.array_slots(node.attrs["element"])
+               or node.op == "call" and holds_tape(node.outputs[0].type)
+               for node in graph.walk())
+
+
+def open_list(em: FunctionEmitter, graph: Graph) -> TapeList | None:
+    """At function entry: an empty tape list, if `graph` may need one."""
     if not makes_tapes(graph):
         return None
     head = em.alloca(BYTES)
     em.builder.store(null(BYTES), head)
-    return head
+    return TapeList(head, holds_arrays(graph))
 
 
 def adopt_results(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
     """After a call: own the tapes of its result that the callee gave up."""
     for header in tapes_in(result, t, em.builder):
-        em.builder.call(helper(em.module, "adopt"), [em.held["tapes"], header])
+        em.builder.call(helper(em.module, "adopt"), [em.held["tapes"].head, header])
 
 
 def close_list(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
@@ -388,14 +414,16 @@ def close_list(em: FunctionEmitter, t: Type, result: ir.Value) -> None:
     if em.held["tapes"] is None:
         return
     for header in tapes_in(result, t, em.builder):
-        em.builder.call(helper(em.module, "disown"), [em.held["tapes"], header])
-    em.builder.call(helper(em.module, "release"), [em.held["tapes"]])
+        em.builder.call(helper(em.module, "disown"), [em.held["tapes"].head, header])
+    release_list(em)
 
 
 def release_list(em: FunctionEmitter) -> None:
     """Before returning a failure status: free every tape the invocation owns."""
-    if em.held["tapes"] is not None:
-        em.builder.call(helper(em.module, "release"), [em.held["tapes"]])
+    tapes = em.held["tapes"]
+    if tapes is not None:
+        em.builder.call(helper(em.module, "release" if tapes.arrays else "free_all"),
+                        [tapes.head])
 
 
 RESOURCE = Resource("tapes", open_list, adopt_results, release_list, close_list)

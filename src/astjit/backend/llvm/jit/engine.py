@@ -9,7 +9,7 @@ generates its object code with the shared TargetMachine of its pipeline and
 links that into a new MCJIT engine, this compile's alone, and returns the
 addresses of its external functions (a `CompiledModule`).
 
-Six ways to compile (`PIPELINES`):
+Five ways to compile (`PIPELINES`):
 - `scalar`: LLVM's default O3 pipeline (new pass manager, loop and SLP
   vectorization) and the full code generator, for code without arrays, whose
   straight-line arithmetic is as hot as its loops.
@@ -27,11 +27,6 @@ Six ways to compile (`PIPELINES`):
 - `glue`: the rest of array code, and the wrapper of scalar code that loops
   (`split.wrapper_apart`), run once per call: no optimization, and the fast
   instruction selector and register allocator.
-- `cold`: that wrapper together with the helpers the kernel calls once per call (a
-  tape's allocation and release: `split.wrapper_apart`'s `cold`), by `recursive`'s
-  passes and code generator. Inlined in the kernel, those helpers doubled its O3 time;
-  compiled as `glue`, they made a gradient of a 10-iteration loop 10-20 % slower a call
-  (docs/benchmarks.md).
 
 Lifetime: a CompiledModule owns its MCJIT engine (`code`), whose memory manager
 owns the machine code's pages, and its LLVM modules and context; when it is
@@ -185,7 +180,6 @@ modules optimized in under a third of O1's time and ran as fast (docs/benchmarks
 PIPELINES = {
     "scalar": Pipeline("scalar", 3, True, OPTIONS, 3),
     "recursive": Pipeline("recursive", 3, False, (), 3, RECURSIVE_PASSES),
-    "cold": Pipeline("cold", 3, False, (), 3, RECURSIVE_PASSES),
     "loops": Pipeline("loops", 1, False, LOOP_OPTIONS, 3),
     "search": Pipeline("search", 1, False, (), 3, SEARCH_PASSES),
     "glue": Pipeline("glue", None, False, (), 0),
@@ -334,7 +328,7 @@ class Engine:
         self.serials = itertools.count()
 
     def compile_ir(self, text: str, arrays: bool = False, whole: str = "scalar",
-                   wrapper: str | None = None, cold: tuple[str, ...] = ()) -> CompiledModule:
+                   wrapper: str | None = None) -> CompiledModule:
         """Parse, verify, optimize, compile and link LLVM IR; return its entry points. The
         shared functions it may call are compiled first (`compile_runtime`).
 
@@ -348,15 +342,14 @@ class Engine:
         once per call: argument checks, boxing) compiles that function by the `glue`
         pipeline apart from the rest (`split.wrapper_apart`), linked the same way:
         O3 spent much of a looping scalar kernel's compile on the wrapper inlined into
-        it (`runtime.entry.loops_without_calls` says which modules); so do the module's
-        internal functions `cold`, run once per call (a tape's allocation and release).
+        it (`runtime.entry.loops_without_calls` says which modules).
         """
         register_libm()
         compile_runtime()
         start = time.perf_counter()
         context, modules = llvm.create_context(), []
         try:
-            parts = self.emit_parts(text, arrays, context, modules, whole, wrapper, cold)
+            parts = self.emit_parts(text, arrays, context, modules, whole, wrapper)
             names = [f.name for part in parts for f in part.module.functions
                      if not f.is_declaration and f.linkage == llvm.Linkage.external]
             code, addresses = self.link([part.object for part in parts], names)
@@ -399,7 +392,7 @@ class Engine:
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
                    modules: list[llvm.ModuleRef], whole: str = "scalar",
-                   wrapper: str | None = None, cold: tuple[str, ...] = ()) -> tuple[Part, ...]:
+                   wrapper: str | None = None) -> tuple[Part, ...]:
         """`compile_ir`'s parts of `text`, parsed into `context` (each module parsed also
         appended to `modules`)."""
         def parse(text: str) -> llvm.ModuleRef:
@@ -407,9 +400,8 @@ class Engine:
             return modules[-1]
 
         if wrapper is not None and not arrays:
-            kernel, glue = split.wrapper_apart(text, wrapper, cold)
-            return (self.emit(parse(kernel), whole, context),
-                    self.emit(parse(glue), "cold" if cold else "glue", context))
+            kernel, glue = split.wrapper_apart(text, wrapper)
+            return self.emit(parse(kernel), whole, context), self.emit(parse(glue), "glue", context)
         module = parse(text)
         parts = []
         if arrays and not split.has_loop(text):

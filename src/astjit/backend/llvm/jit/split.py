@@ -97,24 +97,20 @@ def _private_outputs(chunk: str) -> str:
     return header + "\n" + body
 
 
-def wrapper_apart(text: str, wrapper: str, cold: tuple[str, ...] = ()) -> tuple[str, str]:
+def wrapper_apart(text: str, wrapper: str) -> tuple[str, str]:
     """A scalar module as emitted (`text`) in two: the kernel (everything but the function
-    `wrapper` and the internal functions `cold`) and the wrapper's (`wrapper`, `cold`, the
-    internal functions they call, the others they call declared), to compile by different
-    pipelines and link into one engine.
+    `wrapper`) and the wrapper's (`wrapper`, the internal functions it calls, the others
+    it calls declared), to compile by different pipelines and link into one engine.
 
-    The kernel's entry must be external (the wrapper calls it across the two), and the
-    `cold` functions become external (the kernel calls them across the two): run once
-    per call (a tape's allocation and release), they cost O3 more time, inlined at
-    each of their calls, than they save there. A variable both may use (the error
-    values the kernel leaves and the wrapper reads) must be one: the kernel module
-    defines each variable externally, the wrapper's borrows it (`available_externally`,
-    which the code generator does not emit, as the glue borrows the loops). Internal
-    constants are copied: neither writes them."""
+    The kernel's entry must be external (the wrapper calls it across the two). A
+    variable both may use (the error values the kernel leaves and the wrapper reads) must
+    be one: the kernel module defines each variable externally, the wrapper's borrows it
+    (`available_externally`, which the code generator does not emit, as the glue borrows
+    the loops). Internal constants are copied: neither writes them."""
     chunks = _chunks(text)
     bodies = {name: chunk for name, chunk in chunks if name is not None}
     local = {name: chunk for name, chunk in bodies.items() if _INTERNAL.match(chunk)}
-    moved = {wrapper, *(name for name in cold if name in bodies)}
+    moved = {wrapper}
     copied = _closure({**local, **{name: bodies[name] for name in moved}}, moved) | moved
     called = {_unquote(match.group(1)) for name in copied
               for match in _REFERENCE.finditer(bodies[name])}

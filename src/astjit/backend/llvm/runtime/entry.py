@@ -76,7 +76,6 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     """
     from ....cache import symbols
     from ....ir.analysis import calls_python, written_parameters
-    from .. import tapes
     from ..codegen import emit_module
     from ..jit.engine import engine
     from ..shared import found_imports
@@ -102,13 +101,12 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     if whole == "recursive":  # run once per call from Python: not worth LLVM's time
         for attribute in ("optnone", "noinline"):
             lowered.module.get_global(wrapper_name).attributes.add(attribute)
-    cold = tapes.helpers_of(lowered.module) if apart else ()
     llvm_ir = lowered.text
     lowered.release()
     pyapi.register_functions()
     symbols.provide(found_imports())  # the runtime cache's batches, linked by compile_ir
     compiled = engine().compile_ir(llvm_ir, arrays=arrays, whole=whole,
-                                   wrapper=wrapper_name if apart else None, cold=cold)
+                                   wrapper=wrapper_name if apart else None)
     call = make_builtin(compiled, wrapper_name, module.entry,
                         EntryPins(None, fallback, error_handler, general, trees))
     taking = None
