@@ -48,7 +48,14 @@ from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
 from . import array_layout, loop_metadata, nests, new_arrays, owned, reduction_nests, row_moments
-from .kernel import broadcast_shapes, load_element, run_kernel, space_strides, store_element
+from .kernel import (
+    AliasScope,
+    broadcast_shapes,
+    load_element,
+    run_kernel,
+    space_strides,
+    store_element,
+)
 from .lltypes import ARRAY_STRIDES, I1, I64_T
 
 if TYPE_CHECKING:
@@ -196,6 +203,10 @@ class _RowLoop:
         self.scratch: list[ir.Value] = []
         self.row_values: dict[Value, ir.Value] = {}
         """Each per-row value -> its register, in the current row."""
+        self.written: dict[int, int] = {}
+        """Each array the loop writes (an output, a scratch buffer), by id -> its alias scope
+        in `scope`."""
+        self.scope: AliasScope | None = None
 
     def root(self, v: Value) -> Value:
         while v in self.same:
@@ -207,6 +218,7 @@ class _RowLoop:
         body = self.node.regions[0]
         results = self.outputs(body.outputs)
         self._place()
+        self._scopes()
         strides = [self._outside_strides(m) for m, _ in self.members]
         fast = ir.Constant(I1, 1)
         for per_member in strides:
@@ -281,6 +293,17 @@ class _RowLoop:
                 if v not in self.results and v not in shared and v not in self.same:
                     taker[v] = m.outputs[k]
 
+    def _scopes(self) -> None:
+        """An alias scope for each array the loop writes: new memory, which no outside
+        array shares, nor another of them. The reads of outside arrays alias none; each
+        array's stores, and the reads of the values stored there, are in its own scope: so
+        LLVM vectorizes the rows' loops without comparing at run time the addresses each
+        store and read spans (and keeping a scalar copy of each loop for an overlap)."""
+        arrays = [array for array, _ in self.storage.values()] + list(self.results.values())
+        for array in arrays:
+            self.written.setdefault(id(array), len(self.written))
+        self.scope = AliasScope(self.em.module, len(self.written)) if self.written else None
+
     def _outside_strides(self, m: Node) -> list[list[ir.Value] | None]:
         """Per input of member `m`: its strides over the space if it is an outside array."""
         b = self.em.builder
@@ -301,15 +324,17 @@ class _RowLoop:
         if v in self.row_values:
             return self.row_values[v]
         root = self.root(v)
+        written = None
         if root in self.storage:
             array, st = self.storage[root]
+            written = self.written[id(array)]
         elif st is None:
             return self.outside[v]  # a scalar
         else:
             array = self.outside[v]
         if unit and not _is_zero(st[-1]):
             st = st[:-1] + [_i64(1)]
-        return load_element(self.em, array, v.type.dtype, st, indices)
+        return load_element(self.em, array, v.type.dtype, st, indices, self.scope, written)
 
     def _member(self, m: Node, role: str, strides: list, outer: list[ir.Value],
                 unit: bool) -> None:
@@ -338,7 +363,8 @@ class _RowLoop:
                 array, st = self.storage[v]
                 if unit:
                     st = st[:-1] + [_i64(1)]
-                store_element(em, array, v.type.dtype, st, indices, value)
+                store_element(em, array, v.type.dtype, st, indices, value, self.scope,
+                              self.written[id(array)])
             return values
 
         if reduction is None:
@@ -356,7 +382,8 @@ class _RowLoop:
             array = self.results[v]
             st = [self.em.builder.extract_value(array, [ARRAY_STRIDES, j])
                   for j in range(self.rows)]
-            store_element(self.em, array, v.type.dtype, st, outer, value)
+            store_element(self.em, array, v.type.dtype, st, outer, value, self.scope,
+                          self.written[id(array)])
 
 
 def _is_zero(stride: ir.Value) -> bool:
