@@ -89,12 +89,16 @@ def owns_arrays(graph: Graph) -> bool:
 
 
 def open_list(em: FunctionEmitter, graph: Graph) -> OwnedList | None:
-    """At function entry: an empty owned list, if `graph` may need one."""
+    """At function entry: an empty owned list, if `graph` may need one: none where no
+    Value of it holds an array (a whole reduction's `fused` node), whose list could hold
+    nothing."""
     if not owns_arrays(graph):
         return None
     capacity = sum(array_slots(v.type) for node in graph.walk() for v in node.outputs)
     capacity += sum(array_slots(p.type) for node in graph.walk() for region in node.regions
                     for p in region.params)
+    if capacity == 0:
+        return None
     count = em.alloca(I64_T)
     items = em.alloca(ir.ArrayType(PYOBJ, capacity))
     em.builder.store(ir.Constant(I64_T, 0), count)

@@ -306,13 +306,17 @@ class Engine:
         self.target = llvm.Target.from_triple(llvm.get_process_triple())
         cpu, features = host_cpu()
         by_level = {level: self.target.create_target_machine(
-            cpu=cpu, features=features, opt=level, codemodel="jitdefault", jit=True)
+            cpu=cpu if level else "", features=features if level else "", opt=level,
+            codemodel="jitdefault", jit=True)
             for level in {p.codegen for p in PIPELINES.values()}}
         self.machines = {name: by_level[p.codegen] for name, p in PIPELINES.items()}
         """One machine per code generator level, shared by the pipelines of that level: a
         machine builds a subtarget (the code generator's tables for the host CPU) the first
         time it meets a function's CPU, features and vector width, and each machine would
-        build its own (docs/measurements.md)."""
+        build its own (docs/measurements.md). The fast code generator's (level 0: the
+        `glue`, run once per call, no loop of the user's) is the target's generic CPU's:
+        its first subtarget, which each process's first array kernel builds, parsed the
+        host's every feature flag and took about twice as long."""
         self.tunings = {}
         for name, p in PIPELINES.items():
             if p.level is not None:

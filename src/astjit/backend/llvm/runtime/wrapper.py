@@ -17,7 +17,8 @@ graph's function, and boxes its result; a first tier's deoptimize status
 args, nargs, kwnames)`; any other nonzero status calls
 `error_handler(status)` and returns what it returns (NULL with its exception
 when it raises, as it should), unless an exception is already set (a loop's
-signal handler raised it: interrupts.py), when it returns NULL. Where the
+signal handler raised it: interrupts.py), when it returns NULL (all of it one
+call of the runtime's `astjit.entry.failed`: failure.py). Where the
 module's code may release the GIL (gil.py), the wrapper takes it back, if the call did
 release it, as soon as the entry graph returns (`gil.take_back`), before any of this. When some
 error site reports numbers (an array index out of bounds), the handler is
@@ -84,7 +85,7 @@ from ....ir.types import (
 from .. import array_layout, interrupts, vecmath
 from .. import messages as msg
 from ..conversions import complex_parts
-from ..emitter import MAX_ERROR_VALUES, ErrorTable, error_values
+from ..emitter import ErrorTable, error_values
 from ..lltypes import (
     ARRAY_OWNER,
     DOUBLE,
@@ -97,7 +98,7 @@ from ..lltypes import (
     zero,
 )
 from ..shared import shared_function
-from . import gil, stack, trees
+from . import failure, gil, stack, trees
 from .ndarrays import NULL, box_array, join, unbox_array
 from .pyapi import (
     COMPLEX_VALUE,
@@ -108,7 +109,6 @@ from .pyapi import (
     SSIZE,
     TUPLE_ITEMS,
     TUPLE_SIZE,
-    c_string,
     declare,
     field_pointer,
     load_field,
@@ -233,7 +233,6 @@ class WrapperEmitter:
         """Call `core` with the native values of the arguments; return the result boxed, or
         what the error handler returns, or, leaving a first tier, what `general` does."""
         builder = self.builder
-        _, args, nargs, kwnames = self.function.args
         result_type = graph.outputs[0].type
         with builder.goto_entry_block():
             out = builder.alloca(lltype(result_type))
@@ -247,12 +246,7 @@ class WrapperEmitter:
         self.release_held()
         failed = builder.icmp_signed("!=", status, ir.Constant(STATUS, 0))
         with builder.if_then(failed, likely=False):
-            leave = self.errors.deoptimize
-            if general is not None and leave is not None:
-                with builder.if_then(builder.icmp_signed("==", status, ir.Constant(STATUS, leave))):
-                    builder.ret(self.api("PyObject_Vectorcall", object_constant(general),
-                                         args, nargs, kwnames))
-            builder.ret(self.report(status))
+            builder.ret(self.report(status, general))
         builder.ret(self.box(builder.load(out), result_type))
 
     def take_leaves(self, graph: Graph, args: ir.Value, nargs: ir.Value,
@@ -558,27 +552,20 @@ class WrapperEmitter:
             self.api("Py_DecRef", tuple_obj)
         return join(builder, done, NULL, start, builder.select(failed, NULL, tuple_obj))
 
-    def report(self, status: ir.Value) -> ir.Value:
-        """`error_handler(status)`: its result, or NULL with the exception it raised; NULL
-        where the exception is already set (a loop's signal check: interrupts.py)."""
-        builder = self.builder
-        pending = self.api("PyErr_Occurred")
-        with builder.if_then(builder.icmp_unsigned("!=", pending, NULL), likely=False):
-            builder.ret(NULL)
+    def report(self, status: ir.Value, general: object = None) -> ir.Value:
+        """What a call returns whose entry graph failed with `status`: what `general` returns
+        where it is a first tier's deoptimize status, else `error_handler(status)` (its
+        result, or NULL with the exception it raised), or NULL where the exception is
+        already set (a loop's signal check: interrupts.py); one call (failure.py)."""
+        _, args, nargs, kwnames = self.function.args
+        leave = None if general is None else self.errors.deoptimize
+        target = NULL if leave is None else object_constant(general)
+        numbers = ir.Constant(failure.NUMBERS, None)
         if self.with_values:
-            slots = error_values(self.function.module)
-            values = [builder.load(builder.gep(slots, [ir.Constant(I32_T, 0),
-                                                       ir.Constant(I32_T, i)], inbounds=True))
-                      for i in range(MAX_ERROR_VALUES)]
-            return self.api("PyObject_CallFunction", object_constant(self.handler_object),
-                            c_string(self.function.module, "i" + "L" * MAX_ERROR_VALUES),
-                            status, *values)
-        code = self.api("PyLong_FromLong", builder.sext(status, LONG))
-        with builder.if_then(builder.icmp_unsigned("==", code, NULL), likely=False):
-            builder.ret(NULL)
-        result = self.api("PyObject_CallOneArg", object_constant(self.handler_object), code)
-        self.api("Py_DecRef", code)
-        return result
+            numbers = error_values(self.function.module).gep([ir.Constant(I32_T, 0)] * 2)
+        return failure.failed(self.builder, status, ir.Constant(STATUS, leave or 0), target,
+                              object_constant(self.handler_object), numbers,
+                              [args, nargs, kwnames])
 
 
 # ---- NumPy scalars ------------------------------------------------------------------------
