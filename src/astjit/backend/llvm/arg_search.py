@@ -231,9 +231,8 @@ def first_extremum(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value
                    n: ir.Value) -> ir.Value:
     """The index of the first extremum (`kind` 'max' or 'min') of the `n` elements of `t`
     at `base`, one apart; `n` is at least `row_lanes(t)`. A row shorter than a step runs
-    as one block in steps of one vector. Its loops are marked as written in vectors
-    (`loop_metadata.explicit_vectors`)."""
-    return loop_metadata.explicit_vectors(em.builder, lambda: _search(em, kind, t, base, n))
+    as one block in steps of one vector."""
+    return _search(em, kind, t, base, n)
 
 
 def _search(em: FunctionEmitter, kind: str, t: ScalarType, base: ir.Value,

@@ -7,19 +7,13 @@ which LLVM would otherwise optimize as hard as the fast one.
 `unit_or_strided` emits a nest's unit-stride version and, where the strides are not
 all 1, its general one with scalar loops. `no_runtime_unroll(branch)` keeps LLVM from
 unrolling an array loop for an unknown trip count. `one_vector_per_step(branch)`, for a
-told float loop of scalar code, from interleaving its vectors. `explicit_vectors(builder,
-emit)` marks loops written in vectors (arg_search.py) and the loops over rows holding them:
-nothing for LLVM's loop passes, which a module of only such loops skips (jit/engine.py's
-`search` pipeline).
+told float loop of scalar code, from interleaving its vectors.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 from llvmlite import ir
-
-T = TypeVar("T")
 
 
 class _LoopID(ir.values.MDValue):
@@ -106,38 +100,6 @@ def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False) -> None:
             ir.MetaDataString(module, "llvm.loop.vectorize.predicate.enable"),
             ir.Constant(ir.IntType(1), 1)]))
     branch.set_metadata("llvm.loop", _LoopID(module, properties))
-
-
-EXPLICIT_VECTORS = "astjit.loop.explicit_vectors"
-"""The property `explicit_vectors` adds to a loop's `llvm.loop` metadata (LLVM ignores it;
-`split.explicit_vector_loops` reads it)."""
-
-
-def explicit_vectors(builder: ir.IRBuilder, emit: Callable[[], T]) -> T:
-    """Run `emit()` at `builder`, then mark each loop it made whose latch carries metadata
-    (`no_runtime_unroll`'s) as one LLVM's loop passes have nothing to do for: its body in
-    explicit vectors, or a loop over rows of such; `emit()`'s result. Not the loops
-    `scalar_loops` marked (a general version's strided row, element by element): their
-    module keeps the `loops` pipeline."""
-    function = builder.function
-    known = {id(block) for block in function.blocks}
-    result = emit()
-    module = function.module
-    marker = _flag(module, EXPLICIT_VECTORS)
-    for block in function.blocks:
-        branch = block.terminator
-        loop = None if id(block) in known or branch is None else branch.metadata.get("llvm.loop")
-        if loop is not None and not any(_names(p, "llvm.loop.vectorize.enable")
-                                        or _names(p, EXPLICIT_VECTORS) for p in loop.operands[1:]):
-            branch.set_metadata("llvm.loop", _LoopID(module, [*loop.operands[1:], marker]))
-    return result
-
-
-def _names(node: ir.Value, name: str) -> bool:
-    """Whether metadata `node` is a property called `name`."""
-    operands = getattr(node, "operands", ())
-    return bool(operands) and isinstance(operands[0], ir.MetaDataString) \
-        and operands[0].string == name
 
 
 def innermost_with_vector_math(branch: ir.Instruction) -> bool:

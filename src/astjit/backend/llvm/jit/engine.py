@@ -22,8 +22,6 @@ Five ways to compile (`PIPELINES`):
   (`compile_runtime`): run once per array, or loops of their own (fills,
   copies), they ran as fast and the first array kernel of a process compiles
   in less time (docs/measurements.md).
-- `search`: the loops written in explicit vectors (np.argmax's), a module of their own,
-  by the short list `SEARCH_PASSES`: nothing there for O1's loop passes and vectorizer.
 - `glue`: the rest of array code, and the wrapper of scalar code that loops
   (`split.wrapper_apart`), run once per call: no optimization, and the fast
   instruction selector and register allocator.
@@ -170,18 +168,10 @@ convention (as O3 does); the others are the function simplifications O3 repeats.
 and fib(25) ran as fast or faster; without `new_gvn` a little slower, with `new_gvn`
 before `jump_threading` slower (docs/measurements.md)."""
 
-SEARCH_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "loop_rotate", "new_gvn",
-                 "instruction_combine", "simplify_cfg")
-"""The `search` pipeline: loop functions whose every loop is written in explicit vectors
-(np.argmax's search, arg_search.py) or runs over rows of such (`split.explicit_vector_loops`),
-where O1's loop passes and vectorizer have nothing to do. The argmax benchmarks' loops
-modules optimized in under a third of O1's time and ran as fast (docs/benchmarks.md)."""
-
 PIPELINES = {
     "scalar": Pipeline("scalar", 3, True, OPTIONS, 3),
     "recursive": Pipeline("recursive", 3, False, (), 3, RECURSIVE_PASSES),
     "loops": Pipeline("loops", 1, False, LOOP_OPTIONS, 3),
-    "search": Pipeline("search", 1, False, (), 3, SEARCH_PASSES),
     "glue": Pipeline("glue", None, False, (), 0),
 }
 """Measured on the array benchmarks (softmax, the MLP step), against O3 for the loops:
@@ -418,27 +408,12 @@ class Engine:
             if loops is None:  # a loop the extractor left where it was: compile it whole
                 module, whole = parse(text), "scalar"
             elif names:
-                for part, pipeline in self.loops_parts(extracted, names, loops):
-                    codegen = ARRAY_LOOPS_CODEGEN if split.marked_loops_only(part) else ()
-                    parts.append(self.emit(parse(part), pipeline, context, codegen))
+                codegen = ARRAY_LOOPS_CODEGEN if split.marked_loops_only(loops) else ()
+                parts.append(self.emit(parse(loops), "loops", context, codegen))
                 for name in names:
                     module.get_function(name).linkage = llvm.Linkage.available_externally
         parts.append(self.emit(module, whole, context))
         return tuple(parts)
-
-    @staticmethod
-    def loops_parts(extracted: str, names: list[str], loops: str) -> list[tuple[str, str]]:
-        """(module, pipeline) of the loop functions `names` of `extracted` (`loops`: all of
-        them in one module): those written in explicit vectors by the `search` pipeline
-        (`split.explicit_vector_loops`), in a module of their own where there are others
-        (one more module for the code generator, whose fixed cost is far less than O1's
-        time on a search), the others by `loops`."""
-        search = split.explicit_vector_loops(extracted, names)
-        rest = [name for name in names if name not in search]
-        if not search or not rest:
-            return [(loops, "search" if search else "loops")]
-        return [(split.loops_module(extracted, names, rest), "loops"),
-                (split.loops_module(extracted, names, search), "search")]
 
     def extract_loops(self, module: llvm.ModuleRef) -> list[str]:
         """Move `module`'s loop nests into functions of their own (identical ones merged),

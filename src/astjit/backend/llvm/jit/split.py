@@ -30,8 +30,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ..loop_metadata import EXPLICIT_VECTORS
-
 _NAME = r'("(?:[^"\\]|\\.)*"|[-\w$.]+)'
 """An LLVM name as printed: quoted (with escapes), or bare."""
 _DEFINE = re.compile(rf"^define [^@]*@{_NAME}\(")
@@ -53,17 +51,16 @@ def has_loop(text: str) -> bool:
 _DEFINE_ANYWHERE = re.compile(_DEFINE.pattern, re.MULTILINE)
 
 
-def loops_module(text: str, names: list[str], part: list[str] | None = None) -> str | None:
+def loops_module(text: str, names: list[str]) -> str | None:
     """The loops module: the functions `names` of `text` (a module printed by LLVM after
     `loop-extract`), external, with the functions they call; None when some other
-    function still has a loop. With `part`, a module of those of `names` alone (the
-    others declared)."""
+    function still has a loop."""
     chunks = _chunks(text)
     bodies = {name: chunk for name, chunk in chunks if name is not None}
     listed = set(names)
     if any(_has_cycle(chunk) for name, chunk in bodies.items() if name not in listed):
         return None
-    loops = set(names if part is None else part)
+    loops = listed
     needed = _closure(bodies, loops)
     parts = []
     for name, chunk in chunks:
@@ -217,25 +214,6 @@ def marked_loops_only(text: str) -> bool:
     `Engine.emit_parts` compiles a loops module of only the former without loop strength
     reduction (`engine.ARRAY_LOOPS_CODEGEN`)."""
     return all(_marked_latches(chunk) for name, chunk in _chunks(text) if name is not None)
-
-
-def explicit_vector_loops(text: str, names: list[str]) -> list[str]:
-    """Those of the functions `names` of `text` (a printed module) whose every loop carries
-    metadata with `loop_metadata.EXPLICIT_VECTORS` (np.argmax's search, its loop over rows):
-    nothing there for LLVM's loop passes, and `Engine.emit_parts` compiles them apart from
-    the other loops, by the `search` pipeline."""
-    if EXPLICIT_VECTORS not in text:  # most array modules: nothing more to read
-        return []
-    metadata = text[text.rfind("\n}\n"):]  # after the last function
-    marker = re.search(rf'^(!\d+) = !{{!"{re.escape(EXPLICIT_VECTORS)}"}}$', metadata,
-                       re.MULTILINE)
-    if marker is None:
-        return []
-    marked = set(re.findall(rf"^(!\d+) = distinct !{{[^\n]*[ {{]{marker.group(1)}[,}}]",
-                            metadata, re.MULTILINE))
-    bodies = {name: chunk for name, chunk in _chunks(text) if name is not None}
-    return [name for name in names if _marked_latches(bodies[name])
-            and all(loop in marked for loop in re.findall(r"!llvm\.loop (!\d+)", bodies[name]))]
 
 
 _LABEL = re.compile(rf"{_NAME}:")
