@@ -62,7 +62,7 @@ def _dce_graph(graph: Graph) -> None:
             shapes.append(symbolic_shapes(graph))
         return shapes[0]
 
-    owner = _own_memory(graph)
+    owner = own_memory(graph)
     read = {owner[v] for v in graph.outputs if v in owner}  # memory a later node reads
 
     def stays(node: Node) -> bool:
@@ -87,11 +87,11 @@ def _dce_graph(graph: Graph) -> None:
         if stays(node):
             kept.append(node)
             live.update(node.inputs)
-            read.update(owner[v] for v in _reads(node) if v in owner)
+            read.update(owner[v] for v in memory_reads(node) if v in owner)
     graph.nodes = kept[::-1]
 
 
-def _own_memory(graph: Graph) -> dict[Value, Value]:
+def own_memory(graph: Graph) -> dict[Value, Value]:
     """Each array of `graph` in the memory of a new array it makes (`FRESH`), one of the
     views of it an `array_view` takes, or the accumulator a write returns -> that new
     array. Any other use of one (a read, a call, a region's) counts as reading it."""
@@ -104,7 +104,7 @@ def _own_memory(graph: Graph) -> dict[Value, Value]:
     return owner
 
 
-def _reads(node: Node) -> list[Value]:
+def memory_reads(node: Node) -> list[Value]:
     """The inputs `node` reads (or passes on) as arrays: all but the accumulator a write
     writes into and its view, and the array a view is taken of."""
     if node.op in ("add_into", "zero_into"):

@@ -7,8 +7,10 @@ Walking a node list in order, members that feed each other (one's array result
 is another's operand) join one group. A group is *closed* (no later member may
 join it) as soon as a node outside it uses one of its results, or a node with
 effects runs (an element write, a call, a loop ...), unless that node writes into
-no array and every member only computes (`effects.only_computes`: it cannot
-raise, so that it runs later is not seen): so all of a group's members
+no array, or only into a new array of the graph that no node has read yet (an
+adjoint's accumulator: `add_into` of a slice's adjoint, `_private_write`), and
+every member only computes (`effects.only_computes`: it cannot raise, so that it
+runs later is not seen): so all of a group's members
 sit between nodes it may be moved across, and the `fused` node, placed where
 the group's last member was, sees all its inputs defined and comes before every
 outside use of its results.
@@ -67,12 +69,14 @@ import dataclasses
 
 from ..core import Graph, Module, Node, Value
 from ..kernels import Kernel, Reduction, kernel_of
+from ..ops.adjoints import ACCUMULATING
 from ..ops.elementwise import BOOL_LOGIC, array_plan, is_array_elementwise
 from ..ops.reductions import accumulator as reduction_dtype
 from ..ops.reductions import normalize_axes
 from ..shape_algebra import ONE, broadcast, settled
 from ..symbolic_shapes import symbolic_shapes
 from ..types import BOOL, ArrayType
+from .dce import memory_reads, own_memory
 from .effects import has_effects, may_write, only_computes
 
 
@@ -97,7 +101,10 @@ def _fuse_graph(graph: Graph) -> None:
     groups: list[_Group] = []
     uses = node_uses(graph)
     shapes = symbolic_shapes(graph)
+    owner = own_memory(graph)
+    exposed: set[Value] = set()  # the graph's new arrays some node has read so far
     for node in graph.nodes:
+        exposed.update(owner[v] for v in memory_reads(node) if v in owner)
         if is_reduction(node):
             group = group_of.get(node.inputs[0])
             if group is None or group.closed or not _absorbs(group, node, uses):
@@ -126,7 +133,7 @@ def _fuse_graph(graph: Graph) -> None:
             if v in group_of:
                 group_of[v].closed = True
         if has_effects(node):
-            writes = may_write(node)
+            writes = may_write(node) and not _private_write(node, owner, exposed)
             for g in groups:
                 g.closed = g.closed or writes or not all(
                     only_computes(m, lambda: shapes) for m in g.members)
@@ -147,6 +154,19 @@ def _fuse_graph(graph: Graph) -> None:
                             else _exact_parts(group.members, uses, shapes))]
     graph.nodes = [new for n in graph.nodes for new in replacement.get(n, [n])]
     _mark_reuse(graph)
+
+
+def _private_write(node: Node, owner: dict[Value, Value], exposed: set[Value]) -> bool:
+    """Whether `node` accumulates into a new array of the graph (dce.py `own_memory`: an
+    adjoint's accumulator) that no node has read so far: no open group reads its memory,
+    so the groups may be moved past the write (reverse mode's `add_into` of each slice's
+    adjoint would otherwise cut the elementwise work around it into separate loops)."""
+    if node.op not in ACCUMULATING or node.inputs[0] not in owner:
+        return False
+    target = owner[node.inputs[0]]
+    if node.op in ("add_into", "zero_into") and owner.get(node.inputs[1]) != target:
+        return False
+    return target not in exposed
 
 
 def _exact_parts(members: list[Node], uses: dict[Value, set[int]],
