@@ -17,8 +17,9 @@ loop nests run row by row, so the data crosses memory once.
    rows are not where the row loop looks for them). Otherwise the region runs
    as a graph (each member its own nests over whole arrays: fused.py), its
    releases included; the two versions' outputs meet in phis. Before both, a
-   group that is np.var's squared deviations along the last axis of unit-stride,
-   evenly spaced float rows is one call of the runtime's (row_moments.py).
+   group that is np.var's or np.std's rows (the squared deviations, the division
+   by the degrees of freedom) along the last axis of unit-stride, evenly spaced
+   float rows is one call of the runtime's (row_moments.py).
 3. Storage, for the row loop. The group's outputs are new C-contiguous arrays
    (owned, as `fused` outputs are). A full value used only inside the group
    lives in the output row that the member reading it last writes (that
@@ -75,14 +76,14 @@ def emit_rows(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     members = [m for m in body.nodes if m.op in ("fused", "sum_to_like")]
     roles = rowwise_attrs(node).stages
     space, ok = _spaces(em, node, members, roles, outside)
-    t = row_moments.squares_input(node)
-    if t is None:
+    how = row_moments.squares_input(node)
+    if how is None:
         return _rows_or_graph(em, node, members, roles, outside, space, ok)
     rows = rowwise_attrs(node).rows
 
     def squares() -> list[ir.Value]:
         (out,) = _RowLoop(em, node, members, roles, outside, space).outputs(body.outputs)
-        row_moments.call_squares(em, t, args[0], space, rows, out)
+        row_moments.call_squares(em, how, args, space, rows, out)
         return [out]
     called = b.and_(ok, row_moments.contiguous_rows(em, args[0], space, rows))
     if em.fast_only(called):

@@ -97,13 +97,32 @@ def _squares(e, x, axes, keepdims, dtype, mask=None):
     return e.op("reduce", squares, kind="sum", axis=axes, keepdims=keepdims, dtype=dtype)
 
 
-def _var(e, x, ddof, axes, keepdims, dtype):
-    """NumPy's: the squared deviations' sum over max(n - ddof, 0)."""
-    s = _squares(e, x, axes, keepdims, dtype)
-    t = _scalar_type(s)
-    dof = e.op("sub", e.op("cast", _count(e, x, axes), to=t), e.op("cast", ddof, to=t))
-    dof = e.op("select", e.op("gt", dof, e.const(0.0, t)), dof, e.const(0.0, t))
-    return div(e, s, dof)
+def _rows(x, axes) -> bool:
+    """Whether `axes` are x's last ones and not all of them (rowfuse.py's row-wise
+    reductions)."""
+    return bool(axes) and axes[0] >= 1 and tuple(axes) == tuple(range(axes[0], x.type.ndim))
+
+
+def _deviation(root: bool):
+    """NumPy's var: the squared deviations' sum over max(n - ddof, 0); its square root
+    where `root` (std). Along rows the sum keeps its axes and the reduced axes go after
+    the division (and root): a view of a fresh array, where the division is then one value
+    per row of the row group (rowfuse.py), not a loop over the rows of its own."""
+    def rule(e, x, ddof, axes, keepdims, dtype):
+        squeeze = not keepdims and _rows(x, axes)
+        s = _squares(e, x, axes, keepdims or squeeze, dtype)
+        t = _scalar_type(s)
+        dof = e.op("sub", e.op("cast", _count(e, x, axes), to=t), e.op("cast", ddof, to=t))
+        dof = e.op("select", e.op("gt", dof, e.const(0.0, t)), dof, e.const(0.0, t))
+        result = div(e, s, dof)
+        if root:
+            result = e.op("sqrt", result)
+        return e.op("array_squeeze", result, axes=tuple(axes)) if squeeze else result
+    rule.__doc__ = "The standard deviation." if root else "The variance."
+    return rule
+
+
+_var = _deviation(root=False)
 
 
 def _nan_parts(e, x, axes, dtype):
@@ -184,7 +203,7 @@ def _count_nonzero(e, x, ddof, axes, keepdims, dtype):
 
 STATISTICS = {
     "var": _var,
-    "std": _std(_var),
+    "std": _deviation(root=True),
     "nanvar": _nanvar,
     "nanstd": _std(_nanvar),
     "nanmean": _nanmean,
