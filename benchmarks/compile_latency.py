@@ -11,9 +11,12 @@ the children share one folder (`_build/runtime_cache`), filled by one untimed ch
 per kernel first; `cold` gives each astjit child an empty folder, as on the very
 first use of an installation (or with ASTJIT_RUNTIME_CACHE=0). The engine is
 imported and initialised first by compiling and calling one unrelated trivial
-function (`_warm_up`), so what is timed is the kernel's own compile, not
-LLVM's or XLA's start-up. The compile is the first call minus the second
-(JAX's results blocked on), as in run.py and array_run.py. Children run one at
+function, on a float and on a small array (`_warm_up`), so what is timed is the
+kernel's own compile, not LLVM's or XLA's start-up (nor, for astjit, the first use of
+its array pipeline's code generator: its first array compile ran LLVM code no scalar
+compile had touched, about 6 ms of a product's first call, docs/benchmarks.md). The
+compile is the first call minus the second (JAX's results blocked on), as in run.py and
+array_run.py. Children run one at
 a time, pinned to one CPU with one thread (array_run.py's settings, applied by
 importing it); the median over `--repeats` children is reported, and the ratio
 astjit / min(Numba, JAX) against the target of issue 15 (≤ 0.5).
@@ -72,20 +75,33 @@ def _warm(x):
 
 
 def _warm_up(engine: str) -> None:
-    """Import the engine and compile one unrelated trivial function: LLVM/XLA initialised."""
+    """Import the engine and compile one unrelated trivial function, called on a float and
+    on a small array: the engine's whole pipeline initialised. XLA compiles a scalar as a
+    0-d array, so JAX's float call alone runs its whole pipeline; astjit compiles scalar
+    code and array code by different LLVM pipelines (jit/engine.py), and Numba
+    specializes array code apart too, so each is warmed on both, as JAX is."""
+    import numpy as np
+
+    warm_args = (1.0, np.ones(2))
     if engine == "astjit":
         import astjit
 
-        astjit.jit(_warm)(1.0)
+        warm = astjit.jit(_warm)
+        for arg in warm_args:
+            warm(arg)
     elif engine == "Numba":
         import numba
 
-        numba.njit(_warm)(1.0)
+        warm = numba.njit(_warm)
+        for arg in warm_args:
+            warm(arg)
     else:
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        jax.block_until_ready(jax.jit(_warm)(1.0))
+        warm = jax.jit(_warm)
+        for arg in warm_args:
+            jax.block_until_ready(warm(arg))
 
 
 def with_jax_numpy(fn: types.FunctionType) -> Callable:
