@@ -216,6 +216,71 @@ def test_norm_matches_numpy(ord_, axis, keepdims):
         same(jit(norm)(ints), np.linalg.norm(ints, ord_, AXIS, keepdims))
 
 
+def whole_norm(x):
+    return np.linalg.norm(x)
+
+
+def whole_norm_kept(x):
+    return np.linalg.norm(x, keepdims=True)
+
+
+def frobenius_norm(x):
+    return np.linalg.norm(x, "f")
+
+
+def vector_two_norm(x):
+    return np.linalg.norm(x, 2)
+
+
+def c_ordered(x):
+    """x, and views of it whose elements np.ravel reads in memory order (C order)."""
+    views = [x]
+    if x.ndim == 1:
+        views += [x[::2], x[::-1]]
+    if x.ndim >= 2:
+        views += [x[::2], x[:, ::2], x[::-1], x[:, ::-1]]
+    return views
+
+
+def test_norm_of_the_whole_array_is_numpys_dot():
+    """NumPy's norm of all of x (ord None; 'fro' of a matrix, 2 of a vector) is
+    sqrt(dot(ravel(x), ravel(x))), BLAS's dot: the same bits for every dtype and layout
+    whose ravel reads memory in C order, strided and reversed views too (their ravel is
+    a contiguous copy: BLAS sums a strided vector in another order)."""
+    rng = np.random.default_rng(3)
+    compiled = {fn: jit(fn) for fn in (whole_norm, whole_norm_kept, frobenius_norm,
+                                       vector_two_norm)}
+    for shape in ((0,), (1,), (7,), (33,), (20001,), (0, 3), (1, 1), (64, 33), (5, 6, 17)):
+        x = rng.standard_normal(shape) * 3
+        z = x + 1j * rng.standard_normal(shape)
+        for a in (x, x.astype(np.float32), z, z.astype(np.complex64), (x * 4).astype(np.int64),
+                  x > 0):
+            for fn, compiled_fn in compiled.items():
+                if fn is frobenius_norm and len(shape) != 2 or \
+                        fn is vector_two_norm and len(shape) != 1:
+                    continue
+                for view in c_ordered(a):
+                    got, expected = compiled_fn(view), fn(view)
+                    assert type(got) is type(expected) and got.dtype == expected.dtype
+                    assert np.shape(got) == np.shape(expected)
+                    assert np.array_equal(got, expected), (fn.__name__, shape, a.dtype)
+    # Fortran order: NumPy reads memory order, compiled code C order (the same sum)
+    f = np.asfortranarray(rng.standard_normal((30, 40)))
+    for fn in (whole_norm, frobenius_norm):
+        same(compiled[fn](f), fn(f))
+        same(compiled[fn](f.T), fn(f.T))
+
+
+def test_norm_of_a_number_and_of_empty_arrays():
+    compiled = {fn: jit(fn) for fn in (whole_norm, whole_norm_kept)}
+    for x in (np.float64(-3.0), -3.0, 2, True, np.array(-2.5), np.zeros((0, 3)),
+              np.zeros((2, 0, 3), np.complex64)):
+        for fn, compiled_fn in compiled.items():
+            got, expected = compiled_fn(x), fn(x)
+            assert type(got) is type(expected) and np.shape(got) == np.shape(expected)
+            assert np.array_equal(got, expected)
+
+
 def matrix_two_norm(x):
     return np.linalg.norm(x, 2)
 

@@ -10,9 +10,15 @@ compile-time arguments attrs), replaced here (`expand`) as NumPy defines the fun
 - `np.einsum(subscripts, *operands)`: each operand summed over the letters used nowhere
   else; then left to right, each pair a broadcast multiply (no letter summed) or a
   (batched) `matmul` between transposes and reshapes; a final transpose.
-- `np.linalg.norm(x, ord, axis, keepdims)`: reductions: `sqrt(sum(x * x))` (None, 2 of
-  vectors, 'fro'), `max/min(abs)` (inf, -inf), `sum(abs)` (1), `sum(x != 0)` (0),
-  `sum(abs ** p) ** (1/p)`; a matrix's 1, -1, inf, -inf as NumPy (sums, then max/min).
+- `np.linalg.norm(x, ord, axis, keepdims)`: without axis, of ord None (any x), 'fro' (a
+  matrix) or 2 (a vector), as NumPy: `sqrt(v @ v)` of `v = ravel(x)`, BLAS's dot (of a
+  complex v, its real and imaginary parts' dots added), so the same BLAS call on the same
+  vector gives NumPy's bits. NumPy ravels in memory order ('K'), compiled code in C
+  order (strides are known at run time only): of an array not in C order (Fortran
+  order, a transpose) the same sum in another order. Otherwise reductions:
+  `sqrt(sum(|x|^2))` (None, 2 of vectors, 'fro'), `max/min(abs)` (inf, -inf),
+  `sum(abs)` (1), `sum(x != 0)` (0), `sum(abs ** p) ** (1/p)`; a matrix's 1, -1, inf,
+  -inf as NumPy (sums, then max/min).
 - `np.linalg.solve/inv/det/cholesky`: ops/lapack.py's primitives, ints and bools first
   converted to float64.
 
@@ -108,14 +114,35 @@ def _two_norm(em: Emitter, x, axes, keepdims: bool):
     return em.op("sqrt", _reduce(em, squares, "sum", axes, keepdims))
 
 
+def _dot_norm(em: Emitter, x, keepdims: bool):
+    """sqrt(v @ v) of v = ravel(x), BLAS's dot as NumPy's (of a complex v, the dots of its
+    real and imaginary parts, strided views, added).
+
+    BLAS sums a strided vector in another order than a contiguous one, so v must be the
+    contiguous vector NumPy's ravel gives: a vector is raveled as a (1, n) row, since the
+    shapes pass takes a vector's own ravel, only read, for the vector itself."""
+    row = em.op("array_expand_dims", x, axes=(0,)) if x.type.ndim == 1 else x
+    flat = em.ravel(row)
+    if flat.type.dtype.is_complex:
+        re, im = em.op("real", flat), em.op("imag", flat)
+        squares = em.op("add", em.op("matmul", re, re, kind="dot"),
+                        em.op("matmul", im, im, kind="dot"))
+    else:
+        squares = em.op("matmul", flat, flat, kind="dot")
+    root = em.op("sqrt", squares)
+    if not keepdims or x.type.ndim == 0:
+        return root
+    return em.op("array_new", *[em.const(1)] * x.type.ndim, root, dtype=root.type, fill="value")
+
+
 def norm(em: Emitter, x, ord, axis, keepdims: bool):
     """NumPy's norm, of the float type NumPy gives (a complex's real one)."""
     x = em.as_array(x)
     x = x if x.type.dtype.is_complex else _float(em, x)
     n = x.type.ndim
     if axis is None:
-        if ord is None:
-            return _two_norm(em, x, None, keepdims)
+        if ord is None or (ord in ("f", "fro") and n == 2) or (ord == 2 and n == 1):
+            return _dot_norm(em, x, keepdims)
         if n not in (1, 2):
             em.fail("Improper number of dimensions to norm.")
         axis = tuple(range(n))
@@ -149,7 +176,7 @@ def _vector_norm(em: Emitter, x, ord, axes, keepdims: bool):
 def _matrix_norm(em: Emitter, x, ord, axes, keepdims: bool):
     inf = float("inf")
     row, col = axes
-    if ord is None or ord == "fro":
+    if ord in (None, "f", "fro"):
         return _two_norm(em, x, tuple(sorted(axes)), keepdims)
     if ord in (2, -2, "nuc"):
         em.fail(f"np.linalg.norm(x, ord={ord!r}) of a matrix needs its singular values, which "
