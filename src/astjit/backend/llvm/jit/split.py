@@ -30,9 +30,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-_NAME = r'("(?:[^"\\]|\\.)*"|[-\w$.]+)'
-"""An LLVM name as printed: quoted (with escapes), or bare."""
-_DEFINE = re.compile(rf"^define [^@]*@{_NAME}\(")
+_NAME = r'("[^"]*"|[-\w$.]+)'
+"""An LLVM name as printed: quoted, or bare. A quoted name holds no `"` (LLVM escapes it,
+and a backslash, as hex: `\22`), so its end is the next one (which the search finds
+several times faster than a pattern of escapes)."""
+_DEFINE_LINE = re.compile(rf"\ndefine [^@]*@{_NAME}\(")
+"""A definition's header after a line break: a pattern led by a literal, which the
+search skips to (led by `^`, every position of the text was tried)."""
 _REFERENCE = re.compile(rf"@{_NAME}")
 _LINKAGE = re.compile(r"^define ((?:internal|private|available_externally|dso_local) )*")
 
@@ -42,13 +46,9 @@ def has_loop(text: str) -> bool:
     flow. An array module without one (a product, a call of the runtime) has nothing for
     the extractor, whose passes and second printing of the module `Engine.emit_parts`
     then skips."""
-    for match in _DEFINE_ANYWHERE.finditer(text):
-        if _has_cycle(text[match.end():text.find("\n}", match.end())]):
-            return True
-    return False
-
-
-_DEFINE_ANYWHERE = re.compile(_DEFINE.pattern, re.MULTILINE)
+    text = "\n" + text
+    return any(_has_cycle(text[match.end():text.find("\n}", match.end())])
+               for match in _DEFINE_LINE.finditer(text))
 
 
 def loops_module(text: str, names: list[str]) -> str | None:
@@ -167,19 +167,15 @@ def restricted(text: str, names: set[str]) -> str:
 def _chunks(text: str) -> list[tuple[str | None, str]]:
     """The module's text as (function name, its definition) and (None, any other line)."""
     chunks: list[tuple[str | None, str]] = []
-    lines = text.splitlines(keepends=True)
-    k = 0
-    while k < len(lines):
-        match = _DEFINE.match(lines[k])
-        if match is None:
-            chunks.append((None, lines[k]))
-            k += 1
-            continue
-        end = k
-        while not lines[end].startswith("}"):
-            end += 1
-        chunks.append((_unquote(match.group(1)), "".join(lines[k:end + 1])))
-        k = end + 1
+    text = "\n" + text  # every header after a line break (`_DEFINE_LINE`)
+    position = 1
+    for define in _DEFINE_LINE.finditer(text):
+        start = define.start() + 1
+        end = text.find("\n", text.find("\n}", start) + 1) + 1 or len(text)
+        chunks += [(None, line) for line in text[position:start].splitlines(keepends=True)]
+        chunks.append((_unquote(define.group(1)), text[start:end]))
+        position = end
+    chunks += [(None, line) for line in text[position:].splitlines(keepends=True)]
     return chunks
 
 
