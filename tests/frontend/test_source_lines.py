@@ -49,6 +49,71 @@ def test_the_lines_inspect_reads(fn):
     assert definition_lines(fn.__code__, fn.__globals__) == inspect.getsourcelines(fn.__code__)
 
 
+LAYOUTS = '''
+def trailing_comment(x):
+    y = x + 1.0
+    # a comment indented as the body: inspect keeps it
+    return y
+    # so is this one
+
+
+def dead_code(x):
+    return x
+    y = x * 2.0
+
+
+def ends_in_pass(x):
+    if x > 0:
+        pass
+
+
+def one_line(x): return x + 1.0
+
+
+def multi_line_return(x):
+    return (x +
+            1.0
+)
+
+
+class Box:
+    def method(self, x):
+        return x
+  # a comment between the two levels
+
+    def other(self):
+        def inner(y):
+            return y
+        return inner
+
+
+def docstring_only():
+    """Only
+    a docstring."""
+
+
+def tabbed(x):
+\treturn x
+'''
+
+
+def test_layouts_read_as_inspect_reads_them(tmp_path, monkeypatch):
+    """`definition_lines` reads where a definition ends off its code object where it can
+    (frontend/source.py `_block_by_positions`), else as inspect does: the same lines."""
+    (tmp_path / "layouts.py").write_text(LAYOUTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("layouts")
+    try:
+        functions = [value for value in vars(module).values() if inspect.isfunction(value)]
+        functions += [module.Box.method, module.Box.other, module.Box().other()]
+        assert len(functions) == 10
+        for fn in functions:
+            assert definition_lines(fn.__code__, fn.__globals__) == \
+                inspect.getsourcelines(fn.__code__), fn.__qualname__
+    finally:
+        sys.modules.pop("layouts", None)
+
+
 def test_a_module_in_a_zip_file_reads_through_its_loader(tmp_path, monkeypatch):
     archive = tmp_path / "zipped.zip"
     with zipfile.ZipFile(archive, "w") as zipped:

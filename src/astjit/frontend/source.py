@@ -110,7 +110,50 @@ def definition_lines(code: types.CodeType, module_globals: dict) -> tuple[list[s
         raise OSError("lineno is out of bounds")
     while number > 0 and not _DEFINITION_START.match(lines[number]):
         number -= 1
-    return inspect.getblock(lines[number:]), number + 1
+    block = _block_by_positions(lines, number, code)
+    return (inspect.getblock(lines[number:]) if block is None else block), number + 1
+
+
+def _block_by_positions(lines: list[str], number: int, code: types.CodeType) -> list[str] | None:
+    """`inspect.getblock(lines[number:])` read off the code object: the definition ends on
+    the last line its instructions (its nested functions' too) come from, where the next
+    line of code is indented no deeper than `lines[number]` (the block's DEDENT) and no
+    comment between them is (getblock keeps one indented as the body). None where that
+    does not hold (a one-line definition, a last statement the compiler dropped, tabs):
+    getblock's tokenizing, several times the cost, decides."""
+    if not code.co_flags & inspect.CO_OPTIMIZED:  # a class body's: no `def` of its own
+        return None
+    end = _last_line(code)
+    header = _indentation(lines[number])
+    if header is None or not number < end <= len(lines) \
+            or (_indentation(lines[end - 1]) or 0) <= header:
+        return None
+    for line in lines[end:]:
+        text = line.strip()
+        if not text:
+            continue
+        indent = _indentation(line)
+        if indent is None or indent > header:
+            return None  # more of the body, a comment getblock may keep, or a tab
+        if not text.startswith("#"):
+            break
+    return lines[number:end]
+
+
+def _last_line(code: types.CodeType) -> int:
+    """The last line any instruction of `code` or of the code nested in it comes from."""
+    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_line(const))
+    return last
+
+
+def _indentation(line: str) -> int | None:
+    """How many spaces `line` starts with; None where its indentation holds another blank
+    (a tab counts to the next multiple of 8 for the tokenizer, not as one column)."""
+    indent = len(line) - len(line.lstrip(" "))
+    return None if line[indent:indent + 1] in ("\t", "\f", "\v") else indent
 
 
 def _parse_definition(text: str, fn: types.FunctionType) -> ast.FunctionDef | None:
