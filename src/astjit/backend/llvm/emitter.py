@@ -24,7 +24,9 @@ from ...errors import CompileError, Loc
 from ...ir.core import Graph, Node, Value
 from ...ir.types import Type
 from . import vecmath
+from .folding import FoldingBuilder, never
 from .lltypes import DOUBLE, I32_T, I64_T, STATUS, call_intrinsic, lltype
+from .unused import remove_unused
 
 OK = ir.Constant(STATUS, 0)
 
@@ -130,7 +132,8 @@ class FunctionEmitter:
         self.resources = resources
         self.held: dict[str, Any] = {resource.name: None for resource in resources}
         """Resource name -> its state in this invocation (a tape list, an owned list)."""
-        self.builder = ir.IRBuilder(function.append_basic_block("entry"))
+        self.builder = FoldingBuilder(function.append_basic_block("entry"))
+        """Answers with a value where the operands decide it, as it emits (folding.py)."""
         self.values: dict[Value, ir.Value] = {}
         self._failure: ir.PhiInstr | None = None
         """The status phi of the failure exit, once some site needs it (`failure_exit`)."""
@@ -172,7 +175,7 @@ class FunctionEmitter:
 
     def emit_body(self, graph: Graph) -> None:
         """The whole function: open the resources, the graph, then store its result and
-        return OK.
+        return OK; what no instruction uses is taken out after (unused.py).
 
         The entry block holds the stack slots (`alloca`) alone and branches to the rest:
         LLVM's loop extractor leaves in place the loop of a function whose entry block
@@ -189,6 +192,7 @@ class FunctionEmitter:
                 resource.close(self, graph.outputs[0].type, result)
         self.builder.store(result, self.function.args[-1])
         self.builder.ret(OK)
+        remove_unused(self.function)
 
     def emit_graph(self, graph: Graph, args: list[ir.Value]) -> list[ir.Value]:
         """Emit a graph's nodes with its parameters bound to `args`; return its outputs.
@@ -285,7 +289,11 @@ class FunctionEmitter:
         self.fail_if_any(node, [(cond, exc, message)])
 
     def fail_if_any(self, node: Node, cases: list[tuple[ir.Value, str, str]]) -> None:
-        """One unlikely branch for several error conditions; the first true one wins."""
+        """One unlikely branch for several error conditions; the first true one wins.
+        A condition folded to false is no error site."""
+        cases = [case for case in cases if not never(case[0])]
+        if not cases:
+            return
         builder = self.builder
         failed = cases[0][0]
         for cond, _, _ in cases[1:]:
@@ -331,8 +339,10 @@ class FunctionEmitter:
         the hot path, where the index itself was computed.
         """
         assert len(values) <= MAX_ERROR_VALUES
+        if never(cond):
+            return
         builder = self.builder
-        values = [builder.add(value, ir.Constant(value.type, 0)) for value in values]
+        values = [builder.copy(value) for value in values]
         with builder.if_then(cond, likely=False):
             slots = error_values(self.module)
             for i, value in enumerate(values):

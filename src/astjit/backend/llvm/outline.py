@@ -29,6 +29,7 @@ from llvmlite import ir
 
 from . import vecmath
 from .emitter import OK
+from .folding import FoldingBuilder
 from .lltypes import BYTES, I1, I32_T, I64_T
 from .runtime.threads import CHUNK, MAX_THREADS, declare_parallel_for, thread_count
 
@@ -130,7 +131,7 @@ def _emitting_into(em: FunctionEmitter, function: ir.Function) -> Iterator[None]
     signal checks)."""
     saved = (em.function, em.builder, em._failure, em.work_counter, em.loop_depth,
              em.resources, em.indices, em.stack_checked)
-    em.function, em.builder = function, ir.IRBuilder(function.append_basic_block("entry"))
+    em.function, em.builder = function, FoldingBuilder(function.append_basic_block("entry"))
     # Not straight into the loop: LLVM's loop extractor leaves a function that is only a
     # loop where it is, and the engine then compiles the whole module at O3 (jit/split.py).
     em.builder.branch(function.append_basic_block("chunk"))

@@ -1,0 +1,276 @@
+"""A builder that folds what it can as it emits: `FoldingBuilder`.
+
+The glue of an array function is compiled without optimization (jit/engine.py), so every
+instruction emitted is printed, parsed, selected and run; a lowering written for any input
+(an index counted from the end when negative, a slice's length for any step) would leave
+its arithmetic on constants in place. Where the operands decide the result, the builder
+answers with that value instead of an instruction:
+
+- integer arithmetic, bitwise operations, shifts, comparisons and casts of constants, with
+  LLVM's meaning: wrap-around at the type's width, i1 a one-bit integer, signed or unsigned
+  as the operation says;
+- identities whatever the other operand (x + 0, x * 1, x * 0, x & -1, x | 0, x >> 0 ...);
+- a select on a constant condition, or between one value twice;
+- a constant added to or subtracted from a sum or difference with a constant: one
+  addition of the two constants' total;
+- an address computed by a getelementptr of one index, 0: the pointer;
+- a member extracted from an aggregate built by insertvalue: the value inserted there.
+
+What LLVM leaves undefined or poison for the constants given (a division by 0 or of the
+least value by -1, a shift by the width or more, an operation whose nsw/nuw/exact flag the
+result breaks) is emitted as it is. Callers get an `ir.Value`, which is an instruction
+only where one was needed: a caller that needs an instruction (to set metadata on it, or
+to read its operands) must not assume one from these methods (phis, calls, loads and
+stores are never folded).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+
+def _bits(value: ir.Value) -> int | None:
+    """The bits of `value` as an unsigned number, where it is an integer constant."""
+    if type(value) is ir.Constant and isinstance(value.type, ir.IntType) \
+            and isinstance(value.constant, int):
+        return value.constant & ((1 << value.type.width) - 1)
+    return None
+
+
+def never(cond: ir.Value) -> bool:
+    """Whether the condition `cond` is the constant false."""
+    return _bits(cond) == 0
+
+
+def _signed(bits: int, width: int) -> int:
+    return bits - (1 << width) if bits >> (width - 1) else bits
+
+
+def _constant(ty: ir.IntType, bits: int) -> ir.Constant:
+    """The constant of `ty` holding the low bits of `bits`, written signed (i1: true/false)."""
+    bits &= (1 << ty.width) - 1
+    return ir.Constant(ty, bool(bits) if ty.width == 1 else _signed(bits, ty.width))
+
+
+def _sdiv(x: int, y: int) -> int:
+    quotient = abs(x) // abs(y)
+    return quotient if (x < 0) == (y < 0) else -quotient
+
+
+WRAPPING: dict[str, Callable[[int, int], int]] = {
+    "add": lambda x, y: x + y,
+    "sub": lambda x, y: x - y,
+    "mul": lambda x, y: x * y,
+    "shl": lambda x, y: x << y,
+}
+"""The operations whose result is the exact one's low bits; nsw/nuw say that it fits."""
+
+PARTIAL: dict[str, Callable[[int, int, int], int | None]] = {
+    "udiv": lambda a, b, w: a // b if b else None,
+    "urem": lambda a, b, w: a % b if b else None,
+    "sdiv": lambda a, b, w: _signed_division(a, b, w, _sdiv),
+    "srem": lambda a, b, w: _signed_division(a, b, w, lambda x, y: x - y * _sdiv(x, y)),
+    "lshr": lambda a, b, w: a >> b if b < w else None,
+    "ashr": lambda a, b, w: _signed(a, w) >> b if b < w else None,
+}
+"""The operations LLVM leaves undefined for some operands: on unsigned bits (a, b) of width
+w, None there."""
+
+BITWISE: dict[str, Callable[[int, int], int]] = {
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+}
+
+COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    "==": lambda x, y: x == y,
+    "!=": lambda x, y: x != y,
+    "<": lambda x, y: x < y,
+    "<=": lambda x, y: x <= y,
+    ">": lambda x, y: x > y,
+    ">=": lambda x, y: x >= y,
+}
+"""llvmlite's comparison operators, on numbers read signed or unsigned as the icmp says."""
+
+
+def _signed_division(a: int, b: int, width: int, op: Callable[[int, int], int]) -> int | None:
+    x, y = _signed(a, width), _signed(b, width)
+    if y == 0 or (y == -1 and x == -(1 << (width - 1))):
+        return None
+    return op(x, y)
+
+
+def _wrapping(op: str, a: int, b: int, width: int, flags: Sequence[str]) -> int | None:
+    """`op` on bits (a, b), or None where LLVM makes it poison (a flag broken, a shift of
+    `width` or more)."""
+    if op == "shl" and b >= width:
+        return None
+    exact = WRAPPING[op](a, b)
+    if "nuw" in flags and not 0 <= exact < 1 << width:
+        return None
+    if "nsw" in flags:
+        signed = WRAPPING[op](_signed(a, width), b if op == "shl" else _signed(b, width))
+        if _signed(signed & ((1 << width) - 1), width) != signed:
+            return None
+    return exact
+
+
+def _identity(op: str, lhs: ir.Value, rhs: ir.Value, b: int) -> ir.Value | None:
+    """What `lhs op rhs` is whatever `lhs` is, for a constant `rhs` of bits `b` (commuted
+    by the caller for the commutative operations)."""
+    ones = (1 << lhs.type.width) - 1
+    if b == 0 and op in ("add", "sub", "or", "xor", "shl", "lshr", "ashr"):
+        return lhs
+    signed_one = b == 1 and lhs.type.width > 1  # an i1's bit 1 is -1 read signed
+    if (b == 1 and op in ("mul", "udiv")) or (signed_one and op == "sdiv"):
+        return lhs
+    if (b == 0 and op in ("mul", "and")) or (b == 1 and op == "urem") \
+            or (signed_one and op == "srem"):
+        return _constant(lhs.type, 0)
+    if b == ones and op == "and":
+        return lhs
+    if b == ones and op == "or":
+        return rhs
+    return None
+
+
+COMMUTATIVE = frozenset({"add", "mul", "and", "or", "xor"})
+
+
+def _fold(op: str, lhs: ir.Value, rhs: ir.Value, flags: Sequence[str]) -> ir.Value | None:
+    """The value of the integer operation `lhs op rhs`, where its operands decide it."""
+    a, b = _bits(lhs), _bits(rhs)
+    if (a is None and b is None) or lhs.type != rhs.type:
+        return None
+    if a is not None and b is not None:
+        width = lhs.type.width
+        if op in WRAPPING:
+            result = _wrapping(op, a, b, width, flags)
+        elif op in PARTIAL:
+            result = None if flags else PARTIAL[op](a, b, width)
+        else:
+            result = BITWISE[op](a, b)
+        return None if result is None else _constant(lhs.type, result)
+    if a is not None and op in COMMUTATIVE:
+        lhs, rhs, b = rhs, lhs, a
+    return None if b is None else _identity(op, lhs, rhs, b)
+
+
+def _offset(op: str, lhs: ir.Value, rhs: ir.Value) -> tuple[ir.Value, int] | None:
+    """`(x ± c) ± d` as (x, the bits of ±c ± d), where c and d are constants: modulo 2**width
+    the same value, and without the inner or outer flags no more often poison."""
+    d = _bits(rhs)
+    if d is None or op not in ("add", "sub") or type(lhs) is not ir.Instruction \
+            or lhs.opname not in ("add", "sub"):
+        return None
+    x, inner = lhs.operands
+    c = _bits(inner)
+    if c is None:
+        return None
+    return x, (c if lhs.opname == "add" else -c) + (d if op == "add" else -d)
+
+
+def _folding(op: str, emit: Callable) -> Callable:
+    """The builder method of the binary operation `op`: its value where the operands decide
+    it, else the instruction `emit` (an `ir.IRBuilder` method) makes."""
+    def fold_or_emit(self, lhs, rhs, name="", flags=()):
+        folded = _fold(op, lhs, rhs, flags)
+        if folded is not None:
+            return folded
+        offset = _offset(op, lhs, rhs)
+        if offset is not None:
+            x, c = offset
+            total = _constant(x.type, c)
+            return x if _bits(total) == 0 else ir.IRBuilder.add(self, x, total, name)
+        return emit(self, lhs, rhs, name, flags)
+    fold_or_emit.__name__ = emit.__name__
+    return fold_or_emit
+
+
+class FoldingBuilder(ir.IRBuilder):
+    """`ir.IRBuilder` answering with a value, not an instruction, where the operands decide
+    it (see the module docstring)."""
+
+    add = _folding("add", ir.IRBuilder.add)
+    sub = _folding("sub", ir.IRBuilder.sub)
+    mul = _folding("mul", ir.IRBuilder.mul)
+    udiv = _folding("udiv", ir.IRBuilder.udiv)
+    sdiv = _folding("sdiv", ir.IRBuilder.sdiv)
+    urem = _folding("urem", ir.IRBuilder.urem)
+    srem = _folding("srem", ir.IRBuilder.srem)
+    shl = _folding("shl", ir.IRBuilder.shl)
+    lshr = _folding("lshr", ir.IRBuilder.lshr)
+    ashr = _folding("ashr", ir.IRBuilder.ashr)
+    and_ = _folding("and", ir.IRBuilder.and_)
+    or_ = _folding("or", ir.IRBuilder.or_)
+    xor = _folding("xor", ir.IRBuilder.xor)
+
+    def _icmp(self, prefix, cmpop, lhs, rhs, name):
+        a, b = _bits(lhs), _bits(rhs)
+        if a is not None and b is not None and cmpop in COMPARISONS:
+            if prefix == "s":
+                a, b = _signed(a, lhs.type.width), _signed(b, lhs.type.width)
+            return ir.Constant(ir.IntType(1), COMPARISONS[cmpop](a, b))
+        return super()._icmp(prefix, cmpop, lhs, rhs, name)
+
+    def select(self, cond, lhs, rhs, name="", flags=()):
+        known = _bits(cond)
+        if known is not None:
+            return lhs if known else rhs
+        if lhs is rhs:
+            return lhs
+        return super().select(cond, lhs, rhs, name, flags)
+
+    def trunc(self, value, typ, name=""):
+        bits = _bits(value)
+        if bits is not None and isinstance(typ, ir.IntType):
+            return _constant(typ, bits)
+        return super().trunc(value, typ, name)
+
+    def zext(self, value, typ, name=""):
+        bits = _bits(value)
+        if bits is not None and isinstance(typ, ir.IntType):
+            return _constant(typ, bits)
+        return super().zext(value, typ, name)
+
+    def sext(self, value, typ, name=""):
+        bits = _bits(value)
+        if bits is not None and isinstance(typ, ir.IntType):
+            return _constant(typ, _signed(bits, value.type.width))
+        return super().sext(value, typ, name)
+
+    def gep(self, ptr, indices, inbounds=False, name="", source_etype=None):
+        if len(indices) == 1 and _bits(indices[0]) == 0 and source_etype is None:
+            return ptr  # the address itself
+        return super().gep(ptr, indices, inbounds, name, source_etype)
+
+    def extract_value(self, agg, idx, name=""):
+        path = list(idx) if isinstance(idx, (tuple, list)) else [idx]
+        while isinstance(agg, ir.InsertValue):
+            inserted = list(agg.indices)
+            if inserted == path:
+                return agg.value
+            common = min(len(inserted), len(path))
+            if inserted[:common] != path[:common]:
+                agg = agg.aggregate  # another member: the insert left this one as it was
+            elif len(inserted) < len(path):
+                agg, path = agg.value, path[common:]  # within the member inserted
+            else:
+                break  # a member that holds the one inserted
+        if type(agg) is ir.Constant and agg.constant is None:  # zeroinitializer
+            return _zero_member(agg.type, path)
+        return super().extract_value(agg, path, name)
+
+    def copy(self, value: ir.Value) -> ir.Value:
+        """`value + 0` emitted as an instruction: a copy of `value` made here (see
+        `FunctionEmitter.fail_with_values`); a constant needs none."""
+        if isinstance(value, ir.Constant):
+            return value
+        return ir.IRBuilder.add(self, value, ir.Constant(value.type, 0))
+
+
+def _zero_member(ty: ir.Type, path: list[int]) -> ir.Constant:
+    for index in path:
+        ty = ty.elements[index]
+    return ir.Constant(ty, None)
