@@ -4,7 +4,7 @@ integer product kernel (BLAS multiplies floats only)."""
 from __future__ import annotations
 
 import functools
-import re
+import itertools
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -37,11 +37,16 @@ def mismatch_message(kind: str, a_ndim: int, b_ndim: int) -> tuple[str, str]:
         text = str(error)
     else:  # pragma: no cover - NumPy refuses these shapes
         raise AssertionError("NumPy multiplied mismatched shapes")
-    detail = text.replace("{", "{{").replace("}", "}}")
-    for i, size in enumerate(SENTINELS):
-        detail = re.sub(rf"\b{size}\b", "{%d}" % i, detail)  # noqa: UP031 - a "{0}" placeholder
-    fixed = re.sub(r"(?<!\{)\{\d\}(?!\})", "?", detail).replace("{{", "{").replace("}}", "}")
-    return fixed, detail
+    detail = _sentinels_marked(text.replace("{", "{{").replace("}", "}}"), lambda i: f"{{{i}}}")
+    return _sentinels_marked(text, lambda _: "?"), detail
+
+
+def _sentinels_marked(text: str, mark) -> str:
+    """`text` with each number in it that is one of the SENTINELS replaced by mark(its index)
+    (a scan of the digit runs: no regular expression to compile at a first product)."""
+    runs = ("".join(group) for _, group in itertools.groupby(text, str.isdigit))
+    return "".join(mark(SENTINELS.index(int(run))) if run.isdigit() and int(run) in SENTINELS
+                   else run for run in runs)
 
 
 def int_kernel(em: FunctionEmitter, a: ir.Value, a_ndim: int, b: ir.Value, b_ndim: int,

@@ -1,18 +1,6 @@
 """The sorting primitives (ir/ops/sorting.py) in compiled code.
 
-- `sort`: a C-contiguous copy of the input, then NumPy's own kernel of the kind
-  (runtime/npysort.py) on each lane along the axis: in place where the axis is the last
-  (a lane is contiguous), else each lane gathered into a buffer, sorted, written back —
-  what `np.sort` does.
-- `argsort`: each lane's values (the input's own memory where its stride is 1, else a
-  gathered copy) and its indices 0 .. n-1 go to NumPy's argsort kernel, which permutes
-  the indices (in the result where the axis is the last, else in a buffer scattered back).
-
-  Both loop over the lanes in a runtime function (shared.py), one per dtype, kind, rank
-  and axis, which the kernel's module calls once: those loops (a kernel call per lane,
-  strided gathers) are compiled once per process or read from the runtime cache, not
-  by the loops pipeline (jit/split.py) at every first call (sort_rows' first call,
-  docs/benchmarks.md).
+- `sort`, `argsort`: the new array by one call of the runtime (sorted_arrays.py).
 - `take_along`: one walk of the indices in C order, gathering (or scatter-adding into
   zeros) along the axis. Only derivative code makes it: the indices are a permutation.
 - `searchsorted`: NumPy's binary search (npysort/binsearch.cpp), keys in C order, the
@@ -31,181 +19,17 @@ from llvmlite import ir
 
 from ...ir.ops.sorting import search_type
 from ...ir.types import BOOL, I64, ArrayType, ScalarType
-from . import array_layout, copies, nests, new_arrays, owned
+from . import array_layout, nests, new_arrays
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I1, I64_T, element_type
-from .runtime import npysort
 from .scans import _c_strides, _convert, _load, _pointer
-from .shared import shared_function
+from .sorted_arrays import argsort, element_offset, sort
 
 if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
 
-NO_MEMORY = "NumPy's sort could not allocate its work memory"
-
-
 def _i64(value: int) -> ir.Constant:
     return ir.Constant(I64_T, value)
-
-
-def _offset(b: ir.IRBuilder, indices, strides) -> ir.Value:
-    offset = _i64(0)
-    for i, s in zip(indices, strides):
-        offset = b.add(offset, b.mul(i, s, flags=["nsw"]), flags=["nsw"])
-    return offset
-
-
-def _move(b: ir.IRBuilder, source: ir.Value, source_stride: ir.Value, dest: ir.Value,
-          dest_stride: ir.Value, n: ir.Value) -> None:
-    """dest[j * dest_stride] = source[j * source_stride] for j < n (raw elements)."""
-    def body(j):
-        value = b.load(b.gep(source, [b.mul(j, source_stride, flags=["nsw"])]))
-        b.store(value, b.gep(dest, [b.mul(j, dest_stride, flags=["nsw"])]))
-    nests.count_up(b, _i64(0), n, body, ("lane.copy.head", "lane.copy.body", "lane.copy.done"))
-
-
-def _buffer(em: FunctionEmitter, node: Node, dtype: ScalarType, n: ir.Value) -> ir.Value:
-    return new_arrays.allocate(em, node, ArrayType(dtype, 1), [n], zeroed=False)
-
-
-def _check(em: FunctionEmitter, node: Node, status: ir.Value) -> None:
-    em.fail_if(node, em.builder.icmp_signed("<", status, ir.Constant(status.type, 0)),
-               "MemoryError", NO_MEMORY)
-
-
-def _void(b: ir.IRBuilder, pointer: ir.Value) -> ir.Value:
-    return b.bitcast(pointer, npysort.VOID_P)
-
-
-def sort(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    (x,) = args
-    b = em.builder
-    t: ArrayType = node.inputs[0].type
-    k, last = node.attrs["axis"], node.attrs["axis"] == t.ndim - 1
-    dims = [array_layout.dim(b, x, a) for a in range(t.ndim)]
-    out = new_arrays.allocate(em, node, t, dims, zeroed=False)
-    copies.copy(em, x, t, out, t)
-    buffer = None if last else _buffer(em, node, t.dtype, dims[k])
-    space = ir.Constant(element_type(t.dtype).as_pointer(), None) if buffer is None \
-        else b.extract_value(buffer, ARRAY_DATA)
-    kind = node.attrs["kind"]
-    lanes = shared_function(em.module, f"astjit.sort.lanes.{t.dtype}.{kind}.{t.ndim}.{k}",
-                            *_sorted_lanes(t.dtype, kind, t.ndim, k))
-    _check(em, node, b.call(lanes, [b.extract_value(out, ARRAY_DATA), space, *dims]))
-    if buffer is not None:
-        owned.release_now(em, buffer)
-    return out
-
-
-def _sorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
-    """The runtime's `astjit.sort.lanes.<dtype>.<kind>.<ndim>.<axis>`: (data, buffer, *dims) sorts
-    each lane of a C-contiguous array along axis k by NumPy's kernel, in place where k is
-    the last axis, else through `buffer` (room for one lane); the first negative status of
-    the kernel (its work memory), else 0. One function per kind of sort in the process: a
-    kernel's module holds only its call, and its loops module none of the lanes' loops."""
-    last = k == ndim - 1
-    pointer = element_type(dtype).as_pointer()
-
-    def emit(fn, b, data, buffer, *dims):
-        kernel = npysort.declare(fn.module, "sort", dtype, kind)
-        strides, n = _c_strides(b, list(dims)), dims[k]
-        null = ir.Constant(npysort.VOID_P, None)
-
-        def lane(indices):
-            start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
-            if not last:
-                _move(b, start, strides[k], buffer, _i64(1), n)
-            status = b.call(kernel, [_void(b, buffer if not last else start), n, null])
-            _return_if_failed(b, status)
-            if not last:
-                _move(b, buffer, _i64(1), start, strides[k], n)
-
-        _each_lane(b, dims, k, lane)
-        b.ret(ir.Constant(npysort.SORT_TYPE.return_type, 0))
-    fnty = ir.FunctionType(npysort.SORT_TYPE.return_type, [pointer, pointer] + [I64_T] * ndim)
-    return fnty, emit
-
-
-def argsort(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    (x,) = args
-    b = em.builder
-    t: ArrayType = node.inputs[0].type
-    k, last = node.attrs["axis"], node.attrs["axis"] == t.ndim - 1
-    dims = [array_layout.dim(b, x, a) for a in range(t.ndim)]
-    out = new_arrays.allocate(em, node, ArrayType(I64, t.ndim), dims, zeroed=False)
-    values = _buffer(em, node, t.dtype, dims[k])
-    order = None if last else _buffer(em, node, I64, dims[k])
-    kind = node.attrs["kind"]
-    lanes = shared_function(em.module, f"astjit.argsort.lanes.{t.dtype}.{kind}.{t.ndim}.{k}",
-                            *_argsorted_lanes(t.dtype, kind, t.ndim, k))
-    strides = [b.extract_value(x, [ARRAY_STRIDES, a]) for a in range(t.ndim)]
-    space = ir.Constant(I64_T.as_pointer(), None) if order is None \
-        else b.extract_value(order, ARRAY_DATA)
-    _check(em, node, b.call(lanes, [b.extract_value(x, ARRAY_DATA), b.extract_value(out, ARRAY_DATA),
-                                    b.extract_value(values, ARRAY_DATA), space, *dims, *strides]))
-    for buffer in (values, order):
-        if buffer is not None:
-            owned.release_now(em, buffer)
-    return out
-
-
-def _argsorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
-    """The runtime's `astjit.argsort.lanes.<dtype>.<kind>.<ndim>.<axis>`: (x's data, the
-    result's data, `values`, `order`, *x's dims, *x's strides) gives each lane along axis
-    k of the C-contiguous result the order NumPy's kernel sorts x's lane in: the lane's
-    values (x's own memory where its stride is 1, else gathered into `values`) and its
-    indices 0 .. n-1 (in the result where k is the last axis, else in `order`, scattered
-    back); the kernel's first negative status, else 0."""
-    last = k == ndim - 1
-    element = element_type(dtype).as_pointer()
-
-    def emit(fn, b, x, data, values, order, *fields):
-        kernel = npysort.declare(fn.module, "argsort", dtype, kind)
-        dims, x_strides = list(fields[:ndim]), list(fields[ndim:])
-        strides, n, stride = _c_strides(b, dims), dims[k], x_strides[k]
-        null = ir.Constant(npysort.VOID_P, None)
-
-        def lane(indices):
-            source = b.gep(x, [_offset(b, indices, x_strides)])
-            unit = b.icmp_signed("==", stride, _i64(1))
-            with b.if_then(b.not_(unit)):
-                _move(b, source, stride, values, _i64(1), n)
-            lane_values = b.select(unit, source, values)
-            start = b.gep(data, [_offset(b, indices, strides)], inbounds=True)
-            target = start if last else order
-            nests.count_up(b, _i64(0), n, lambda j: b.store(j, b.gep(target, [j])),
-                           ("argsort.iota.head", "argsort.iota.body", "argsort.iota.done"))
-            status = b.call(kernel, [_void(b, lane_values), target, n, null])
-            _return_if_failed(b, status)
-            if not last:
-                _move(b, target, _i64(1), start, strides[k], n)
-
-        _each_lane(b, dims, k, lane)
-        b.ret(ir.Constant(npysort.ARGSORT_TYPE.return_type, 0))
-    fnty = ir.FunctionType(npysort.ARGSORT_TYPE.return_type,
-                           [element, I64_T.as_pointer(), element, I64_T.as_pointer()]
-                           + [I64_T] * (2 * ndim))
-    return fnty, emit
-
-
-def _each_lane(b: ir.IRBuilder, dims: list[ir.Value], k: int, lane) -> None:
-    """lane(indices) for each lane along axis k of an array of `dims`, in C order: the
-    indices of its first element (0 along k)."""
-    kept = [d for a, d in enumerate(dims) if a != k]
-
-    def nest(indices):
-        if len(indices) == len(kept):
-            lane([*indices[:k], _i64(0), *indices[k:]])
-            return
-        nests.count_up(b, _i64(0), kept[len(indices)], lambda i: nest([*indices, i]),
-                       ("lanes.head", "lanes.body", "lanes.done"))
-    nest([])
-
-
-def _return_if_failed(b: ir.IRBuilder, status: ir.Value) -> None:
-    """Return `status` where NumPy's sort kernel failed (negative: its work memory)."""
-    with b.if_then(b.icmp_signed("<", status, ir.Constant(status.type, 0)), likely=False):
-        b.ret(status)
 
 
 def take_along(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
@@ -221,9 +45,9 @@ def take_along(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         j = b.load(_pointer(b, idx, indices))
         moved = [j if a == k else i for a, i in enumerate(indices)]
         if not scatter:
-            b.store(b.load(_pointer(b, x, moved)), b.gep(data, [_offset(b, indices, strides)]))
+            b.store(b.load(_pointer(b, x, moved)), b.gep(data, [element_offset(b, indices, strides)]))
             return
-        target = b.gep(data, [_offset(b, moved, strides)])
+        target = b.gep(data, [element_offset(b, moved, strides)])
         b.store(b.fadd(b.load(target), b.load(_pointer(b, x, indices))), target)
     nests.loop_nest(em, dims, each, "take_along")
     return out
@@ -301,7 +125,7 @@ def searchsorted(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
         b.store(key, previous)
         found = _bisect(em, before, base, stride, b.load(low), b.load(high), key, load_a)
         b.store(found, low)
-        b.store(found, b.gep(data, [_offset(b, indices, strides)]))
+        b.store(found, b.gep(data, [element_offset(b, indices, strides)]))
     with b.if_then(b.icmp_signed(">", new_arrays.size_of_dims(b, dims), _i64(0))):
         nests.loop_nest(em, dims, each, "searchsorted")
     return out

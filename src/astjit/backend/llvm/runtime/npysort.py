@@ -17,7 +17,8 @@ permutes `indices`, which the caller fills with 0 .. n-1. These are the very fun
 The table is located with `PyArray_ArrFuncs`'s layout (21 casts, 4 item functions,
 compare, argmax, dotfunc, scanfunc, fromstr, nonzero, fill, fillwithscalar: `sort` is
 pointer 33, `argsort` 36), and every pointer compiled code uses is verified by calling
-it through ctypes on a small array with ties and NaNs against `np.sort` / `np.argsort`;
+it through ctypes on a small array with ties and NaNs against `np.sort` / `np.argsort`
+(the same bytes);
 a NumPy where that fails (or NumPy 1.x) gets a CompileError, never a crash. The
 addresses are registered with LLVM as `astjit.npysort.<sort|argsort>.<dtype>.<kind>`.
 """
@@ -91,12 +92,11 @@ def _agrees(what: str, address: int, sample, kind: str) -> bool:
         got = sample.copy()
         status = ctypes.CFUNCTYPE(c_int, c_void, c_size, c_void)(address)(
             got.ctypes.data, got.size, None)
-        return status == 0 and numpy.array_equal(got, numpy.sort(sample, kind=kind),
-                                                 equal_nan=True)
+        return status == 0 and got.tobytes() == numpy.sort(sample, kind=kind).tobytes()
     order = numpy.arange(sample.size, dtype=numpy.int64)
     status = ctypes.CFUNCTYPE(c_int, c_void, c_void, c_size, c_void)(address)(
         sample.ctypes.data, order.ctypes.data, sample.size, None)
-    return status == 0 and numpy.array_equal(order, numpy.argsort(sample, kind=kind))
+    return status == 0 and order.tobytes() == numpy.argsort(sample, kind=kind).tobytes()
 
 
 def declare(module: ir.Module, what: str, dtype: ScalarType, kind: str) -> ir.Function:
