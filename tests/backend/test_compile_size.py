@@ -192,3 +192,35 @@ def test_a_gradients_tape_helpers_are_the_runtimes():
                          re.M)
         assert not defined.search(kernel.llvm_ir_optimized)
         assert not defined.search(wrapper.llvm_ir_optimized)
+
+
+def sliced_loss(w, x, b):
+    """Slices of the parameters (add_into of each slice's adjoint) and a bias broadcast over
+    the batch (sum_to_like of its adjoint)."""
+    h = np.tanh(x @ w[:6].reshape((3, 2)) + b)
+    return np.sum(h * w[6:8]) + w[8] * np.sum(h)
+
+
+def test_a_gradients_accumulations_are_the_runtimes():
+    """`add_into` and the un-broadcasting sum are the same nests in every gradient: calls of
+    the runtime's astjit.add_into.* and astjit.sum_to.*, not loops of the kernel's module;
+    the gradient is still the finite differences' (either layout of the adjoint)."""
+    rng = np.random.default_rng(3)
+    w, x, b = rng.standard_normal(9), rng.standard_normal((5, 3)), rng.standard_normal(2)
+    g = jit(grad(sliced_loss, argnums=(0, 2)))
+    gw, gb = g(w, x, b)
+    for k, (value, got) in enumerate(((w, gw), (b, gb))):
+        for i in range(value.size):
+            step = np.zeros_like(value)
+            step[i] = 1e-6
+            args = [w, x, b]
+            args[2 * k] = value + step
+            above = sliced_loss(*args)
+            args[2 * k] = value - step
+            assert abs((above - sliced_loss(*args)) / 2e-6 - got[i]) < 1e-6
+    (spec,) = g.dispatcher.specializations.values()
+    text = spec.compiled.compiled.llvm_ir_optimized
+    for name in ("astjit.add_into.f64.1", "astjit.sum_to.f64.f64.2.1"):
+        assert re.search(rf'^declare [^\n]*@"?{re.escape(name)}"?\(', text, re.M), name
+        assert not re.search(rf'^define [^\n]*@"?{re.escape(name)}"?\(', text, re.M), name
+    assert "add_into.head" not in text and "sum_to.head" not in text

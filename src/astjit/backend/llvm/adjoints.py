@@ -5,7 +5,8 @@ in-place accumulation.
   run time) shape, `g` itself, a new reference (pushed on the owned list, like a
   view); otherwise a new zeroed array of `x`'s shape and dtype (or a scalar)
   into which one loop nest over `g` adds each element at its reduced index
-  (index 0 along an axis where `x` has size 1, leading axes of `g` dropped).
+  (index 0 along an axis where `x` has size 1, leading axes of `g` dropped): the
+  runtime's `astjit.sum_to.*` (shared.py), for an array, one per kind of sum.
   Sums are computed in double and rounded once to `x`'s type; the additions
   carry `reassoc` so the loop vectorizer may reorder them (NumPy's own pairwise
   summation does not add in order either). With attr `reduces` (ir/passes/fuse.py:
@@ -13,7 +14,13 @@ in-place accumulation.
   first tier (codegen.FunctionEmitter.fast_only) the pass-through alone.
 - `add_at(acc, g, *indices)`: one load, add and store at the element (the
   forward read checked the indices; negative ones still count from the end).
-- `add_into(acc, view, g)`: one loop nest over the view, `view[ix] += g[ix]`.
+- `add_into(acc, view, g)`: one loop nest over the view, `view[ix] += g[ix]`: the
+  runtime's `astjit.add_into.<dtype>.<ndim>`.
+
+The two nests are the runtime's, not the kernel's: each is the same few lines for any
+gradient that has one, and in a kernel's loops module each was a function LLVM
+optimized and compiled afresh (a sixth of the hessian's loops module); a call costs
+nanoseconds beside the nest (docs/benchmarks.md).
 - `set_at(acc, v, *indices)`: one store at the element.
 - `zero_into(acc, view)`: one loop nest over the view storing zeros.
 
@@ -30,6 +37,7 @@ from ...ir.ops.complexes import part_type
 from ...ir.types import ArrayType, ScalarType
 from . import array_layout, loop_metadata, nests, new_arrays, owned
 from .lltypes import ARRAY_DATA, ARRAY_STRIDES, I1, I64_T, element_type
+from .shared import Body, shared_function
 
 if TYPE_CHECKING:
     from ...ir.core import Node
@@ -43,17 +51,26 @@ def _i64(value: int) -> ir.Constant:
     return ir.Constant(I64_T, value)
 
 
-def _address(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value],
-             unit: bool = False) -> ir.Value:
-    """The element's address; `unit`: the array steps by one element along its last axis."""
+def _address(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value]) -> ir.Value:
+    """The element's address in the array value `array`."""
+    return _at(b, b.extract_value(array, ARRAY_DATA), _strides(b, array, len(indices)), indices)
+
+
+def _at(b: ir.IRBuilder, data: ir.Value, strides, indices: list[ir.Value],
+        unit: bool = False) -> ir.Value:
+    """The element's address from the data pointer and (element) strides; `unit`: the array
+    steps by one element along its last axis."""
     offset = _i64(0)
-    for axis, index in enumerate(indices):
+    for axis, (index, stride) in enumerate(zip(indices, strides)):
         if unit and axis == len(indices) - 1:
             offset = b.add(offset, index, flags=["nsw"])
             continue
-        stride = b.extract_value(array, [ARRAY_STRIDES, axis])
         offset = b.add(offset, b.mul(index, stride, flags=["nsw"]), flags=["nsw"])
-    return b.gep(b.extract_value(array, ARRAY_DATA), [offset], inbounds=True)
+    return b.gep(data, [offset], inbounds=True)
+
+
+def _strides(b: ir.IRBuilder, array: ir.Value, ndim: int) -> list[ir.Value]:
+    return [b.extract_value(array, [ARRAY_STRIDES, k]) for k in range(ndim)]
 
 
 def _convert(b: ir.IRBuilder, value: ir.Value, source: ScalarType, target: ScalarType) -> ir.Value:
@@ -128,36 +145,58 @@ def _sum_all(em: FunctionEmitter, g: ir.Value, g_t: ArrayType, target: ScalarTyp
 
 def _sum_to(em: FunctionEmitter, node: Node, g: ir.Value, g_t: ArrayType, x: ir.Value,
             x_t: ArrayType) -> ir.Value:
-    """A new array of `x`'s shape and dtype: `g` summed over the axes `x` was broadcast along."""
+    """A new array of `x`'s shape and dtype: `g` summed over the axes `x` was broadcast along,
+    by the runtime's `astjit.sum_to.<g dtype>.<x dtype>.<g ndim>.<x ndim>`."""
     b = em.builder
     x_dims = _dims(b, x, x_t.ndim)
     out = new_arrays.allocate(em, node, x_t, x_dims, zeroed=True)
-    lead = g_t.ndim - x_t.ndim
-    g_dims = _dims(b, g, g_t.ndim)
-    kept = [b.icmp_signed("!=", d, _i64(1)) for d in x_dims]
-    align = array_layout.ITEM_SIZES[x_t.dtype]
-
-    def nest(unit: bool) -> None:
-        def add(ix):
-            target = [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
-            if unit and target:  # the last axis kept: its index as is, the others' selects invariant
-                target[-1] = ix[-1]
-            pointer = _address(b, out, target, unit)
-            element = b.load(_address(b, g, ix, unit), align=array_layout.ITEM_SIZES[g_t.dtype])
-            value = _convert(b, element, g_t.dtype, x_t.dtype)
-            b.store(b.fadd(b.load(pointer, align=align), value, flags=FLAGS), pointer,
-                    align=align)
-        nests.loop_nest(em, g_dims, add, "sum_to")
-
-    # The common case, a bias's gradient (leading axes summed away, or axes of length 1
-    # in `x`, the last axis kept): `out[j] += g[i, j]` with unit steps, which the loop
-    # vectorizer takes. A batch of biases' gradients (`x` of shape (n, 1, k), vmap and
-    # jacfwd of a gradient) is this case too, so a first tier takes it.
-    fast = b.icmp_signed("==", b.extract_value(g, [ARRAY_STRIDES, g_t.ndim - 1]), _i64(1))
-    if x_dims:
-        fast = b.and_(fast, b.icmp_signed("==", x_dims[-1], g_dims[-1]))
-    loop_metadata.unit_or_strided(em, fast, nest)
+    function = shared_function(em.module, f"astjit.sum_to.{g_t.dtype}.{x_t.dtype}.{g_t.ndim}."
+                               f"{x_t.ndim}", *_sum_to_function(g_t, x_t))
+    b.call(function, [b.extract_value(out, ARRAY_DATA), *x_dims, *_strides(b, out, x_t.ndim),
+                      b.extract_value(g, ARRAY_DATA), *_dims(b, g, g_t.ndim),
+                      *_strides(b, g, g_t.ndim)])
     return out
+
+
+def _sum_to_function(g_t: ArrayType, x_t: ArrayType):
+    """(out, out dims, out strides, g, g dims, g strides): `g` added into the zeroed `out`
+    (new, so `noalias`: no run-time overlap check) at each element's reduced index."""
+    def emit(fn, b, out, *fields):
+        fn.args[0].add_attribute("noalias")
+        body = Body(fn, b)
+        x_dims, out_strides = fields[:x_t.ndim], fields[x_t.ndim:2 * x_t.ndim]
+        g, g_dims, g_strides = fields[2 * x_t.ndim], fields[2 * x_t.ndim + 1:][:g_t.ndim], \
+            fields[2 * x_t.ndim + 1 + g_t.ndim:]
+        lead = g_t.ndim - x_t.ndim
+        kept = [b.icmp_signed("!=", d, _i64(1)) for d in x_dims]
+        align = array_layout.ITEM_SIZES[x_t.dtype]
+
+        def nest(unit: bool) -> None:
+            def add(ix):
+                target = [b.select(keep, i, _i64(0)) for keep, i in zip(kept, ix[lead:])]
+                if unit and target:  # the last axis kept: its index as is, the others' selects invariant
+                    target[-1] = ix[-1]
+                pointer = _at(b, out, out_strides, target, unit)
+                element = b.load(_at(b, g, g_strides, ix, unit),
+                                 align=array_layout.ITEM_SIZES[g_t.dtype])
+                value = _convert(b, element, g_t.dtype, x_t.dtype)
+                b.store(b.fadd(b.load(pointer, align=align), value, flags=FLAGS), pointer,
+                        align=align)
+            nests.loop_nest(body, list(g_dims), add, "sum_to")
+
+        # The common case, a bias's gradient (leading axes summed away, or axes of length 1
+        # in `x`, the last axis kept): `out[j] += g[i, j]` with unit steps, which the loop
+        # vectorizer takes. A batch of biases' gradients (`x` of shape (n, 1, k), vmap and
+        # jacfwd of a gradient) is this case too.
+        fast = b.icmp_signed("==", g_strides[-1], _i64(1))
+        if x_dims:
+            fast = b.and_(fast, b.icmp_signed("==", x_dims[-1], g_dims[-1]))
+        loop_metadata.unit_or_strided(body, fast, nest)
+        b.ret_void()
+    fnty = ir.FunctionType(ir.VoidType(), [element_type(x_t.dtype).as_pointer()]
+                           + [I64_T] * (2 * x_t.ndim)
+                           + [element_type(g_t.dtype).as_pointer()] + [I64_T] * (2 * g_t.ndim))
+    return fnty, emit
 
 
 # ---- in-place accumulation ---------------------------------------------------------------------
@@ -173,18 +212,36 @@ def add_at(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 
 def add_into(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """view += g, elementwise (the two have one shape: g is the adjoint of that view)."""
+    """view += g, elementwise (the two have one shape: g is the adjoint of that view), by the
+    runtime's `astjit.add_into.<dtype>.<ndim>`."""
     b = em.builder
     acc, view, g = args
     t = node.inputs[1].type
-    align = array_layout.ITEM_SIZES[t.dtype]
-
-    def add(ix):
-        pointer = _address(b, view, ix)
-        total = b.fadd(b.load(pointer, align=align), _load(b, g, t, ix))
-        b.store(total, pointer, align=align)
-    nests.loop_nest(em, _dims(b, view, t.ndim), add, "add_into")
+    function = shared_function(em.module, f"astjit.add_into.{t.dtype}.{t.ndim}",
+                               *_add_into_function(t))
+    b.call(function, [b.extract_value(view, ARRAY_DATA), b.extract_value(g, ARRAY_DATA),
+                      *_dims(b, view, t.ndim), *_strides(b, view, t.ndim),
+                      *_strides(b, g, t.ndim)])
     return acc
+
+
+def _add_into_function(t: ArrayType):
+    """(view, g, dims, view strides, g strides): view[ix] += g[ix] over the dims. The two may
+    overlap (g may be a view of the accumulator): LLVM checks that at run time."""
+    def emit(fn, b, view, g, *fields):
+        dims, view_strides, g_strides = fields[:t.ndim], fields[t.ndim:2 * t.ndim], \
+            fields[2 * t.ndim:]
+        align = array_layout.ITEM_SIZES[t.dtype]
+
+        def add(ix):
+            pointer = _at(b, view, view_strides, ix)
+            total = b.fadd(b.load(pointer, align=align),
+                           b.load(_at(b, g, g_strides, ix), align=align))
+            b.store(total, pointer, align=align)
+        nests.loop_nest(Body(fn, b), list(dims), add, "add_into")
+        b.ret_void()
+    pointer = element_type(t.dtype).as_pointer()
+    return ir.FunctionType(ir.VoidType(), [pointer, pointer] + [I64_T] * (3 * t.ndim)), emit
 
 
 def set_at(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
