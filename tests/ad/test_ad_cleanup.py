@@ -280,3 +280,53 @@ def test_gradient_spread_over_a_lookup_reads_the_adjoint_as_it_is():
     for k in range(5):
         np.testing.assert_allclose(got[k], central_difference(loss, (E, idx[k], y[k]), 0),
                                    rtol=1e-6, atol=1e-7)
+
+
+def broadcast_zeros(w, n):           # a filled array repeated and copied: np.zeros((n, k))
+    return np.broadcast_to(np.zeros_like(w), (w.shape[0] + n * 0, w.shape[0])).copy()
+
+
+def broadcast_ones_written(w, n):    # the copy written into: still a new array of its own
+    y = np.broadcast_to(np.ones_like(w), (w.shape[0], w.shape[0])).copy()
+    y[0] = w
+    return y
+
+
+def broadcast_to_unknown(w, n):      # a length of unknown sign: the broadcast may raise
+    return np.broadcast_to(np.zeros_like(w), (n, w.shape[0])).copy()
+
+
+@pytest.mark.parametrize("fn,folded", [(broadcast_zeros, True), (broadcast_ones_written, True),
+                                       (broadcast_to_unknown, False)])
+def test_a_filled_array_broadcast_and_copied_is_one_new_array(fn, folded):
+    w = rng.standard_normal(3)
+    for n in (2, 0):
+        got, want = jit(fn)(w, n), fn(w, n)
+        assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError):
+        jit(broadcast_to_unknown)(w, -1)
+    _, final = stages(fn, (w, 2))
+    ops = [n.op for g in final.graphs.values() for n in all_nodes(g)]
+    assert ("array_copy" not in ops and "array_broadcast_to" not in ops) == folded
+
+
+def test_a_hessians_accumulator_is_one_new_array():
+    """jacfwd of a gradient copies the gradient's zeroed accumulator once per column: a zeroed
+    (21, 21) array, not zeros(21) broadcast and copied; the hessian matches the gradient's
+    finite differences."""
+    from astjit import hessian
+
+    def loss(w, x):
+        return np.sum(np.tanh(x @ w[:6].reshape((3, 2)) + w[6:8]) * w[8])
+
+    w, x = rng.standard_normal(9), rng.standard_normal((4, 3))
+    h = jit(hessian(loss))
+    text = h.ir(w, x, stage="optimized")
+    assert "array_copy" not in text and "array_new %" in text
+    g = jit(grad(loss))
+    for i in range(9):
+        step = np.zeros(9)
+        step[i] = 1e-6
+        np.testing.assert_allclose(h(w, x)[i], (g(w + step, x) - g(w - step, x)) / 2e-6,
+                                   rtol=1e-5, atol=1e-7)

@@ -22,6 +22,14 @@ shape (a derivative such as `1 - t * t`, `t` of `x`'s shape). When every reader 
 sum is such an op, with another operand of the filled array's shape (symbolic shapes),
 the sum becomes `c + b`, of `b`'s shape: each reader broadcasts it to the same elements,
 so the rule is exact too, and fusion reads `b` with stride 0 instead of a zeroed array of the whole shape.
+
+A filled array broadcast and copied is a new array of the broadcast's shape filled with the
+same constant: `np.broadcast_to(np.zeros_like(w), (n, k)).copy()` -> `np.zeros((n, k))`.
+vmap and jacfwd make one of each accumulator reverse mode fills (ops/batching.py
+`materialized`: a copy per example to write into). Where symbolic shapes prove the
+broadcast cannot raise, and nothing but readers uses the filled array and its broadcast,
+one allocation replaces three ops (the small filled array, the view, the copy); DCE drops
+what is left unused.
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ from collections import Counter
 
 from ..core import Graph, Module, Node, Value
 from ..ops.elementwise import is_array_elementwise
+from ..ops.table import OPS
 from ..symbolic_shapes import symbolic_shapes
 from ..types import ArrayType
 from .rewrite import make_const
@@ -67,6 +76,9 @@ def _fold_graph(graph: Graph) -> None:
                                                      smaller)
                 if replacement is not None:
                     smaller.add(node.outputs[0])
+        elif node.op == "array_copy":
+            shapes = shapes or symbolic_shapes(graph)
+            replacement = _filled_copy(node, defs, readers, shapes)
         if replacement is None:
             nodes.append(node)
             continue
@@ -119,6 +131,25 @@ def _filled_plus_broadcast(node: Node, defs: dict[Value, Node], written: set[Val
         make_const(fill, made.attrs["fill"])
         return [fill, Node("add", [fill.outputs[0], other], node.outputs, loc=node.loc)]
     return None
+
+
+def _filled_copy(node: Node, defs: dict[Value, Node], readers: dict[Value, list[Node]],
+                 shapes) -> list[Node] | None:
+    """`node`, an `array_copy` of a broadcast of a constant-filled array, as one `array_new` of
+    the broadcast's dims filled with that constant, when `shapes` prove the broadcast cannot
+    raise and every other use of the two is a read (so the filled array still holds the
+    constant); None otherwise."""
+    view = defs.get(node.inputs[0])
+    made = defs.get(view.inputs[0]) if view is not None and view.op == "array_broadcast_to" \
+        else None
+    if (made is None or not _constant_fill(made)
+            or not OPS["array_broadcast_to"].cannot_raise(view, lambda: shapes)
+            or any(r is not view and r.op not in READERS for r in readers[made.outputs[0]])
+            or any(r is not node and r.op not in READERS for r in readers[view.outputs[0]])):
+        return None
+    return [Node("array_new", view.inputs[1:], node.outputs,
+                 {"dtype": node.outputs[0].type.dtype, "fill": made.attrs["fill"]},
+                 loc=node.loc)]
 
 
 def _readers(graph: Graph) -> dict[Value, list[Node]]:
