@@ -18,7 +18,7 @@ import numpy as np
 from mlp_case import mlp_arrays, mlp_step, mlp_step_by_hand
 from scalar_functions import is_even
 
-from astjit import grad, jit
+from astjit import grad, jacfwd, jit
 from astjit.backend.llvm.runtime import blas
 
 
@@ -224,3 +224,20 @@ def test_a_gradients_accumulations_are_the_runtimes():
         assert re.search(rf'^declare [^\n]*@"?{re.escape(name)}"?\(', text, re.M), name
         assert not re.search(rf'^define [^\n]*@"?{re.escape(name)}"?\(', text, re.M), name
     assert "add_into.head" not in text and "sum_to.head" not in text
+
+
+def jacobian_of_tanh(x):
+    return np.tanh(x) * 2.0
+
+
+def test_eyes_diagonal_is_the_runtimes():
+    """np.eye's ones (jacfwd builds an identity in every kernel) are a call of the runtime's
+    astjit.eye.<dtype>, not a loop of the kernel's module."""
+    x = np.linspace(-1.0, 1.0, 4)
+    f = jit(jacfwd(jacobian_of_tanh))
+    np.testing.assert_allclose(f(x), np.diag(2.0 / np.cosh(x) ** 2), rtol=1e-12)
+    (spec,) = f.dispatcher.specializations.values()
+    text = spec.compiled.compiled.llvm_ir_optimized
+    assert re.search(r'^declare [^\n]*@"?astjit\.eye\.f64"?\(', text, re.M)
+    assert not re.search(r'^define [^\n]*@"?astjit\.eye\.f64"?\(', text, re.M)
+    assert "diagonal.head" not in text

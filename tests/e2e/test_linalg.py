@@ -442,6 +442,27 @@ def test_eye_matches_numpy():
     check_all(eye, -1)  # NumPy's "negative dimensions are not allowed"
 
 
+def eye_of(dtype):
+    def eye_typed(n, m, k):
+        return np.eye(n, m, k, dtype), np.eye(n, M=m, k=k, dtype=dtype).T, np.eye(n, dtype=dtype)
+    return eye_typed
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64, np.float32, np.float64,
+                                   np.complex64, np.complex128])
+def test_eye_of_every_dtype_is_numpys_bit_for_bit(dtype):
+    """The runtime's astjit.eye.<dtype> (one per dtype, shape and k its arguments) stores
+    NumPy's ones on every diagonal of every shape, past the edges too."""
+    expected, compiled = eye_of(dtype), jit(eye_of(dtype))
+    for n in (0, 1, 3, 5):
+        for m in (0, 1, 4, 7):
+            for k in range(-8, 9):
+                for want, got in zip(expected(n, m, k), compiled(n, m, k)):
+                    assert (got.dtype, got.shape) == (want.dtype, want.shape), (n, m, k)
+                    assert got.tobytes() == want.tobytes(), (n, m, k)
+
+
 # ---- ownership and memory ------------------------------------------------------------------------
 
 def traced_growth(run, repeat=200):

@@ -27,7 +27,11 @@ dimension past 2**31 - 1 is a ValueError.
 diagonal k; of a matrix it is a view (copies.py's `build`: a new reference to
 the owner, data at the diagonal's first element, stride s0 + s1), which `fused` nests
 read at that stride in their fast version too (`FunctionEmitter.strided`). `eye`
-allocates zeros (calloc) and stores ones on diagonal k.
+allocates zeros (calloc), then calls the runtime's `astjit.eye.<dtype>`, which stores ones
+on diagonal k of the new matrix (its shape and k are the call's arguments): the same loop
+for every np.eye of a dtype (jacfwd builds one per kernel), so it is compiled once per
+process or linked from the runtime cache, not optimized and compiled again in each
+kernel's loops module.
 """
 from __future__ import annotations
 
@@ -51,10 +55,10 @@ from .blas_calls import (
 )
 from .complex_products import complex_dot
 from .factorizations import ROUTINES as LAPACK_ROUTINES
-from .lltypes import ARRAY_DATA, I1, I8, I64_T, constant, lltype
+from .lltypes import ARRAY_DATA, I1, I8, I64_T, constant, element_type, lltype
 from .new_products import new_product
 from .product_kernels import int_kernel, mismatch_message
-from .shared import shared_function
+from .shared import Body, shared_function
 from .stacked_products import stacked_product
 
 if TYPE_CHECKING:
@@ -201,14 +205,31 @@ def diag(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
 
 
 def eye(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
-    """np.eye(n, m, k, dtype): zeros (calloc), then ones on diagonal k."""
+    """np.eye(n, m, k, dtype): zeros (calloc), then the runtime's `astjit.eye.<dtype>`."""
+    b = em.builder
     n, m, k = args
-    out_t = node.outputs[0].type
-    new_arrays.check_dims(em, node, out_t.dtype, [n, m])
-    out = new_arrays.allocate(em, node, out_t, [n, m], zeroed=True)
-    one = ir.Constant(I8, 1) if out_t.dtype == BOOL else constant(out_t.dtype, 1)
-    store_diagonal(em, out, out_t, k, lambda i: one)
+    dtype = node.outputs[0].type.dtype
+    new_arrays.check_dims(em, node, dtype, [n, m])
+    out = new_arrays.allocate(em, node, node.outputs[0].type, [n, m], zeroed=True)
+    ones = shared_function(em.module, f"astjit.eye.{dtype}", *_eye_function(dtype))
+    b.call(ones, [b.extract_value(out, ARRAY_DATA), n, m, k])
     return out
+
+
+def _eye_function(dtype: ScalarType):
+    """(data, rows, cols, k): ones on diagonal k of a new C-contiguous rows x cols matrix."""
+    def emit(fn, b, data, rows, cols, k):
+        one = ir.Constant(I8, 1) if dtype == BOOL else constant(dtype, 1)
+        start = diagonal_start(b, k, cols, i64_constant(1))
+        step = b.add(cols, i64_constant(1))
+
+        def store_one(indices):
+            (i,) = indices
+            b.store(one, b.gep(data, [b.add(start, b.mul(i, step))]),
+                    align=array_layout.ITEM_SIZES[dtype])
+        nests.loop_nest(Body(fn, b), [diagonal_length(b, rows, cols, k)], store_one, "diagonal")
+        b.ret_void()
+    return ir.FunctionType(ir.VoidType(), [element_type(dtype).as_pointer()] + [I64_T] * 3), emit
 
 
 ROUTINES = {"matmul": matmul, "diag": diag, "eye": eye, **LAPACK_ROUTINES}
