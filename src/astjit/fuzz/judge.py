@@ -245,15 +245,9 @@ def check_gradient(module, fn, value: float) -> str:
 def flat_nearby(module, fn, at: tuple[int, ...], value: float) -> bool:
     """Whether the function is bit-equal to `value` a few ulps of the argument `at` either side
     (locally constant: a floor, `//` or round of what the argument moves)."""
-    x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
     for ulps in (4, 64):
         for sign in (1.0, -1.0):
-            args = list(module.make_args())
-            moved = x + sign * ulps * math.ulp(x)
-            if len(at) == 1:
-                args[at[0]] = type(args[at[0]])(moved)
-            else:
-                args[at[0]][at[1]] = moved
+            args = ulps_away(module, at, sign * ulps)
             kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
             if kind != "ok" or type(result) is not float or result != value:
                 return False
@@ -267,15 +261,9 @@ def noisy(module, fn, at: tuple[int, ...], number: int, derivative: float) -> bo
     factor (`1e300 % (x * (p * p / (p * p)))`: p * p / (p * p)'s derivative is 0 in the
     reals, about 1e-17 in floats, each mode's a different one), which no mode gets right;
     a wrong derivative of a true slope stays put across adjacent floats."""
-    x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
     for ulps in (1, 4):
         for sign in (1.0, -1.0):
-            args = list(module.make_args())
-            moved = x + sign * ulps * math.ulp(x)
-            if len(at) == 1:
-                args[at[0]] = type(args[at[0]])(moved)
-            else:
-                args[at[0]][at[1]] = moved
+            args = ulps_away(module, at, sign * ulps)
             kind, result = timed(COMPILED_SECONDS, lambda: astjit.value_and_grad(
                 fn, argnums=module.GRAD_ARGNUMS)(*args))
             if kind != "ok":
@@ -284,6 +272,19 @@ def noisy(module, fn, at: tuple[int, ...], number: int, derivative: float) -> bo
             if not close(there, derivative, 0.0):
                 return True
     return False
+
+
+def ulps_away(module, at: tuple[int, ...], ulps: float) -> list:
+    """The arguments with argument `at` ((argnum,) or (argnum, element)) moved `ulps` of its
+    ulps."""
+    args = list(module.make_args())
+    x = float(np.asarray(args[at[0]])[at[1:]])
+    moved = x + ulps * math.ulp(x)
+    if len(at) == 1:
+        args[at[0]] = type(args[at[0]])(moved)
+    else:
+        args[at[0]][at[1]] = moved
+    return args
 
 
 def forward_derivatives(module, fn) -> list[float] | str:

@@ -223,22 +223,16 @@ class FoldingBuilder(ir.IRBuilder):
         return super().select(cond, lhs, rhs, name, flags)
 
     def trunc(self, value, typ, name=""):
-        bits = _bits(value)
-        if bits is not None and isinstance(typ, ir.IntType):
-            return _constant(typ, bits)
-        return super().trunc(value, typ, name)
+        folded = _cast(value, typ, signed=False)
+        return super().trunc(value, typ, name) if folded is None else folded
 
     def zext(self, value, typ, name=""):
-        bits = _bits(value)
-        if bits is not None and isinstance(typ, ir.IntType):
-            return _constant(typ, bits)
-        return super().zext(value, typ, name)
+        folded = _cast(value, typ, signed=False)
+        return super().zext(value, typ, name) if folded is None else folded
 
     def sext(self, value, typ, name=""):
-        bits = _bits(value)
-        if bits is not None and isinstance(typ, ir.IntType):
-            return _constant(typ, _signed(bits, value.type.width))
-        return super().sext(value, typ, name)
+        folded = _cast(value, typ, signed=True)
+        return super().sext(value, typ, name) if folded is None else folded
 
     def gep(self, ptr, indices, inbounds=False, name="", source_etype=None):
         if len(indices) == 1 and _bits(indices[0]) == 0 and source_etype is None:
@@ -268,6 +262,15 @@ class FoldingBuilder(ir.IRBuilder):
         if isinstance(value, ir.Constant):
             return value
         return ir.IRBuilder.add(self, value, ir.Constant(value.type, 0))
+
+
+def _cast(value: ir.Value, typ: ir.Type, signed: bool) -> ir.Constant | None:
+    """A constant integer `value` as the integer type `typ` (its bits cut to the width, or
+    extended with zeros, or with its sign where `signed`); None where `value` is not one."""
+    bits = _bits(value)
+    if bits is None or not isinstance(typ, ir.IntType):
+        return None
+    return _constant(typ, _signed(bits, value.type.width) if signed else bits)
 
 
 def _zero_member(ty: ir.Type, path: list[int]) -> ir.Constant:
