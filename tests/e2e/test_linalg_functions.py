@@ -281,6 +281,30 @@ def test_norm_of_a_number_and_of_empty_arrays():
             assert np.array_equal(got, expected)
 
 
+def largest_norms(x):
+    return (np.linalg.norm(x, np.inf), np.linalg.norm(x, 1), np.linalg.norm(x, np.inf, 1),
+            np.linalg.norm(x, np.inf, 0, True), np.linalg.norm(x, 1, (1, 0), True))
+
+
+def smallest_norm(x):
+    return np.linalg.norm(x, -np.inf)
+
+
+def test_the_max_norms_of_empty_axes_are_zero_as_numpys():
+    """NumPy takes the max of an inf or 1 norm with `initial=0`: 0 for an empty axis (a NaN
+    still propagates), where the min of the -inf norm raises its ValueError."""
+    compiled = jit(largest_norms)
+    for x in (np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((0, 0)),
+              np.array([[1.0, np.nan], [-4.0, 2.0]]), RNG.standard_normal((3, 4))):
+        for got, expected in zip(compiled(x), largest_norms(x)):
+            assert np.shape(got) == np.shape(expected) and got.dtype == expected.dtype
+            assert np.array_equal(got, expected, equal_nan=True), (x.shape, got, expected)
+    with pytest.raises(ValueError, match="zero-size array"):
+        smallest_norm(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="zero-size array"):
+        jit(smallest_norm)(np.zeros((0, 3)))
+
+
 def matrix_two_norm(x):
     return np.linalg.norm(x, 2)
 

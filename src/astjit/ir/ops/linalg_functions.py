@@ -33,6 +33,7 @@ from __future__ import annotations
 from ..types import BOOL, C64, C128, F32, F64, I64, ArrayType, ScalarType, strong
 from .declare import _def
 from .shape_functions import _Emitter as Emitter
+from .shape_functions import extremum
 from .table import OpTypeError, Refused
 
 _RESOLVED = "np.dot(), np.einsum(), np.linalg.* calls are replaced by primitives in type inference"
@@ -104,6 +105,15 @@ def _reduce(em: Emitter, x, kind: str, axes, keepdims: bool):
     return em.op("reduce", x, kind=kind, axis=axes, keepdims=keepdims, dtype=None)
 
 
+def _largest(em: Emitter, magnitudes, kind: str, axes, keepdims: bool):
+    """The max (or min) of non-negative `magnitudes` along `axes`: NumPy's norms take the max
+    with `initial=0`, so an empty axis gives 0 (a NaN still propagates), and the min without,
+    so an empty axis raises NumPy's ValueError."""
+    if kind == "max":
+        return extremum(em, magnitudes, em.const(0), "max", axes, keepdims)
+    return _reduce(em, magnitudes, kind, axes, keepdims)
+
+
 def _two_norm(em: Emitter, x, axes, keepdims: bool):
     """sqrt(sum(|x|^2)): of a complex x, |x|^2 is real(x)^2 + imag(x)^2 (NumPy's)."""
     if x.type.dtype.is_complex:
@@ -161,7 +171,7 @@ def _vector_norm(em: Emitter, x, ord, axes, keepdims: bool):
     if isinstance(ord, str) or isinstance(ord, bool):
         em.fail(f"Invalid norm order '{ord}' for vectors")
     if ord in (inf, -inf):
-        return _reduce(em, em.op("abs", x), "max" if ord > 0 else "min", axes, keepdims)
+        return _largest(em, em.op("abs", x), "max" if ord > 0 else "min", axes, keepdims)
     if ord == 0:
         real = {C64: F32, C128: F64}.get(x.type.dtype, x.type.dtype)
         nonzero = em.astype(em.op("ne", x, em.const(0.0)), real)
@@ -187,9 +197,9 @@ def _matrix_norm(em: Emitter, x, ord, axes, keepdims: bool):
     kind = "max" if ord > 0 else "min"
     summed, last = (row, col) if ord in (1, -1) else (col, row)
     if keepdims:  # the axes stay where they are
-        return _reduce(em, _reduce(em, absx, "sum", (summed,), True), kind, (last,), True)
+        return _largest(em, _reduce(em, absx, "sum", (summed,), True), kind, (last,), True)
     last -= last > summed
-    return _reduce(em, _reduce(em, absx, "sum", (summed,), False), kind, (last,), False)
+    return _largest(em, _reduce(em, absx, "sum", (summed,), False), kind, (last,), False)
 
 
 # ---- LAPACK functions ---------------------------------------------------------------------
