@@ -16,13 +16,13 @@ in-place accumulation.
   forward read checked the indices; negative ones still count from the end).
 - `add_into(acc, view, g)`: one loop nest over the view, `view[ix] += g[ix]`: the
   runtime's `astjit.add_into.<dtype>.<ndim>`.
-
-The two nests are the runtime's, not the kernel's: each is the same few lines for any
-gradient that has one, and in a kernel's loops module each was a function LLVM
-optimized and compiled afresh (a sixth of the hessian's loops module); a call costs
-nanoseconds beside the nest (docs/benchmarks.md).
 - `set_at(acc, v, *indices)`: one store at the element.
 - `zero_into(acc, view)`: one loop nest over the view storing zeros.
+
+The sum's and add_into's nests are the runtime's, not the kernel's: each is the same
+few lines for any gradient that has one, and in a kernel's loops module each was a
+function LLVM optimized and compiled afresh (a sixth of the hessian's loops module); a call costs
+nanoseconds beside the nest (docs/benchmarks.md).
 
 The accumulating ops return `acc`'s struct unchanged: the reference moves from
 the input to the result (they consume it), so they touch no reference count.
