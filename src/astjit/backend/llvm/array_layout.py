@@ -246,3 +246,12 @@ def accepts(value, t: ArrayType) -> bool:
     item = dt.itemsize
     return value.ctypes.data % item == 0 and all(
         stride % item == 0 for size, stride in zip(value.shape, value.strides) if size > 1)
+
+
+def c_strides(b: ir.IRBuilder, dims: list[ir.Value]) -> list[ir.Value]:
+    """Element strides of a C-contiguous array of shape `dims` (the last one the constant 1)."""
+    strides, stride = [], ir.Constant(I64_T, 1)
+    for d in reversed(dims):
+        strides.append(stride)
+        stride = b.mul(stride, d, flags=["nsw"])
+    return strides[::-1]

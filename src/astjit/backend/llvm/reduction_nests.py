@@ -217,7 +217,7 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
             else [dims[a] for a in kept]
         new_arrays.check_dims(em, node, result_type.dtype, shape)
         out = new_arrays.allocate(em, node, result_type, shape, zeroed=False)
-        out_strides = _c_strides(b, [dims[a] for a in kept])
+        out_strides = array_layout.c_strides(b, [dims[a] for a in kept])
         if not register:
             new_arrays.fill(em, element, identity(kind, element), b.extract_value(out, ARRAY_DATA),
                         new_arrays.size_of_dims(b, shape))
@@ -327,15 +327,6 @@ def _has_avx512() -> bool:
     """Whether the host has 512-bit vectors: LLVM's default for it is 256-bit vectors,
     but a reduction streams memory, and 512-bit loads ran faster (docs/measurements.md)."""
     return "avx512f" in host_features()
-
-
-def _c_strides(b: ir.IRBuilder, dims: list[ir.Value]) -> list[ir.Value]:
-    """Element strides of a C-contiguous array of shape `dims` (the last one the constant 1)."""
-    strides, stride = [], _i64(1)
-    for d in reversed(dims):
-        strides.append(stride)
-        stride = b.mul(stride, d, flags=["nsw"])
-    return strides[::-1]
 
 
 def _element(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],

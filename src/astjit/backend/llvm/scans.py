@@ -64,18 +64,10 @@ def _pointer(b: ir.IRBuilder, array: ir.Value, indices: list[ir.Value]) -> ir.Va
     return b.gep(b.extract_value(array, ARRAY_DATA), [offset], inbounds=True)
 
 
-def _c_strides(b: ir.IRBuilder, dims: list[ir.Value]) -> list[ir.Value]:
-    strides, stride = [], _i64(1)
-    for d in reversed(dims):
-        strides.append(stride)
-        stride = b.mul(stride, d, flags=["nsw"])
-    return strides[::-1]
-
-
 def _c_contiguous(b: ir.IRBuilder, array: ir.Value, dims: list[ir.Value]) -> ir.Value:
     """Whether every axis longer than 1 has its C-order stride."""
     ok = ir.Constant(I1, 1)
-    for axis, (d, want) in enumerate(zip(dims, _c_strides(b, dims))):
+    for axis, (d, want) in enumerate(zip(dims, array_layout.c_strides(b, dims))):
         have = b.extract_value(array, [ARRAY_STRIDES, axis])
         fits = b.or_(b.icmp_signed("<=", d, _i64(1)), b.icmp_signed("==", have, want))
         ok = b.and_(ok, fits)
@@ -199,7 +191,7 @@ def arg_reduce(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
         else kept
     new_arrays.check_dims(em, node, result.dtype, shape)
     out = new_arrays.allocate(em, node, result, shape, zeroed=False)
-    out_strides = _c_strides(b, kept)
+    out_strides = array_layout.c_strides(b, kept)
     out_data = b.extract_value(out, ARRAY_DATA)
 
     x_strides = [b.extract_value(x, [ARRAY_STRIDES, a]) for a in range(t.ndim) if a != k]
@@ -324,7 +316,7 @@ def scan(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     new_arrays.check_dims(em, node, out_t.dtype, out_dims)
     out = new_arrays.allocate(em, node, out_t, out_dims, zeroed=False)
     data = b.extract_value(out, ARRAY_DATA)
-    c_strides = _c_strides(b, dims)
+    c_strides = array_layout.c_strides(b, dims)
     k = None if axis is None else axis[0] % t.ndim
     step = _i64(1) if k is None else c_strides[k]
     flipped = set(range(t.ndim)) if reverse and k is None else {k} if reverse else set()

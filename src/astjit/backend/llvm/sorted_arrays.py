@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.types import I64, ArrayType, ScalarType
-from . import copies, nests, new_arrays, owned
+from . import array_layout, copies, nests, new_arrays, owned
 from . import messages as msg
 from .lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I32_T, I64_T, element_type, lltype
 from .runtime import npysort, numpy_api
 from .runtime.pyapi import PYOBJ, declare
-from .scans import _c_strides
 from .shared import shared_function
 
 if TYPE_CHECKING:
@@ -196,7 +195,7 @@ def _sorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
 
     def emit(fn, b, data, buffer, *dims):
         kernel = npysort.declare(fn.module, "sort", dtype, kind)
-        strides, n = _c_strides(b, list(dims)), dims[k]
+        strides, n = array_layout.c_strides(b, list(dims)), dims[k]
         null = ir.Constant(npysort.VOID_P, None)
 
         def lane(indices):
@@ -227,7 +226,7 @@ def _argsorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
     def emit(fn, b, x, data, values, order, *fields):
         kernel = npysort.declare(fn.module, "argsort", dtype, kind)
         dims, x_strides = list(fields[:ndim]), list(fields[ndim:])
-        strides, n, stride = _c_strides(b, dims), dims[k], x_strides[k]
+        strides, n, stride = array_layout.c_strides(b, dims), dims[k], x_strides[k]
         null = ir.Constant(npysort.VOID_P, None)
 
         def lane(indices):

@@ -21,7 +21,7 @@ from ...ir.ops.sorting import search_type
 from ...ir.types import BOOL, I64, ArrayType, ScalarType
 from . import array_layout, nests, new_arrays
 from .lltypes import ARRAY_DATA, ARRAY_SHAPE, ARRAY_STRIDES, I1, I64_T, element_type
-from .scans import _c_strides, _convert, _load, _pointer
+from .scans import _convert, _load, _pointer
 from .sorted_arrays import argsort, element_offset, sort
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def take_along(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Valu
     k, scatter = node.attrs["axis"], node.attrs["scatter"]
     dims = [array_layout.dim(b, idx, a) for a in range(t.ndim)]
     out = new_arrays.allocate(em, node, t, dims, zeroed=scatter)
-    data, strides = b.extract_value(out, ARRAY_DATA), _c_strides(b, dims)
+    data, strides = b.extract_value(out, ARRAY_DATA), array_layout.c_strides(b, dims)
 
     def each(indices):
         j = b.load(_pointer(b, idx, indices))
@@ -107,7 +107,7 @@ def searchsorted(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Va
         return _bisect(em, before, base, stride, _i64(0), n, key, load_a)
     dims = [array_layout.dim(b, v, k) for k in range(v_t.ndim)]
     out = new_arrays.allocate(em, node, ArrayType(I64, v_t.ndim), dims, zeroed=False)
-    data, strides = b.extract_value(out, ARRAY_DATA), _c_strides(b, dims)
+    data, strides = b.extract_value(out, ARRAY_DATA), array_layout.c_strides(b, dims)
     low, high = em.alloca(I64_T), em.alloca(I64_T)
     previous = em.alloca(element_type(ct) if ct != BOOL else I1)
     b.store(_i64(0), low)
