@@ -139,6 +139,31 @@ def test_random_arrays_like_numpy(dtype, data):
         check_unary(UNARY_JIT(z[..., ::-1].T), z[..., ::-1].T)
 
 
+def expm1(z):
+    return np.expm1(z)
+
+
+EXPM1_JIT = jit(expm1)
+
+
+def test_complex64_expm1_where_its_real_part_cancels():
+    """expm1's real part, expm1(re) cos(im) - 2 sin(im/2)^2, in double for complex64: within
+    half an ulp of the exact value where the two terms cancel (NumPy's float formula is 4
+    and 6 ulps off at the first two points); NumPy's own values where expm1(re) overflows
+    float (an infinity of cos(im)'s sign, NaN for a NaN im) and where the result rounds
+    to zero (+0 at 1e-30j, where the double difference is a tiny negative number)."""
+    z = np.array([1.9 + 23.75j, 1.75 + 23.75j, 0.3 + 2.2j, 1e-30j, -1e-30j, 0j, -0.0 + 0j],
+                 dtype=np.complex64)
+    got = EXPM1_JIT(z)
+    exact = np.expm1(z.astype(np.complex128)).astype(np.complex64)
+    np.testing.assert_array_equal(got[:3].real, exact[:3].real)
+    assert_complex_like(got[2:], np.expm1(z[2:]), ulps=2)
+    with np.errstate(all="ignore"):
+        edge = np.array([complex(x, y) for x in (88.72283, 88.72284, 88.8, 100.0, np.inf)
+                         for y in (0.0, 1.5, 1.5707964, -3.0, np.inf, np.nan)], dtype=np.complex64)
+        assert_complex_like(EXPM1_JIT(edge), np.expm1(edge), ulps=2)
+
+
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 def test_power_like_numpy(dtype):
     """npy_cpow: 1 for a zero exponent, 0 or NaN for a zero base, square and multiply for a
