@@ -328,10 +328,10 @@ def _expm1(em: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
     complex64's real part is computed in double and rounded, within half an ulp of the
     exact value there. A result that rounds to zero is the difference of the two terms
     rounded to float, as NumPy's: +0 where 2 sin(im/2)^2 underflows float (at 1e-30j, where
-    the double difference is a tiny negative number). Where expm1(re) overflows float (re > `EXPM1F_FINITE`) it is
-    NumPy's float formula, inf times cos(im): an infinity of cos(im)'s sign (NaN for an
-    infinite or NaN im), as NumPy's result, where the double formula could round to a
-    finite value."""
+    the double difference is a tiny negative number). Where expm1(re) overflows float
+    (re > `EXPM1F_FINITE`) it is NumPy's float formula, inf times cos(im): an infinity of
+    cos(im)'s sign (NaN for an infinite or NaN im), as NumPy's result, where the double
+    formula could round to a finite value."""
     b = em.builder
     real, imag = complex_parts(b, args[0])
     wide_real, wide_imag = (b.fpext(real, DOUBLE), b.fpext(imag, DOUBLE)) \
