@@ -240,10 +240,12 @@ def test_a_chunked_loop_counting_from_one_vectorizes_to_its_result():
     """Counting up from 1 to under 2^31, the chunks' body is told its counter's range
     (interrupts.LongTrip.assume_small): LLVM drops `k * k`'s ZeroDivisionError check, which
     only 2^32 | k could fail, and vectorizes the chunks (which also run a short count, as
-    one chunk)."""
+    one chunk). A chunk's loop runs to the nearer of the chunk's end and `n`: one compare
+    (interrupts.LongTrip.limit)."""
     f, until = jit(inverse_squares), jit(inverse_squares_until)
     assert f(CHUNK + 5) == inverse_squares(CHUNK + 5) and f(3) == inverse_squares(3)
     assert "fdiv <" in f.ir(CHUNK + 5, stage="llvm-opt")  # vector divisions
+    assert "llvm.smin.i64" in f.ir(CHUNK + 5, stage="llvm")  # a chunk stops at min(n, end)
     # the same sums, in the same order, with a break taken or not
     assert until(CHUNK + 5, -1) == f(CHUNK + 5) and until(CHUNK + 5, CHUNK + 2) == f(CHUNK + 2)
     assert until(9, 4) == inverse_squares_until(9, 4)

@@ -299,8 +299,8 @@ def emit_chunked_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value
     for phi, value in zip(carried, initial):
         phi.add_incoming(value, preheader)
     chunk_end = trip.chunk_end(em.builder, carried[trip.position])
-    outs = emit_loop(em, node, invariants, carried, checked=False, limit=(trip, chunk_end),
-                     bounded=bounded)
+    outs = emit_loop(em, node, invariants, carried, checked=False,
+                     limit=(trip, trip.limit(em.builder, chunk_end)), bounded=bounded)
     em.builder.cbranch(trip.within(em.builder, outs[trip.position], chunk_end), end, more)
     em.builder.position_at_end(more)
     interrupts.run_handlers(em, node)
@@ -319,7 +319,7 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     (or, nested and stepping an int, its exit: `interrupts.counts_after`), and an
     outermost loop's checks for signals unless not `checked` (interrupts.py): where one
     is due, the back-edge goes through a block that runs the handlers, a second latch.
-    With a `limit`, the loop also stops where its counter reaches the chunk's end, and
+    With a `limit`, the loop also stops where its counter reaches it (`LongTrip.limit`), and
     where `bounded`, its body is told the counter's range (`LongTrip.assume_small`)."""
     preheader = em.builder.block
     header, body, end = (em.function.append_basic_block(n)

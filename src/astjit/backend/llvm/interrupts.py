@@ -214,6 +214,9 @@ class LongTrip:
     small: ir.Value | None = None
     """The i1 "the counter stays in [1, SMALL_COUNT]" (an i64 counter counting up from 1 or
     more to at most SMALL_COUNT), or None where that cannot hold."""
+    bound: ir.Value | None = None
+    """The loop's bound where its test is strict (`i < n`, `i > n`): a chunk's loop then
+    runs to the nearer of it and the chunk's end (`limit`), else None."""
 
     def assume_small(self, builder: ir.IRBuilder, count: ir.Value) -> None:
         """Tell LLVM, in the body of the `small` version, that `count` is in [1,
@@ -231,6 +234,17 @@ class LongTrip:
         past the counter type's end)."""
         add = _intrinsic(builder.module, "sadd.sat", count.type)
         return builder.call(add, [count, ir.Constant(count.type, LONG_TRIP * self.step)])
+
+    def limit(self, builder: ir.IRBuilder, chunk_end: ir.Value) -> ir.Value:
+        """Where a chunk's loop stops: the nearer of the chunk's end and a strict test's
+        bound. One compare against it is the loop's whole exit test, which LLVM optimizes
+        and compiles in less time than the two compares and-ed (the test stays in the
+        loop's condition: LLVM drops it as implied)."""
+        if self.bound is None:
+            return chunk_end
+        nearer = "smin" if self.step > 0 else "smax"
+        return builder.call(_intrinsic(builder.module, nearer, chunk_end.type),
+                            [self.bound, chunk_end])
 
     def within(self, builder: ir.IRBuilder, count: ir.Value, end: ir.Value) -> ir.Value:
         """The i1 "`count` has not reached `end`", in the loop's direction."""
@@ -276,7 +290,8 @@ def long_trip(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
         # In the body, start <= counter < bound (<= bound for `le`); a step past it cannot wrap.
         small = builder.and_(builder.icmp_signed(">=", start, ir.Constant(I64_T, 1)),
                              builder.icmp_signed("<=", bound, ir.Constant(I64_T, SMALL_COUNT - 1)))
-    return LongTrip(beyond(LONG_TRIP), position - n_inv, step, small)
+    strict = test.op in ("lt", "gt")
+    return LongTrip(beyond(LONG_TRIP), position - n_inv, step, small, bound if strict else None)
 
 
 def _outside_value(cond, value, invariants: list[ir.Value]) -> ir.Value | None:
@@ -391,7 +406,7 @@ def _emit_released(fn: ir.Function, b: ir.IRBuilder) -> None:
 
 
 def _intrinsic(module: ir.Module, name: str, type_: ir.IntType) -> ir.Function:
-    """LLVM's binary integer intrinsic `name` on `type_` (`sadd.sat`)."""
+    """LLVM's binary integer intrinsic `name` on `type_` (`sadd.sat`, `smin`)."""
     full = f"llvm.{name}.i{type_.width}"
     return module.globals.get(full) or ir.Function(module, ir.FunctionType(type_, [type_] * 2), full)
 
