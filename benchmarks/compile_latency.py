@@ -16,14 +16,7 @@ kernel's own compile, not LLVM's or XLA's start-up (nor, for astjit, the first u
 its array pipeline's code generator: its first array compile ran LLVM code no scalar
 compile had touched, about 6 ms of a product's first call, docs/benchmarks.md). The
 compile is the first call minus the second (JAX's results blocked on), as in run.py and
-array_run.py. For that difference to hold no run time, both calls must find memory in the
-same state: glibc's malloc raises its mmap threshold to the size of the first large block
-freed, so the first call's output (mapped afresh, every page faulted in as it is written)
-and the second's (from the heap, already faulted in) cost differently, and the first
-call's page faults counted as compile time for whichever engine frees its result through
-malloc (about 2 ms of astjit's 8 MB output of `expression`). The children fix the
-threshold (`MALLOC_THRESHOLD`, the `GLIBC_TUNABLES` environment variable), the same for
-every engine: each large block is mapped afresh in both calls. Children run one at
+array_run.py. Children run one at
 a time, pinned to one CPU with one thread (array_run.py's settings, applied by
 importing it); the median over `--repeats` children is reported, and the ratio
 astjit / min(Numba, JAX) against the target of issue 15 (≤ 0.5).
@@ -70,8 +63,6 @@ ENGINES = ("astjit", "Numba", "JAX")
 TARGET = 0.5
 SOFTMAX_ROWS = 2048
 """At 4096 rows XLA hands the whole softmax to YNNPACK and generates no code."""
-MALLOC_THRESHOLD = "glibc.malloc.mmap_threshold=131072"
-"""glibc's default threshold, fixed: see the module's docstring."""
 RESULTS_JSON = BUILD_DIR / "compile_latency.json"
 RUNTIME_CACHE = BUILD_DIR / "runtime_cache"
 """The astjit children's cache folder in `--runtime-cache warm` runs."""
@@ -224,8 +215,7 @@ def run_child(engine: str, group: str, name: str, timeout: float, runtime_cache:
     command = [sys.executable, str(HERE / "compile_latency.py"), "--child", engine, group, name]
     with tempfile.TemporaryDirectory(prefix="astjit-cold-") as empty:
         folder = RUNTIME_CACHE if runtime_cache == "warm" else empty
-        environment = dict(os.environ, ASTJIT_CACHE_DIR=str(folder),
-                           GLIBC_TUNABLES=MALLOC_THRESHOLD)
+        environment = dict(os.environ, ASTJIT_CACHE_DIR=str(folder))
         if SITE is not None:
             environment["PYTHONPATH"] = os.pathsep.join(
                 [SITE, *filter(None, [environment.get("PYTHONPATH")])])
