@@ -103,6 +103,23 @@ def test_dot_matches_numpy(a_shape, b_shape):
     same(jit(dot)(2.5, b), np.dot(2.5, b))
 
 
+def dot_of_ravel(v, w):
+    return np.dot(np.ravel(v), w), np.ravel(v) @ np.ravel(w)
+
+
+def test_dot_of_a_raveled_strided_vector_is_numpys():
+    """np.ravel of a strided vector is a contiguous copy, and BLAS sums a contiguous
+    vector in another order than a strided one: the compiled dot reads the copy, as
+    NumPy's does (the shapes pass keeps the ravel a matmul reads), for the same bits."""
+    rng = np.random.default_rng(5)
+    compiled = jit(dot_of_ravel)
+    for n in (1, 7, 33, 130, 1001):
+        x, w = rng.standard_normal(3 * n), rng.standard_normal(n)
+        for v in (x[::3], x[::-3], x[:n]):
+            for got, expected in zip(compiled(v, w), dot_of_ravel(v, w)):
+                assert got == expected, (n, v.strides)
+
+
 def test_outer_flattens_and_promotes():
     a, b = RNG.standard_normal((2, 3)), np.arange(4)
     same(jit(outer)(a, b), np.outer(a, b))

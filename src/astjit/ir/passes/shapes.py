@@ -15,7 +15,8 @@ Two more facts the shapes prove, for the fusion pass after it: an `array_broadca
 or `array_reshape` of an array to its own shape is the array itself, where the view is
 only read (through further views too) or the array is a new one nothing else uses
 (np.einsum's operands and result, reshaped to the shapes they have, compiled as glue
-each; np.outer's ravel of a vector, in a graph that writes no array); and an
+each; np.outer's ravel of a vector, in a graph that writes no array, where no matmul
+reads it: `_read_by_blas`); and an
 `array_dim` of an elementwise op's result reads the same length from the operand that has its dim there,
 so that it does not keep the op out of a fused group with its successors (an
 `array_new_like` the same from an operand of its shape and dtype, so that it keeps no
@@ -65,6 +66,7 @@ def _resolve_graph(graph: Graph) -> None:
     made_by: dict[Value, Node] = {}
     only_read = _only_read(graph)
     only_measured = _only_measured(graph)
+    to_blas = _read_by_blas(graph)
     uses = Counter(v for node in graph.nodes for v in node.inputs)
     uses.update(graph.outputs)
     writes = any(node.op in ("call", "callback") or node.op in OPS
@@ -90,7 +92,8 @@ def _resolve_graph(graph: Graph) -> None:
                 and (node.outputs[0] in only_read or _made_for(node, made_by, uses)) \
                 and node.outputs[0].type == node.inputs[0].type \
                 and (table.shape(node.outputs[0]) == table.shape(node.inputs[0])
-                     or _flattened_vector(node, made_by) and not writes):
+                     or _flattened_vector(node, made_by) and not writes
+                     and node.outputs[0] not in to_blas):
             return forward(node, [node.inputs[0]])
         made_by.update((v, node) for v in node.outputs)
         return None
@@ -107,6 +110,19 @@ def _flattened_vector(node: Node, made_by: dict[Value, Node]) -> bool:
         return False
     length = made_by.get(node.inputs[1])
     return length is not None and length.op == "const" and length.attrs.get("value") == -1
+
+
+def _read_by_blas(graph: Graph) -> set[Value]:
+    """The values of `graph` a `matmul` reads, directly or through views: BLAS picks its
+    kernel, and with it the order of a dot product's sum, by the operands' strides, so
+    np.ravel's contiguous copy of a strided vector and the vector itself give different
+    last bits (`np.dot(np.ravel(v), w)` is NumPy's contiguous ddot)."""
+    read: set[Value] = set()
+    for node in reversed(graph.nodes):
+        if node.op == "matmul" or node.op in OPS and "view" in OPS[node.op].traits \
+                and read.intersection(node.outputs):
+            read.update(node.inputs)
+    return read
 
 
 def _made_for(node: Node, made_by: dict[Value, Node], uses: Counter) -> bool:
