@@ -70,6 +70,7 @@ from . import messages as msg
 from .conversions import build_by_parts
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
 from .lltypes import STATUS, contains_array, lltype
+from .printing import module_text
 from .runtime import stack
 from .teardown import take_apart
 
@@ -138,7 +139,7 @@ class LoweredModule:
     @property
     def text(self) -> str:
         """The LLVM IR as emitted (including anything added since, like a wrapper)."""
-        return str(self.module)
+        return module_text(self.module)
 
     def release(self) -> None:
         """Take the llvmlite module apart once its text is made (`teardown.take_apart`): its
