@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from llvmlite import ir
 
-from . import vecmath
 from .emitter import OK
 from .folding import FoldingBuilder
 from .lltypes import BYTES, I1, I32_T, I64_T
@@ -109,9 +108,6 @@ def run_chunks(em: FunctionEmitter, n: ir.Value, split: Split,
     with _emitting_into(em, function):
         body(k, start, stop)
         em.builder.ret(OK)
-    for attribute in em.function.attributes:  # a reduction's wider vectors (reduction_nests.py)
-        if attribute.startswith('"prefer-vector-width"='):
-            vecmath.prefer_vector_width(function, int(attribute.split('"')[3]))
     captured = _capture(function, context)
     b = em.builder
     struct = ir.LiteralStructType([v.type for v in captured])

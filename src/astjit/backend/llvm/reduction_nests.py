@@ -34,7 +34,6 @@ NumPy's ValueError.
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -45,9 +44,8 @@ from ...ir.kernels import fused_attrs
 from ...ir.ops import Builder, Intrinsic, Routine
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import array_layout, loop_metadata, nests, new_arrays, parallel, vecmath
+from . import array_layout, loop_metadata, nests, new_arrays, parallel
 from .complexes import multiply
-from .jit.host import host_features
 from .lltypes import ARRAY_DATA, I8, I64_T, constant, lltype
 
 if TYPE_CHECKING:
@@ -197,8 +195,6 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
     kind, axes, keepdims = reduction.kind, reduction.axes, reduction.keepdims
     row = REDUCTIONS[kind]
     element = node.regions[0].outputs[-1].type
-    if _has_avx512():
-        vecmath.prefer_vector_width(em.function, 512)  # see _has_avx512
     n = len(dims)
     count = _i64(1)
     for a in axes:
@@ -314,19 +310,10 @@ def emit_row_reduction(em: FunctionEmitter, kind: str, element: ScalarType,
     """One row of a row group (backend/llvm/rowwise.py): `value(indices)` reduced over the
     inner axes `dims` after the outer `indices`, in a register, finished (a mean divided).
     The same accumulator as register mode above, so the inner loop vectorizes alike."""
-    if _has_avx512():
-        vecmath.prefer_vector_width(em.function, 512)
     acc = Register(em, kind, element)
     acc.start()
     nests.loop_nest(em, dims, lambda full: acc.take(value(full)), "reduce", outer)
     return finish(em, kind, acc.value(), new_arrays.size_of_dims(em.builder, dims))
-
-
-@functools.cache
-def _has_avx512() -> bool:
-    """Whether the host has 512-bit vectors: LLVM's default for it is 256-bit vectors,
-    but a reduction streams memory, and 512-bit loads ran faster (docs/measurements.md)."""
-    return "avx512f" in host_features()
 
 
 def _element(b: ir.IRBuilder, array: ir.Value, strides: list[ir.Value],

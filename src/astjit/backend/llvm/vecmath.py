@@ -28,10 +28,9 @@ Choice of variants (`host_library`, once per process, on first use):
 too when it has AVX-512F; each function for f64 (`sin`) and f32 (`sinf`) is
 mapped only if libmvec exports every variant of it (glibc 2.22 has sin, cos,
 exp, log, pow; 2.35 added the rest), probed when a kernel first calls it.
-LLVM keeps to 256-bit vectors on most AVX-512 CPUs (its prefer-vector-width
-tuning), so with AVX-512 the function holding a kernel is marked
-`"prefer-vector-width"="512"`: the 8-wide `e` variants ran faster than the 4-wide
-`d` ones (docs/measurements.md).
+LLVM keeps to 256-bit vectors on most AVX-512 CPUs (its prefer-256-bit tuning),
+so on AVX-512 hosts the engine's machines prefer 512-bit ones (`jit.host.host_cpu`):
+the 8-wide `e` variants ran faster than the 4-wide `d` ones (docs/measurements.md).
 
 Scalar fallback: no libmvec, a CPU without AVX2, a function libmvec lacks
 (fmod, sqrt, which is an instruction anyway), or `ASTJIT_VECMATH=0` in the
@@ -59,7 +58,6 @@ from typing import TYPE_CHECKING
 import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
-from llvmlite.ir.values import FunctionAttributes
 
 from .jit.host import host_features
 from .lltypes import DOUBLE
@@ -186,8 +184,6 @@ def call_math(em: FunctionEmitter, name: str, args: list[ir.Value]) -> ir.Value 
             vector = ir.VectorType(ty, lanes)
             ir.Function(module, ir.FunctionType(vector, [vector] * len(args)), variant)
         mappings.append(f"{variant}({variant})")
-    if library.isas[-1][1] == 512:
-        prefer_vector_width(em.function, 512)
     call = em.builder.call(_scalar_function(module, c_name, ty, len(args)), args)
     call.attributes = _VariantAttribute(call.attributes)
     call.attributes.add(f'"vector-function-abi-variant"="{",".join(mappings)}"')
@@ -203,22 +199,6 @@ def _scalar_function(module: ir.Module, name: str, ty: ir.Type, arity: int) -> i
         function.attributes.add("nounwind")
     function.attributes.add("readnone")
     return function
-
-
-def prefer_vector_width(function: ir.Function, bits: int) -> None:
-    """Mark `function` `"prefer-vector-width"="<bits>"` (llvmlite knows no string attributes)."""
-    attributes = function.attributes
-    if not isinstance(attributes, _FunctionAttributes):
-        attributes.__class__ = _FunctionAttributes
-    attributes.add(f'"prefer-vector-width"="{bits}"')
-
-
-class _FunctionAttributes(FunctionAttributes):
-    def add(self, name: str) -> None:
-        if name.startswith('"prefer-vector-width"='):
-            set.add(self, name)
-        else:
-            super().add(name)
 
 
 class _VariantAttribute(CallInstrAttributes):

@@ -82,7 +82,7 @@ from ....ir.types import (
     TupleType,
     Type,
 )
-from .. import array_layout, interrupts, vecmath
+from .. import array_layout, interrupts
 from .. import messages as msg
 from ..conversions import complex_parts
 from ..emitter import ErrorTable, error_values
@@ -132,10 +132,6 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     core = lowered.entry_function
     graph = lowered.source.entry_graph
     function = ir.Function(lowered.module, WRAPPER_TYPE, core.name + ".fastcall")
-    # `core` is inlined here and its loops then take this function's attributes: keep its
-    # vector-width preference (vecmath.py, reduction_nests.py), which inlining would drop.
-    function.attributes = type(core.attributes)(
-        a for a in core.attributes if a.startswith('"prefer-vector-width"'))
     emitter = WrapperEmitter(function, fallback, error_handler, lowered.error_table,
                              with_values=bool(lowered.error_details))
     emitter.written = written_parameters(lowered.source)
@@ -146,22 +142,7 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     interrupts.define_signals(lowered.module, emitter.release_gil)
     gil.define(lowered.module, emitter.release_gil, function)
     emitter.emit(core, graph)
-    share_vector_width(lowered, function)
     return function.name
-
-
-def share_vector_width(lowered: LoweredModule, wrapper: ir.Function) -> None:
-    """Give the module's helpers (its internal functions that are no graph's: shared.py's
-    inline ones) the entry's vector-width preference, as the wrapper has it. The code
-    generator builds a subtarget (its tables for the host CPU) for each set of such
-    attributes it meets, once per process: an array module's glue, where nothing inlines
-    the helpers, would otherwise need two. They hold no loop of the user's."""
-    graphs = set(map(id, lowered.functions.values()))
-    for width in (a for a in wrapper.attributes if a.startswith('"prefer-vector-width"')):
-        for helper in lowered.module.functions:
-            if helper.linkage == "internal" and not helper.is_declaration \
-                    and id(helper) not in graphs:
-                vecmath.prefer_vector_width(helper, int(width.split('"')[3]))
 
 
 class WrapperEmitter:
