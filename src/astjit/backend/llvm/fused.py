@@ -30,10 +30,12 @@ which would about double the code LLVM compiles per nest for the rare strided ca
 With a reduction (attr `reduce`), `reduction_nests.emit_reduction` owns the loops
 and the reduced output; the kernel's other values are stored at each point it
 visits. A reduction of every element of one C-contiguous input as it is (`np.max(x)`)
-is a call of the runtime's instead (whole_reductions.py). Without one, an output with a
-donor (attr `reuse`, ir/passes/fuse.py) takes the donor input's memory when `_reusable`
-says so at run time (a new reference to its owner, no allocation); that version of the
-nest reads the donor through the very address it writes, so LLVM needs no overlap check.
+is a call of the runtime's instead (whole_reductions.py), and so is a kernel that is one
+float `+`, `-`, `*` or `/` of two operands over one or two axes, in any layout
+(binary_calls.py). Without one, an output with a donor (attr `reuse`, ir/passes/fuse.py)
+takes the donor input's memory when `_reusable` says so at run time (a new reference to
+its owner, no allocation); that version of the nest reads the donor through the very
+address it writes, so LLVM needs no overlap check.
 Nor for the other inputs: an output is new memory or a donor of which no view is alive, so
 each output's stores are given an alias scope of their own, which the nest's other reads
 and the other outputs' stores are marked not to alias, and a donor's reads are in its
@@ -60,6 +62,7 @@ from ...ir.kernels import fused_attrs
 from ...ir.types import ArrayType, ScalarType
 from . import (
     array_layout,
+    binary_calls,
     conversions,
     copies,
     divmod_power,
@@ -103,6 +106,11 @@ def emit_fused(em: FunctionEmitter, node: Node) -> list[ir.Value]:
     args = em.values_of(node.inputs)
     dims = broadcast_dims(em, node, [(a, k) for a, k in zip(args, spec.plan) if k is not None],
                           spec.ndim)
+    binary = binary_calls.operands(em, node)
+    if binary is not None:
+        out = _allocate(em, node, node.outputs[0].type, dims)
+        binary_calls.emit_call(em, node, binary, args, dims, out)
+        return [out]
     source = whole_reductions.source(em, node)
     if source is None:
         return _nests(em, node, args, dims)
