@@ -1,6 +1,6 @@
 """The emitted module's text (backend/llvm/printing.py) is llvmlite's own, character for
 character: on a module using every instruction class it formats, in each variant
-(flags, metadata, alignment, attributes, quoted names, no result), and on the modules of
+(flags, alignment, attributes, quoted names, no result; with metadata and without), and on the modules of
 compiled kernels (scalar loops, arrays, a gradient)."""
 import numpy as np
 import pytest
@@ -16,7 +16,8 @@ I64, F64, I1 = ir.IntType(64), ir.DoubleType(), ir.IntType(1)
 PAIR = ir.LiteralStructType([I64, F64])
 
 
-def _every_variant() -> ir.Module:
+def _every_variant(tagged: bool = False) -> ir.Module:
+    """Each class FORMATS lists, in its variants; `tagged`: each instruction with metadata."""
     module = ir.Module(name="variants")
     callee = ir.Function(module, ir.FunctionType(F64, [F64, I64.as_pointer()]), "callee")
     varargs = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "printf")
@@ -72,19 +73,24 @@ def _every_variant() -> ir.Module:
     b.ret(x)
     g = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "g")
     ir.IRBuilder(g.append_basic_block()).ret_void()
+    if tagged:
+        tag = module.add_metadata([ir.MetaDataString(module, "tag")])
+        for block in f.blocks:
+            for instruction in block.instructions:
+                instruction.set_metadata("tag", tag)
     return module
 
 
-def test_every_variant_as_llvmlite_prints_it():
-    module = _every_variant()
+@pytest.mark.parametrize("tagged", [False, True], ids=["plain", "with metadata"])
+def test_every_variant_as_llvmlite_prints_it(tagged):
+    module = _every_variant(tagged)
     assert printing.module_text(module) == str(module)
 
 
 def test_instructions_printed_here_and_by_llvmlite():
-    """The classes FORMATS lists go the short way (a metadata-free one), others llvmlite's."""
+    """The classes FORMATS lists go the short way, the others llvmlite's."""
     module = _every_variant()
-    kinds = {type(i) for f in module.functions for block in f.blocks for i in block.instructions
-             if not i.metadata}
+    kinds = {type(i) for f in module.functions for block in f.blocks for i in block.instructions}
     assert set(printing.FORMATS) <= kinds
     assert ir.AllocaInstr in kinds - set(printing.FORMATS)
 

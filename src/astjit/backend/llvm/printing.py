@@ -5,11 +5,12 @@ llvmlite prints an instruction through several layers (a block's format of it, i
 cached `__str__`, `_to_string`, `descr` filling a buffer with `str.format`), a large
 part of a big kernel's compile: a gradient's glue has thousands of instructions. Here
 each common instruction class is one f-string with llvmlite's exact spacing (the space
-left before absent metadata included, stripped as llvmlite strips it). An instruction
-with metadata or of a class not listed (alloca, atomics, vector element operations ...)
-is printed by llvmlite, and so is everything outside function bodies. The formats are
-those of llvmlite `CHECKED_LLVMLITE`; with another version llvmlite prints the whole
-module (tests/backend/test_printing.py compares both texts, every listed class).
+some leave before their metadata included, stripped where there is none, as llvmlite
+strips it). An instruction of a class not listed (alloca, atomics, vector element
+operations ...) is printed by llvmlite, and so is everything outside function bodies.
+The formats are those of llvmlite `CHECKED_LLVMLITE`; with another version llvmlite
+prints the whole module (tests/backend/test_printing.py compares both texts, every
+listed class with and without metadata).
 """
 from __future__ import annotations
 
@@ -51,13 +52,18 @@ def _function(function: ir.Function) -> str:
 
 
 def instruction_text(instruction: ir.Instruction) -> str:
-    """`str(instruction)`: its result's name, then its operation."""
-    text = None if instruction.metadata else FORMATS.get(type(instruction))
+    """`str(instruction)`: its result's name, its operation, then its metadata."""
+    kind = type(instruction)
+    text = FORMATS.get(kind)
     if text is None:
         return str(instruction)
+    operation = text(instruction)
+    if instruction.metadata:
+        space = " " if kind in SPACED_METADATA else ""
+        operation += space + instruction._stringify_metadata(leading_comma=True)
     if isinstance(instruction.type, ir.VoidType):
-        return text(instruction).rstrip()
-    return f"{instruction.get_reference()} = {text(instruction)}".rstrip()
+        return operation.rstrip()
+    return f"{instruction.get_reference()} = {operation}".rstrip()
 
 
 def _typed(value: ir.Value) -> str:
@@ -151,4 +157,10 @@ FORMATS: dict[type, Callable[[ir.Instruction], str]] = {
     ir.ExtractValue: _extract, ir.InsertValue: _insert, ir.CastInstr: _cast,
     ir.CallInstr: _call}
 """Each instruction class printed here (exactly that class, not a subclass) -> its
-operation's text after `%name = `, as llvmlite `CHECKED_LLVMLITE` writes it."""
+operation's text after `%name = ` and before its metadata, as llvmlite
+`CHECKED_LLVMLITE` writes it."""
+
+SPACED_METADATA = frozenset({ir.ICMPInstr, ir.FCMPInstr, ir.SelectInstr, ir.GEPInstr,
+                             ir.PhiInstr, ir.ExtractValue, ir.InsertValue, ir.CastInstr})
+"""The classes whose metadata llvmlite writes after a space (`, %b , !tag !0`); the
+others' follows the operation directly."""
