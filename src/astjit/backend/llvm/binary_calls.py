@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from ...ir.kernels import fused_attrs
+from ...ir.ops import OPS
+from ...ir.ops.table import Builder
 from ...ir.types import ArrayType, ScalarType
 from . import loop_metadata, nests, parallel
 from .kernel import space_strides
@@ -37,8 +39,16 @@ if TYPE_CHECKING:
     from ...ir.core import Node
     from .emitter import FunctionEmitter
 
-INSTRUCTIONS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "truediv": "fdiv"}
-"""The ops taken, and the IEEE instruction each is for floats in a kernel."""
+TAKEN = ("add", "sub", "mul", "truediv")
+"""The ops taken: each one IEEE instruction on floats in a kernel (`_instruction`)."""
+
+
+def _instruction(op: str) -> str:
+    """The IRBuilder method of `op`'s float lowering with NumPy's semantics, from the op
+    table (`OpDef.llvm_numpy`, else `llvm`): `fadd` for add."""
+    lowering = OPS[op].llvm_numpy.get("f") or OPS[op].llvm["f"]
+    assert isinstance(lowering, Builder) and not lowering.args and not lowering.flags, op
+    return lowering.method
 
 DTYPES = ("f32", "f64")
 
@@ -57,7 +67,7 @@ def operands(em: FunctionEmitter, node: Node) -> tuple[str, int, int] | None:
         return None
     (op,) = kernel.nodes
     out = node.outputs[0].type
-    if op.op not in INSTRUCTIONS or kernel.outputs != op.outputs or len(op.inputs) != 2 \
+    if op.op not in TAKEN or kernel.outputs != op.outputs or len(op.inputs) != 2 \
             or not isinstance(out, ArrayType) or out.dtype.name not in DTYPES:
         return None
     dtype = out.dtype.name
@@ -133,6 +143,6 @@ def _nest(b: ir.IRBuilder, op: str, a: tuple, x: tuple, out: ir.Value, rows: ir.
         def element(j: ir.Value) -> None:
             left, right = (b.load(b.gep(start, [b.mul(j, col)], inbounds=True))
                            for start, (_, _, col) in zip(starts, (a, x)))
-            b.store(getattr(b, INSTRUCTIONS[op])(left, right), b.gep(written, [j], inbounds=True))
+            b.store(getattr(b, _instruction(op))(left, right), b.gep(written, [j], inbounds=True))
         nests.count_up(b, _i64(0), cols, element, ("column", "column.body", "column.done"))
     nests.count_up(b, _i64(0), rows, row, ("row", "row.body", "row.done"))
