@@ -157,7 +157,7 @@ def test_loops_of_dropped_array_code_resolve_nowhere(tmp_path, monkeypatch):
     np.testing.assert_array_equal(f(x), x * 2.0 + 1.0)
     (spec,) = f.dispatcher.specializations.values()
     compiled = spec.compiled.compiled
-    assert compiled.pipelines == ("loops", "glue")
+    assert compiled.pipelines == ("direct", "glue")
     loops = [fn.name for fn in compiled.parts[0].module.functions if not fn.is_declaration]
     assert loops and set(loops) <= set(compiled.addresses)
     assert all(llvm.address_of_symbol(name) is None for name in loops)  # the glue's alone

@@ -73,6 +73,7 @@ from . import (
     parallel,
     reduction_nests,
     whole_reductions,
+    widen,
 )
 from . import messages as msg
 from .compare import compare_const, const_like
@@ -422,7 +423,10 @@ def _store_all(em: FunctionEmitter, node: Node, dims: list[ir.Value], point,
         def body(indices: list[ir.Value]) -> None:
             for k, (o, t, st, r) in enumerate(zip(outputs, out_types, shown, at(indices))):
                 store_element(em, o, t.dtype, st, indices, r, scope, k)
-        parallel.nest(em, node, dims, body, "fused")
+        if unit and not parallel.in_parallel(em, node):
+            widen.widened_nest(em, lambda: nests.loop_nest(em, dims, body, "fused"))
+        else:
+            parallel.nest(em, node, dims, body, "fused")
 
     _unit_or_strided(em, fast, nest)
 

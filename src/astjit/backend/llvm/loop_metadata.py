@@ -33,6 +33,10 @@ class _LoopID(ir.values.MDValue):
     __hash__ = object.__hash__
 
 
+_PREDICATE = "llvm.loop.vectorize.predicate.enable"
+"""The property of a loop to run as masked vector steps (`no_runtime_unroll`'s `fold_tail`)."""
+
+
 def unit_or_strided(em, fast: ir.Value, nest: Callable[[bool], None]) -> None:
     """`nest(True)`, a nest's unit-stride version, where `fast` holds, else `nest(False)`,
     its general strided one with loops left scalar (`scalar_loops`); in a first tier
@@ -66,11 +70,15 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
     made = [block for block in function.blocks if id(block) not in known]
     if any(_vector_math(instruction) for block in made for instruction in block.instructions):
         return
-    module = function.module
-    properties = [module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"),
-                                       ir.Constant(ir.IntType(1), 0)]),
-                  _flag(module, "llvm.loop.unroll.disable")]
+    mark_done([latch for _, latch in loops_made(function, made)])
+
+
+def loops_made(function: ir.Function, made: list[ir.Block]) -> list[tuple[ir.Block, ir.Block]]:
+    """(header, latch) of each loop among the blocks `made` of `function`: a block whose
+    first phi's last incoming block comes after it and branches back to it (`nests.count_up`
+    emits every loop so)."""
     order = {id(block): k for k, block in enumerate(function.blocks)}
+    loops = []
     for block in made:
         if not block.instructions or not isinstance(block.instructions[0], ir.PhiInstr):
             continue
@@ -78,7 +86,26 @@ def scalar_loops(builder: ir.IRBuilder, emit: Callable[[], None]) -> None:
         branch = latch.terminator
         if order[id(latch)] >= order[id(block)] and isinstance(branch, ir.Branch) \
                 and branch.operands[0] is block:
-            branch.set_metadata("llvm.loop", _LoopID(module, properties))
+            loops.append((block, latch))
+    return loops
+
+
+DONE = "llvm.loop.vectorize.enable"
+"""The property (false) of a loop LLVM must not vectorize: `mark_done`'s."""
+
+
+def mark_done(latches: list[ir.Block]) -> None:
+    """Mark the loops closed by `latches` not to be vectorized or unrolled: scalar loops on
+    purpose (`scalar_loops`), or loops astjit widened itself (widen.py). A loops module whose
+    every loop is so marked needs none of LLVM's optimizer (jit/split.py: `all_done`)."""
+    if not latches:
+        return
+    module = latches[0].function.module
+    properties = [module.add_metadata([ir.MetaDataString(module, DONE),
+                                       ir.Constant(ir.IntType(1), 0)]),
+                  _flag(module, "llvm.loop.unroll.disable")]
+    for latch in latches:
+        latch.terminator.set_metadata("llvm.loop", _LoopID(module, properties))
 
 
 def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False) -> None:
@@ -97,9 +124,20 @@ def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False) -> None:
     properties = [_flag(module, "llvm.loop.unroll.runtime.disable"), _interleave_once(module)]
     if fold_tail:
         properties.append(module.add_metadata([
-            ir.MetaDataString(module, "llvm.loop.vectorize.predicate.enable"),
+            ir.MetaDataString(module, _PREDICATE),
             ir.Constant(ir.IntType(1), 1)]))
     branch.set_metadata("llvm.loop", _LoopID(module, properties))
+
+
+def folds_tail(branch: ir.Instruction) -> bool:
+    """Whether the loop whose latch is `branch` was marked to run as masked vector steps
+    (`no_runtime_unroll(..., fold_tail=True)`)."""
+    node = branch.metadata.get("llvm.loop")
+    return node is not None and any(
+        isinstance(p, ir.values.MDValue) and any(
+            isinstance(o, ir.MetaDataString) and o.string == _PREDICATE for o in p.operands)
+        for p in node.operands[1:])
+
 
 
 def innermost_with_vector_math(branch: ir.Instruction) -> bool:

@@ -172,6 +172,7 @@ PIPELINES = {
     "scalar": Pipeline("scalar", 3, True, OPTIONS, 3),
     "recursive": Pipeline("recursive", 3, False, (), 3, RECURSIVE_PASSES),
     "loops": Pipeline("loops", 1, False, LOOP_OPTIONS, 3),
+    "direct": Pipeline("direct", None, False, (), 3),
     "glue": Pipeline("glue", None, False, (), 0),
 }
 """Measured on the array benchmarks (softmax, the MLP step), against O3 for the loops:
@@ -409,7 +410,8 @@ class Engine:
                 module, whole = parse(text), "scalar"
             elif names:
                 codegen = ARRAY_LOOPS_CODEGEN if split.marked_loops_only(loops) else ()
-                parts.append(self.emit(parse(loops), "loops", context, codegen))
+                pipeline = "direct" if split.all_done(loops) else "loops"
+                parts.append(self.emit(parse(loops), pipeline, context, codegen))
                 for name in names:
                     module.get_function(name).linkage = llvm.Linkage.available_externally
         parts.append(self.emit(module, whole, context))

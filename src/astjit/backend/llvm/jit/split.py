@@ -212,6 +212,31 @@ def marked_loops_only(text: str) -> bool:
     return all(_marked_latches(chunk) for name, chunk in _chunks(text) if name is not None)
 
 
+def all_done(text: str) -> bool:
+    """Whether every loop of `text` (a printed loops module) is marked done: its latch's
+    `llvm.loop` metadata holds `llvm.loop.vectorize.enable` false (loop_metadata.mark_done:
+    loops astjit widened itself, and scalar ones). LLVM's optimizer would find nothing in
+    such a module that the code generator does not do, so `Engine.emit_parts` compiles it
+    without (the `direct` pipeline)."""
+    nodes = dict(_NODE.findall(text))
+    for name, chunk in _chunks(text):
+        if name is None:
+            continue
+        if not _marked_latches(chunk):
+            return False
+        for loop in _LOOP_ID.findall(chunk):
+            properties = _REFERENCES.findall(nodes.get(loop, ""))
+            if not any(nodes.get(p, "").startswith(_DONE) for p in properties):
+                return False
+    return True
+
+
+_NODE = re.compile(r"^(![0-9]+) = (?:distinct )?!\{(.*)\}$", re.M)
+_REFERENCES = re.compile(r"![0-9]+")
+_LOOP_ID = re.compile(r"!llvm\.loop (![0-9]+)")
+_DONE = '!"llvm.loop.vectorize.enable", i1 false'
+
+
 _LABEL = re.compile(rf"{_NAME}:")
 _TARGET = re.compile(rf"label %{_NAME}")
 

@@ -1,0 +1,186 @@
+"""astjit's own vectorizer for the innermost loops of elementwise kernels (backend/llvm/widen.py):
+results equal to NumPy's at every length around the vector's lanes, for every dtype, with
+broadcasts, selects, conversions, vector math and in-place reuse; which loops it takes
+and which it leaves to LLVM; and the loops module it makes compiled without LLVM's
+optimizer (the `direct` pipeline, jit/split.all_done)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from astjit import jit
+from astjit.backend.llvm.jit import split
+
+LENGTHS = (0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 130, 1000)
+"""Around every lane count a vector of 128 to 512 bits has, for 1- to 8-byte elements."""
+
+DTYPES = (np.bool_, np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.float32,
+          np.float64)
+
+
+def affine(x, y):
+    return x * y - 3
+
+
+def mixed(x, y):
+    return np.where(x > y, np.sqrt(np.abs(x)), -y) + (x < 0.5)
+
+
+def floor_division(x, y):
+    return x // y, x % y
+
+
+def math_calls(x):
+    return np.exp(-x * x) * np.sin(3.0 * x) + np.tanh(x) / (1.0 + x * x)
+
+
+def converted(x, y):
+    return x.astype(np.float64) * y + (y * 0.25).astype(np.float32)
+
+
+def in_place(x):
+    x = x * 2.0
+    x = x + 1.0
+    return x
+
+
+def _values(dtype, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.random(n) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dtype)
+    return (rng.standard_normal(n) * 3).astype(dtype)
+
+
+def _direct(f) -> bool:
+    """Whether every compile of `f` had its loops module compiled without LLVM's optimizer."""
+    pipelines = {spec.compiled.compiled.pipelines for spec in f.dispatcher.specializations.values()}
+    return pipelines == {("direct", "glue")}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_elementwise_kernels_equal_numpy_at_every_length(dtype):
+    f = jit(affine)
+    for n in LENGTHS:
+        x, y = _values(dtype, n, 1), _values(dtype, n, 2)
+        got, want = f(x, y), affine(x, y)
+        assert got.dtype == want.dtype and np.array_equal(got, want), n
+    assert _direct(f)
+
+
+@pytest.mark.parametrize("dtype", (np.int8, np.int32, np.int64, np.uint16, np.float32, np.float64),
+                         ids=lambda d: np.dtype(d).name)
+def test_floor_division_and_remainder_by_zero_as_numpy(dtype):
+    """NumPy's // and % (0 for an integer divided by 0, the float rules) on every lane."""
+    f = jit(floor_division)
+    for n in (0, 5, 64, 67):
+        x = _values(dtype, n, 3)
+        y = _values(dtype, n, 4)
+        y[::3] = 0
+        with np.errstate(all="ignore"):
+            want = floor_division(x, y)
+        for got, expected in zip(f(x, y), want):
+            np.testing.assert_array_equal(got, expected)
+    assert _direct(f) == np.issubdtype(dtype, np.integer)  # float //: branches, LLVM's
+
+
+@pytest.mark.parametrize("dtype", (np.float32, np.float64), ids=lambda d: np.dtype(d).name)
+def test_selects_comparisons_and_intrinsics(dtype):
+    f = jit(mixed)
+    for n in LENGTHS:
+        x, y = _values(dtype, n, 5), _values(dtype, n, 6)
+        if n > 4:
+            x[1], y[2], x[3] = np.nan, np.inf, -0.0
+        got, want = f(x, y), mixed(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert _direct(f)
+
+
+def test_math_calls_take_the_vector_library_within_its_accuracy():
+    """exp, sin and tanh by libmvec's variants in the vector loop (vecmath.py: within 4 ulp),
+    libm's in the scalar loop after it. (An empty array's call compiles the general
+    version too, whose strided loop LLVM vectorizes: `loop_metadata.scalar_loops`.)"""
+    for dtype in (np.float64, np.float32):
+        f = jit(math_calls)
+        x = np.linspace(-4.0, 4.0, 70).astype(dtype)
+        np.testing.assert_allclose(f(x), math_calls(x), rtol=4e-6 if dtype == np.float32 else 4e-15)
+        assert _direct(f)
+    f = jit(math_calls)
+    for n in LENGTHS:
+        x = np.linspace(-4.0, 4.0, n)
+        np.testing.assert_allclose(f(x), math_calls(x), rtol=4e-15, atol=1e-300)
+        x32 = x.astype(np.float32)
+        np.testing.assert_allclose(f(x32), math_calls(x32), rtol=4e-6, atol=1e-30)
+
+
+def test_conversions_and_mixed_widths():
+    f = jit(converted)
+    for n in LENGTHS:
+        x, y = _values(np.int16, n, 7), _values(np.float32, n, 8)
+        got, want = f(x, y), converted(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert _direct(f)
+
+
+def test_broadcasts_scalars_and_rows():
+    """A row broadcast along the columns (stride 0 on the inner loop: one element per
+    row, the same in every lane), a column along the rows, a scalar, and rows too far
+    apart to merge: the inner loop of a two-loop nest widened."""
+    f = jit(affine)
+    a = _values(np.float64, 12 * 37, 9).reshape(12, 37)
+    for x, y in ((a, a[0]), (a, a[:, :1]), (a, 2.5), (a[:, 3:30], a[:, 2:29]), (a[::2], a[1::2])):
+        np.testing.assert_array_equal(f(x, y), affine(x, y))
+    assert _direct(f)
+
+
+def test_in_place_reuse():
+    f = jit(in_place)
+    for n in LENGTHS:
+        x = _values(np.float64, n, 10)
+        np.testing.assert_array_equal(f(x.copy()), in_place(x))
+    assert _direct(f)
+
+
+def test_strided_views_keep_their_own_loops():
+    """A view read at its own stride in the unit version (np.diag of a matrix) is no
+    lane-by-lane read: its loop is not widened (but scalar on purpose, so compiled
+    without LLVM's optimizer all the same), and its results are NumPy's."""
+    def diagonal_scaled(a):
+        return np.diag(a) * 2.0 + 1.0
+
+    f = jit(diagonal_scaled)
+    a = _values(np.float64, 49, 11).reshape(7, 7)
+    np.testing.assert_array_equal(f(a), diagonal_scaled(a))
+    assert ".widened" not in f.ir(a, stage="llvm") and _direct(f)
+
+
+PRINTED = '''\
+define void @"k.fused.head.0"(i64 %n, ptr %p) {
+newFuncRoot:
+  br label %head
+head:
+  %i = phi i64 [ 0, %newFuncRoot ], [ %next, %body ]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %body, label %done
+body:
+  %next = add nsw i64 %i, 1
+  br label %head, !llvm.loop !0
+done:
+  ret void
+}
+
+!0 = distinct !{!0, !1, !2}
+!1 = !{!"llvm.loop.vectorize.enable", i1 false}
+!2 = !{!"llvm.loop.unroll.disable"}
+!3 = distinct !{!3, !2}
+'''
+
+
+def test_all_done_reads_each_latch_metadata():
+    assert split.all_done(PRINTED)
+    assert not split.all_done(PRINTED.replace("!llvm.loop !0", "!llvm.loop !3"))
+    assert not split.all_done(PRINTED.replace(", !llvm.loop !0", ""))
