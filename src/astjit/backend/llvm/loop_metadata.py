@@ -36,6 +36,10 @@ class _LoopID(ir.values.MDValue):
 _PREDICATE = "llvm.loop.vectorize.predicate.enable"
 """The property of a loop to run as masked vector steps (`no_runtime_unroll`'s `fold_tail`)."""
 
+_MULTIPLE = "astjit.loop.trip.multiple"
+"""astjit's own property of a loop whose trip count is a multiple of its number (LLVM
+ignores the properties it does not know)."""
+
 
 def unit_or_strided(em, fast: ir.Value, nest: Callable[[bool], None]) -> None:
     """`nest(True)`, a nest's unit-stride version, where `fast` holds, else `nest(False)`,
@@ -97,7 +101,7 @@ DONE = "llvm.loop.vectorize.enable"
 def mark_done(latches: list[ir.Block]) -> None:
     """Mark the loops closed by `latches` not to be vectorized or unrolled: scalar loops on
     purpose (`scalar_loops`), or loops astjit widened itself (widen.py). A loops module whose
-    every loop is so marked needs none of LLVM's optimizer (jit/split.py: `all_done`)."""
+    every loop is so marked needs none of LLVM's optimizer (jit/split.py: `marks_done`)."""
     if not latches:
         return
     module = latches[0].function.module
@@ -108,11 +112,13 @@ def mark_done(latches: list[ir.Block]) -> None:
         latch.terminator.set_metadata("llvm.loop", _LoopID(module, properties))
 
 
-def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False) -> None:
+def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False,
+                      multiple: int | None = None) -> None:
     """Mark the loop whose latch is `branch` not to be unrolled for an unknown trip count,
     and its vector body not to be interleaved (one vector per step); `fold_tail`: to run
     as masked vector steps, with no scalar loop after them (`nests.count_up`'s tail of a
-    loop calling vector math).
+    loop calling vector math); `multiple`: its trip count is a multiple of that (the loop
+    before such a tail), so astjit's own vector loop needs no scalar step (widen.py).
 
     For the loops of array code: runtime unrolling would only multiply the scalar loop
     that finishes the last few elements (eight copies and a prologue for a remainder of
@@ -126,18 +132,33 @@ def no_runtime_unroll(branch: ir.Instruction, fold_tail: bool = False) -> None:
         properties.append(module.add_metadata([
             ir.MetaDataString(module, _PREDICATE),
             ir.Constant(ir.IntType(1), 1)]))
+    if multiple is not None:
+        properties.append(module.add_metadata([ir.MetaDataString(module, _MULTIPLE),
+                                               ir.Constant(ir.IntType(32), multiple)]))
     branch.set_metadata("llvm.loop", _LoopID(module, properties))
+
+
+def trip_multiple(branch: ir.Instruction) -> int | None:
+    """The number the trip count of the loop whose latch is `branch` is a multiple of
+    (`no_runtime_unroll`'s `multiple`), or None."""
+    found = _property(branch, _MULTIPLE)
+    return None if found is None else found.operands[1].constant
 
 
 def folds_tail(branch: ir.Instruction) -> bool:
     """Whether the loop whose latch is `branch` was marked to run as masked vector steps
     (`no_runtime_unroll(..., fold_tail=True)`)."""
-    node = branch.metadata.get("llvm.loop")
-    return node is not None and any(
-        isinstance(p, ir.values.MDValue) and any(
-            isinstance(o, ir.MetaDataString) and o.string == _PREDICATE for o in p.operands)
-        for p in node.operands[1:])
+    return _property(branch, _PREDICATE) is not None
 
+
+def _property(branch: ir.Instruction, name: str) -> ir.values.MDValue | None:
+    """The property `name` of the `llvm.loop` metadata of the loop whose latch is `branch`."""
+    node = branch.metadata.get("llvm.loop")
+    for p in () if node is None else node.operands[1:]:
+        if isinstance(p, ir.values.MDValue) and p.operands \
+                and isinstance(p.operands[0], ir.MetaDataString) and p.operands[0].string == name:
+            return p
+    return None
 
 
 def innermost_with_vector_math(branch: ir.Instruction) -> bool:

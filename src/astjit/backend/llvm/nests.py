@@ -49,7 +49,7 @@ def count_up(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, body,
     """
     entry, test, latch = _loop(b, start, stop, body, names, flags)
     split = rows and loop_metadata.innermost_with_vector_math(latch)
-    loop_metadata.no_runtime_unroll(latch)
+    loop_metadata.no_runtime_unroll(latch, multiple=TAIL if split else None)
     if not split:
         return
     with b.goto_block(entry.parent):

@@ -44,7 +44,7 @@ from ...ir.kernels import fused_attrs
 from ...ir.ops import Builder, Intrinsic, Routine
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import BOOL, ArrayType, ScalarType
-from . import array_layout, loop_metadata, nests, new_arrays, parallel
+from . import array_layout, loop_metadata, nests, new_arrays, parallel, widen
 from .complexes import multiply
 from .lltypes import ARRAY_DATA, I8, I64_T, constant, lltype
 
@@ -252,10 +252,16 @@ def emit_reduction(em: FunctionEmitter, node: Node, dims: list[ir.Value],
         else:
             nests.loop_nest(em, dims[:suffix], outer, "reduce.outer")
 
+    def unit_first(unit_strides: bool) -> None:
+        if unit_strides and not parallel.in_parallel(em, node):
+            widen.widened_nest(em, lambda: nest(True))
+        else:
+            nest(unit_strides)
+
     if unit is None:
         nest(False)
     else:
-        loop_metadata.unit_or_strided(em, unit, nest)
+        loop_metadata.unit_or_strided(em, unit, unit_first)
     if out is None:
         return b.load(slot)
     if row.finish is not None and not register:

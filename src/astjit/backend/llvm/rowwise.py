@@ -48,7 +48,16 @@ from llvmlite import ir
 from ...ir.kernels import kernel_of, reduction_of, rowwise_attrs
 from ...ir.ops.reductions import REDUCTIONS, empty_message
 from ...ir.types import ArrayType
-from . import array_layout, loop_metadata, nests, new_arrays, owned, reduction_nests, row_moments
+from . import (
+    array_layout,
+    loop_metadata,
+    nests,
+    new_arrays,
+    owned,
+    reduction_nests,
+    row_moments,
+    widen,
+)
 from .kernel import (
     AliasScope,
     broadcast_shapes,
@@ -228,8 +237,12 @@ class _RowLoop:
                     fast = b.and_(fast, b.icmp_signed("==", st[-1], _i64(1)))
 
         def nest(unit: bool) -> None:
-            nests.loop_nest(em, self.dims[:self.rows],
-                             lambda outer: self._row(outer, strides, unit), "rows")
+            rows = lambda: nests.loop_nest(em, self.dims[:self.rows],  # noqa: E731
+                                           lambda outer: self._row(outer, strides, unit), "rows")
+            if unit:
+                widen.widened_nest(em, rows)
+            else:
+                rows()
         loop_metadata.unit_or_strided(em, fast, nest)
         for buffer in self.scratch:
             owned.release_now(em, buffer)

@@ -409,8 +409,9 @@ class Engine:
             if loops is None:  # a loop the extractor left where it was: compile it whole
                 module, whole = parse(text), "scalar"
             elif names:
-                codegen = ARRAY_LOOPS_CODEGEN if split.marked_loops_only(loops) else ()
-                pipeline = "direct" if split.all_done(loops) else "loops"
+                marked = split.marked_loops_only(loops)
+                codegen = ARRAY_LOOPS_CODEGEN if marked else ()
+                pipeline = "direct" if marked and split.marks_done(loops) else "loops"
                 parts.append(self.emit(parse(loops), pipeline, context, codegen))
                 for name in names:
                     module.get_function(name).linkage = llvm.Linkage.available_externally

@@ -212,23 +212,16 @@ def marked_loops_only(text: str) -> bool:
     return all(_marked_latches(chunk) for name, chunk in _chunks(text) if name is not None)
 
 
-def all_done(text: str) -> bool:
-    """Whether every loop of `text` (a printed loops module) is marked done: its latch's
-    `llvm.loop` metadata holds `llvm.loop.vectorize.enable` false (loop_metadata.mark_done:
-    loops astjit widened itself, and scalar ones). LLVM's optimizer would find nothing in
-    such a module that the code generator does not do, so `Engine.emit_parts` compiles it
-    without (the `direct` pipeline)."""
+def marks_done(text: str) -> bool:
+    """Whether every `llvm.loop` mark of `text` (a printed loops module) says done: holds
+    `llvm.loop.vectorize.enable` false (loop_metadata.mark_done: loops astjit widened
+    itself, and scalar ones). Where every loop is marked (`marked_loops_only`) and every
+    mark says done, LLVM's optimizer would find nothing in the module that the code
+    generator does not do, so `Engine.emit_parts` compiles it without (the `direct`
+    pipeline)."""
     nodes = dict(_NODE.findall(text))
-    for name, chunk in _chunks(text):
-        if name is None:
-            continue
-        if not _marked_latches(chunk):
-            return False
-        for loop in _LOOP_ID.findall(chunk):
-            properties = _REFERENCES.findall(nodes.get(loop, ""))
-            if not any(nodes.get(p, "").startswith(_DONE) for p in properties):
-                return False
-    return True
+    return all(any(nodes.get(p, "").startswith(_DONE) for p in _REFERENCES.findall(nodes.get(loop, "")))
+               for loop in _LOOP_ID.findall(text))
 
 
 _NODE = re.compile(r"^(![0-9]+) = (?:distinct )?!\{(.*)\}$", re.M)
