@@ -283,6 +283,26 @@ def test_loops_the_lowerings_marked_are_told_from_the_users():
     assert not split.marked_loops_only(PRINTED)
 
 
+DONE = '''
+!0 = distinct !{!0, !1, !2}
+!1 = !{!"llvm.loop.vectorize.enable", i1 false}
+!2 = !{!"llvm.loop.unroll.disable"}
+!3 = distinct !{!3, !2}
+'''
+
+
+def test_a_module_of_done_loops_alone_needs_no_optimizer():
+    """Loops astjit vectorized itself, or left scalar on purpose, carry `vectorize.enable`
+    false (loop_metadata.mark_done); a loops module of those alone is compiled without
+    LLVM's optimizer (engine.Engine.emit_parts: the `direct` pipeline)."""
+    def direct(text: str) -> bool:
+        return split.marked_loops_only(text) and split.marks_done(text)
+
+    assert direct(MARKED + DONE)
+    assert not direct(MARKED.replace("!llvm.loop !0", "!llvm.loop !3") + DONE)
+    assert not direct(MARKED.replace(", !llvm.loop !0", "") + DONE)
+
+
 def _prefix_sum(x, out):
     s = 0.0
     for i in range(x.shape[0]):
