@@ -84,3 +84,35 @@ def test_ties_of_a_min_or_max_share_its_derivative():
     value, tangent = astjit.jvp(row_maxima, (rows,), (np.array([[0, 1, 3], [2, 4, 0]], np.float32),))
     np.testing.assert_array_equal(tangent, np.array([2.0, 3.0], np.float32))
     assert tangent.dtype == np.float32
+
+
+def written_while_iterated_in_a_branch(p0, p3):
+    s = 0.0
+    if p3 < 100.0:
+        s = float(p0 @ p0)
+        for e in p0:
+            p0[0] += 1.0
+    return s
+
+
+def written_through_two_names_in_a_branch(p0, p3):
+    s = 0.0
+    if p3 < 100.0:
+        q = p0
+        s = float(p0 @ p0)
+        for k in range(2):
+            p0[0] += 1.0
+            q[1] += 1.0
+    return s
+
+
+def test_a_loop_over_the_array_it_writes_inside_a_branch_logs_its_writes():
+    """`for e in y: y[0] += 1` inside an `if` binds y to the loop twice (what it iterates
+    over, what it writes into): the undo log went to the first binding, so the backward
+    sweep read y as the loop left it (seed 41302, program 6823: d/dy[0] of y @ y was
+    2 (y[0] + 3), not 2 y[0])."""
+    x = np.array([1.0, 2.0, 3.0])
+    grad = astjit.grad(written_while_iterated_in_a_branch, argnums=0)(x.copy(), 8.8)
+    np.testing.assert_array_equal(grad, 2 * x)
+    got = astjit.grad(written_through_two_names_in_a_branch, argnums=0)(x.copy(), 8.8)
+    np.testing.assert_array_equal(got, 2 * x)

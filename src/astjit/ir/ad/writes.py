@@ -237,12 +237,13 @@ def _logged_set(nodes: list[Node], node: Node, log: Value) -> Value:
 
 def _thread_region_node(node: Node, current: dict[Value, Value], defs) -> None:
     """Thread the logs of the arrays a structural `node` writes into through it."""
-    written = {}
+    written: dict[int, tuple[Value, list[Node]]] = {}
+    """The slots (indices into the regions' parameters) written into -> (root, views)."""
     for region, params, inputs in region_bindings(node):
         inner = written_roots(region)
-        for p, v in zip(params, inputs):
+        for k, (p, v) in enumerate(zip(params, inputs)):
             if p in inner and view_chain(v, defs)[0] in current:
-                written.setdefault(v, view_chain(v, defs))
+                written.setdefault(k, view_chain(v, defs))
     if not written:
         return
     if node.op not in ("while", "if"):
@@ -251,13 +252,15 @@ def _thread_region_node(node: Node, current: dict[Value, Value], defs) -> None:
             node.op, node.loc)
     first = 1 if node.op == "if" else 0
     n_fixed = node.attrs["n_invariants"] if node.op == "while" else len(node.inputs)
-    for value, (root, chain) in written.items():
-        k = node.inputs.index(value)
-        if chain or k >= n_fixed:
+    roots = [root for root, _ in written.values()]
+    for k, (root, chain) in written.items():
+        # (by slot, not by the value bound there: `for e in y: y[0] = ...` binds y to the
+        # loop twice, as what it iterates over and as what it writes into)
+        if chain or k + first >= n_fixed or roots.count(root) > 1:
             raise NotDifferentiableError(
-                "cannot differentiate writes through a view, or into a carried array, in an "
-                "inner loop or branch yet", node.op, node.loc)
-        current[root] = pass_log(node, [k - first], [current[root]])[0]
+                "cannot differentiate writes through a view, into a carried array, or into "
+                "one array through two names, in an inner loop or branch yet", node.op, node.loc)
+        current[root] = pass_log(node, [k], [current[root]])[0]
 
 
 def pass_log(node: Node, slots: list[int], logs: list[Value]) -> list[Value]:
