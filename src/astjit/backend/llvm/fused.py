@@ -23,7 +23,8 @@ version. An input lowered as a view whose last axis is seldom unit-stride
 the unit version too, and takes no part in the choice: np.trace compiles one nest,
 not a first tier that nearly every call would leave for the general one, and that nest,
 where only such views step along the last axis, is left scalar as a general one. Only the
-unit version is vectorized: the general one's loops carry
+unit version is vectorized (by astjit itself where the loop allows, widen.py; else by
+LLVM): the general one's loops carry
 metadata that keeps LLVM from vectorizing or unrolling them (`loop_metadata.scalar_loops`),
 which would about double the code LLVM compiles per nest for the rare strided case.
 

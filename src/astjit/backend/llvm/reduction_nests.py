@@ -8,7 +8,8 @@ point of the space; it owns the loops, the accumulators and the output.
 
 Loop order: the space is walked in C order, so the innermost loop is the last
 axis, unit-stride for C-contiguous inputs (the version of the nest for them is
-vectorized; the general strided one LLVM leaves scalar: `loop_metadata.scalar_loops`).
+vectorized, by astjit itself where the loop allows: widen.py; the general strided one is
+left scalar: `loop_metadata.scalar_loops`).
 Let S be the longest run of reduced axes at the end of the space and P the axes
 before it.
 

@@ -35,7 +35,8 @@ loop nests run row by row, so the data crosses memory once.
    values on the way; a row member runs its kernel once per row, a row sum
    is a register sum like a reduction's. As in fused.py the whole loop is emitted twice: with
    unit innermost strides (every outside array steps by one along the last
-   axis; scratch and outputs always do), which vectorizes as it is, and
+   axis; scratch and outputs always do), which vectorizes as it is (by astjit itself
+   where its loops allow: widen.py), and
    strided, whose loops LLVM leaves scalar (`loop_metadata.scalar_loops`).
 """
 from __future__ import annotations
@@ -237,8 +238,9 @@ class _RowLoop:
                     fast = b.and_(fast, b.icmp_signed("==", st[-1], _i64(1)))
 
         def nest(unit: bool) -> None:
-            rows = lambda: nests.loop_nest(em, self.dims[:self.rows],  # noqa: E731
-                                           lambda outer: self._row(outer, strides, unit), "rows")
+            def rows() -> None:
+                nests.loop_nest(em, self.dims[:self.rows],
+                                lambda outer: self._row(outer, strides, unit), "rows")
             if unit:
                 widen.widened_nest(em, rows)
             else:

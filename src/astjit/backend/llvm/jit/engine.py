@@ -177,7 +177,8 @@ PIPELINES = {
 }
 """Measured on the array benchmarks (softmax, the MLP step), against O3 for the loops:
 O1 with the loop vectorizer compiled in less time, and the loops ran as fast
-(docs/measurements.md)."""
+(docs/measurements.md). `direct`: a loops module whose loops astjit vectorized itself or
+left scalar on purpose (widen.py, `split.marks_done`), straight to machine code."""
 
 
 class Part:
