@@ -124,6 +124,19 @@ def test_a_floor_of_a_steep_function_is_checked_against_forward_mode(tmp_path):
     assert result["grad"] == "flat in floats: 1 derivatives agree with jacfwd", result
 
 
+STEEPER_FLOOR = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
+                                       "    return (x * 1e14 + cube(1.5)) // 1.0")
+
+
+def test_a_floor_whose_steps_are_a_hundred_ulps_apart_is_checked_against_forward_mode(tmp_path):
+    # x * 1e14 moves 0.02 per ulp of x: constant 4 ulps either side, a step within 64
+    # (program 361 of seed 41303, a floor of a loop's steep growth)
+    (tmp_path / "fz_steeper.py").write_text(STEEPER_FLOOR)
+    result = judge(load(tmp_path / "fz_steeper.py"))
+    assert result["verdict"] == "ok", result
+    assert result["grad"] == "flat in floats: 1 derivatives agree with jacfwd", result
+
+
 def test_a_floor_past_two_to_the_52_is_not_compared(tmp_path):
     # every float there is an integer: a floor is its argument in floats (program 162 of seed 2)
     (tmp_path / "fz_huge.py").write_text(HUGE_FLOOR)
