@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from astjit.fuzz.generate import program
 from astjit.fuzz.judge import judge, load
 from astjit.fuzz.pool import Worker
@@ -115,24 +117,18 @@ HUGE_FLOOR = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
                                     "    return (x * 1e20 + cube(1.5)) // 3.0")
 
 
-def test_a_floor_of_a_steep_function_is_checked_against_forward_mode(tmp_path):
-    # (x * 1e10) // 1.0 is constant a few ulps of x either side: derivative 0 (AD, jacfwd),
-    # where differences see a slope of 1e10 (program 162 of seed 2, shrunk)
-    (tmp_path / "fz_steep.py").write_text(STEEP_FLOOR)
-    result = judge(load(tmp_path / "fz_steep.py"))
-    assert result["verdict"] == "ok", result
-    assert result["grad"] == "flat in floats: 1 derivatives agree with jacfwd", result
-
-
 STEEPER_FLOOR = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
                                        "    return (x * 1e14 + cube(1.5)) // 1.0")
 
 
-def test_a_floor_whose_steps_are_a_hundred_ulps_apart_is_checked_against_forward_mode(tmp_path):
-    # x * 1e14 moves 0.02 per ulp of x: constant 4 ulps either side, a step within 64
-    # (program 361 of seed 41303, a floor of a loop's steep growth)
-    (tmp_path / "fz_steeper.py").write_text(STEEPER_FLOOR)
-    result = judge(load(tmp_path / "fz_steeper.py"))
+@pytest.mark.parametrize("program", [STEEP_FLOOR, STEEPER_FLOOR], ids=["1e10", "1e14"])
+def test_a_floor_of_a_steep_function_is_checked_against_forward_mode(tmp_path, program):
+    # (x * 1e10) // 1.0 is constant a few ulps of x either side: derivative 0 (AD, jacfwd),
+    # where differences see a slope of 1e10 (program 162 of seed 2, shrunk); x * 1e14 moves
+    # 0.02 per ulp of x: constant 4 ulps either side, a step within 64 (program 361 of seed
+    # 41303, a floor of a loop's steep growth)
+    (tmp_path / "fz_steep.py").write_text(program)
+    result = judge(load(tmp_path / "fz_steep.py"))
     assert result["verdict"] == "ok", result
     assert result["grad"] == "flat in floats: 1 derivatives agree with jacfwd", result
 
@@ -174,6 +170,7 @@ def test_a_sawtooth_of_a_steep_function_is_differenced_at_finer_steps(tmp_path):
 
 NOISE = '''
 import numpy as np
+import pytest
 
 
 def f(p0, p1):

@@ -407,6 +407,7 @@ class _Body:
             return getattr(b, i.opname)(self.wide(i.operands[0]), ir.VectorType(i.type, lanes))
         return _again(self.b, i, [self.wide(op) for op in i.operands])
 
+
 class _Accumulator:
     """A reduction's accumulator in the body (reduction_nests.Register): its slot's load,
     the combine of that value with the point's (`value`: one instruction, or a compare
