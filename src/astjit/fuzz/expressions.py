@@ -148,11 +148,14 @@ class Expressions:
             options.append(lambda: (f"int(max(-1e6, min({self.float(scope, depth + 1)}, 1e6)))", 10 ** 6))
         for name in scope.of(FARR) + scope.of(IARR):
             options.append(lambda name=name: (f"len({name})", 64))
+        # an int array's elements are any int64 (`a << 63`, `a * 3` in a loop: NumPy wraps), and
+        # abs or - of INT64_MIN wraps in astjit (documented): read them reduced
         for name in scope.of(IARR):
-            options.append(lambda name=name: (f"int({name}[{self.index(name, scope, depth)}])", INT_BOUND))
-            options.append(lambda name=name: (f"int(np.sum({name}))", 64 * INT_BOUND))
+            options.append(lambda name=name: (f"(int({name}[{self.index(name, scope, depth)}]){REDUCE})",
+                                              INT_BOUND))
+            options.append(lambda name=name: (f"(int(np.sum({name})){REDUCE})", INT_BOUND))
         for name in scope.of(IELEM):
-            options.append(lambda name=name: (f"int({name})", INT_BOUND))
+            options.append(lambda name=name: (f"(int({name}){REDUCE})", INT_BOUND))
         for name in scope.of(FARR):
             options.append(lambda name=name: (self.count(name, self.float(scope, 2)), 64))
         for name in scope.of(IARR):
