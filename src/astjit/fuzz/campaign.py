@@ -51,7 +51,8 @@ class Tally:
     def line(self) -> str:
         c = self.counts
         return (f"{c['programs']} programs, {c['mismatch']} mismatches, {c['crash'] + c['error']} crashes "
-                f"({c['raised']} raised the same exception, {c['refused']} refused, {c['skipped']} skipped; "
+                f"({c['raised']} raised the same exception, {c['refused']} refused, {c['skipped']} skipped, "
+                f"{c['ill-conditioned']} ill-conditioned; "
                 f"gradients: {c['grad compared']} compared, {c['grad refused']} refused, "
                 f"{c['grad flat']} flat in floats, {c['grad skipped']} not smooth, "
                 f"{c['grad singular']} NaN at a singular point)")
@@ -124,6 +125,8 @@ def judge_one(options: Options, workdir: Path, worker: Worker, index: int, tally
         tally.counts[result["verdict"]] += 1
         if result["verdict"] == "ok" and result.get("cpython", "").startswith("raised"):
             tally.counts["raised"] += 1
+        if result.get("detail", "").startswith("ill-conditioned"):
+            tally.counts["ill-conditioned"] += 1
         if "grad" in result:
             tally.counts["grad " + result["grad"].split(":")[0].split()[0]] += 1
         if result["verdict"] in ("mismatch", "crash", "error"):

@@ -84,9 +84,9 @@ class Nudged:
         return type(result)(np.asarray(moved).item())
 
 
-def spreads(module, run: Callable[[], tuple]) -> list[float] | None:
-    """Per float of `run()`'s outcome (result and arguments), the farthest that a nudged
-    reference lies from the plain one; None where a nudged run raised, took another
+def spreads(module, run: Callable[[], tuple]) -> tuple[list[float], list[float]] | None:
+    """The floats of `run()`'s outcome (result and arguments), and per float the farthest
+    that a nudged reference lies from it; None where a nudged run raised, took another
     shape of result, or made a NaN the plain run has not (the outcome itself moves)."""
     saved = getattr(module, "np", None)
     if saved is not np:
@@ -105,21 +105,21 @@ def spreads(module, run: Callable[[], tuple]) -> list[float] | None:
             for k, (p, n) in enumerate(zip(plain, nudged)):
                 if math.isnan(p) != math.isnan(n):
                     return None
-                if not math.isnan(p):
-                    widest[k] = max(widest[k], abs(n - p) if math.isfinite(n - p) else math.inf)
+                if n != p and not math.isnan(p):  # an infinity made or lost: an infinite spread
+                    widest[k] = max(widest[k], abs(n - p))
     finally:
         module.np = saved
-    return widest
+    return plain, widest
 
 
 def within_spread(module, run: Callable[[], tuple], got) -> bool:
     """Whether each float of the compiled outcome `got` lies within MARGIN times the nudged
     references' spread of the reference's (equal lengths: `judge.differ` found no other
     difference)."""
-    widest = spreads(module, run)
-    if widest is None:
+    found = spreads(module, run)
+    if found is None:
         return False
-    reference = list(float_leaves(run()))
+    reference, widest = found
     compiled = list(float_leaves(got))
     if len(compiled) != len(reference):
         return False
