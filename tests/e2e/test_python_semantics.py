@@ -184,6 +184,27 @@ def test_math_functions_of_numbers_still_compile():
     same_as_python(math_atan2, 1.0, -1.0)
 
 
+def sign_of_atan2(y, x):
+    return math.copysign(1.0, math.atan2(y, x))
+
+
+def sign_of_numpy_arctan2(y, x):
+    return math.copysign(1.0, float(np.arctan2(y, x)))
+
+
+NEGATIVE_NAN = -abs(math.nan)
+
+
+@pytest.mark.parametrize("args", [(NEGATIVE_NAN, 2.0), (2.0, NEGATIVE_NAN), (math.nan, NEGATIVE_NAN),
+                                  (-0.0, -1.0), (-1.0, math.inf)])
+def test_math_atan2_of_a_nan_is_pythons_own_nan(args):
+    """CPython's m_atan2 returns its own positive NaN where C's atan2 returns the operand's
+    (fuzz seed 41308, program 165: np.sqrt of a negative is a negative NaN); np.arctan2 keeps
+    C's."""
+    same_as_python(sign_of_atan2, *args)
+    same_as_python(sign_of_numpy_arctan2, *args)
+
+
 # ---- globals are read once, when the function is first compiled ----------------------------
 
 SCALE = 2.0

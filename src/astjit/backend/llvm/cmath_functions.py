@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from . import messages as msg
-from .compare import is_finite, is_inf
+from .compare import is_finite, is_inf, own_nan
 from .conversions import complex_parts, pack_complex
 from .lltypes import DOUBLE
 from .python_complex import COMPLEX, c_abs, copysign, fabs, libm, quotient
@@ -56,8 +56,7 @@ def phase(b: ir.IRBuilder, z: ir.Value) -> ir.Value:
     """cmath's c_atan2: atan2(im, re), but a NaN part gives CPython's NaN (not the C
     library's, whose sign may differ); C99's atan2 has the rest of its special cases."""
     re, im = complex_parts(b, z)
-    either_nan = b.or_(b.fcmp_unordered("uno", re, re), b.fcmp_unordered("uno", im, im))
-    return b.select(either_nan, ir.Constant(DOUBLE, math.nan), libm(b, "atan2", [im, re]))
+    return own_nan(b, [re, im], libm(b, "atan2", [im, re]))
 
 
 def cmath_abs(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:

@@ -67,6 +67,7 @@ from . import (
     views,
 )
 from . import messages as msg
+from .compare import own_nan
 from .conversions import build_by_parts
 from .emitter import DEOPTIMIZE, MAX_ERROR_VALUES, OK, ErrorSite, ErrorTable, FunctionEmitter, error_values
 from .lltypes import STATUS, contains_array, lltype
@@ -401,8 +402,10 @@ def emit_leaf(em: FunctionEmitter, node: Node) -> ir.Value:
             result = build_by_parts(em.builder, method, extra, args)
         case Intrinsic(name):
             result = em.call_intrinsic(name, args)
-        case LibCall(name):
+        case LibCall(name, _, nan):
             result = em.call_libm(name, args)
+            if nan:
+                result = own_nan(em.builder, args, result)
         case Routine(name):
             result = ROUTINES[name](em, node, args)
         case Refused(message):

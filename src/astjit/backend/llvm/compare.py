@@ -46,6 +46,15 @@ def is_nan(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return builder.fcmp_unordered("uno", x, x)
 
 
+def own_nan(builder: ir.IRBuilder, operands: list[ir.Value], result: ir.Value) -> ir.Value:
+    """`result`, but a positive NaN where an operand is a NaN: CPython's `Py_NAN`, where a C
+    function may return the operand's NaN, with its sign (`math.copysign` shows it)."""
+    either = is_nan(builder, operands[0])
+    for x in operands[1:]:
+        either = builder.or_(either, is_nan(builder, x))
+    return builder.select(either, ir.Constant(result.type, float("nan")), result)
+
+
 def _magnitude(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
     fabs = builder.module.declare_intrinsic("llvm.fabs", [x.type])
     return builder.call(fabs, [x])

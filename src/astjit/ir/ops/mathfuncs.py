@@ -187,7 +187,7 @@ def _fmod_vjp(e, g, ins, out, needs):
     return [g, e.op("neg", e.op("mul", g, quotient)) if needs[1] else None]
 
 
-_math2("atan2", math.atan2, LibCall("atan2"), _atan2_vjp, numpy="arctan2",
+_math2("atan2", math.atan2, LibCall("atan2", own_nan=True), _atan2_vjp, numpy="arctan2",
        llvm_numpy={"f": Routine("ufunc_loop")})
 _math2("hypot", math.hypot, Routine("math_hypot"), _hypot_vjp, check=None,
        llvm_numpy={"f": LibCall("hypot")},

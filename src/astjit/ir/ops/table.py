@@ -36,9 +36,12 @@ class Intrinsic:
 
 @dataclass(frozen=True)
 class LibCall:
-    """A C math library function on doubles, e.g. 'tan'; `vector`: libmvec may have it."""
+    """A C math library function on doubles, e.g. 'tan'; `vector`: libmvec may have it;
+    `own_nan`: a NaN operand gives Python's own NaN (positive), not the C function's, whose
+    sign may be the operand's (CPython's m_atan2 returns `Py_NAN`)."""
     name: str
     vector: bool = True
+    own_nan: bool = False
 
 
 @dataclass(frozen=True)
