@@ -116,3 +116,28 @@ def test_a_loop_over_the_array_it_writes_inside_a_branch_logs_its_writes():
     np.testing.assert_array_equal(grad, 2 * x)
     got = astjit.grad(written_through_two_names_in_a_branch, argnums=0)(x.copy(), 8.8)
     np.testing.assert_array_equal(got, 2 * x)
+
+
+def arctangent(y, x):
+    return math.atan2(y, x)
+
+
+def arctangent_of_arrays(y, x):
+    return np.sum(np.arctan2(y, x))
+
+
+# d/dy atan2(y, x) = x / (x^2 + y^2): x^2 + y^2 overflowed past 1e154 and underflowed
+# below 1e-162 (d/dy atan2(y, 1e300) came out 0, not 1e-300: fuzz seed 41309, program 8479)
+@pytest.mark.parametrize("y, x", [(2.6, 1e300), (1e300, 3.0), (1e-200, 3e-200), (-4e-170, 1e-170),
+                                  (0.5, -2.0)])
+def test_arctangent_gradients_do_not_overflow_or_underflow(y, x):
+    # as exact fractions: y and x are binary floats, so (x, -y) / (x^2 + y^2) is rational
+    from fractions import Fraction
+    fy, fx = Fraction(y), Fraction(x)
+    want = (float(fx / (fx * fx + fy * fy)), float(-fy / (fx * fx + fy * fy)))
+    for got in (astjit.grad(arctangent, argnums=(0, 1))(y, x),
+                tuple(astjit.jacfwd(arctangent, argnums=(0, 1))(y, x)),
+                tuple(float(d[0]) for d in astjit.grad(arctangent_of_arrays, argnums=(0, 1))(
+                    np.array([y]), np.array([x])))):
+        for g, w in zip(got, want):
+            assert g == pytest.approx(w, rel=1e-14, abs=1e-320), (got, want)

@@ -236,6 +236,26 @@ def test_a_jump_within_a_few_ulps_is_not_smooth(tmp_path):
     assert result["grad"] == "skipped: not smooth here (a jump within a few ulps)", result
 
 
+TEETH = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
+                               "    return x % math.atan2(x, 1e300 / (abs(x) + 1.0))") \
+                      .replace("(1.2345,)", "(2.595989,)")
+STEEPLY_WRONG = WRONG_GRADIENT.replace("2.0 * x * x * g", "3e4 * x * x * g")  # 1e4 x 3 x**2
+
+
+def test_a_sawtooth_with_teeth_below_an_ulp_is_not_smooth_and_a_steep_wrong_slope_is_caught(tmp_path):
+    """x % atan2(x, 1e300 / (x + 1)) has slope -0.72 on teeth 1e-299 wide, its values below
+    1e-299 (fuzz seed 41309, program 8479): no difference of floats sees a tooth. A smooth
+    function given a slope ten thousand times its own also moves less than that slope says,
+    but as a slope does: still a mismatch."""
+    (tmp_path / "fz_teeth.py").write_text(TEETH)
+    result = judge(load(tmp_path / "fz_teeth.py"))
+    assert result["verdict"] == "ok", result
+    assert result["grad"] == "skipped: not smooth here (teeth narrower than an ulp)", result
+    (tmp_path / "fz_steeply_wrong.py").write_text(STEEPLY_WRONG)
+    result = judge(load(tmp_path / "fz_steeply_wrong.py"))
+    assert result["grad"].startswith("mismatch"), result
+
+
 def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_path):
     (tmp_path / "fz_crash.py").write_text(CRASHING)
     (tmp_path / "fz_fine.py").write_text(WRONG.replace("len(CALLS)", "1"))

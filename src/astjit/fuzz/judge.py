@@ -241,6 +241,8 @@ def check_gradient(module, fn, value: float) -> str:
             return "skipped: not smooth here (past 2**52 a floor is its argument)"
         if not close(derivative, estimate, value) and jumps_nearby(module, fn, at, value):
             return "skipped: not smooth here (a jump within a few ulps)"
+        if not close(derivative, estimate, value) and teeth_below_an_ulp(module, fn, at, value, derivative):
+            return "skipped: not smooth here (teeth narrower than an ulp)"
         if not close(derivative, estimate, value) and source.startswith("jacfwd") \
                 and noisy(module, fn, at, number, derivative):
             return "skipped: the derivative is rounding noise here (it jumps between adjacent floats)"
@@ -287,6 +289,29 @@ def jumps_nearby(module, fn, at: tuple[int, ...], value: float) -> bool:
         if max(moved) > 1e3 * (min(moved) + 4 * math.ulp(value)):
             return True
     return False
+
+
+def teeth_below_an_ulp(module, fn, at: tuple[int, ...], value: float, derivative: float) -> bool:
+    """Whether the function is a sawtooth whose teeth are narrower than an ulp of argument
+    `at`: an ulp or four either side it moves by less than a thousandth of what the slope
+    `derivative` would move it, and not as a slope does (its one-sided quotients disagree by
+    more than half their size and more than a few ulps of the value can make them). `p %
+    atan2(p, 1e300 / (p + 1))` (seed 41309, program 8479) has slope -0.72 on teeth 1e-299
+    wide: no difference of floats sees a tooth, and AD's slope is one tooth's. A smooth
+    function moves as its slope says, so a derivative wrong by a factor is still caught."""
+    x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
+    quotients = []
+    for ulps in (1, 4):
+        for sign in (1.0, -1.0):
+            args = ulps_away(module, at, sign * ulps)
+            kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
+            if kind != "ok" or type(result) is not float or not math.isfinite(result):
+                return False
+            if abs(result - value) > 1e-3 * abs(derivative) * ulps * math.ulp(x):
+                return False
+            quotients.append((result - value) / (sign * ulps * math.ulp(x)))
+    spread, largest = max(quotients) - min(quotients), max(map(abs, quotients))
+    return spread > max(0.5 * largest, 8 * math.ulp(value) / math.ulp(x))
 
 
 def noisy(module, fn, at: tuple[int, ...], number: int, derivative: float) -> bool:

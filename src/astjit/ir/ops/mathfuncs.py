@@ -159,10 +159,13 @@ _math1("fabs", math.fabs, Intrinsic("llvm.fabs"), "fabs",
 
 
 def _atan2_vjp(e, g, ins, out, needs):
-    """atan2(y, x): dy = x / (x^2 + y^2), dx = -y / (x^2 + y^2)."""
+    """atan2(y, x): dy = x / (x^2 + y^2), dx = -y / (x^2 + y^2), computed as g / h * x / h
+    and its like with h = hypot(x, y): x^2 + y^2 overflows past 1e154 and underflows
+    below 1e-162 (d/dy atan2(y, 1e300) is 1e-300, not 0: fuzz seed 41309, program 8479)."""
     y, x = ins
-    scale = v.div(e, g, e.op("add", v.sq(e, x), v.sq(e, y)))
-    return [e.op("mul", scale, x), e.op("neg", e.op("mul", scale, y))]
+    h = e.op("hypot", x, y)
+    scale = v.div(e, g, h)
+    return [v.div(e, e.op("mul", scale, x), h), e.op("neg", v.div(e, e.op("mul", scale, y), h))]
 
 
 def _hypot_vjp(e, g, ins, out, needs):
