@@ -1,15 +1,15 @@
 """`sort` and `argsort` (ir/ops/sorting.py) in compiled code: the new array by one runtime call.
 
-- `sort`: NumPy's own kernel of the kind (runtime/npysort.py) on each lane along the
-  axis: of a C-contiguous copy of the input, in place, where the axis is the last (a lane
-  is contiguous), else on each lane of the input gathered into a buffer, and written from
-  there to the result (`np.sort` copies first, then gathers from the copy).
+- `sort`: a C-contiguous copy of the input, then NumPy's own kernel of the kind
+  (runtime/npysort.py) on each lane along the axis: in place where the axis is the last
+  (a lane is contiguous), else each lane gathered into a buffer, sorted, written back —
+  what `np.sort` does.
 - `argsort`: each lane's values (the input's own memory where its stride is 1, else a
   gathered copy) and its indices 0 .. n-1 go to NumPy's argsort kernel, which permutes
   the indices (in the result where the axis is the last, else in a buffer scattered back).
 
 Between its input and its result, a sort does the same at every site: the result's
-allocation, the copy or gathers, its buffers' allocations and releases, the lanes' loops, the
+allocation, the copy, its buffers' allocations and releases, the lanes' loops, the
 releases of a failure. So all of it is one function the runtime shares per dtype, kind,
 rank and axis (shared.py), `astjit.sort.new.*` and `astjit.argsort.new.*`: (x, result
 slot, the caller's owned list, the site's two failure statuses) -> 0 with the result in
@@ -122,27 +122,19 @@ class _Allocations:
 
 
 def _sorted_array(t: ArrayType, kind: str, k: int):
-    """The runtime's `astjit.sort.new.<dtype>.<kind>.<ndim>.<axis>`: a C-contiguous array of
-    x's lanes along axis k sorted (`astjit.sort.lanes`): a copy of x sorted lane by lane in
-    place where k is the last axis, else each lane of x gathered into a buffer of one
-    lane, sorted there and written to the result, with no copy of x first (np.sort's):
-    one pass over the result fewer."""
-    last = k == t.ndim - 1
-
+    """The runtime's `astjit.sort.new.<dtype>.<kind>.<ndim>.<axis>`: a C-contiguous copy of x,
+    each lane along axis k sorted (`astjit.sort.lanes`, through a buffer of one lane
+    where k is not the last axis)."""
     def emit(fn, b, x, slot, count, items, capacity, no_memory, failed):
         dims = [b.extract_value(x, [ARRAY_SHAPE, a]) for a in range(t.ndim)]
         made = _Allocations(b, no_memory)
         out = made.new(t, dims)
-        data = b.extract_value(out, ARRAY_DATA)
+        copies.copy_with(b, x, t, out, t)
+        space = ir.Constant(element_type(t.dtype).as_pointer(), None) \
+            if k == t.ndim - 1 else made.buffer(t.dtype, dims[k])
         lanes = shared_function(fn.module, f"astjit.sort.lanes.{t.dtype}.{kind}.{t.ndim}.{k}",
                                 *_sorted_lanes(t.dtype, kind, t.ndim, k))
-        if last:
-            copies.copy_with(b, x, t, out, t)
-            status = b.call(lanes, [data, *dims])
-        else:
-            strides = [b.extract_value(x, [ARRAY_STRIDES, a]) for a in range(t.ndim)]
-            status = b.call(lanes, [b.extract_value(x, ARRAY_DATA), data, made.buffer(t.dtype, dims[k]),
-                                    *dims, *strides])
+        status = b.call(lanes, [b.extract_value(out, ARRAY_DATA), space, *dims])
         made.finish(status, failed, out, slot, [count, items, capacity])
     return _function_type(t, t), emit
 
@@ -193,39 +185,31 @@ def _void(b: ir.IRBuilder, pointer: ir.Value) -> ir.Value:
 
 
 def _sorted_lanes(dtype: ScalarType, kind: str, ndim: int, k: int):
-    """The runtime's `astjit.sort.lanes.<dtype>.<kind>.<ndim>.<axis>`, which `astjit.sort.new`
-    calls: sorts each lane along axis k of a C-contiguous array by NumPy's kernel. Where k is
-    the last axis, (data, *dims): in place. Else (x's data, the result's data, `buffer`,
-    *dims, *x's strides): x's lane gathered into `buffer` (room for one lane), sorted there
-    and written to the result's. The first negative status of the kernel (its work
-    memory), else 0. One function per kind of sort in the process."""
+    """The runtime's `astjit.sort.lanes.<dtype>.<kind>.<ndim>.<axis>`: (data, buffer, *dims) sorts
+    each lane of a C-contiguous array along axis k by NumPy's kernel, in place where k is
+    the last axis, else through `buffer` (room for one lane); the first negative status of
+    the kernel (its work memory), else 0. One function per kind of sort in the process,
+    which `astjit.sort.new` calls."""
     last = k == ndim - 1
     pointer = element_type(dtype).as_pointer()
 
-    def emit(fn, b, *params):
+    def emit(fn, b, data, buffer, *dims):
         kernel = npysort.declare(fn.module, "sort", dtype, kind)
-        if last:
-            x = buffer = x_strides = None
-            data, *dims = params
-        else:
-            x, data, buffer, *fields = params
-            dims, x_strides = fields[:ndim], fields[ndim:]
         strides, n = array_layout.c_strides(b, list(dims)), dims[k]
         null = ir.Constant(npysort.VOID_P, None)
 
         def lane(indices):
             start = b.gep(data, [element_offset(b, indices, strides)], inbounds=True)
             if not last:
-                _move(b, b.gep(x, [element_offset(b, indices, x_strides)]), x_strides[k], buffer, _i64(1), n)
-            status = b.call(kernel, [_void(b, start if last else buffer), n, null])
+                _move(b, start, strides[k], buffer, _i64(1), n)
+            status = b.call(kernel, [_void(b, buffer if not last else start), n, null])
             _return_if_failed(b, status)
             if not last:
                 _move(b, buffer, _i64(1), start, strides[k], n)
 
-        _each_lane(b, list(dims), k, lane)
+        _each_lane(b, dims, k, lane)
         b.ret(ir.Constant(npysort.SORT_TYPE.return_type, 0))
-    params = [pointer] if last else [pointer, pointer, pointer]
-    fnty = ir.FunctionType(npysort.SORT_TYPE.return_type, params + [I64_T] * (ndim if last else 2 * ndim))
+    fnty = ir.FunctionType(npysort.SORT_TYPE.return_type, [pointer, pointer] + [I64_T] * ndim)
     return fnty, emit
 
 
