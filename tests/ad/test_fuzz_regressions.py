@@ -141,3 +141,23 @@ def test_arctangent_gradients_do_not_overflow_or_underflow(y, x):
                     np.array([y]), np.array([x])))):
         for g, w in zip(got, want):
             assert g == pytest.approx(w, rel=1e-14, abs=1e-320), (got, want)
+
+
+def read_then_written_in_a_loop_that_rebinds_it(x, y, counts):
+    while len(counts):
+        first = counts[0]
+        counts[0] = x
+        return math.atan2(y, first)
+        counts = counts  # noqa: PLW0127 - unreachable, but the loop now carries `counts`
+    return x
+
+
+def test_a_loop_writing_an_int_array_it_rebinds_and_reads_is_refused():
+    """The backward recomputation of the body read `counts[0]` after the write (5, not -2):
+    d/dy of atan2(y, -2) came out 0.11, not -0.081 (fuzz seed 41311, program 1827). No undo
+    log follows a carried array, active or not, so such a loop is refused."""
+    counts = np.array([-2])
+    assert astjit.jit(read_then_written_in_a_loop_that_rebinds_it)(5.2, -4.5, counts.copy()) == \
+        read_then_written_in_a_loop_that_rebinds_it(5.2, -4.5, counts.copy())
+    with pytest.raises(astjit.DifferentiationError, match="writes into the array 'counts' it also rebinds"):
+        astjit.grad(read_then_written_in_a_loop_that_rebinds_it, argnums=(0, 1))(5.2, -4.5, counts.copy())

@@ -168,6 +168,19 @@ def test_a_sawtooth_of_a_steep_function_is_differenced_at_finer_steps(tmp_path):
     assert result["verdict"] == "ok" and result["grad"] == "compared 1", result
 
 
+NEAR_AN_EDGE = WRONG_GRADIENT.replace("    return cube(x) + 1.0",
+                                      "    return math.fmod(math.sin(1), -6 / (7.0868 ** x + 1.0))") \
+                             .replace("(1.2345,)", "(9.29259,)")
+
+
+def test_a_sawtooth_near_an_edge_is_differenced_finer_still(tmp_path):
+    """Teeth 5e-8 wide in x, the point 8e-9 from an edge: a thousandth of the steps (9e-9)
+    still crosses it; a ten-thousandth does not (fuzz seed 41311, program 1247)."""
+    (tmp_path / "fz_edge.py").write_text(NEAR_AN_EDGE)
+    result = judge(load(tmp_path / "fz_edge.py"))
+    assert result["verdict"] == "ok" and result["grad"] == "compared 1", result
+
+
 NOISE = '''
 import numpy as np
 import pytest

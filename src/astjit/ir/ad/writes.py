@@ -38,7 +38,8 @@ and sweeps it back; the written arrays' accumulators go into the backward
 `if` and come out of it.
 
 Limits, refused with a `NotDifferentiableError` naming the construct and
-line: writes into an active array a loop carries (rebinds); slice assignment
+line: writes into an array a loop carries (rebinds), where it is active or the body
+reads it (an int array too: its elements may feed a derivative); slice assignment
 and writes through a view inside a loop; a write inside an `if` into a view
 taken outside it; writes through a `reshape`; a view used after its array
 was written into (other than through it).
@@ -111,16 +112,38 @@ def written_roots(graph: Graph) -> set[Value]:
 
 
 def written_invariants(node: Node, active: set[Value]) -> list[int]:
-    """The invariants of `while` `node` its body writes into (their indices); a loop that
-    writes into an active array it carries is refused."""
-    inner = written_roots(node.regions[1])
+    """The invariants of `while` `node` its body writes into (their indices). A loop that
+    writes into an array it carries is refused where the array is active, or where the
+    body reads it: no undo log follows a carried array, so the backward recomputation of
+    the body would read what later writes left (an int array's element read before a write
+    feeds a float's derivative: fuzz seed 41311, program 1827)."""
+    body = node.regions[1]
+    inner = written_roots(body)
     n_invariants = node.attrs["n_invariants"]
-    for p in node.regions[1].params[n_invariants:]:
-        if p in inner and p in active:
+    for p in body.params[n_invariants:]:
+        if p in inner and (p in active or reads_array(body, p)):
             raise NotDifferentiableError(
                 f"cannot differentiate a loop that writes into the array '{p.name}' it also "
                 "rebinds (a carried value) yet", "array_set", node.loc)
     return [k for k, p in enumerate(node.regions[1].params[:n_invariants]) if p in inner]
+
+
+def reads_array(graph: Graph, array: Value) -> bool:
+    """Whether `graph` (or a region of it) reads the memory of its value `array`: uses it, or
+    a view of it, other than as the array a write writes into."""
+    defs = defining_nodes(graph)
+    for node in graph.nodes:
+        for k, v in enumerate(node.inputs):
+            if not isinstance(v.type, ArrayType) or view_chain(v, defs, writing=False)[0] is not array:
+                continue
+            if node.op in VIEW_OPS or node.op in READ_VIEW_OPS or (k == 0 and node.op in WRITE_OPS):
+                continue  # a view is read where it is used; a write's target is not read
+            if not node.regions:
+                return True
+            if any(reads_array(region, p) for region, params, inputs in region_bindings(node)
+                   for p, bound in zip(params, inputs) if bound is v):
+                return True
+    return False
 
 
 def check_views_of_written(graph: Graph, active: set[Value]) -> None:
