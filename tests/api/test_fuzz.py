@@ -236,6 +236,32 @@ def test_a_tolerant_result_may_differ_by_what_its_rounding_can_make_of_it(tmp_pa
     assert judge(load(tmp_path / "fz_cancel_wrong.py"))["verdict"] == "mismatch"
 
 
+OVERFLOW_ON_THE_WAY = CANCELLING.replace(
+    """def f(p1):
+    v3 = np.tanh(np.sum(p1[:, None] - p1, axis=0))  # tanh of -11.2 and 11.9 (among others)
+    return float(np.median(v3))                     # their mean: about 1e-10""",
+    """def f(p1):
+    if np.prod(p1) < 1e300:   # inf left to right (NumPy's), about 0.9 in pairs
+        return 1.0
+    return 1e300 ** 3         # OverflowError""").replace(
+    "[1.0, -4.785, -6.69703, 3.281 + SHIFT * (len(CALLS) == 2)]",
+    "[4.58e154, 7.46e154, 1.68e77, 1.68e77, *[SMALL] * 4]")
+
+
+def test_an_outcome_a_products_order_decides_is_ill_conditioned(tmp_path):
+    """NumPy multiplies left to right and overflows; astjit's vector accumulators multiply in
+    another order and do not (fuzz seed 41311, program 2698): a reference whose products
+    are multiplied in pairs ends as the compiled run does. Where none does, it is a mismatch."""
+    (tmp_path / "fz_order.py").write_text(OVERFLOW_ON_THE_WAY.replace("SMALL", "2.25e-78"))
+    result = judge(load(tmp_path / "fz_order.py"))
+    assert result["verdict"] == "ok" and result["detail"].startswith("ill-conditioned"), result
+    # the compiled run's factors as above, CPython's and the references' 1.0: inf in any order
+    small = "(2.25e-78 if len(CALLS) == 2 else 1.0)"
+    (tmp_path / "fz_order_far.py").write_text(OVERFLOW_ON_THE_WAY.replace("SMALL", small))
+    result = judge(load(tmp_path / "fz_order_far.py"))
+    assert result["verdict"] == "mismatch" and result["detail"] == "exceptions differ", result
+
+
 TOOTH_EDGE = WRONG_GRADIENT.replace("    return cube(x) + 1.0", "    return math.fmod(x, x ** 2)") \
                            .replace("(1.2345,)", "(1e-08,)")
 
