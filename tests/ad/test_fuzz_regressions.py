@@ -161,3 +161,26 @@ def test_a_loop_writing_an_int_array_it_rebinds_and_reads_is_refused():
         read_then_written_in_a_loop_that_rebinds_it(5.2, -4.5, counts.copy())
     with pytest.raises(astjit.DifferentiationError, match="writes into the array 'counts' it also rebinds"):
         astjit.grad(read_then_written_in_a_loop_that_rebinds_it, argnums=(0, 1))(5.2, -4.5, counts.copy())
+
+
+def clip_below(x, low):
+    x[x < low] = low
+    return len(x)
+
+
+def squares_after_a_condition_that_writes(x):
+    steps = 0
+    while steps < 12 and clip_below(x, 3.0):
+        steps += 1
+    return float(x @ x)
+
+
+def test_a_loop_whose_condition_writes_into_an_array_is_refused():
+    """Both modes took the condition for its truth alone: the write that made x [3, 3]
+    reached neither, and both gave 2x (6, 6) where the result no longer depends on x
+    (fuzz seed 41312, program 1348)."""
+    x = np.array([0.8078, -2.34717])
+    assert astjit.jit(squares_after_a_condition_that_writes)(x.copy()) == 18.0
+    for transform in (astjit.grad, astjit.jacfwd):
+        with pytest.raises(astjit.DifferentiationError, match="condition writes into an array"):
+            transform(squares_after_a_condition_that_writes)(x.copy())

@@ -21,6 +21,7 @@ forward mode instead, one pass per argument (forward-over-reverse: how
 """
 from __future__ import annotations
 
+from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
 from ..passes.inline import clone_graph
 from ..types import (
@@ -29,6 +30,7 @@ from ..types import (
 )
 from .cores import batched, forward_core, gradient, jacobians, jvp_core, pullback
 from .derived_graphs import call, cast_to, item, tuple_of
+from .writes import WRITE_OPS
 
 
 def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
@@ -45,6 +47,8 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
     if reverse:
         _rules_of_gradient_calls(scratch)
     optimize(scratch, keep_custom_rules=reverse, fuse=False)
+    if kind != "vmap":
+        _refuse_writes_in_conditions(scratch)
     if kind == "jvp":
         core = jvp_core(scratch, spec[1])
     elif kind == "vjp":
@@ -95,6 +99,32 @@ def _spec_name(spec: tuple) -> str:
         return f"vmap[{spec[1]},{spec[2]}]".replace(" ", "")  # the types are the caller's
     wrt = ",".join(map(str, spec[1]))
     return f"{spec[0]}[{wrt}]" + (",holomorphic" if is_holomorphic(spec) else "")
+
+
+def _refuse_writes_in_conditions(module: Module) -> None:
+    """Refuse a `while` whose condition writes into an array (`while i < n and h(x)`, `h`
+    writing x): both modes take a condition for its truth alone, so the write reached
+    neither mode's derivatives (fuzz seed 41312, program 1348: both gave 6 where the write
+    had made the result a constant)."""
+    for graph in module.graphs.values():
+        for node in graph.walk():
+            if node.op == "while" and _writes(module, node.regions[0], set()):
+                raise DifferentiationError("cannot differentiate a loop whose condition writes into "
+                                           "an array: make the write a statement of the body",
+                                           node.loc)
+
+
+def _writes(module: Module, graph: Graph, seen: set[str]) -> bool:
+    """Whether `graph`, its regions or what they call writes into an array."""
+    for node in graph.walk():
+        if node.op in WRITE_OPS:
+            return True
+        callee = node.attrs.get("callee") if node.op == "call" else None
+        if callee is not None and callee not in seen:
+            seen.add(callee)
+            if _writes(module, module.graphs[callee], seen):
+                return True
+    return False
 
 
 def _reachable_copy(module: Module, name: str) -> dict[str, Graph]:

@@ -200,8 +200,10 @@ class BatchBuilder(GraphBuilder):
                 cond, cond_flags = self._region(node.regions[0], flags)
                 body, body_flags = self._region(node.regions[1], flags, n)
             except SharedWrite as write:
-                k = next(k for r in node.regions for k, p in enumerate(r.params)
-                         if p is write.param)
+                k = next((k for r in node.regions for k, p in enumerate(r.params)
+                          if p is write.param), None)
+                if k is None:  # a parameter of a region deeper in (a call's, an `if`'s in the
+                    raise NotBatchable(write.why) from None  # condition): not this loop's to batch
                 if flags[k] or k in written:
                     raise NotBatchable(write.why) from None
                 flags[k] = True
