@@ -176,9 +176,9 @@ def c_pow(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
     """C's pow(a, b), as CPython calls it. LLVM rewrites a pow whose base is a power of two
     as `exp2(n * b)`, which rounds `n * b` first: `8.0 ** t` came out an ulp off CPython's
     (fuzz seed 41312, program 1878, its base a helper's constant). So a double pow with an
-    exponent not known here goes through `astjit.c_pow`, an internal function LLVM does not
-    optimize (`optnone`) nor inline, nor so learns the base; a constant exponent keeps the
-    intrinsic, whose rewrites are exact (`x ** 2.0` as `x * x`, `x ** -1.0` as `1 / x`)."""
+    exponent not known here goes through `astjit.c_pow`, an internal function LLVM neither
+    optimizes (`optnone`) nor inlines, so it never sees the base; a constant exponent keeps
+    the intrinsic, whose rewrites are exact (`x ** 2.0` as `x * x`, `x ** -1.0` as `1 / x`)."""
     if isinstance(b, ir.Constant) or a.type != DOUBLE:
         return em.call_intrinsic("llvm.pow", [a, b])
     fn = em.module.globals.get("astjit.c_pow")
