@@ -10,6 +10,7 @@ the compiled result is accepted where it lies within the spread those references
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import random
@@ -106,31 +107,42 @@ class Nudged:
         return type(result)(np.asarray(moved).item())
 
 
-def spreads(module, run: Callable[[], tuple]) -> tuple[list[float], list[float]] | None:
-    """The floats of `run()`'s outcome (result and arguments), and per float the farthest
-    that a nudged reference lies from it; None where a nudged run raised, took another
-    shape of result, or made a NaN the plain run has not (the outcome itself moves)."""
-    saved = getattr(module, "np", None)
-    if saved is not np:
-        return None
-    plain = list(float_leaves(run()))
-    widest = [0.0] * len(plain)
+def nudged_runs(module, run: Callable[[], object]) -> Iterator[tuple[str, object]]:
+    """("ok", result) or ("raise", exception) of `run()` with the program's `np` nudged, one
+    per seed (the program's own `np` is put back after); nothing where the program does not
+    call numpy as `np`."""
+    if getattr(module, "np", None) is not np:
+        return
     try:
         for seed in range(RUNS):
             module.np = Nudged(random.Random(seed))
             try:
-                nudged = list(float_leaves(run()))
-            except Exception:  # noqa: BLE001 - a rounding difference that decides a raise
-                return None
-            if len(nudged) != len(plain):
+                outcome = "ok", run()
+            except Exception as exc:  # noqa: BLE001 - an outcome to compare
+                outcome = "raise", exc
+            yield outcome
+    finally:
+        module.np = np
+
+
+def spreads(module, run: Callable[[], tuple]) -> tuple[list[float], list[float]] | None:
+    """The floats of `run()`'s outcome (result and arguments), and per float the farthest
+    that a nudged reference lies from it; None where a nudged run raised, took another
+    shape of result, or made a NaN the plain run has not (the outcome itself moves)."""
+    if getattr(module, "np", None) is not np:
+        return None
+    plain = list(float_leaves(run()))
+    widest = [0.0] * len(plain)
+    with contextlib.closing(nudged_runs(module, run)) as runs:  # np put back on leaving early
+        for kind, result in runs:
+            nudged = list(float_leaves(result)) if kind == "ok" else None
+            if nudged is None or len(nudged) != len(plain):
                 return None
             for k, (p, n) in enumerate(zip(plain, nudged)):
                 if math.isnan(p) != math.isnan(n):
                     return None
                 if n != p and not math.isnan(p):  # an infinity made or lost: an infinite spread
                     widest[k] = max(widest[k], abs(n - p))
-    finally:
-        module.np = saved
     return plain, widest
 
 
@@ -155,19 +167,6 @@ def reachable(module, run: Callable[[], object], got: tuple, same: Callable[[obj
     calls equal. Where CPython raised and the compiled code returned, or the other way
     round, a branch the rounding decides may be why (an overflow in one order of a
     product, not in another)."""
-    if getattr(module, "np", None) is not np:
-        return False
-    try:
-        for seed in range(RUNS):
-            module.np = Nudged(random.Random(seed))
-            try:
-                result = run()
-            except Exception as exc:  # noqa: BLE001 - an outcome to compare
-                if got[0] == "raise" and isinstance(got[1], type(exc)):
-                    return True
-                continue
-            if got[0] == "ok" and same(result, got[1]):
-                return True
-    finally:
-        module.np = np
-    return False
+    with contextlib.closing(nudged_runs(module, run)) as runs:
+        return any(kind == got[0] and (isinstance(got[1], type(result)) if kind == "raise"
+                                       else same(result, got[1])) for kind, result in runs)

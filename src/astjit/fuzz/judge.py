@@ -270,13 +270,21 @@ def flat_nearby(module, fn, at: tuple[int, ...], value: float) -> bool:
     not more: a floor of a function whose slope moves it by a hundredth per ulp steps every
     hundred ulps or so (program 361 of seed 41303: 64 ulps crossed a step). The derivative
     is then compared with jacfwd's, not let through."""
-    for ulps in (1, 4):
-        for sign in (1.0, -1.0):
-            args = ulps_away(module, at, sign * ulps)
-            kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
-            if kind != "ok" or type(result) is not float or result != value:
-                return False
-    return True
+    nearby = values_nearby(module, fn, at)
+    return nearby is not None and all(result == value for _, result in nearby)
+
+
+def values_nearby(module, fn, at: tuple[int, ...]) -> list[tuple[float, float]] | None:
+    """(offset in ulps, the function's value) at one and four ulps of argument `at` either
+    side, nearest first; None where one of them raised or is not a finite float."""
+    nearby = []
+    for ulps in (1.0, -1.0, 4.0, -4.0):
+        args = ulps_away(module, at, ulps)
+        kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
+        if kind != "ok" or type(result) is not float or not math.isfinite(result):
+            return None
+        nearby.append((ulps, result))
+    return nearby
 
 
 def jumps_nearby(module, fn, at: tuple[int, ...], value: float) -> bool:
@@ -285,17 +293,11 @@ def jumps_nearby(module, fn, at: tuple[int, ...], value: float) -> bool:
     slope -1 and teeth 1e-16 wide, and its point lay half an ulp from a tooth's edge (seed
     41305, program 8005): every difference quotient spans a jump, and AD's derivative is
     one side's."""
-    for ulps in (1, 4):
-        moved = []
-        for sign in (1.0, -1.0):
-            args = ulps_away(module, at, sign * ulps)
-            kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
-            if kind != "ok" or type(result) is not float or not math.isfinite(result):
-                return False
-            moved.append(abs(result - value))
-        if max(moved) > 1e3 * (min(moved) + 4 * math.ulp(value)):
-            return True
-    return False
+    nearby = values_nearby(module, fn, at)
+    if nearby is None:
+        return False
+    moved = [abs(result - value) for _, result in nearby]
+    return any(max(pair) > 1e3 * (min(pair) + 4 * math.ulp(value)) for pair in (moved[:2], moved[2:]))
 
 
 def teeth_below_an_ulp(module, fn, at: tuple[int, ...], value: float, derivative: float) -> bool:
@@ -306,19 +308,15 @@ def teeth_below_an_ulp(module, fn, at: tuple[int, ...], value: float, derivative
     atan2(p, 1e300 / (p + 1))` (seed 41309, program 8479) has slope -0.72 on teeth 1e-299
     wide: no difference of floats sees a tooth, and AD's slope is one tooth's. A smooth
     function moves as its slope says, so a derivative wrong by a factor is still caught."""
-    x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
-    quotients = []
-    for ulps in (1, 4):
-        for sign in (1.0, -1.0):
-            args = ulps_away(module, at, sign * ulps)
-            kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
-            if kind != "ok" or type(result) is not float or not math.isfinite(result):
-                return False
-            if abs(result - value) > 1e-3 * abs(derivative) * ulps * math.ulp(x):
-                return False
-            quotients.append((result - value) / (sign * ulps * math.ulp(x)))
+    nearby = values_nearby(module, fn, at)
+    if nearby is None:
+        return False
+    ulp = math.ulp(float(np.asarray(module.make_args()[at[0]])[at[1:]]))
+    if any(abs(result - value) > 1e-3 * abs(derivative) * abs(ulps) * ulp for ulps, result in nearby):
+        return False
+    quotients = [(result - value) / (ulps * ulp) for ulps, result in nearby]
     spread, largest = max(quotients) - min(quotients), max(map(abs, quotients))
-    return spread > max(0.5 * largest, 8 * math.ulp(value) / math.ulp(x))
+    return spread > max(0.5 * largest, 8 * math.ulp(value) / ulp)
 
 
 def noisy(module, fn, at: tuple[int, ...], number: int, derivative: float) -> bool:
