@@ -458,6 +458,34 @@ def test_cse_works_inside_each_region_separately():
     assert ops_in(module).count("mul") == 3
 
 
+def test_cse_gives_a_value_a_branch_or_loop_receives_twice_one_parameter():
+    """(After inlining h(x, x).) Reverse mode follows an array's writes by its one name."""
+    g = fn("f", F64, F64)
+    x, y = g.params
+    g.outputs = [branch(g, op(g, "gt", [x, y], BOOL), [x, y, x],
+                        lambda r, a, b, c: op(r, "sub", [a, c], F64),
+                        lambda r, a, b, c: op(r, "mul", [c, b], F64), F64)]
+    module = check(module_of(g), args_for(F64, F64), eliminate_common_subexpressions)
+    (node,) = [n for n in module.entry_graph.nodes if n.op == "if"]
+    assert node.inputs[1:] == module.entry_graph.params
+    assert all(len(r.params) == 2 for r in node.regions)
+
+    loop_module = counting_loop()
+    loop = loop_module.entry_graph.nodes[-1]
+    n = loop.inputs[0]
+    loop.inputs.insert(1, n)
+    loop.attrs["n_invariants"] = 2
+    cond, body = loop.regions
+    for region in loop.regions:
+        region.params.insert(1, Value("n2", I64))
+    cond.outputs = [op(cond, "bitand", [cond.outputs[0], op(cond, "lt", [cond.params[3],
+                                                                        cond.params[1]], BOOL)], BOOL)]
+    loop_module = check(loop_module, [(0,), (7,)], eliminate_common_subexpressions)
+    (loop,) = [n for n in loop_module.entry_graph.nodes if n.op == "while"]
+    assert loop.attrs["n_invariants"] == 1 and len(loop.inputs) == 3
+    assert [len(r.params) for r in loop.regions] == [3, 3]
+
+
 # ---- DCE -------------------------------------------------------------------------------
 
 def test_dce_removes_unused_pure_nodes_and_keeps_checks():

@@ -167,6 +167,9 @@ class RegionGroup:
         """The parameter of `asking`'s region that receives the outer `value`."""
         if value not in self.captured:
             outer = self.parent.use(value)
+            if outer in self.captured:  # one outer value, one parameter (AD relies on it)
+                self.captured[value] = self.captured[outer]
+                return self.captured[value][self.scopes.index(asking)]
             params = [Value(value.name) for _ in self.scopes]
             for scope, param in zip(self.scopes, params):
                 scope.graph.params.insert(len(self.inputs), param)

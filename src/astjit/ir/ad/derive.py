@@ -25,12 +25,14 @@ from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
 from ..passes.inline import clone_graph
 from ..types import (
+    ArrayType,
     Type,
     exact,
 )
+from .activity import is_differentiable
 from .cores import batched, forward_core, gradient, jacobians, jvp_core, pullback
 from .derived_graphs import call, cast_to, item, tuple_of
-from .writes import WRITE_OPS
+from .writes import WRITE_OPS, defining_nodes, view_chain, written_roots
 
 
 def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
@@ -49,6 +51,8 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
     optimize(scratch, keep_custom_rules=reverse, fuse=False)
     if kind != "vmap":
         _refuse_writes_in_conditions(scratch)
+    if reverse:
+        _refuse_writes_through_two_names(scratch)
     if kind == "jvp":
         core = jvp_core(scratch, spec[1])
     elif kind == "vjp":
@@ -112,6 +116,46 @@ def _refuse_writes_in_conditions(module: Module) -> None:
                 raise DifferentiationError("cannot differentiate a loop whose condition writes into "
                                            "an array: make the write a statement of the body",
                                            node.loc)
+
+
+def _refuse_writes_through_two_names(module: Module) -> None:
+    """Refuse a loop, branch or call that receives one float array through two names (the
+    same array twice, or an array and a view of it) and writes into it through one. Reverse
+    mode keeps an adjoint per name, so a write's backward never reaches what was read
+    through the other name (fuzz seed 41313, program 7257: `for e in a: b[0] = e` with `a`
+    and `b` one array). Forward mode keeps tangents as memory, like the arrays, and needs
+    no such rule. The optimizer gives an array bound twice one name where it can (cse.py)."""
+    for graph in module.graphs.values():
+        _refuse_in(module, graph)
+
+
+def _refuse_in(module: Module, graph: Graph) -> None:
+    defs = defining_nodes(graph)
+    for node in graph.nodes:
+        for region in node.regions:
+            _refuse_in(module, region)
+        if node.op not in ("while", "if", "call"):
+            continue
+        bound = node.inputs[1:] if node.op == "if" else node.inputs
+        names: dict[Value, list[int]] = {}
+        for k, v in enumerate(bound):
+            if is_differentiable(v.type) and isinstance(v.type, ArrayType):
+                names.setdefault(view_chain(v, defs, writing=False)[0], []).append(k)
+        shared = {k for ks in names.values() if len(ks) > 1 for k in ks}
+        if not shared:
+            continue
+        if node.op == "call":
+            written = shared if _writes(module, module.graphs[node.attrs["callee"]], set()) \
+                else set()
+        else:
+            written = {k for region in node.regions for k, p in enumerate(region.params)
+                       if p in written_roots(region)}
+        if shared & written:
+            raise DifferentiationError(
+                f"cannot differentiate a {'function call' if node.op == 'call' else 'loop or branch'}"
+                " that writes into an array it also reads through another name (the same array "
+                "twice, or the array and a view of it) yet: use one name, or write into a copy",
+                node.loc)
 
 
 def _writes(module: Module, graph: Graph, seen: set[str]) -> bool:

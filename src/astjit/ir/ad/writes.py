@@ -42,7 +42,10 @@ line: writes into an array a loop carries (rebinds), where it is active or the b
 reads it (an int array too: its elements may feed a derivative); slice assignment
 and writes through a view inside a loop; a write inside an `if` into a view
 taken outside it; writes through a `reshape`; a view used after its array
-was written into (other than through it).
+was written into (other than through it); a loop, branch or call writing into an array
+it also receives through another name (`derive._refuse_writes_through_two_names`): a
+region keeps one adjoint per parameter, and the optimizer gives an array bound twice
+one parameter (cse.py).
 """
 from __future__ import annotations
 

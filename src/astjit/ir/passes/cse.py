@@ -27,6 +27,7 @@ from typing import Any
 from ..core import STRUCTURAL_OPS, Graph, Module, Node, Value
 from ..ops import OPS
 from ..types import ArrayType
+from .dce import drop_region_params
 from .rewrite import Replacement, forward, rewrite_graph
 
 
@@ -56,6 +57,7 @@ def _cse_graph(graph: Graph) -> None:
         return a is b or (a not in apart and b not in apart)
 
     def visit(node: Node) -> Replacement | None:
+        _one_param_per_input(node)
         for region in node.regions:
             _cse_graph(region)
         if _may_write(node):  # what read arrays before may read other values after
@@ -71,6 +73,37 @@ def _cse_graph(graph: Graph) -> None:
         return None if earlier is node else forward(node, earlier.outputs)
 
     rewrite_graph(graph, visit)
+
+
+def _one_param_per_input(node: Node) -> None:
+    """Give a value that a loop receives twice as an invariant, or a branch twice as a
+    capture, one parameter in each region (after inlining `h(x, x)`). The regions compute
+    the same, and reverse mode follows the writes into an array by its one name
+    (ad/derive.py refuses an array written through one name and read through another). A
+    loop's sequences (`iterate`: what type inference unrolled over) keep their slots."""
+    if node.op == "if":
+        first, stop, fixed = 1, len(node.inputs), 0
+    elif node.op == "while":
+        first, stop = 0, node.attrs["n_invariants"]
+        fixed = node.attrs.get("iterate", {}).get("sequences", 0)
+    else:
+        return
+    slot_of: dict[Value, int] = {}
+    merged: dict[int, int] = {}
+    for k, value in enumerate(node.inputs[first:stop]):
+        j = slot_of.setdefault(value, k)
+        if j != k and k >= fixed:
+            merged[k] = j
+    if not merged:
+        return
+    for region in node.regions:
+        renames = {region.params[k]: region.params[j] for k, j in merged.items()}
+        for inner in region.nodes:
+            inner.inputs = [renames.get(v, v) for v in inner.inputs]
+        region.outputs = [renames.get(v, v) for v in region.outputs]
+    drop_region_params(node, set(merged), first_input=first)
+    if node.op == "while":
+        node.attrs["n_invariants"] -= len(merged)
 
 
 def _may_write(node: Node) -> bool:

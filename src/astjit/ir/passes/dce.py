@@ -134,7 +134,7 @@ def _dce_if(node: Node, live: set[Value]) -> None:
         _dce_graph(region)
     unused = {k for k in range(len(node.inputs) - 1)
               if not any(_uses(region, region.params[k]) for region in node.regions)}
-    _drop_params(node, unused, first_input=1)
+    drop_region_params(node, unused, first_input=1)
 
 
 def _dce_while(node: Node, live: set[Value]) -> None:
@@ -150,7 +150,7 @@ def _dce_while(node: Node, live: set[Value]) -> None:
                     if i not in slots}
     unused_invariants = {k for k in range(n_invariants)
                          if not any(_uses(region, region.params[k]) for region in node.regions)}
-    _drop_params(node, dead_carried | unused_invariants, first_input=0)
+    drop_region_params(node, dead_carried | unused_invariants, first_input=0)
     node.attrs["n_invariants"] = n_invariants - len(unused_invariants)
 
 
@@ -193,7 +193,7 @@ def _uses(graph: Graph, value: Value) -> bool:
     return value in graph.outputs or any(value in node.inputs for node in graph.nodes)
 
 
-def _drop_params(node: Node, positions: set[int], first_input: int) -> None:
+def drop_region_params(node: Node, positions: set[int], first_input: int) -> None:
     """Remove region parameter `k` of each region, and the node input that feeds it."""
     for region in node.regions:
         region.params = [p for k, p in enumerate(region.params) if k not in positions]
