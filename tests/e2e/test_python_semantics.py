@@ -220,6 +220,23 @@ def test_a_power_of_two_base_is_cs_pow_not_exp2(t):
     same_as_python(power_of_a_constant_two_power, t)
 
 
+def nan_magnitude():
+    return abs(np.log(-3.75))
+
+
+def signs_of_constant_nans(x):
+    return (math.copysign(x, nan_magnitude()), math.copysign(x, np.log(-3.75)),
+            math.copysign(x, -abs(np.sqrt(-1.0))), math.copysign(x, abs(np.sqrt(-1.0))))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_constant_nans_of_either_sign_stay_apart():
+    """abs(np.log(-3.75)) folds to a positive NaN and np.log(-3.75) to a negative one: the
+    optimizer merged the two constants as equal, and copysign took the negative (fuzz seed
+    41314, program 1568)."""
+    same_as_python(signs_of_constant_nans, 2.5)
+
+
 # ---- globals are read once, when the function is first compiled ----------------------------
 
 SCALE = 2.0

@@ -2,10 +2,11 @@
 
 A pure leaf node equal to an earlier node of the same graph — same op, same
 inputs (in any order for commutative ops), same attrs (constants by value and
-type, floats by their bits so 0.0 and -0.0 stay apart), same result types —
-is replaced by the earlier node's outputs. Ops that may raise are merged too:
-the earlier node, in the same straight-line list, runs first on the same
-operands, so it raises first or the later one would not have raised either.
+type, floats by their bits so 0.0 and -0.0 stay apart, and NaNs of either sign),
+same result types — is replaced by the earlier node's outputs. Ops that may
+raise are merged too: the earlier node, in the same straight-line list, runs
+first on the same operands, so it raises first or the later one would not have
+raised either.
 Each region gets its own table: regions see no values of the enclosing graph.
 
 A pure op that makes a new array (`x * y`, `np.sum(x, axis=0)`) is merged only
@@ -21,6 +22,7 @@ memory no other array shares; the writes of a structural op are not looked into.
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Hashable
 from typing import Any
 
@@ -176,8 +178,10 @@ def _key(node: Node) -> Hashable:
 
 def _frozen(value: Any) -> Hashable:
     """A hashable stand-in for an attribute, equal only for the same value of the same type."""
-    if isinstance(value, float):
-        return "float", value.hex()
+    if isinstance(value, float):  # by its bits: 0.0 and -0.0 apart, and NaNs of each sign
+        return "float", struct.pack("<d", value)
+    if isinstance(value, complex):
+        return "complex", struct.pack("<dd", value.real, value.imag)
     if isinstance(value, (tuple, list)):
         return type(value).__name__, tuple(_frozen(v) for v in value)
     if isinstance(value, dict):
