@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ...errors import DifferentiationError
 from ..core import Graph, Module, Value
+from ..ops import OPS
 from ..passes.inline import clone_graph
 from ..types import (
     ArrayType,
@@ -51,6 +52,7 @@ def derive(module: Module, name: str, spec: tuple, fuse: bool = True) -> str:
     optimize(scratch, keep_custom_rules=reverse, fuse=False)
     if kind != "vmap":
         _refuse_writes_in_conditions(scratch)
+        _refuse_writes_into_returned_inputs(scratch)
     if reverse:
         _refuse_writes_through_two_names(scratch)
     if kind == "jvp":
@@ -156,6 +158,62 @@ def _refuse_in(module: Module, graph: Graph) -> None:
                 " that writes into an array it also reads through another name (the same array "
                 "twice, or the array and a view of it) yet: use one name, or write into a copy",
                 node.loc)
+
+
+def _refuse_writes_into_returned_inputs(module: Module) -> None:
+    """Refuse a write into an array that a branch, loop or call returned, where it may be an
+    array it was given (`q = p if c else np.zeros(3)`, then `q[0] = v`): both modes follow
+    an array by the value that names it, so the write never reached what was read through
+    the other name (fuzz seed 41314, program 8832: the gradient of np.std of an array
+    written later through such a name). One every path makes anew is written as any other."""
+    for graph in module.graphs.values():
+        for region in _graphs_in(graph):
+            defs = defining_nodes(region)
+            for node in region.nodes:
+                if node.op not in WRITE_OPS:
+                    continue
+                root = view_chain(node.inputs[0], defs, writing=False)[0]
+                maker = defs.get(root)
+                if maker is not None and maker.op in ("if", "while", "call") \
+                        and not _new_memory(region, root):
+                    construct = {"if": "branch", "while": "loop", "call": "call"}[maker.op]
+                    raise DifferentiationError(
+                        f"cannot differentiate a write into the array '{root.name or 'returned'}'"
+                        f" a {construct} returned, which may be an array it was given, yet: "
+                        "write into a copy (q = q.copy()) or into the array by its own name",
+                        node.loc)
+
+
+def _new_memory(graph: Graph, value: Value, carried: Value | None = None) -> bool:
+    """Whether array `value` of `graph` is memory its graph made, on every path: made by an
+    allocating or elementwise op (not through a view), or returned by a branch whose every
+    region makes it, or carried by a loop that starts with and keeps such an array
+    (`carried`: the body's parameter of that slot, new by induction)."""
+    defs = defining_nodes(graph)
+    root = view_chain(value, defs, writing=False)[0]
+    node = defs.get(root)
+    if root is carried:
+        return True
+    if node is None:  # a parameter
+        return False
+    if node.op in OPS:
+        return node.op != "callback" and bool(OPS[node.op].traits & {"allocates", "elementwise"})
+    slot = node.outputs.index(root)
+    if node.op == "if":
+        return all(_new_memory(region, region.outputs[slot]) for region in node.regions)
+    if node.op == "while":
+        body = node.regions[1]
+        n_invariants = node.attrs["n_invariants"]
+        return (_new_memory(graph, node.inputs[n_invariants + slot])
+                and _new_memory(body, body.outputs[slot], body.params[n_invariants + slot]))
+    return False
+
+
+def _graphs_in(graph: Graph):
+    """`graph` and every region within it."""
+    yield graph
+    for node in graph.walk():
+        yield from node.regions
 
 
 def _writes(module: Module, graph: Graph, seen: set[str]) -> bool:

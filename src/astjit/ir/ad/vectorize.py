@@ -431,9 +431,8 @@ class BatchBuilder(GraphBuilder):
         """What `v` is a view of, through views that stay views of a batch (None past
         one that may not)."""
         node = self.definitions.get(v)
-        while node is not None and "view" in OPS[node.op].traits:
-            if node.op in COPYING_VIEWS and self.definitions.get(node.inputs[0]) is not None \
-                    and "view" in OPS[self.definitions[node.inputs[0]].op].traits \
+        while _is_view(node):
+            if node.op in COPYING_VIEWS and _is_view(self.definitions.get(node.inputs[0])) \
                     or node.op == "diag":
                 return None
             v = node.inputs[0]
@@ -580,3 +579,9 @@ def _check_repeatable(graph: Graph) -> None:
         if opdef and ("writes" in opdef.traits and opdef.batch is None
                       or node.op in REPEATED_EFFECTS):
             raise NotBatchable(f"{node.op}: an effect per example")
+
+
+def _is_view(node: Node | None) -> bool:
+    """Whether `node` is a leaf op whose result may be a view of its first input (a
+    structural node's results, an `if`'s array included, are not followed)."""
+    return node is not None and node.op in OPS and "view" in OPS[node.op].traits

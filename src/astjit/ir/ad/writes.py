@@ -45,7 +45,8 @@ taken outside it; writes through a `reshape`; a view used after its array
 was written into (other than through it); a loop, branch or call writing into an array
 it also receives through another name (`derive._refuse_writes_through_two_names`): a
 region keeps one adjoint per parameter, and the optimizer gives an array bound twice
-one parameter (cse.py).
+one parameter (cse.py); a write into an array a branch, loop or call returned that may
+be one it was given (`derive._refuse_writes_into_returned_inputs`, both modes).
 """
 from __future__ import annotations
 
