@@ -17,7 +17,7 @@ from array_checks import (
     central_difference,
 )
 
-from astjit import DifferentiationError, grad, jit, value_and_grad
+from astjit import DifferentiationError, grad, jacfwd, jit, value_and_grad
 
 # ---- the corpus -------------------------------------------------------------------------------
 
@@ -295,16 +295,33 @@ def stale_view(x):
     return np.sum(v)
 
 
+def through_reshape(x):
+    q = x.reshape(2, 2)
+    q[0, 0] = 3.0
+    return np.sum(x * x)
+
+
+def through_contiguous(x):           # x itself when contiguous: jacfwd copied its tangent
+    q = np.ascontiguousarray(x)
+    q[0] = 3.0
+    return np.sum(x * x)
+
+
 @pytest.mark.parametrize("fn,words", [
     (view_written_in_if, "inside an `if` into a view taken outside it"),
     (slice_in_loop, "slice assignment"),
     (writes_carried, "rebinds"),
     (stale_view, "view 'v' after its array was written"),
+    (through_reshape, "write through a reshape: it is a view or a copy"),
+    (through_contiguous, "write through np.ascontiguousarray: it is a view or a copy"),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_unsupported_writes_are_refused_clearly(fn, words):
     with pytest.raises(DifferentiationError, match=words) as info:
         grad(fn)(np.array([0.5, 0.7, 0.9, 1.1]))
     assert "test_grad_array_writes.py" in str(info.value)
+    if fn is through_contiguous:
+        with pytest.raises(DifferentiationError, match=words):
+            jacfwd(fn)(np.array([0.5, 0.7, 0.9, 1.1]))
 
 
 def rebinds_a_fresh_array(x):        # writes into the array the body makes: supported

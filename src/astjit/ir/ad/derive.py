@@ -33,6 +33,7 @@ from ..types import (
 from .activity import is_differentiable
 from .cores import batched, forward_core, gradient, jacobians, jvp_core, pullback
 from .derived_graphs import call, cast_to, item, tuple_of
+from .errors import NotDifferentiableError
 from .writes import WRITE_OPS, defining_nodes, view_chain, written_roots
 
 
@@ -165,14 +166,21 @@ def _refuse_writes_into_returned_inputs(module: Module) -> None:
     array it was given (`q = p if c else np.zeros(3)`, then `q[0] = v`): both modes follow
     an array by the value that names it, so the write never reached what was read through
     the other name (fuzz seed 41314, program 8832: the gradient of np.std of an array
-    written later through such a name). One every path makes anew is written as any other."""
+    written later through such a name). One every path makes anew is written as any other.
+    So is a write through np.ascontiguousarray or x.view(dtype), a view or not of an array
+    forward mode copied the tangent of (`writes.READ_VIEW_OPS`)."""
     for graph in module.graphs.values():
         for region in _graphs_in(graph):
             defs = defining_nodes(region)
             for node in region.nodes:
                 if node.op not in WRITE_OPS:
                     continue
-                root = view_chain(node.inputs[0], defs, writing=False)[0]
+                root, chain = view_chain(node.inputs[0], defs, writing=False)
+                if any(view.op in ("array_contiguous", "array_view_as") for view in chain):
+                    try:
+                        view_chain(node.inputs[0], defs)  # refuses it, in both modes
+                    except NotDifferentiableError as error:
+                        raise DifferentiationError(str(error), error.loc) from None
                 maker = defs.get(root)
                 if maker is not None and maker.op in ("if", "while", "call") \
                         and not _new_memory(region, root):
@@ -197,7 +205,8 @@ def _new_memory(graph: Graph, value: Value, carried: Value | None = None) -> boo
     if node is None:  # a parameter
         return False
     if node.op in OPS:
-        return node.op != "callback" and bool(OPS[node.op].traits & {"allocates", "elementwise"})
+        return node.op not in ("callback", "array_astype") and bool(  # astype: x itself
+            OPS[node.op].traits & {"allocates", "elementwise"})          # for x's dtype
     slot = node.outputs.index(root)
     if node.op == "if":
         return all(_new_memory(region, region.outputs[slot]) for region in node.regions)

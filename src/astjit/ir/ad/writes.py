@@ -41,7 +41,8 @@ Limits, refused with a `NotDifferentiableError` naming the construct and
 line: writes into an array a loop carries (rebinds), where it is active or the body
 reads it (an int array too: its elements may feed a derivative); slice assignment
 and writes through a view inside a loop; a write inside an `if` into a view
-taken outside it; writes through a `reshape`; a view used after its array
+taken outside it; writes through a `reshape`, `np.ascontiguousarray` or `x.view(dtype)`; a
+view used after its array
 was written into (other than through it); a loop, branch or call writing into an array
 it also receives through another name (`derive._refuse_writes_through_two_names`): a
 region keeps one adjoint per parameter, and the optimizer gives an array bound twice
@@ -61,9 +62,11 @@ VIEW_OPS = frozenset({"array_view", "array_transpose", "array_permute", "array_e
                       "array_squeeze", "complex_part"})
 """Leaf ops whose result is always a view of their first input: writes reach the base
 (through np.real/np.imag of a complex array too: its op's `write_adjoint`)."""
-READ_VIEW_OPS = frozenset({"array_reshape"})
+READ_VIEW_OPS = {"array_reshape": "a reshape", "array_contiguous": "np.ascontiguousarray",
+                 "array_view_as": "x.view(dtype)"}
 """Leaf ops whose result may be a view of their first input, through which AD follows
-reads but refuses writes (`view_chain`): a reshape (a view or a copy)."""
+reads but refuses writes (`view_chain`): a reshape and np.ascontiguousarray (a view or a
+copy, depending on the strides), a view of the bits as another dtype."""
 LOG = "$log"
 """The name of undo-log values."""
 
@@ -86,10 +89,11 @@ def view_chain(value: Value, defs: dict[Value, Node],
         chain.append(node)
         value = node.inputs[0]
         node = defs.get(value)
-    if node is not None and node.op == "array_reshape":
-        raise NotDifferentiableError("cannot differentiate a write through a reshape: it is a "
-                                     "view or a copy depending on the strides",
-                                     "array_reshape", node.loc)
+    if node is not None and node.op in READ_VIEW_OPS:
+        why = ("it reinterprets the bits" if node.op == "array_view_as"
+               else "it is a view or a copy depending on the strides")
+        raise NotDifferentiableError(f"cannot differentiate a write through "
+                                     f"{READ_VIEW_OPS[node.op]}: {why}", node.op, node.loc)
     return value, chain[::-1]
 
 
