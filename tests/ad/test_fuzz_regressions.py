@@ -296,11 +296,8 @@ def test_a_write_into_an_array_read_through_another_name_is_refused_in_reverse_m
 
 
 def written_after_a_branch_made_it(x, s):
-    if s > 0.0:
-        y = x * s
-    else:
-        y = np.sin(x)
-    y[0] = s
+    y = x * s if s > 0.0 else np.sin(x)
+    y[1] = s * y[0]
     return float(np.sum(y * y))
 
 

@@ -41,13 +41,12 @@ Limits, refused with a `NotDifferentiableError` naming the construct and
 line: writes into an array a loop carries (rebinds), where it is active or the body
 reads it (an int array too: its elements may feed a derivative); slice assignment
 and writes through a view inside a loop; a write inside an `if` into a view
-taken outside it; writes through a `reshape`, `np.ascontiguousarray` or `x.view(dtype)`; a
-view used after its array
-was written into (other than through it); a loop, branch or call writing into an array
-it also receives through another name (`derive._refuse_writes_through_two_names`): a
-region keeps one adjoint per parameter, and the optimizer gives an array bound twice
-one parameter (cse.py); a write into an array a branch, loop or call returned that may
-be one it was given (`derive._refuse_writes_into_returned_inputs`, both modes).
+taken outside it; writes through a `reshape`, `np.ascontiguousarray` or
+`x.view(dtype)`; a view used after its array was written into (other than through
+it). And before differentiating (`refusals.py`): a loop, branch or call writing into an
+array it also receives under another name (a region keeps one adjoint per parameter;
+the optimizer gives an array bound twice one parameter, cse.py), and a write into an
+array a branch, loop or call returned that may be one it was given.
 """
 from __future__ import annotations
 
