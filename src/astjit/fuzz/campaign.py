@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from astjit.fuzz.generate import program
+from astjit.fuzz.nan_signs import NAN_SIGN
 from astjit.fuzz.pool import Worker
 from astjit.fuzz.shrink import shrink
 
@@ -52,7 +53,7 @@ class Tally:
         c = self.counts
         return (f"{c['programs']} programs, {c['mismatch']} mismatches, {c['crash'] + c['error']} crashes "
                 f"({c['raised']} raised the same exception, {c['refused']} refused, {c['skipped']} skipped, "
-                f"{c['ill-conditioned']} ill-conditioned; "
+                f"{c['ill-conditioned']} ill-conditioned, {c[NAN_SIGN]} a NaN's sign; "
                 f"gradients: {c['grad compared']} compared, {c['grad refused']} refused, "
                 f"{c['grad flat']} flat in floats, {c['grad skipped']} not smooth, "
                 f"{c['grad singular']} NaN at a singular point)")
@@ -125,8 +126,9 @@ def judge_one(options: Options, workdir: Path, worker: Worker, index: int, tally
         tally.counts[result["verdict"]] += 1
         if result["verdict"] == "ok" and result.get("cpython", "").startswith("raised"):
             tally.counts["raised"] += 1
-        if result.get("detail", "").startswith("ill-conditioned"):
-            tally.counts["ill-conditioned"] += 1
+        for allowance in ("ill-conditioned", NAN_SIGN):
+            if result.get("detail", "").startswith(allowance):
+                tally.counts[allowance] += 1
         if "grad" in result:
             tally.counts["grad " + result["grad"].split(":")[0].split()[0]] += 1
         if result["verdict"] in ("mismatch", "crash", "error"):

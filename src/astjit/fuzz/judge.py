@@ -9,7 +9,8 @@ equals NaN; the sign of a zero counts): astjit's scalar code is meant to compute
 CPython computes. Two allowances are documented differences the program declares:
 `TOLERANT` (np.sum / np.mean reassociate, vector math is libmvec's: a relative 1e-9, or
 within what those rounding differences can make of the result, `fuzz.conditioning`) and
-`ZERO_SIGN_FREE` (np.min / np.max among zeros of both signs). A CompileError is a refusal,
+`ZERO_SIGN_FREE` (np.min / np.max among zeros of both signs). And every program may read the
+sign of a NaN arithmetic made otherwise (`fuzz.nan_signs`). A CompileError is a refusal,
 not a wrong answer: counted apart.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 import astjit
 from astjit.fuzz.conditioning import reachable, within_spread
+from astjit.fuzz.nan_signs import NAN_SIGN, nan_sign_reaches
 
 REFERENCE_SECONDS = 5.0      # CPython slower than this (CPU s): the program is skipped, not judged
 COMPILED_SECONDS = 150.0     # compiling and running (CPU s; a big program: tens); past it, a hang
@@ -93,9 +95,21 @@ def judge(module) -> dict:
                 lambda a, b: differ(a, b, tolerant=True, zero_sign_free=module.ZERO_SIGN_FREE) is None):
             return verdict("ok", "ill-conditioned; exceptions differ, as for a reference whose "
                                  "reductions round otherwise", ref, got)
+        if not agree and nan_sign_reaches(
+                module, lambda: fn(*module.make_args()), got,
+                lambda a, b: differ(a, b, tolerant=module.TOLERANT,
+                                    zero_sign_free=module.ZERO_SIGN_FREE) is None):
+            return verdict("ok", f"{NAN_SIGN}; exceptions differ, as for a reference reading "
+                                 "NaN signs otherwise", ref, got)
         return verdict("ok" if agree else "mismatch", "exceptions differ", ref, got)
     allowances = {"tolerant": module.TOLERANT, "zero_sign_free": module.ZERO_SIGN_FREE}
     difference = differ(ref[1], got[1], **allowances) or differ(ref_args, got_args, "args", **allowances)
+    if difference and nan_sign_reaches(
+            module, lambda: reference(module, fn), ("ok", (got[1], got_args)),
+            lambda a, b: differ(a[0], b[0], **allowances) is None
+            and differ(a[1], b[1], "args", **allowances) is None):
+        return verdict("ok", f"{NAN_SIGN}; {difference}, as for a reference reading NaN signs "
+                             "otherwise", ref, got)
     if difference and not (module.TOLERANT and within_spread(module, lambda: reference(module, fn),
                                                              (got[1], got_args))):
         return verdict("mismatch", difference, ref, got)
