@@ -38,11 +38,22 @@ INT_BOUND = 10007                     # int variables hold values of smaller mag
 INT64_SAFE = 2 ** 62
 REDUCE = f" % {INT_BOUND}"
 
-FLOAT_CONSTANTS = ("0.0", "1.0", "-1.0", "0.5", "2.5", "-3.75", "0.1", "1e-3", "100.0", "1e300",
+HUGE = "1e300"
+FLOAT_CONSTANTS = ("0.0", "1.0", "-1.0", "0.5", "2.5", "-3.75", "0.1", "1e-3", "100.0", HUGE,
                    "-0.0", "3.0")
 MATH_1 = ("sin", "cos", "tanh", "atan", "fabs", "sqrt", "exp", "log", "log1p", "expm1")
 MATH_2 = ("atan2", "hypot", "fmod", "copysign")
 NP_1 = ("sin", "cos", "tanh", "exp", "arctan", "log1p", "expm1")   # libmvec's in kernels: a few ulp
+
+
+def arithmetic(a: str, op: str, b: str) -> str:
+    """`a op b`, a sum with 1e300 made a product: 1e300 + x is flat in x in floats, not in
+    the reals, where AD differentiates (as JAX does); where x also reaches the result by
+    another path, finite differences see only that one (seed 41316, program 7539:
+    `p % sin(1e300 + p)`)."""
+    if op in ("+", "-") and HUGE in (a, b):
+        op = "*"
+    return f"({a} {op} {b})"
 
 
 @dataclass
@@ -220,7 +231,7 @@ class Expressions:
             return f"{self.rng.choice(['min', 'max'])}({a}, {b})"
         if op in ("/", "//", "%") and self.chance(0.7):  # mostly a divisor that cannot be zero
             b = f"(abs({b}) + 1.0)"
-        return f"({a} {op} {b})"
+        return arithmetic(a, op, b)
 
     def float_leaf(self, scope: Scope, depth: int) -> str:
         options = [lambda: self.rng.choice(FLOAT_CONSTANTS)]
@@ -300,7 +311,7 @@ class Expressions:
 
         return self.rng.choice([
             lambda: f"({a} + {self.rng.choice(names)})",  # lengths may differ: NumPy's ValueError
-            lambda: f"({inner()} {self.rng.choice(['+', '-', '*'])} {number()})",
+            lambda: arithmetic(inner(), self.rng.choice(['+', '-', '*']), number()),
             lambda: f"np.{self.rng.choice(['abs', 'negative'])}({inner()})",
             lambda: f"np.sqrt(np.abs({inner()}))",
             lambda: f"{a}.copy()",
