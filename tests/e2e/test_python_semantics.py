@@ -237,6 +237,27 @@ def test_constant_nans_of_either_sign_stay_apart():
     same_as_python(signs_of_constant_nans, 2.5)
 
 
+def min_of_min_by_a_constant(p):
+    return min(-3.75, min(p, -3.75)), max(2.5, max(p, 2.5)), min(0.0, min(p, 0.0))
+
+
+def min_by_a_constant_in_a_loop(p):
+    s, t = min(p, -3.75), max(p, -0.0)
+    for i in range(3):
+        s = min(-3.75, s)
+        t = max(-0.0, t)
+    return s, t
+
+
+@pytest.mark.parametrize("fn", [min_of_min_by_a_constant, min_by_a_constant_in_a_loop])
+@pytest.mark.parametrize("p", [math.nan, -math.inf, -5.0, -3.75, -0.0, 0.0, 2.5, 7.0])
+def test_min_and_max_by_a_constant_keep_pythons_nan_rule(fn, p):
+    """min(c, min(p, c)) is c where p is NaN (the inner min gives p, which loses the outer
+    comparison). LLVM folded it to min(p, c), a NaN (fuzz seed 41318, program 2652), and
+    made that shape itself of a loop's min(c, s), unrolled."""
+    same_as_python(fn, p)
+
+
 # ---- globals are read once, when the function is first compiled ----------------------------
 
 SCALE = 2.0
