@@ -167,6 +167,14 @@ def reachable(module, run: Callable[[], object], got: tuple, same: Callable[[obj
     calls equal. Where CPython raised and the compiled code returned, or the other way
     round, a branch the rounding decides may be why (an overflow in one order of a
     product, not in another)."""
-    with contextlib.closing(nudged_runs(module, run)) as runs:
+    return any_ends_as(nudged_runs(module, run), got, same)
+
+
+def any_ends_as(runs: Iterator[tuple[str, object]], got: tuple,
+                same: Callable[[object, object], bool]) -> bool:
+    """Whether one of the reference `runs` (("ok", result) or ("raise", exception) each)
+    ends as the compiled run did: raises an instance of the same class, or returns what
+    `same` calls equal. The runs stop at the first that does (their stand-ins put back)."""
+    with contextlib.closing(runs):
         return any(kind == got[0] and (isinstance(got[1], type(result)) if kind == "raise"
                                        else same(result, got[1])) for kind, result in runs)

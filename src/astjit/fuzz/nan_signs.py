@@ -11,11 +11,12 @@ difference (docs/guide.md, "Where astjit differs"), not a mismatch.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
+
+from astjit.fuzz.conditioning import any_ends_as
 
 NAN_SIGN = "NaN sign"
 """How a verdict's detail starts where the outcomes differ by the sign of a NaN alone."""
@@ -74,6 +75,4 @@ def nan_sign_reaches(module, run: Callable[[], object], got: tuple,
                      same: Callable[[object, object], bool]) -> bool:
     """Whether a reference reading NaN signs otherwise ends as the compiled run did (`got`:
     ("ok", result) or ("raise", exception))."""
-    with contextlib.closing(read_otherwise(module, run)) as runs:
-        return any(kind == got[0] and (isinstance(got[1], type(result)) if kind == "raise"
-                                       else same(result, got[1])) for kind, result in runs)
+    return any_ends_as(read_otherwise(module, run), got, same)

@@ -19,7 +19,7 @@ from ..ops import OPS
 from ..types import ArrayType
 from .activity import is_differentiable
 from .errors import NotDifferentiableError
-from .writes import WRITE_OPS, defining_nodes, view_chain, written_roots
+from .writes import WRITE_OPS, defining_nodes, view_chain, written_captures
 
 
 def refuse_writes_in_conditions(module: Module) -> None:
@@ -65,8 +65,7 @@ def _refuse_two_names_in(module: Module, graph: Graph) -> None:
             written = shared if _writes(module, module.graphs[node.attrs["callee"]], set()) \
                 else set()
         else:
-            written = {k for region in node.regions for k, p in enumerate(region.params)
-                       if p in written_roots(region)}
+            written = set(written_captures(node))
         if shared & written:
             raise DifferentiationError(
                 f"cannot differentiate a {'function call' if node.op == 'call' else 'loop or branch'}"

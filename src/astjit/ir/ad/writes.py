@@ -312,7 +312,8 @@ def pass_log(node: Node, slots: list[int], logs: list[Value]) -> list[Value]:
 
 
 def written_captures(node: Node) -> list[int]:
-    """The captured values (indices into `inputs[1:]`) the regions of `if` `node` write into."""
+    """The region parameters (indices) the regions of `node` write into: for an `if`, its
+    captured values (indices into `inputs[1:]`); for a `while`, into its inputs."""
     written = set()
     for region in node.regions:
         inner = written_roots(region)
