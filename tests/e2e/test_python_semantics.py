@@ -258,6 +258,23 @@ def test_min_and_max_by_a_constant_keep_pythons_nan_rule(fn, p):
     same_as_python(fn, p)
 
 
+def fmod_of_a_nan_by_either_constant(p3, big):
+    nan = float(np.sqrt(-3.75))
+    if p3 > 0.5:
+        p3 += math.fmod(nan, 9.0 if big else 2.0)
+    return math.isnan(p3), math.isnan(math.fmod(float(np.sin(p3 * math.inf)), 2.0))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+@pytest.mark.parametrize("p3", [1.0, 0.0])
+@pytest.mark.parametrize("big", [True, False])
+def test_fmod_of_a_nan_is_a_nan(p3, big):
+    """LLVM rewrote fmod(x, y), x never infinite and y never zero, as a `frem nnan`: poison
+    for a NaN x, so that `p3 + fmod(nan, y)` became `p3` and a NaN fmod of a sine was taken
+    for a number (fuzz seed 41320, program 6580)."""
+    same_as_python(fmod_of_a_nan_by_either_constant, p3, big)
+
+
 # ---- globals are read once, when the function is first compiled ----------------------------
 
 SCALE = 2.0

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from .compare import all_of, compare_const, const_like, is_nan
-from .lltypes import call_intrinsic
+from .lltypes import call_intrinsic, declare_libm
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -86,11 +86,7 @@ def fmod_float(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
             exact_result = call_intrinsic(builder, "llvm.copysign", [remainder, a])
             exact_block = builder.block
         with general:
-            # a NaN operand's NaN chosen here, not left to the call: LLVM's libcall
-            # simplifier folds fmod(0.0, b) to 0.0 wherever it knows b != 0, NaN b included
-            general_result = builder.select(
-                builder.fcmp_unordered("uno", a, b), builder.fadd(a, b),
-                builder.call(_libm_fmod(builder.module, a.type), [a, b]))
+            general_result = builder.call(_libm_fmod(builder.module, a.type), [a, b])
             general_block = builder.block
     result = builder.phi(a.type)
     result.add_incoming(exact_result, exact_block)
@@ -98,17 +94,10 @@ def fmod_float(em: FunctionEmitter, a: ir.Value, b: ir.Value) -> ir.Value:
     return result
 
 
-
-
 def _libm_fmod(module: ir.Module, ty: ir.Type) -> ir.Function:
-    """libm's fmod or fmodf: a call LLVM keeps where it is (it may set errno), not the
+    """libm's fmod or fmodf: a call LLVM keeps where it is (`lltypes.NOT_BUILTIN`), not the
     `frem` instruction, which it would compute for every element of a vectorized loop."""
-    name = "fmod" if ty == ir.DoubleType() else "fmodf"
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ty, [ty, ty]), name)
-        fn.attributes.add("nounwind")
-    return fn
+    return declare_libm(module, "fmod" if ty == ir.DoubleType() else "fmodf", ty, 2)
 
 
 def copysign(em: FunctionEmitter, magnitude: ir.Value, sign: ir.Value) -> ir.Value:

@@ -25,7 +25,7 @@ from ...ir.core import Graph, Node, Value
 from ...ir.types import Type
 from . import vecmath
 from .folding import FoldingBuilder, never
-from .lltypes import DOUBLE, I32_T, I64_T, STATUS, call_intrinsic, lltype
+from .lltypes import DOUBLE, I32_T, I64_T, STATUS, call_intrinsic, declare_libm, lltype
 from .unused import remove_unused
 
 OK = ir.Constant(STATUS, 0)
@@ -272,10 +272,7 @@ class FunctionEmitter:
         In a kernel, a function libmvec has is a call the vectorizer can widen (`vecmath`)."""
         if self.numpy_semantics and (vector := vecmath.call_math(self, name, args)) is not None:
             return vector
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(DOUBLE, [DOUBLE] * len(args)), name)
-            fn.attributes.add("nounwind")
+        fn = declare_libm(self.module, name, DOUBLE, len(args))
         ty = args[0].type
         if ty == DOUBLE:
             return self.builder.call(fn, args)

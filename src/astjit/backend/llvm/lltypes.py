@@ -156,6 +156,27 @@ def size_of(ty: ir.Type) -> ir.Constant:
     return one_past_null.ptrtoint(I64_T)
 
 
+NOT_BUILTIN = frozenset({"fmod", "fmodf"})
+"""C math functions declared `nobuiltin`, so that LLVM calls them and never rewrites them by
+what it knows of the C function. LLVM 22's libcall simplifier turns fmod(x, y), where it
+can prove x finite-or-NaN and y nonzero, into an `frem nnan`: poison when x is a NaN, so
+that `p3 + fmod(nan, 9.0)` became `p3` (fuzz seed 41320, program 6580; LLVM fixed it after
+22 by not setting the flag, llvm-project pull 199284). It costs no optimization astjit
+relies on: its own constant folding has run before LLVM sees the call."""
+
+
+def declare_libm(module: ir.Module, name: str, ty: ir.Type, arity: int) -> ir.Function:
+    """The C math function `name` (on `ty`, of `arity` operands) declared in `module`
+    once: it unwinds nowhere; those in NOT_BUILTIN are called as they are."""
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ty, [ty] * arity), name)
+        fn.attributes.add("nounwind")
+        if name in NOT_BUILTIN:
+            fn.attributes.add("nobuiltin")
+    return fn
+
+
 def call_intrinsic(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
     """A call of the LLVM intrinsic `name` overloaded on its first operand's type, declared
     in the builder's module: the intrinsic itself, never the vector-math call
