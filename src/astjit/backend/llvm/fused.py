@@ -73,6 +73,7 @@ from . import (
     owned,
     parallel,
     reduction_nests,
+    ufunc_calls,
     whole_reductions,
     widen,
 )
@@ -667,7 +668,8 @@ def pow_float_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
     exponent's FAST_POWERS formula (-0.0 ** 0.5 is -0.0 and -inf ** 0.5 NaN there). A
     constant exponent picks one here, a run-time one of a kernel selects one in
     `_by_exponent`'s version for them; elsewhere a run-time 0.5 selects sqrt (both
-    computed)."""
+    computed). np.power of scalars outside a kernel runs NumPy's own loop, whose pow is
+    SVML's on some CPUs, not C's (docs/arrays.md)."""
     a, b = args
     if id(node) in _FAST_EXPONENT:
         if not _FAST_EXPONENT[id(node)]:
@@ -680,6 +682,10 @@ def pow_float_numpy(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir
         return result
     if node.attrs.get("sqrt_at_half") and isinstance(b, ir.Constant) and b.constant in FAST_POWERS:
         return FAST_POWERS[b.constant](em, a)
+    if node.attrs.get("sqrt_at_half"):
+        loop = ufunc_calls.numpy_loop_call(em, "power", node.outputs[0].type, args)
+        if loop is not None:
+            return loop
     power = em.call_intrinsic("llvm.pow", [a, b])
     if not node.attrs.get("sqrt_at_half") or isinstance(b, ir.Constant):
         return power

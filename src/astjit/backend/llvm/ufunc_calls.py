@@ -21,6 +21,7 @@ from .runtime import ufunc_loops
 
 if TYPE_CHECKING:
     from ...ir.core import Node
+    from ...ir.types import Type
     from .emitter import FunctionEmitter
 
 VOID_P = ir.IntType(8).as_pointer()
@@ -30,17 +31,28 @@ LOOP_TYPE = ir.FunctionType(ir.VoidType(), [VOID_P.as_pointer(), I64_T.as_pointe
 
 def ufunc_loop(em: FunctionEmitter, node: Node, args: list[ir.Value]) -> ir.Value:
     opdef = OPS[node.op]
-    dtype = NUMPY_NAMES.get(node.inputs[0].type.name)
-    if not em.numpy_semantics and dtype in ("float64", "float32") and \
-            not ufunc_loops.computes_with_libm(opdef.ufunc, dtype) and \
-            (name := ufunc_loops.loop(opdef.ufunc, dtype)) is not None:
-        return em.builder.call(_stub(em.module, name, args[0].type, len(args)), args)
+    result = numpy_loop_call(em, opdef.ufunc, node.inputs[0].type, args)
+    if result is not None:
+        return result
     match opdef.llvm["f"]:
         case Intrinsic(intrinsic):
             return em.call_intrinsic(intrinsic, args)
         case LibCall(function):
             return em.call_libm(function, args)
     raise AssertionError(f"{node.op}: ufunc_loop falls back on an Intrinsic or a LibCall")
+
+
+def numpy_loop_call(em: FunctionEmitter, ufunc: str, operand: Type,
+                    args: list[ir.Value]) -> ir.Value | None:
+    """NumPy's loop of `ufunc` run on the scalar operands `args` (of type `operand`), or None
+    where compiled code computes it otherwise: in an array kernel, on other dtypes, where
+    NumPy's loop is libm's function or where NumPy has no loop to use."""
+    dtype = NUMPY_NAMES.get(operand.name)
+    if not em.numpy_semantics and dtype in ("float64", "float32") and \
+            not ufunc_loops.computes_with_libm(ufunc, dtype) and \
+            (name := ufunc_loops.loop(ufunc, dtype)) is not None:
+        return em.builder.call(_stub(em.module, name, args[0].type, len(args)), args)
+    return None
 
 
 def _stub(module: ir.Module, loop_name: str, ty: ir.Type, arity: int) -> ir.Function:
