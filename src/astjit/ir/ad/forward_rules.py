@@ -198,4 +198,5 @@ def _rule_tangent(e: GraphBuilder, node: Node, inputs: list[Value], out: Value,
         return zeros_like(e, out)
     else:
         rule = _vjp_tangent
-    return rule(e, node, inputs, out, tangents)
+    with e.derivative_of(node):
+        return rule(e, node, inputs, out, tangents)

@@ -366,8 +366,9 @@ class RegionSweep:
         needs = [self.ad.wants_adjoint(v) for v in node.inputs]
         inputs = [self.primal[v] for v in node.inputs]
         start = len(self.dst.nodes)
-        adjoints = call_vjp(node.op, e, g, inputs, self.primal[node.outputs[0]], needs,
-                            node.attrs)
+        with e.derivative_of(node):
+            adjoints = call_vjp(node.op, e, g, inputs, self.primal[node.outputs[0]], needs,
+                                node.attrs)
         made = {n.outputs[0] for n in self.dst.nodes[start:] if _makes_new_array(n)}
         given = [a for a in adjoints if isinstance(a, Value)]
         for value, adjoint in zip(node.inputs, adjoints):
