@@ -15,7 +15,9 @@ The loops are counted `while` nodes in the graph, so a Jacobian compiles as one
 program, fuses like any other and can be differentiated again (`hessian` is
 `jacfwd(jacrev(f))`). The basis vector is one array, its element set to 1 before a
 pass and back to 0 after; where the function writes into arrays, each pass gets copies
-of the arrays it is given (forward mode writes into the tangents too).
+of the arrays it is given (forward mode writes into the tangents too), so that every
+pass sees them as they were on entry, and so does the caller afterwards, as after a
+gradient.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ..ops.batching import NotBatchable
 from ..types import I64, ArrayType, ScalarType, Type
 from .builder import GraphBuilder
 from .derived_graphs import item
+from .forward_activity import written_memory
 from .forward_rules import copy_array
 from .vectorize import vectorized_call
 
@@ -39,15 +42,15 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
     x = args[i]
     result = _result_type(inner)
     if isinstance(x.type, ScalarType):  # the tangent, as strong as the value (a Python complex's)
-        pair = _call(graph, jvp, [*args, _unit(e, 1.0, x.type)])
+        pair = _call(graph, jvp, [*_unwritten(e, args, inner), _unit(e, 1.0, x.type)])
         return item(graph, pair, 1, like=pair.type.elements[0])
     try:
         return _batched_forward_jacobian(graph, inner, jvp, i, args)
     except NotBatchable:
         pass
     n, x_dims = _dims(e, x)  # the result's shape from a pass along zeros: no other code
-    out = e.op("getitem", _call(graph, jvp, [*args, e.op("array_new_like", x, fill=0,
-                                                           dtype=x.type.dtype)]), index=1)
+    out = e.op("getitem", _call(graph, jvp, [*_unwritten(e, args, inner), e.op(
+        "array_new_like", x, fill=0, dtype=x.type.dtype)]), index=1)
     rows, out_dims = _dims(e, out)
     jacobian = e.op("array_new", *out_dims, *x_dims, fill=0, dtype=result)
     columns = e.op("array_reshape", jacobian, rows, n)
@@ -86,7 +89,7 @@ def _batched_forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int,
     zero = e.const(0, I64)
     basis = e.op("eye", n, n, zero, dtype=x.type.dtype)
     tangents = basis if x.type.ndim == 1 else e.op("array_reshape", basis, n, *x_dims)
-    pair, flags = vectorized_call(scratch, jvp, [*args, tangents],
+    pair, flags = vectorized_call(scratch, jvp, [*_unwritten(e, args, inner), tangents],
                                   [False] * len(args) + [True])
     if not isinstance(flags, tuple) or not flags[1]:
         raise NotBatchable("a result that does not depend on the argument")
@@ -107,12 +110,13 @@ def reverse_jacobians(graph: Graph, inner: Graph, vjp: Graph, wrt: list[int],
                       args: list[Value]) -> list[Value]:
     """The Jacobians of `inner`'s result w.r.t. `args[i]` for each i of `wrt`, built in
     `graph` from `vjp` (`inner`'s params, then a cotangent -> the cotangent of each param
-    of `wrt`, in order: cores.pullback)."""
+    of `wrt`, in order: cores.pullback). A pass of `vjp` leaves the arrays it is given as
+    they were (its undo log); the pass of `inner` for the result's shape gets copies."""
     e = GraphBuilder(graph, inner.loc)
     if isinstance(inner.outputs[0].type, ScalarType):  # the gradient: no pass for the shape
         cotangents = _call(graph, vjp, [*args, _unit(e, 1.0, inner.outputs[0].type)])
         return [e.op("getitem", cotangents, index=k) for k in range(len(wrt))]
-    out = _call(graph, inner, args)
+    out = _call(graph, inner, _unwritten(e, args, inner))
     m, out_dims = _dims(e, out)
     jacobians, rows, types = [], [], []
     for i in wrt:
@@ -173,6 +177,14 @@ def _dims(e: GraphBuilder, v: Value) -> tuple[Value, list[Value]]:
 
 def _as(e: GraphBuilder, v: Value, t: Type) -> Value:
     return v if v.type == t else e.op("cast", v, to=t)
+
+
+def _unwritten(e: GraphBuilder, args: list[Value], inner: Graph) -> list[Value]:
+    """`args`, each array `inner` may write into (`written_memory`) a copy, for a pass
+    that must leave the caller's arrays as they are for the next passes."""
+    written = written_memory(inner)
+    return [copy_array(e, a) if p in written and isinstance(a.type, ArrayType) else a
+            for p, a in zip(inner.params, args)]
 
 
 def _copies(e: GraphBuilder, args: list[Value], writes: bool) -> list[Value]:
