@@ -351,14 +351,28 @@ def first_read_after_a_loop(p0, c):
     return p0[0] * 3.0
 
 
+def written_after_an_early_return(p0, c):
+    if p0[0] % p0[1]:
+        return p0[0]
+    if p0[2] > 5.0:
+        p0 = np.zeros(3)
+    elif c == 3.0:
+        return 3.0
+    p0[0] = np.std(p0)
+    return p0[2] * 1.0
+
+
 @pytest.mark.parametrize("fn, construct", [(std_then_written_through_a_branch, "branch"),
                                            (first_read_by_its_own_name, "branch"),
-                                           (first_read_after_a_loop, "loop")])
+                                           (first_read_after_a_loop, "loop"),
+                                           (written_after_an_early_return, "branch")])
 def test_a_write_into_an_array_a_branch_or_loop_may_return_unmade_is_refused(fn, construct):
     """An `if` or `while` may return an array it was given: both modes followed the written
     array and the given one as two, so the write never reached reads through the other name
     (program 8832: d/dp0[1] of `p1 - np.std(p0)` was -0.304, not -0.094, where p0 was
-    written later through the name the inner `if` returned)."""
+    written later through the name the inner `if` returned). After an early return the write
+    sits in a branch of its own, whose parameter receives the name the `if` returned
+    (program 3371 of seed 41324: its gradient ran into the other branch)."""
     x = np.array([3.99492, 6.244, 2.2797])
     assert astjit.jit(fn)(x.copy(), -1.11119) == fn(x.copy(), -1.11119)
     for transform in (astjit.grad, astjit.jacfwd):

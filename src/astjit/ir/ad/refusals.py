@@ -19,7 +19,7 @@ from ..ops import OPS
 from ..types import ArrayType
 from .activity import is_differentiable
 from .errors import NotDifferentiableError
-from .writes import WRITE_OPS, defining_nodes, view_chain, written_captures
+from .writes import WRITE_OPS, defining_nodes, region_bindings, view_chain, written_captures
 
 
 def refuse_writes_in_conditions(module: Module) -> None:
@@ -83,6 +83,7 @@ def refuse_writes_into_returned_inputs(module: Module) -> None:
     So is a write through np.ascontiguousarray or x.view(dtype), a view or not of an array
     forward mode copied the tangent of (`writes.READ_VIEW_OPS`)."""
     for graph in module.graphs.values():
+        received = _received(graph)
         for region in _graphs_in(graph):
             defs = defining_nodes(region)
             for node in region.nodes:
@@ -94,9 +95,13 @@ def refuse_writes_into_returned_inputs(module: Module) -> None:
                         view_chain(node.inputs[0], defs)  # refuses it, in both modes
                     except NotDifferentiableError as error:
                         raise DifferentiationError(str(error), error.loc) from None
-                maker = defs.get(root)
+                scope = region
+                while root in received:  # written inside a region: what it received
+                    scope, root = received[root]
+                    root = view_chain(root, defining_nodes(scope), writing=False)[0]
+                maker = defining_nodes(scope).get(root)
                 if maker is not None and maker.op in ("if", "while", "call") \
-                        and not _new_memory(region, root):
+                        and not _new_memory(scope, root):
                     construct = {"if": "branch", "while": "loop", "call": "call"}[maker.op]
                     raise DifferentiationError(
                         f"cannot differentiate a write into the array '{root.name or 'returned'}'"
@@ -129,6 +134,19 @@ def _new_memory(graph: Graph, value: Value, carried: Value | None = None) -> boo
         return (_new_memory(graph, node.inputs[n_invariants + slot])
                 and _new_memory(body, body.outputs[slot], body.params[n_invariants + slot]))
     return False
+
+
+def _received(graph: Graph) -> dict[Value, tuple[Graph, Value]]:
+    """For each parameter of a branch of `graph` and each invariant of its loops (in their
+    regions, at any depth), the graph around it and the value it receives there: the same
+    array under the region's name (a carried slot is not: the body's last value is)."""
+    received = {}
+    for scope in _graphs_in(graph):
+        for node in scope.nodes:
+            for _, params, inputs in region_bindings(node):
+                shared = len(params) if node.op == "if" else node.attrs.get("n_invariants", 0)
+                received.update((p, (scope, v)) for p, v in zip(params[:shared], inputs))
+    return received
 
 
 def _graphs_in(graph: Graph) -> Iterator[Graph]:
