@@ -14,8 +14,8 @@ float result's Jacobian is its gradient, a float argument's its tangent, with no
 The loops are counted `while` nodes in the graph, so a Jacobian compiles as one
 program, fuses like any other and can be differentiated again (`hessian` is
 `jacfwd(jacrev(f))`). The basis vector is one array, its element set to 1 before a
-pass and back to 0 after; where the function writes into arrays, each pass gets copies
-of the arrays it is given (forward mode writes into the tangents too), so that every
+pass and back to 0 after; each pass gets copies of the arrays the function may write
+into (forward mode writes into the tangents too, where it writes into any), so that every
 pass sees them as they were on entry, and so does the caller afterwards, as after a
 gradient.
 """
@@ -60,7 +60,7 @@ def forward_jacobian(graph: Graph, inner: Graph, jvp: Graph, i: int, args: list[
         *given, columns, basis = inv
         b.op("array_set", basis, _unit(b, 1.0, x.type.dtype), k)
         tangent = b.op("array_reshape", basis, *_dims(b, given[i])[1])
-        passed = _copies(b, given, writes)
+        passed = _unwritten(b, given, inner)
         if writes:
             tangent = copy_array(b, tangent)
         t = b.op("getitem", _call(b.graph, jvp, [*passed, tangent]), index=1)
@@ -185,11 +185,6 @@ def _unwritten(e: GraphBuilder, args: list[Value], inner: Graph) -> list[Value]:
     written = written_memory(inner)
     return [copy_array(e, a) if p in written and isinstance(a.type, ArrayType) else a
             for p, a in zip(inner.params, args)]
-
-
-def _copies(e: GraphBuilder, args: list[Value], writes: bool) -> list[Value]:
-    """`args`, each array a copy where the function writes into arrays."""
-    return [copy_array(e, a) if writes and isinstance(a.type, ArrayType) else a for a in args]
 
 
 def _call(graph: Graph, callee: Graph, args: list[Value]) -> Value:

@@ -95,11 +95,12 @@ def refuse_writes_into_returned_inputs(module: Module) -> None:
                         view_chain(node.inputs[0], defs)  # refuses it, in both modes
                     except NotDifferentiableError as error:
                         raise DifferentiationError(str(error), error.loc) from None
-                scope = region
+                scope, scope_defs = region, defs
                 while root in received:  # written inside a region: what it received
                     scope, root = received[root]
-                    root = view_chain(root, defining_nodes(scope), writing=False)[0]
-                maker = defining_nodes(scope).get(root)
+                    scope_defs = defining_nodes(scope)
+                    root = view_chain(root, scope_defs, writing=False)[0]
+                maker = scope_defs.get(root)
                 if maker is not None and maker.op in ("if", "while", "call") \
                         and not _new_memory(scope, root):
                     construct = {"if": "branch", "while": "loop", "call": "call"}[maker.op]
