@@ -173,6 +173,23 @@ def test_identities_return_the_operand():
     assert not function.entry_basic_block.instructions[1:]  # only the inner x + 1
 
 
+def test_one_value_twice():
+    """x - x, x ^ x, x & x, x | x and x compared with itself need no instruction (a
+    broadcast between two arrays of one shape checks each length against itself)."""
+    function, b = _function_of(ir.IntType(64), ir.IntType(1))
+    x, flag = function.args
+    assert str(b.sub(x, x, flags=["nsw"])) == "i64 0" and str(b.xor(x, x)) == "i64 0"
+    assert b.and_(x, x) is x and b.or_(flag, flag) is flag
+    truths = {"==": True, "!=": False, "<": False, "<=": True, ">": False, ">=": True}
+    for op, truth in truths.items():
+        for compare in (b.icmp_signed, b.icmp_unsigned):
+            folded = compare(op, x, x)
+            assert isinstance(folded, ir.Constant) and folded.constant is truth, (op, compare)
+    assert not function.entry_basic_block.instructions
+    y = b.add(x, ir.Constant(x.type, 1))
+    assert isinstance(b.icmp_signed("<", x, y), ir.ICMPInstr)  # two values: emitted
+
+
 def test_what_is_not_folded_is_emitted():
     function, b = _function_of(ir.IntType(64), ir.IntType(64))
     x, y = function.args

@@ -10,6 +10,9 @@ answers with that value instead of an instruction:
   LLVM's meaning: wrap-around at the type's width, i1 a one-bit integer, signed or unsigned
   as the operation says;
 - identities whatever the other operand (x + 0, x * 1, x * 0, x & -1, x | 0, x >> 0 ...);
+- an operation on one value twice (x - x, x ^ x, x & x, x | x; x == x, x < x ...): the
+  shape checks of a broadcast between two arrays of one shape compare each length with
+  itself;
 - a select on a constant condition, or between one value twice;
 - a constant added to or subtracted from a sum or difference with a constant: one
   addition of the two constants' total;
@@ -137,9 +140,14 @@ def _identity(op: str, lhs: ir.Value, rhs: ir.Value, b: int) -> ir.Value | None:
 
 COMMUTATIVE = frozenset({"add", "mul", "and", "or", "xor"})
 
+SELF: dict[str, int | None] = {"sub": 0, "xor": 0, "and": None, "or": None}
+"""`x op x`: a constant's bits, or None for x itself."""
+
 
 def _fold(op: str, lhs: ir.Value, rhs: ir.Value, flags: Sequence[str]) -> ir.Value | None:
     """The value of the integer operation `lhs op rhs`, where its operands decide it."""
+    if lhs is rhs and op in SELF:
+        return lhs if SELF[op] is None else _constant(lhs.type, SELF[op])
     a, b = _bits(lhs), _bits(rhs)
     if (a is None and b is None) or lhs.type != rhs.type:
         return None
@@ -207,6 +215,8 @@ class FoldingBuilder(ir.IRBuilder):
     xor = _folding("xor", ir.IRBuilder.xor)
 
     def _icmp(self, prefix, cmpop, lhs, rhs, name):
+        if lhs is rhs and cmpop in COMPARISONS:
+            return ir.Constant(ir.IntType(1), COMPARISONS[cmpop](0, 0))
         a, b = _bits(lhs), _bits(rhs)
         if a is not None and b is not None and cmpop in COMPARISONS:
             if prefix == "s":

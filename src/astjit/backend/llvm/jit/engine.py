@@ -299,7 +299,8 @@ class Engine:
         cpu, features = host_cpu()
         by_level = {level: self.target.create_target_machine(
             cpu=cpu if level else "", features=features if level else "", opt=level,
-            codemodel="jitdefault", jit=True)
+            codemodel="jitdefault" if level else "small", reloc="default" if level else "pic",
+            jit=True)
             for level in {p.codegen for p in PIPELINES.values()}}
         self.machines = {name: by_level[p.codegen] for name, p in PIPELINES.items()}
         """One machine per code generator level, shared by the pipelines of that level: a
@@ -308,7 +309,15 @@ class Engine:
         build its own (docs/measurements.md). The fast code generator's (level 0: the
         `glue`, run once per call, no loop of the user's) is the target's generic CPU's:
         its first subtarget, which each process's first array kernel builds, parsed the
-        host's every feature flag and took about twice as long."""
+        host's every feature flag and took about twice as long.
+
+        The fast code generator's machine uses the small code model, position-independent:
+        under the JIT's default (the large model on x86-64) its fast instruction selector
+        selects no call (each falls back to SelectionDAG, and the glue is mostly calls of
+        the runtime). Its calls of functions outside its object go through stubs, and its
+        reads of external data through a GOT, which the linker (RuntimeDyld) makes within
+        the object's memory: llvmlite's memory manager allocates an object's sections in
+        one block (docs/measurements.md)."""
         self.tunings = {}
         for name, p in PIPELINES.items():
             if p.level is not None:
