@@ -16,7 +16,7 @@ from array_checks import expect
 from ir_builders import Handler, compile_module, const, counted_loop, graph_of, module_of, no_fallback, op
 from llvmlite import ir
 
-from astjit.backend.llvm import owned
+from astjit.backend.llvm import aggregate_abi, owned
 from astjit.backend.llvm.codegen import OK, emit_module
 from astjit.backend.llvm.jit.engine import engine, runtime_llvm_ir
 from astjit.backend.llvm.lltypes import ARRAY_DATA, ARRAY_OWNER, ARRAY_SHAPE, ARRAY_STRIDES, I64_T
@@ -301,9 +301,10 @@ def view_entry(transform):
     module = module_of(g)
     lowered = emit_module(module)
     old = lowered.entry_function
-    core = ir.Function(lowered.module, old.function_type, old.name + ".core")
-    b = ir.IRBuilder(core.append_basic_block("entry"))
-    value = transform(b, core.args[0])
+    core = aggregate_abi.declare(lowered.module, aggregate_abi.logical_type(old),
+                                 old.name + ".core")
+    b = aggregate_abi.AggregateCalls(core.append_basic_block("entry"))
+    value = transform(b, aggregate_abi.arguments(b, core)[0])
     b.call(pyapi.declare(lowered.module, "Py_IncRef"), [b.extract_value(value, ARRAY_OWNER)])
     b.store(value, core.args[1])
     b.ret(OK)

@@ -143,7 +143,8 @@ def test_emitter_core_imports_no_lowering():
     backend = {t for t in import_graph()["astjit.backend.llvm.emitter"]
                if t.startswith("astjit.backend")}
     assert backend <= {"astjit.backend.llvm.lltypes", "astjit.backend.llvm.vecmath",
-                       "astjit.backend.llvm.folding", "astjit.backend.llvm.unused"}
+                       "astjit.backend.llvm.folding", "astjit.backend.llvm.unused",
+                       "astjit.backend.llvm.aggregate_abi"}
 
 
 def test_the_runtime_caches_key_covers_what_the_llvm_backend_imports():

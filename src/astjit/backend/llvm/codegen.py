@@ -40,6 +40,7 @@ from ...ir.ops import OPS, Builder, Intrinsic, LibCall, Refused, Routine, loweri
 from ...ir.types import ScalarType
 from . import (
     adjoints,
+    aggregate_abi,
     allocation,
     arith,
     arrays,
@@ -185,7 +186,8 @@ def declare_graph(llmodule: ir.Module, graph: Graph, name: str, internal: bool) 
         raise CompileError(f"graph @{graph.name} must have one output", graph.loc)
     params = [lltype(p.type) for p in graph.params]
     result = lltype(graph.outputs[0].type)
-    function = ir.Function(llmodule, ir.FunctionType(STATUS, params + [result.as_pointer()]), name)
+    function = aggregate_abi.declare(
+        llmodule, ir.FunctionType(STATUS, params + [result.as_pointer()]), name)
     if internal:
         function.linkage = "internal"
     function.attributes.add("nounwind")

@@ -10,8 +10,9 @@ lowering: how a node is emitted is the `emit_node` function it is given
 are the `Resource`s it is given, each opened at entry, adopted from a call's
 result, closed on a normal return and released on every failure exit.
 
-Calling convention: a graph becomes ``i32 @name(<params>..., <result>* noalias out)``;
-it returns 0 (`OK`) or the number k > 0 of its failing error site (`ErrorTable`).
+Calling convention: a graph becomes ``i32 @name(<params>..., <result>* noalias out)``,
+an aggregate parameter (an array, a tuple) passed by pointer (aggregate_abi.py); it
+returns 0 (`OK`) or the number k > 0 of its failing error site (`ErrorTable`).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from llvmlite import ir
 from ...errors import CompileError, Loc
 from ...ir.core import Graph, Node, Value
 from ...ir.types import Type
-from . import vecmath
+from . import aggregate_abi, vecmath
 from .folding import FoldingBuilder, never
 from .lltypes import DOUBLE, I32_T, I64_T, STATUS, call_intrinsic, declare_libm, lltype
 from .unused import remove_unused
@@ -186,7 +187,7 @@ class FunctionEmitter:
         self.builder.position_at_end(body)
         for resource in self.resources:
             self.held[resource.name] = resource.open(self, graph)
-        (result,) = self.emit_graph(graph, list(self.function.args[:-1]))
+        (result,) = self.emit_graph(graph, aggregate_abi.arguments(self.builder, self.function)[:-1])
         for resource in self.resources:
             if resource.close is not None:
                 resource.close(self, graph.outputs[0].type, result)

@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
+from .aggregate_abi import AggregateCalls, leaves
+
 
 def _bits(value: ir.Value) -> int | None:
     """The bits of `value` as an unsigned number, where it is an integer constant."""
@@ -196,9 +198,33 @@ def _folding(op: str, emit: Callable) -> Callable:
     return fold_or_emit
 
 
-class FoldingBuilder(ir.IRBuilder):
+def _member_type(ty: ir.Type, path: tuple[int, ...]) -> ir.Type:
+    for index in path:
+        ty = ty.elements[index] if isinstance(ty, ir.BaseStructType) else ty.element
+    return ty
+
+
+def _eight_bytes(ty: ir.Type) -> bool:
+    return isinstance(ty, (ir.PointerType, ir.DoubleType)) or ty == ir.IntType(64)
+
+
+class FoldingBuilder(AggregateCalls):
     """`ir.IRBuilder` answering with a value, not an instruction, where the operands decide
-    it (see the module docstring)."""
+    it (see the module docstring). Its calls follow aggregate_abi.py, and it loads and stores
+    an aggregate member by member where it can (the fast instruction selector takes neither
+    whole): a load's members are loaded alone, each where first read, right after the load
+    (`_member_read`; the whole load goes where nothing else reads it: unused.py); a store
+    writes the members of an insertvalue chain, a constant or such a load. An aggregate
+    stored right after it was loaded, nothing written in between, is copied (`memcpy`).
+
+    `writes`: how many calls and stores it has emitted; `loaded`: id of an aggregate it
+    loaded -> (the pointer, the block, `writes` then)."""
+
+    def __init__(self, block: ir.Block | None = None) -> None:
+        super().__init__(block)
+        self.writes = 0
+        self.loaded: dict[int, tuple[ir.Value, ir.Block, int]] = {}
+        self.members: dict[int, tuple[dict, dict]] = {}
 
     add = _folding("add", ir.IRBuilder.add)
     sub = _folding("sub", ir.IRBuilder.sub)
@@ -264,7 +290,80 @@ class FoldingBuilder(ir.IRBuilder):
                 break  # a member that holds the one inserted
         if type(agg) is ir.Constant and agg.constant is None:  # zeroinitializer
             return _zero_member(agg.type, path)
+        read = self.members.get(id(agg))
+        if read is not None and any(leaf[:len(path)] == tuple(path) for leaf in read[1]):
+            return self._member_read(agg, tuple(path), read)
         return super().extract_value(agg, path, name)
+
+    def call(self, fn, args, name="", cconv=None, tail=False, fastmath=(), attrs=(),
+             arg_attrs=None):
+        self.writes += 1
+        return super().call(fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
+
+    def store(self, value, ptr, align=None):
+        self.writes += 1
+        members = leaves(value.type)
+        if members is None:
+            return super().store(value, ptr, align)
+        source = self.loaded.get(id(value))
+        if source is not None and source[1:] == (self.block, self.writes - 1) \
+                and all(_eight_bytes(leaf) for _, leaf in members):
+            return self._copy(ptr, source[0], 8 * len(members))
+        if not isinstance(value, (ir.InsertValue, ir.Constant)) and id(value) not in self.members:
+            return super().store(value, ptr, align)
+        for path, _ in members:
+            super().store(self.extract_value(value, list(path)), self._member(ptr, value.type, path))
+        return None
+
+    def load(self, ptr, name="", align=None, typ=None):
+        value = super().load(ptr, name, align, typ)
+        members = leaves(value.type)
+        if members is not None:
+            value.unread_goes = True  # read member by member, or not at all: unused.py
+            self.loaded[id(value)] = (ptr, self.block, self.writes)
+            self.members[id(value)] = ({}, dict(members))
+        return value
+
+    def _member_read(self, load: ir.LoadInstr, path: tuple[int, ...],
+                     read: tuple[dict, dict]) -> ir.Value:
+        """The member at `path` of the aggregate `load` loaded, loaded alone right after it
+        (where the memory holds what `load` read), once; an aggregate member is such a load
+        itself."""
+        done, types = read
+        if path not in done:
+            block, anchor, where = self.block, self._anchor, load.parent
+            before = len(where.instructions)
+            self.position_after(load)
+            ty = types.get(path) or _member_type(load.type, path)
+            member = ir.IRBuilder.load(self, self._member(load.operands[0], load.type, path),
+                                       typ=ty)
+            member.unread_goes = True
+            if path not in types:  # an aggregate member: itself read member by member
+                self.loaded[id(member)] = (member.operands[0], *self.loaded[id(load)][1:])
+                self.members[id(member)] = ({}, dict(leaves(ty)))
+            done[path] = member
+            self.position_at_end(block)
+            at_or_after = where.instructions.index(load) < anchor
+            self._anchor = anchor + (len(where.instructions) - before
+                                     if block is where and at_or_after else 0)
+        return done[path]
+
+    def _copy(self, target: ir.Value, source: ir.Value, size: int) -> ir.Instruction:
+        """`size` bytes at `source` copied to `target`: an aggregate stored where it was
+        just loaded from other memory, whose members the copy need not hold in registers."""
+        byte_pointer = ir.IntType(8).as_pointer()
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [byte_pointer, byte_pointer,
+                                                               ir.IntType(64)])
+        return super().call(memcpy, [self.bitcast(target, byte_pointer),
+                                     self.bitcast(source, byte_pointer),
+                                     ir.Constant(ir.IntType(64), size),
+                                     ir.Constant(ir.IntType(1), 0)])
+
+    def _member(self, ptr: ir.Value, ty: ir.Type, path: tuple[int, ...]) -> ir.Value:
+        """The address of the member at `path` of the aggregate of type `ty` at `ptr`."""
+        if ptr.type.is_opaque or ptr.type.pointee != ty:
+            ptr = self.bitcast(ptr, ty.as_pointer())
+        return self.gep(ptr, [ir.Constant(ir.IntType(32), k) for k in (0, *path)], inbounds=True)
 
     def copy(self, value: ir.Value) -> ir.Value:
         """`value + 0` emitted as an instruction: a copy of `value` made here (see

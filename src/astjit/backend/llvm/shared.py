@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from . import aggregate_abi
 from .jit import runtime_cache
 from .lltypes import call_intrinsic
 
@@ -104,7 +105,7 @@ def shared_function(module: ir.Module, name: str, fnty: ir.FunctionType,
                 _define(RUNTIME.pending_module(), name, fnty, emit, cold=cold, inline=False)
             else:
                 RUNTIME.found[name] = Request(stored, fnty, emit, cold)
-    declaration = ir.Function(module, fnty, name)
+    declaration = aggregate_abi.declare(module, fnty, name)
     declaration.attributes.add("nounwind")
     if cold:
         declaration.attributes.add("cold")
@@ -140,7 +141,7 @@ def define_pending(name: str, request: Request) -> None:
 
 def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[..., None], *,
             cold: bool, inline: bool) -> ir.Function:
-    function = ir.Function(module, fnty, name)
+    function = aggregate_abi.declare(module, fnty, name)
     function.attributes.add("nounwind")
     if inline:
         function.linkage = "internal"
@@ -148,7 +149,8 @@ def _define(module: ir.Module, name: str, fnty: ir.FunctionType, emit: Callable[
         function.attributes.add("noinline")
     if cold:
         function.attributes.add("cold")
-    emit(function, ir.IRBuilder(function.append_basic_block("entry")), *function.args)
+    builder = aggregate_abi.AggregateCalls(function.append_basic_block("entry"))
+    emit(function, builder, *aggregate_abi.arguments(builder, function))
     if not inline:
         RUNTIME.references[name] = referenced_functions(function)
     return function

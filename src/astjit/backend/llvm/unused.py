@@ -7,8 +7,10 @@ pointer is read, a slice's bounds for a length folded to a constant: folding.py)
 what no instruction uses is taken out, and then what only those used.
 
 Only instructions without effects go: arithmetic, comparisons, casts, selects, aggregate
-and vector element operations, address computations. Calls, loads, stores, phis and
-terminators stay, whether used or not.
+and vector element operations, address computations, and the loads of an aggregate's
+members the folding builder makes of a load of the whole (marked `unread_goes`: what it
+reads, an argument or a stack slot, is there to read). Calls, other loads, stores, phis
+and terminators stay, whether used or not.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ ARITHMETIC = frozenset({"add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "sh
 
 def _effect_free(instruction: ir.Instruction) -> bool:
     kind = type(instruction)
-    return kind in EFFECT_FREE or (kind is ir.Instruction and instruction.opname in ARITHMETIC)
+    return kind in EFFECT_FREE or (kind is ir.Instruction and instruction.opname in ARITHMETIC) \
+        or getattr(instruction, "unread_goes", False)
 
 
 def remove_unused(function: ir.Function) -> None:

@@ -86,6 +86,7 @@ from .. import array_layout, interrupts
 from .. import messages as msg
 from ..conversions import complex_parts
 from ..emitter import ErrorTable, error_values
+from ..folding import FoldingBuilder
 from ..lltypes import (
     ARRAY_OWNER,
     DOUBLE,
@@ -98,6 +99,7 @@ from ..lltypes import (
     zero,
 )
 from ..shared import shared_function
+from ..unused import remove_unused
 from . import failure, gil, stack, trees
 from .ndarrays import NULL, box_array, join, unbox_array
 from .pyapi import (
@@ -142,6 +144,7 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     interrupts.define_signals(lowered.module, emitter.release_gil)
     gil.define(lowered.module, emitter.release_gil, function)
     emitter.emit(core, graph)
+    remove_unused(function)
     return function.name
 
 
@@ -163,7 +166,7 @@ class WrapperEmitter:
         self.arrays: list[tuple[int, ir.Value]] = []
         """(parameter index, ndarray object) of every array argument unboxed."""
         self.param_index = 0
-        self.builder = ir.IRBuilder(function.append_basic_block("entry"))
+        self.builder = FoldingBuilder(function.append_basic_block("entry"))
         self.fallback = function.append_basic_block("fallback")
         self.trees: TreeBoundary | None = None
         """How container results are built and containers taken (trees.py); None: results
@@ -228,7 +231,9 @@ class WrapperEmitter:
         failed = builder.icmp_signed("!=", status, ir.Constant(STATUS, 0))
         with builder.if_then(failed, likely=False):
             builder.ret(self.report(status, general))
-        builder.ret(self.box(builder.load(out), result_type))
+        result = builder.load(out)
+        builder.homes[id(result)] = out  # written by the kernel alone: boxing reads it
+        builder.ret(self.box(result, result_type))
 
     def take_leaves(self, graph: Graph, args: ir.Value, nargs: ir.Value,
                     kwnames: ir.Value) -> list[ir.Value]:
@@ -403,7 +408,9 @@ class WrapperEmitter:
             slot = builder.alloca(lltype(t))
         self.require(builder.call(unbox, [obj, slot]))
         self.arrays.append((self.param_index, obj))
-        return builder.load(slot)
+        value = builder.load(slot)
+        builder.homes[id(value)] = slot  # written here alone: the call of the kernel reads it
+        return value
 
     def check_writeable(self) -> None:
         """A read-only array where compiled code may write raises NumPy's ValueError."""
