@@ -4,8 +4,9 @@ The disk cache keeps the object code LLVM emitted (`CompiledModule.objects`). Li
 through llvmlite's MCJIT means importing llvmlite and initializing LLVM's native target,
 which costs a warm-cache process far more than the link itself (docs/caching.md). This
 module does the link as a static linker would, for the little LLVM emits for astjit's
-code model (`jitdefault`: the large model, where code reaches everything through 64-bit
-absolute addresses):
+code models (`jitdefault`, the large model, for optimized code: it reaches everything
+through 64-bit absolute addresses; the small position-independent one for the glue: calls
+through stubs, external data through a GOT, jit/engine.py):
 
 - `plan(objects)` parses each object's section headers, symbols and RELA relocations,
   lays out the allocated sections (code first, then data and zeroed bss, page-aligned
