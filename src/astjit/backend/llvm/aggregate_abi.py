@@ -9,10 +9,10 @@ SelectionDAG, several times slower per instruction; and most of the glue is call
 arrays: into the kernel, to the runtime's helpers, to the boxing of its result. So a
 function declared here (`declare`: the compiled graphs, codegen.py; the runtime's helpers,
 shared.py) takes each aggregate parameter of its signature as a pointer (which it only
-reads through), and the builders that emit calls of them
-(`AggregateCalls`) pass an aggregate as the memory it was read from where that is known to
-hold it still (its *home*: the caller's own argument, a slot only its producer writes),
-else as a stack slot it is stored to. Its body sees the aggregate loaded from the pointer
+reads through), and the builders that emit calls of them (`AggregateCalls`) pass an
+aggregate as the memory it was read from where that is known to hold it still (its
+*home*: the caller's own argument, a slot only its producer writes), else as a stack slot
+it is stored to. Its body sees the aggregate loaded from the pointer
 (`arguments`); the folding builder loads it member by member and drops the members
 nothing reads (unused.py), so a kernel passing an argument on to a helper loads nothing.
 
