@@ -198,9 +198,9 @@ def _folding(op: str, emit: Callable) -> Callable:
     return fold_or_emit
 
 
-def _member_type(ty: ir.Type, path: tuple[int, ...]) -> ir.Type:
+def _member_type(ty: ir.Type, path: Sequence[int]) -> ir.Type:
     for index in path:
-        ty = ty.elements[index] if isinstance(ty, ir.BaseStructType) else ty.element
+        ty = ty.elements[index]
     return ty
 
 
@@ -218,13 +218,14 @@ class FoldingBuilder(AggregateCalls):
     stored right after it was loaded, nothing written in between, is copied (`memcpy`).
 
     `writes`: how many calls and stores it has emitted; `loaded`: id of an aggregate it
-    loaded -> (the pointer, the block, `writes` then)."""
+    loaded -> (the pointer, the block, `writes` then); `members`: the same id -> the loads
+    of its members made so far, by path."""
 
     def __init__(self, block: ir.Block | None = None) -> None:
         super().__init__(block)
         self.writes = 0
         self.loaded: dict[int, tuple[ir.Value, ir.Block, int]] = {}
-        self.members: dict[int, tuple[dict, dict]] = {}
+        self.members: dict[int, dict[tuple[int, ...], ir.Value]] = {}
 
     add = _folding("add", ir.IRBuilder.add)
     sub = _folding("sub", ir.IRBuilder.sub)
@@ -291,7 +292,7 @@ class FoldingBuilder(AggregateCalls):
         if type(agg) is ir.Constant and agg.constant is None:  # zeroinitializer
             return _zero_member(agg.type, path)
         read = self.members.get(id(agg))
-        if read is not None and any(leaf[:len(path)] == tuple(path) for leaf in read[1]):
+        if read is not None and any(leaf[:len(path)] == tuple(path) for leaf, _ in leaves(agg.type)):
             return self._member_read(agg, tuple(path), read)
         return super().extract_value(agg, path, name)
 
@@ -321,26 +322,25 @@ class FoldingBuilder(AggregateCalls):
         if members is not None:
             value.unread_goes = True  # read member by member, or not at all: unused.py
             self.loaded[id(value)] = (ptr, self.block, self.writes)
-            self.members[id(value)] = ({}, dict(members))
+            self.members[id(value)] = {}
         return value
 
     def _member_read(self, load: ir.LoadInstr, path: tuple[int, ...],
-                     read: tuple[dict, dict]) -> ir.Value:
+                     done: dict[tuple[int, ...], ir.Value]) -> ir.Value:
         """The member at `path` of the aggregate `load` loaded, loaded alone right after it
         (where the memory holds what `load` read), once; an aggregate member is such a load
         itself."""
-        done, types = read
         if path not in done:
             block, anchor, where = self.block, self._anchor, load.parent
             before = len(where.instructions)
             self.position_after(load)
-            ty = types.get(path) or _member_type(load.type, path)
+            ty = _member_type(load.type, path)
             member = ir.IRBuilder.load(self, self._member(load.operands[0], load.type, path),
                                        typ=ty)
             member.unread_goes = True
-            if path not in types:  # an aggregate member: itself read member by member
+            if leaves(ty) is not None:  # an aggregate member: itself read member by member
                 self.loaded[id(member)] = (member.operands[0], *self.loaded[id(load)][1:])
-                self.members[id(member)] = ({}, dict(leaves(ty)))
+                self.members[id(member)] = {}
             done[path] = member
             self.position_at_end(block)
             at_or_after = where.instructions.index(load) < anchor
@@ -383,6 +383,4 @@ def _cast(value: ir.Value, typ: ir.Type, signed: bool) -> ir.Constant | None:
 
 
 def _zero_member(ty: ir.Type, path: list[int]) -> ir.Constant:
-    for index in path:
-        ty = ty.elements[index]
-    return ir.Constant(ty, None)
+    return ir.Constant(_member_type(ty, path), None)
