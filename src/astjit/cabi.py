@@ -141,7 +141,7 @@ HEADROOM = (128 << 10, 1 << 20)
 """The stack bytes kept free above the thread's lowest address: a quarter of the stack,
 within these bounds. The guard fails that far before the stack would overflow; below
 the last check, NumPy's allocations and BLAS calls need tens of KiB. A thread with
-less stack than the lower bound raises at its first guarded call."""
+less stack than the lower bound raises on its first guarded invocation."""
 MAX_STACK = 1 << 30
 """The most stack one thread is assumed to have (an unlimited RLIMIT_STACK reports the
 whole gap below the stack, which later mappings may take)."""

@@ -4,7 +4,7 @@ structural ops and the dispatch of leaf ops.
 Each graph is emitted by an `emitter.FunctionEmitter` (the core: builder, error
 sites, failure exit, resources) given `emit_node`, this module's dispatch. A
 `call` checks its callee's status and returns it unchanged, so a status travels
-up to the entry; a call on a call-graph cycle first checks the stack, and raises
+up to the entry; a graph on a call-graph cycle checks the stack on entry, and raises
 RecursionError where it runs out (`runtime/stack.py`). In a module's first tier
 (`emit_module(general=False)`) array nests get their fast versions only, and a
 call that needs another leaves with the `DEOPTIMIZE` status, which the wrapper
@@ -170,7 +170,7 @@ def emit_module(module: Module, general: bool = True) -> LoweredModule:
                                   general)
         emitter.guarded = guarded[name]
         emitter.scalar_module = scalar
-        emitter.emit_body(module.graphs[name])
+        emitter.emit_body(module.graphs[name], check_stack_on_entry if guarded[name] else None)
     return LoweredModule(llmodule, module, functions, errors)
 
 
@@ -369,16 +369,31 @@ def emit_loop(em: FunctionEmitter, node: Node, invariants: list[ir.Value],
     return carried
 
 
+def check_stack_on_entry(em: FunctionEmitter, graph: Graph) -> None:
+    """A graph that calls back into its own call-graph cycle checks the stack once, on
+    entry, for all those calls (`runtime/stack.py`), located at the first of them: one
+    check per invocation to emit and to run, not one per path to a call (an unrolled
+    fib had eight), and the frame entered has the whole headroom left below it."""
+    first = next(node for node in graph.walk()
+                 if node.op == "call" and node.attrs["callee"] in em.guarded)
+    _check_stack(em, first)
+
+
+def _check_stack(em: FunctionEmitter, call: Node) -> None:
+    site = em.errors.status("RecursionError", msg.RECURSION, call.loc)
+    em.return_status_if(stack.too_deep(em.builder), ir.Constant(STATUS, site))
+    em.stack_checked = True
+
+
 def emit_call(em: FunctionEmitter, node: Node) -> ir.Value:
     """Call another graph; a nonzero status returns from this function too. A call
-    that may close a cycle first checks the stack (`runtime/stack.py`), unless a check
-    before it on every path did (`FunctionEmitter.stack_checked`)."""
+    that may close a cycle checks the stack first where nothing before it on every path
+    did (`FunctionEmitter.stack_checked`): the check on entry (`check_stack_on_entry`)
+    covers the function's own calls, not those of a parallel chunk it outlines."""
     callee = em.functions[node.attrs["callee"]]
     guarded = node.attrs["callee"] in em.guarded
     if guarded and not em.stack_checked:
-        site = em.errors.status("RecursionError", msg.RECURSION, node.loc)
-        em.return_status_if(stack.too_deep(em.builder), ir.Constant(STATUS, site))
-        em.stack_checked = True
+        _check_stack(em, node)
     slot = em.alloca(lltype(node.outputs[0].type))
     # A guarded call stays a call: made a loop, an endless recursion would not raise.
     status = em.builder.call(callee, em.values_of(node.inputs) + [slot],

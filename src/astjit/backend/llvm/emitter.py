@@ -174,9 +174,11 @@ class FunctionEmitter:
 
     # ---- graphs -----------------------------------------------------------------------
 
-    def emit_body(self, graph: Graph) -> None:
-        """The whole function: open the resources, the graph, then store its result and
-        return OK; what no instruction uses is taken out after (unused.py).
+    def emit_body(self, graph: Graph,
+                  prologue: Callable[[FunctionEmitter, Graph], None] | None = None) -> None:
+        """The whole function: open the resources, `prologue` (checks on entry), the graph,
+        then store its result and return OK; what no instruction uses is taken out after
+        (unused.py).
 
         The entry block holds the stack slots (`alloca`) alone and branches to the rest:
         LLVM's loop extractor leaves in place the loop of a function whose entry block
@@ -187,6 +189,8 @@ class FunctionEmitter:
         self.builder.position_at_end(body)
         for resource in self.resources:
             self.held[resource.name] = resource.open(self, graph)
+        if prologue is not None:
+            prologue(self, graph)
         (result,) = self.emit_graph(graph, aggregate_abi.arguments(self.builder, self.function)[:-1])
         for resource in self.resources:
             if resource.close is not None:

@@ -1,13 +1,14 @@
 """The recursion guard: compiled recursion too deep for the stack raises RecursionError.
 
-A call that can close a call-graph cycle (its callee reaches its caller: the
-pairs `cycle_callees` finds) first compares the stack address with the
-module's limit, `astjit.stack.limit`; below it, the call fails with
-RecursionError at its source line, and the status unwinds like any error's
-(tapes freed, owned arrays released). That is one load, one compare and one
-unlikely branch per such call, but for a call that a check earlier in its region (or one
-enclosing it) precedes on every path, which would answer the same (codegen.emit_call);
-calls off every cycle, and modules without one, have no check.
+A function with a call that can close a call-graph cycle (its callee reaches
+its caller: the pairs `cycle_callees` finds) compares the stack address with the
+module's limit, `astjit.stack.limit`, on entry; below it, the invocation fails
+with RecursionError at the source line of its first such call, and the status
+unwinds like any error's (tapes freed, owned arrays released). That is one load,
+one compare and one unlikely branch per invocation (codegen.check_stack_on_entry);
+a call of the cycle in a parallel chunk, another thread's frame, checks before it
+is made (codegen.emit_call). Functions off every cycle, and modules without one,
+have no check.
 
 The wrapper of a module with a guarded call sets the limit around its call of
 the entry graph (`enter` / `leave`, which restore the previous limit): the
@@ -63,12 +64,12 @@ def _global(module: ir.Module, name: str) -> ir.GlobalVariable:
 
 
 def is_guarded(module: ir.Module) -> bool:
-    """Whether some call in `module` checks the stack (so its wrapper must set the limit)."""
+    """Whether some function of `module` checks the stack (so its wrapper must set the limit)."""
     return module.globals.get(LIMIT) is not None
 
 
 def too_deep(builder: ir.IRBuilder) -> ir.Value:
-    """The i1 condition "the stack is past the module's limit", for a guarded call."""
+    """The i1 condition "the stack is past the module's limit", for a guarded invocation."""
     module = builder.module
     save = module.declare_intrinsic("llvm.stacksave", [], ir.FunctionType(I8.as_pointer(), []))
     address = builder.ptrtoint(builder.call(save, []), I64_T)
