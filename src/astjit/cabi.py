@@ -399,13 +399,18 @@ back to LLVM (cache.link_natively)."""
 
 class Image:
     """Linked code in memory of its own: the addresses of its global symbols. The memory is
-    unmapped when the Image is collected."""
+    unmapped when the Image is collected, unless `permanent` (the runtime's shared
+    functions, which the parallel loops' worker threads run until the process ends), but
+    not at the interpreter's exit: the process's end frees it, and a thread may still be
+    running it then."""
 
-    def __init__(self, base: int, size: int, symbols: dict[str, int]) -> None:
+    def __init__(self, base: int, size: int, symbols: dict[str, int],
+                 permanent: bool = False) -> None:
         self.base = base
         self.size = size
         self.symbols = symbols
-        weakref.finalize(self, _unmap, base, size)
+        if not permanent:
+            weakref.finalize(self, _unmap, base, size).atexit = False
 
     def __repr__(self) -> str:
         return f"<astjit.cabi.Image {self.size} bytes at {self.base:#x}>"
@@ -416,9 +421,11 @@ def supported_host() -> bool:
     return sys.platform.startswith("linux") and os.uname().machine == "x86_64"
 
 
-def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
+def load_image(laid_out: tuple, resolve: Callable[[str], int | None],
+               permanent: bool = False) -> Image:
     """The objects `elf.plan` laid out, mapped into this process and relocated, their external
-    symbols found by `resolve` (Unresolved where it knows one not)."""
+    symbols found by `resolve` (Unresolved where it knows one not); `permanent`: never
+    unmapped (`Image`)."""
     total, data_start, stub_start, got_start, code, data, symbols, relocations = laid_out
     base = _map(total)
     try:
@@ -435,7 +442,8 @@ def load_image(laid_out: tuple, resolve: Callable[[str], int | None]) -> Image:
     except BaseException:
         _unmap(base, total)
         raise
-    return Image(base, total, {name: base + offset for name, offset in symbols.items()})
+    return Image(base, total, {name: base + offset for name, offset in symbols.items()},
+                 permanent)
 
 
 def _relocate(image: memoryview, base: int, stub_start: int, got_start: int,

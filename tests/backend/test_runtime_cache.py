@@ -11,6 +11,7 @@ import llvmlite.binding as llvm
 import pytest
 from llvmlite import ir
 
+from astjit import cabi
 from astjit.backend.llvm.jit import runtime_cache
 from astjit.backend.llvm.jit.engine import compile_runtime, engine
 from astjit.backend.llvm.shared import RUNTIME, shared_function
@@ -48,9 +49,22 @@ def test_a_batch_compiled_once_is_linked_from_its_object_code(folder):
     assert compiled.parts[0].module is not None and len(list(folder.iterdir())) == 1
     loaded = engine().compile_shared(batch("once"))
     assert loaded.parts[0].module is None  # linked, not compiled
+    if cabi.supported_host():  # by the disk cache's ELF linker, not MCJIT
+        assert isinstance(loaded.code, cabi.Image)
     assert call(loaded, "once", 7) == call(compiled, "once", 7) == 21
     assert loaded.llvm_ir_optimized == compiled.llvm_ir_optimized
     assert loaded.imports == compiled.imports
+
+
+def test_a_batch_the_elf_linker_refuses_is_linked_by_llvm(folder, monkeypatch):
+    from astjit.cache import elf
+
+    monkeypatch.setattr(elf, "laid_out", lambda objects: None)
+    compiled = engine().compile_shared(batch("refused"))
+    loaded = engine().compile_shared(batch("refused"))
+    assert loaded.parts[0].module is None and not isinstance(loaded.code, cabi.Image)
+    assert call(loaded, "refused", 4) == call(compiled, "refused", 4) == 12
+    assert loaded.llvm_ir_optimized == compiled.llvm_ir_optimized
 
 
 def test_other_ir_is_another_key(folder):

@@ -337,7 +337,7 @@ def _link_batch(batch: SimpleNamespace, resolve: Callable[[str], int | None]) ->
         raise cabi.Unsupported("a runtime batch the ELF linker refused where it was written")
     if not batch_intact(batch):  # its object code becomes the runtime's (`adopt`)
         raise cabi.Unsupported("a runtime batch whose object code is damaged")
-    image = cabi.load_image(batch.plan, resolve)
+    image = cabi.load_image(batch.plan, resolve, permanent=True)
     addresses = {name: image.symbols.get(name) for name in batch.names}
     if not all(addresses.values()):
         raise cabi.Unsupported("a runtime batch without the functions its entry names")

@@ -51,6 +51,7 @@ from ..cabi import (
     Image,
     Unsupported,
     load_image,
+    supported_host,
 )
 
 HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -116,6 +117,17 @@ def plan(objects: Sequence[bytes]) -> tuple:
         return _plan(objects)
     except (ValueError, IndexError, KeyError, struct.error) as exc:  # a malformed object
         raise Unsupported(f"malformed object: {exc!r}") from exc
+
+
+def laid_out(objects: Sequence[bytes]) -> tuple | None:
+    """`plan(objects)` where this process's host runs the code (`cabi.supported_host`) and
+    the linker takes the objects, else None: a process linking them links them by LLVM."""
+    if not supported_host():
+        return None
+    try:
+        return plan(objects)
+    except Unsupported:
+        return None
 
 
 def _plan(objects: Sequence[bytes]) -> tuple:

@@ -8,8 +8,7 @@ import struct
 from types import SimpleNamespace
 from typing import Any
 
-from .. import cabi
-from . import runtime
+from . import elf, runtime
 from .key import checksums, write_file
 
 
@@ -69,21 +68,8 @@ def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, 
         "runtime": [[list(names), list(imports)] for names, imports, _ in batches],
         "sizes": [len(blob) for blob in blobs],
         "sums": [list(checksums(blob)) for blob in blobs],
-        "plans": [_plan([obj for _, obj in module.objects]),
-                  *(_plan([obj]) for _, _, obj in batches)],
+        "plans": [elf.laid_out([obj for _, obj in module.objects]),
+                  *(elf.laid_out([obj]) for _, _, obj in batches)],
     }
     text = marshal.dumps(meta)
     return b"".join([struct.pack("<I", len(text)), text, *blobs]), 4 + len(text)
-
-
-def _plan(objects: list[bytes]) -> tuple | None:
-    """The objects laid out by the ELF linker, which the loading process then links without
-    parsing them; None where it refuses them (the loader links them by LLVM)."""
-    from . import elf  # (imports the ELF parser)
-
-    if not cabi.supported_host():
-        return None
-    try:
-        return elf.plan(objects)
-    except cabi.Unsupported:
-        return None

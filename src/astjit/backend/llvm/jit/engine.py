@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from .... import cabi
 from .. import shared, vecmath
 from ..runtime import objects
 from ..teardown import take_apart
@@ -243,8 +244,9 @@ class CompiledModule:
     parts: tuple[Part, ...]
     compile_seconds: float
     """Parse + optimize + machine code + link, in seconds."""
-    code: llvm.ExecutionEngine = field(repr=False)
-    """The MCJIT engine that linked the parts, this module's alone."""
+    code: llvm.ExecutionEngine | cabi.Image = field(repr=False)
+    """The MCJIT engine that linked the parts, this module's alone (or the image the disk
+    cache's linker mapped, for a runtime batch: `Engine.load_stored`)."""
     _imports: tuple[str, ...] | None = field(default=None, repr=False)
     _asm: str | None = field(default=None, repr=False)
 
@@ -388,12 +390,25 @@ class Engine:
         return compiled
 
     def load_stored(self, stored: runtime_cache.Stored) -> CompiledModule:
-        """A runtime batch of the runtime cache linked (`load`; LookupError where it cannot
-        link here), keeping its optimized IR."""
-        compiled = self.load(ObjectImage(((PIPELINES["loops"].name, stored.object),),
-                                         stored.names, stored.imports))
-        compiled.parts[0]._text = stored.optimized
-        return compiled
+        """A runtime batch of the runtime cache linked, keeping its optimized IR (LookupError
+        where it cannot link here): by the disk cache's linker where it laid the object out
+        (`cabi.load_image`: a fraction of MCJIT's time, docs/measurements.md), its imports
+        resolved as MCJIT resolves them; else by `load`."""
+        pipeline, start = PIPELINES["loops"].name, time.perf_counter()
+        try:
+            if stored.plan is None:
+                raise cabi.Unsupported("not laid out")
+            image = cabi.load_image(stored.plan, llvm.address_of_symbol, permanent=True)
+        except cabi.Unsupported:  # (cabi.Unresolved is a LookupError)
+            compiled = self.load(ObjectImage(((pipeline, stored.object),), stored.names,
+                                             stored.imports))
+            compiled.parts[0]._text = stored.optimized
+            return compiled
+        addresses = {name: image.symbols.get(name) for name in stored.names}
+        if not all(addresses.values()):
+            raise LookupError(f"object code does not define {', '.join(stored.names)}")
+        return CompiledModule(addresses, (Part(pipeline, stored.object, text=stored.optimized),),
+                              time.perf_counter() - start, image, _imports=stored.imports)
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
                    modules: list[llvm.ModuleRef], whole: str = "scalar",

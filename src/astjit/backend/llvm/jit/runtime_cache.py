@@ -25,15 +25,19 @@ Files: `<cache folder>/runtime/<hash>.astjit`, the folder of `jit(f, cache=True)
 `~/.cache/astjit`), in its format: checksummed (a damaged file is ignored and written
 again) and written atomically (concurrent processes never see a mix). A folder that
 cannot be written is skipped. Each entry holds the batch's object code, the functions
-it defines, the symbols it imports and its optimized IR (`runtime_llvm_ir` shows it as
-for a batch compiled in the process). `ASTJIT_RUNTIME_CACHE=0` turns it off: every
-process compiles its runtime (docs/caching.md).
+it defines, the symbols it imports, the object laid out by the disk cache's ELF linker
+(`cache/elf.py`: the process links it without LLVM, as a cached entry's batches, in a
+fraction of MCJIT's time) and its optimized IR (`runtime_llvm_ir` shows it as for a
+batch compiled in the process): a marshalled header, the object, then the IR as text,
+which the header leaves out (parsing it as a string took longer than the link).
+`ASTJIT_RUNTIME_CACHE=0` turns it off: every process compiles its runtime
+(docs/caching.md).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
+import marshal
 import os
 import re
 import struct
@@ -47,7 +51,10 @@ SWITCH = "ASTJIT_RUNTIME_CACHE"
 FOLDER = "runtime"
 _LOCAL = re.compile(r"inttoptr \((?:i64|ptr) \d{6,}|astjit\.pin\.")
 """What makes a module's code this process's alone: an address, a pinned object's symbol."""
-_LENGTH = struct.Struct("<Q")
+_LENGTHS = struct.Struct("<QQ")
+"""An entry's header's and object's lengths."""
+LAYOUT = 2
+"""The version of an entry's layout (this module's), part of every key."""
 
 
 NOT_RUNTIME = frozenset({"frontend", "ir/ad", "backend/cuda", "fuzz", "explore"})
@@ -59,7 +66,7 @@ backend imports, directly or not, is there (tests/ir/test_import_graph.py checks
 @functools.cache
 def _environment() -> str:
     cpu, features = host_cpu()
-    return f"format={FORMAT};{astjit_state(NOT_RUNTIME)};{toolchain()};llvm-cpu={cpu}:{features}"
+    return f"format={FORMAT}.{LAYOUT};{astjit_state(NOT_RUNTIME)};{toolchain()};llvm-cpu={cpu}:{features}"
 
 
 def enabled() -> bool:
@@ -93,6 +100,8 @@ class Stored:
     """Name -> what its body refers to (`shared.RUNTIME.references`), for each function of
     a batch of functions emitted in the process that stored it; empty for one made of
     another's IR (`ObjectImage.runtime`)."""
+    plan: tuple | None = None
+    """The object laid out for `cabi.load_image` (`elf.laid_out`), or None: linked by LLVM."""
 
 
 def _path(key: str) -> Path:
@@ -107,18 +116,19 @@ def _name_path(name: str) -> Path:
 def read(key: str) -> Stored | None:
     """The batch stored under `key`, or None: absent, damaged, or another key's."""
     payload = read_file(_path(key))
-    if payload is None or len(payload) < _LENGTH.size:
+    if payload is None or len(payload) < _LENGTHS.size:
         return None
-    (length,) = _LENGTH.unpack_from(payload)
+    header, size = _LENGTHS.unpack_from(payload)
+    start = _LENGTHS.size + header
     try:
-        meta = json.loads(payload[_LENGTH.size:_LENGTH.size + length])
-    except ValueError:
+        meta = marshal.loads(payload[_LENGTHS.size:start])
+    except (ValueError, EOFError, TypeError):
         return None
-    if not isinstance(meta, dict) or meta.get("key") != key:
+    if not isinstance(meta, dict) or meta.get("key") != key or len(payload) < start + size:
         return None
-    return Stored(key, payload[_LENGTH.size + length:], tuple(meta["names"]),
-                  tuple(meta["imports"]), meta["ir"],
-                  {name: tuple(refs) for name, refs in meta["references"].items()})
+    return Stored(key, payload[start:start + size], meta["names"], meta["imports"],
+                  payload[start + size:].decode(errors="replace"), meta["references"],
+                  meta["plan"])
 
 
 def write(stored: Stored) -> bool:
@@ -126,10 +136,15 @@ def write(stored: Stored) -> bool:
     under the function's name (`find`) unless a smaller batch has it: a process that asks
     for a function links its whole batch, and what the batch imports (SciPy's BLAS for a
     matrix product) is loaded with it; whether the batch was stored."""
-    meta = json.dumps({"key": stored.key, "names": list(stored.names),
-                       "imports": list(stored.imports), "ir": stored.optimized,
-                       "references": {n: list(r) for n, r in stored.references.items()}})
-    if not write_file(_path(stored.key), _LENGTH.pack(len(meta)) + meta.encode() + stored.object):
+    from ....cache import elf  # (the ELF parser: a writing process's alone)
+
+    header = marshal.dumps({"key": stored.key, "names": tuple(stored.names),
+                            "imports": tuple(stored.imports),
+                            "references": {n: tuple(r) for n, r in stored.references.items()},
+                            "plan": elf.laid_out([stored.object])})
+    payload = b"".join([_LENGTHS.pack(len(header), len(stored.object)), header, stored.object,
+                        stored.optimized.encode()])
+    if not write_file(_path(stored.key), payload):
         return False
     for name in stored.references:
         known = find(name)
