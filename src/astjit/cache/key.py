@@ -500,10 +500,12 @@ HEADER = struct.Struct("<8sIQQII")
 
 def directory() -> Path:
     """The cache folder (see the module's docstring); not created here."""
-    return Path(_folder())
+    return Path(cache_folder())
 
 
-def _folder() -> str:
+def cache_folder() -> str:
+    """`directory()` as a string, which the paths of a load are made of: making `Path`s
+    cost a warm load more than hashing its key."""
     chosen = os.environ.get("ASTJIT_CACHE_DIR")
     if chosen:
         return chosen
@@ -512,14 +514,13 @@ def _folder() -> str:
 
 
 def path_for(label: str, key: str) -> str:
-    """The file of the entry with `key`, named for people by `label` (module.qualname). (A
-    string: making `Path`s cost a warm load more than hashing the key.)"""
+    """The file of the entry with `key`, named for people by `label` (module.qualname)."""
     readable = label[:80]
     if not (readable.isascii() and readable.replace("_", "a").replace(".", "a")
             .replace("-", "a").isalnum()):  # (a character at a time only where it differs)
         readable = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
                            for c in readable)
-    return f"{_folder()}{os.sep}{readable}-{sha512(key.encode()).hexdigest()[:32]}.astjit"
+    return f"{cache_folder()}{os.sep}{readable}-{sha512(key.encode()).hexdigest()[:32]}.astjit"
 
 
 def read_file(path: str | Path) -> bytes | None:

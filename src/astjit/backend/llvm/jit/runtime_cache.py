@@ -29,7 +29,8 @@ it defines, the symbols it imports, the object laid out by the disk cache's ELF 
 (`cache/elf.py`: the process links it without LLVM, as a cached entry's batches, in a
 fraction of MCJIT's time) and its optimized IR (`runtime_llvm_ir` shows it as for a
 batch compiled in the process): a marshalled header, the object, then the IR as text,
-which the header leaves out (parsing it as a string took longer than the link).
+which the header leaves out (parsing it as a string took longer than the link) and the
+checksums too (they guard the code; the IR is only shown).
 `ASTJIT_RUNTIME_CACHE=0` turns it off: every process compiles its runtime
 (docs/caching.md).
 """
@@ -42,9 +43,8 @@ import os
 import re
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
-from ....cache.key import FORMAT, astjit_state, directory, read_file, toolchain, write_file
+from ....cache.key import FORMAT, astjit_state, cache_folder, read_file, toolchain, write_file
 from .host import host_cpu
 
 SWITCH = "ASTJIT_RUNTIME_CACHE"
@@ -104,13 +104,13 @@ class Stored:
     """The object laid out for `cabi.load_image` (`elf.laid_out`), or None: linked by LLVM."""
 
 
-def _path(key: str) -> Path:
-    return directory() / FOLDER / f"{key[:40]}.astjit"
+def _path(key: str) -> str:
+    return os.path.join(cache_folder(), FOLDER, f"{key[:40]}.astjit")
 
 
-def _name_path(name: str) -> Path:
+def _name_path(name: str) -> str:
     digest = hashlib.sha256(f"{_environment()}\0{name}".encode()).hexdigest()
-    return directory() / FOLDER / "names" / f"{digest[:40]}.astjit"
+    return os.path.join(cache_folder(), FOLDER, "names", f"{digest[:40]}.astjit")
 
 
 def read(key: str) -> Stored | None:
@@ -142,9 +142,8 @@ def write(stored: Stored) -> bool:
                             "imports": tuple(stored.imports),
                             "references": {n: tuple(r) for n, r in stored.references.items()},
                             "plan": elf.laid_out([stored.object])})
-    payload = b"".join([_LENGTHS.pack(len(header), len(stored.object)), header, stored.object,
-                        stored.optimized.encode()])
-    if not write_file(_path(stored.key), payload):
+    code = b"".join([_LENGTHS.pack(len(header), len(stored.object)), header, stored.object])
+    if not write_file(_path(stored.key), code + stored.optimized.encode(), checked=len(code)):
         return False
     for name in stored.references:
         known = find(name)
