@@ -1,12 +1,12 @@
 """Compiled recursion too deep for the stack raises RecursionError, as CPython does,
-located at the recursive call; the process stays usable; recursion that fits still
+located at the (first) recursive call; the process stays usable; recursion that fits still
 runs far deeper than CPython's frame limit (backend/llvm/runtime/stack.py)."""
 import threading
 
 import numpy as np
 import pytest
 
-from astjit import grad, jit
+from astjit import grad, jit, prange
 
 DEEP = 10**7
 
@@ -73,9 +73,40 @@ def grows(n, x):
     return grows(n - 1, x + 1.0) * 2.0
 
 
+def tree_sum(n):
+    """Two recursive calls on two lines: the error is located at the first."""
+    if n <= 0:
+        return 1
+    left = tree_sum(n - 1)
+    right = tree_sum(n - 2)
+    return left + right
+
+
+def counts_in_parallel(a):
+    """Recursion inside a parallel loop's chunks: each thread's frames, checked there."""
+    out = np.zeros(a.size)
+    for i in prange(a.size):
+        out[i] = count(a[i])
+    return out
+
+
 def test_deep_recursion_raises_at_the_recursive_call():
     with pytest.raises(RecursionError, match=r"maximum recursion depth exceeded .*count\(n - 1\)"):
         jit(count)(DEEP)
+
+
+def test_a_function_with_several_recursive_calls_raises_at_its_first():
+    assert jit(tree_sum)(10) == tree_sum(10)
+    with pytest.raises(RecursionError, match=r"left = tree_sum\(n - 1\)"):
+        jit(tree_sum)(DEEP)
+
+
+def test_recursion_in_parallel_chunks_raises_and_runs():
+    compiled = jit(counts_in_parallel, parallel=True)
+    np.testing.assert_array_equal(compiled(np.arange(8)), np.arange(8.0))
+    with pytest.raises(RecursionError, match=r"count\(n - 1\)"):
+        compiled(np.array([3, DEEP]))
+    np.testing.assert_array_equal(compiled(np.arange(4)), np.arange(4.0))
 
 
 def test_unreachable_base_case_raises():
