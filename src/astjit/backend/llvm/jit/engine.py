@@ -394,12 +394,13 @@ class Engine:
         where it cannot link here): by the disk cache's linker where it laid the object out
         (`cabi.load_image`: a fraction of MCJIT's time, docs/measurements.md), its imports
         resolved as MCJIT resolves them; else by `load`."""
-        pipeline, start = PIPELINES["loops"].name, time.perf_counter()
-        try:
-            if stored.plan is None:
-                raise cabi.Unsupported("not laid out")
-            image = cabi.load_image(stored.plan, llvm.address_of_symbol, permanent=True)
-        except cabi.Unsupported:  # (cabi.Unresolved is a LookupError)
+        pipeline, start, image = PIPELINES["loops"].name, time.perf_counter(), None
+        if stored.plan is not None:
+            try:  # (cabi.Unresolved, a LookupError, goes to the caller)
+                image = cabi.load_image(stored.plan, llvm.address_of_symbol, permanent=True)
+            except cabi.Unsupported:
+                pass
+        if image is None:
             compiled = self.load(ObjectImage(((pipeline, stored.object),), stored.names,
                                              stored.imports))
             compiled.parts[0]._text = stored.optimized
