@@ -236,9 +236,13 @@ class EntryPins:
     """What a compiled entry's machine code points at, kept alive by the builtin (its
     `__self__`): the PyMethodDef, the fallback, the error handler, the general-tier
     callable and the container boundary (whose addresses the machine code embeds, or whose
-    pin symbols it was linked to), and the compiled code itself (unmapped when collected)."""
+    pin symbols it was linked to), and the compiled code itself (unmapped when collected).
 
-    __slots__ = ("code", "error_handler", "fallback", "general", "method_def", "trees")
+    An entry whose wrapper is the runtime's, shared by every kernel of its signature
+    (runtime/shared_entry.py), reads the fallback, the handler and the general tier from
+    these slots (`slot_offsets`), and its kernel from the table `table` points at."""
+
+    __slots__ = ("code", "error_handler", "fallback", "general", "method_def", "table", "trees")
 
     def __init__(self, method_def: bytearray | None, fallback: Any, error_handler: Any,
                  general: Any = None, trees: Any = None):
@@ -249,6 +253,8 @@ class EntryPins:
         self.trees = trees
         self.code: Any = None
         """The machine code the builtin runs (set by `make_builtin`)."""
+        self.table: bytes | None = None
+        """The address of the entry's table (`TABLE_ADDRESS`), for a shared wrapper; else None."""
 
     @property
     def method(self) -> int:
@@ -258,6 +264,27 @@ class EntryPins:
     def __repr__(self) -> str:
         name = self.method_def[METHOD_DEF.size:].partition(b"\0")[0].decode()
         return f"<astjit entry {name}>"
+
+
+TABLE_ADDRESS = struct.Struct("<Q")
+"""`EntryPins.table`: a `bytes` of the table's address, which a shared wrapper reads at
+`BYTES_DATA` (a slot holds objects only: the collector visits each)."""
+BYTES_DATA = bytes.__basicsize__ - 1
+"""The offset of a `bytes` object's data (`ob_sval`, its last field)."""
+
+
+@functools.cache
+def slot_offsets() -> dict[str, int]:
+    """The offset of each of `EntryPins`' slots in its objects, found in a probe: each slot
+    set to an object of its own, whose address is then read back at each word (CPython lays
+    slots out in an order of its own choosing)."""
+    probe = EntryPins(None, None, None)
+    marks = {name: object() for name in EntryPins.__slots__}
+    for name, mark in marks.items():
+        object.__setattr__(probe, name, mark)
+    words = {c_void_p.from_address(id(probe) + offset).value: offset
+             for offset in range(0, EntryPins.__basicsize__, 8)}
+    return {name: words[id(mark)] for name, mark in marks.items()}
 
 
 class ErrorReporter:
@@ -295,15 +322,22 @@ class ErrorReporter:
         return f"ErrorReporter({self.handler!r})"
 
 
-def make_builtin(compiled: Any, wrapper: str, name: str, pins: EntryPins) -> Callable:
+def make_builtin(compiled: Any, symbol: str, name: str, pins: EntryPins,
+                 table: bool = False) -> Callable:
     """A builtin function object calling `compiled`'s (a `CompiledModule`, or the loader's)
-    METH_FASTCALL | METH_KEYWORDS function `wrapper`, its `self` `pins` (which gets the
-    PyMethodDef, and keeps `compiled`)."""
+    METH_FASTCALL | METH_KEYWORDS function `symbol`, its `self` `pins` (which gets the
+    PyMethodDef, and keeps `compiled`). With `table`, `symbol` is the entry's table instead
+    (runtime/shared_entry.py): the builtin calls the wrapper the table names, which reads
+    the table from `pins`."""
+    address = compiled.addresses[symbol]
+    if table:
+        pins.table = TABLE_ADDRESS.pack(address)
+        address = c_void_p.from_address(address).value
     text = name.encode() + b"\0"
     doc = f"astjit-compiled {name}".encode() + b"\0"
     memory = bytearray(METHOD_DEF.size + len(text) + len(doc))
     base = buffer_address(memory)
-    METHOD_DEF.pack_into(memory, 0, base + METHOD_DEF.size, compiled.addresses[wrapper],
+    METHOD_DEF.pack_into(memory, 0, base + METHOD_DEF.size, address,
                          METH_FASTCALL | METH_KEYWORDS, base + METHOD_DEF.size + len(text))
     memory[METHOD_DEF.size:] = text + doc
     pins.code = compiled

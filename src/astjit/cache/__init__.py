@@ -22,7 +22,8 @@ usual and its entry written. See docs/caching.md for what is keyed and what is n
   (loops, glue or the whole), the functions it defines, the symbols it imports, and the
   LLVM IR of the runtime's shared functions it calls (compiled where the loading
   process lacks them: `Engine.load`);
-- the wrapper's symbol and the entry graph's name (the builtin's name);
+- the wrapper's symbol, or the entry's table whose wrapper the runtime shares
+  (runtime/shared_entry.py), and the entry graph's name (the builtin's name);
 - the error sites (exception name, message, source location) and the detail templates
   of those that report numbers, which the error handler raises from;
 - whether the code is the general tier (else a first tier, whose deoptimized calls go
@@ -225,7 +226,7 @@ def link(saved: SimpleNamespace, fallback: Any, handler: Any, general: Any) -> A
     if module is None:
         return None
     call = make_builtin(module, meta["wrapper"], meta["name"],
-                        EntryPins(None, fallback, handler, general))
+                        EntryPins(None, fallback, handler, general), meta["table"])
     return LoadedEntry(call, errors, module, saved.details, meta["general"])
 
 

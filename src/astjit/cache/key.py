@@ -305,7 +305,7 @@ def _read_source(filename: str) -> bytes | None:
 
 # ---- the environment ----------------------------------------------------------------------
 
-FORMAT = 6
+FORMAT = 7
 """The version of the entries' layout (the files below, cache/__init__.py): part of every key."""
 
 CPU_FIELDS = (b"vendor_id", b"cpu family", b"model", b"stepping", b"flags")

@@ -48,14 +48,13 @@ def encode(key: str, tag: str, compiled: Any, batches: list[tuple[tuple, tuple, 
     the runtime `batches` it calls ((names, imports, object code): runtime.needed), and the
     length of its start the file's header checks (the metadata)."""
     module = compiled.compiled
-    address = compiled.call.__self__.method
-    wrapper = next(name for name, found in module.addresses.items() if found == address)
     blobs = [obj for _, obj in module.objects] + [obj for _, _, obj in batches]
     meta = {
         "key": key,
         "tag": tag,
         "name": compiled.call.__name__,
-        "wrapper": wrapper,
+        "wrapper": compiled.entry_symbol,
+        "table": compiled.table,
         "general": compiled.general,
         "roles": roles,
         "errors": [[site[0], site[1], None if site[2] is None else

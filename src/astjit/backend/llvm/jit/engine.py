@@ -240,7 +240,7 @@ class CompiledModule:
     to this object (or to `code`) goes."""
 
     addresses: dict[str, int]
-    """Name -> address of each external function."""
+    """Name -> address of each external function and constant (an entry's table: shared_entry.py)."""
     parts: tuple[Part, ...]
     compile_seconds: float
     """Parse + optimize + machine code + link, in seconds."""
@@ -357,8 +357,9 @@ class Engine:
         context, modules = llvm.create_context(), []
         try:
             parts = self.emit_parts(text, arrays, context, modules, whole, wrapper)
-            names = [f.name for part in parts for f in part.module.functions
-                     if not f.is_declaration and f.linkage == llvm.Linkage.external]
+            names = [v.name for part in parts
+                     for v in (*part.module.functions, *part.module.global_variables)
+                     if not v.is_declaration and v.linkage == llvm.Linkage.external]
             code, addresses = self.link([part.object for part in parts], names)
         except BaseException:
             close(modules, context)

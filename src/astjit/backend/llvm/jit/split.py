@@ -54,7 +54,8 @@ def has_loop(text: str) -> bool:
 def loops_module(text: str, names: list[str]) -> str | None:
     """The loops module: the functions `names` of `text` (a module printed by LLVM after
     `loop-extract`), external, with the functions they call; None when some other
-    function still has a loop."""
+    function still has a loop. The module's external variables are the glue's: those the
+    loops use are borrowed (`available_externally`), the others (an entry's table) left out."""
     chunks = _chunks(text)
     bodies = {name: chunk for name, chunk in chunks if name is not None}
     listed = set(names)
@@ -62,9 +63,17 @@ def loops_module(text: str, names: list[str]) -> str | None:
         return None
     loops = listed
     needed = _closure(bodies, loops)
+    used = {_unquote(match.group(1)) for name in needed | loops
+            for match in _REFERENCE.finditer(bodies[name])}
     parts = []
     for name, chunk in chunks:
-        if name is None or name in needed:
+        if name is None:
+            variable = _EXTERNAL_VARIABLE.match(chunk)
+            if variable is None:
+                parts.append(chunk)
+            elif _unquote(variable.group(1)[1:]) in used:
+                parts.append(_EXTERNAL_VARIABLE.sub(r"\1 = available_externally ", chunk, 1))
+        elif name in needed:
             parts.append(chunk)
         elif name in loops:
             parts.append(_private_outputs(_LINKAGE.sub("define ", chunk, count=1)))
@@ -72,6 +81,9 @@ def loops_module(text: str, names: list[str]) -> str | None:
             parts.append(_declaration(chunk))
     return "".join(parts)
 
+
+_EXTERNAL_VARIABLE = re.compile(rf"^(@{_NAME}) = (?=constant |global )")
+"""A variable of external linkage as LLVM prints it (group 1: its name)."""
 
 _SIZES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "float": 4, "i64": 8, "double": 8, "ptr": 8}
 

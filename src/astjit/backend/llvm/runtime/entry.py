@@ -50,6 +50,10 @@ class CompiledEntry:
     trees: Callable | None = None
     """For a signature taking containers (`TreeBoundary.arguments`): the builtin taking the
     containers themselves (`call` takes their leaves)."""
+    entry_symbol: str = ""
+    """What `call` was made of (`cabi.make_builtin`): the wrapper's name, or the table's."""
+    table: bool = False
+    """Whether `entry_symbol` is a table whose wrapper the runtime shares (shared_entry.py)."""
 
     @property
     def llvm_ir_optimized(self) -> str:
@@ -80,6 +84,7 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     from ..jit.engine import engine
     from ..shared import found_imports
     from . import pyapi
+    from .shared_entry import define_table, shares_wrapper
     from .wrapper import emit_wrapper
 
     first_tier = general is not None and not written_parameters(module) \
@@ -91,9 +96,13 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
         error_handler = ErrorReporter(error_handler, lowered.errors, lowered.error_details)
     if trees is not None and trees.arguments is not None:
         trees.pins = EntryPins(None, trees.fallback, error_handler, trees.general, trees)
-    wrapper_name = emit_wrapper(lowered, fallback, error_handler, general if first_tier else None,
-                                trees)
     arrays = is_array_module(lowered)
+    table = arrays and shares_wrapper(lowered, trees)
+    if table:
+        wrapper_name = define_table(lowered, general if first_tier else None)
+    else:
+        wrapper_name = emit_wrapper(lowered, fallback, error_handler,
+                                    general if first_tier else None, trees)
     apart = not arrays and loops_without_calls(module)
     if not apart:  # the wrapper is the only way in: O3 inlines the graph there, drops the copy
         lowered.entry_function.linkage = "internal"
@@ -108,12 +117,12 @@ def build_entry(module: Module, fallback: Callable, error_handler: Callable,
     compiled = engine().compile_ir(llvm_ir, arrays=arrays, whole=whole,
                                    wrapper=wrapper_name if apart else None)
     call = make_builtin(compiled, wrapper_name, module.entry,
-                        EntryPins(None, fallback, error_handler, general, trees))
+                        EntryPins(None, fallback, error_handler, general, trees), table)
     taking = None
     if trees is not None and trees.pins is not None:
         taking = make_builtin(compiled, wrapper_name, module.entry, trees.pins)
     return CompiledEntry(call, llvm_ir, lowered.errors, compiled, lowered.error_details,
-                         not first_tier, taking)
+                         not first_tier, taking, wrapper_name, table)
 
 
 def loops_without_calls(module: Module) -> bool:

@@ -79,9 +79,10 @@ def release_here(builder: ir.IRBuilder) -> None:
     builder.call(_own(builder.module, RELEASE), [])
 
 
-def define(module: ir.Module, released: bool, wrapper: ir.Function) -> None:
+def define(module: ir.Module, released: bool, wrapper: ir.Function | None) -> None:
     """Give the module's `astjit.release` its body (nothing where it does not release), and
-    where it does, guard its calls that may need the interpreter (all but `wrapper`'s)."""
+    where it does, guard its calls that may need the interpreter (all but `wrapper`'s; None:
+    the module's entry is a table, its wrapper the runtime's, shared_entry.py)."""
     release = module.globals.get(RELEASE)
     if release is not None and release.is_declaration:
         builder = _body(release)
@@ -93,7 +94,7 @@ def define(module: ir.Module, released: bool, wrapper: ir.Function) -> None:
         guard_calls(module, wrapper)
 
 
-def guard_calls(module: ir.Module, wrapper: ir.Function) -> None:
+def guard_calls(module: ir.Module, wrapper: ir.Function | None) -> None:
     """`astjit.gil.acquire()` before each call that may need the interpreter, in every
     function of the module but the wrapper (which calls the entry graph holding the GIL,
     and takes it back right after). A call of the runtime's function, not code inlined in

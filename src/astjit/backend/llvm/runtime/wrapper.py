@@ -66,7 +66,6 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ....ir.analysis import calls_python, written_parameters
-from ....ir.core import Graph
 from ....ir.types import (
     BOOL,
     C128,
@@ -143,7 +142,7 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     emitter.release_gil = gil.releases(lowered.module)
     interrupts.define_signals(lowered.module, emitter.release_gil)
     gil.define(lowered.module, emitter.release_gil, function)
-    emitter.emit(core, graph)
+    emitter.emit(core, [p.type for p in graph.params], graph.outputs[0].type)
     remove_unused(function)
     return function.name
 
@@ -183,10 +182,11 @@ class WrapperEmitter:
     def api(self, name: str, *args: ir.Value) -> ir.Value:
         return self.builder.call(declare(self.function.module, name), list(args))
 
-    def emit(self, core: ir.Function, graph: Graph) -> None:
-        """Check and unbox the arguments, call `core`, box or report; else fall back. A
-        signature taking containers has two ways in, each calling `core`: the call of the
-        builtin whose `self` is `trees.pins` passes the containers, the other their leaves."""
+    def emit(self, core: ir.Value, params: list[Type], result: Type) -> None:
+        """Check and unbox the arguments (of types `params`), call `core`, box its result (of
+        type `result`) or report; else fall back. A signature taking containers has two ways
+        in, each calling `core`: the call of the builtin whose `self` is `trees.pins` passes
+        the containers, the other their leaves."""
         builder = self.builder
         pins, args, nargs, kwnames = self.function.args
         fallback = self.fallback
@@ -196,15 +196,16 @@ class WrapperEmitter:
             builder.cbranch(builder.icmp_unsigned("==", pins, self.pin(self.trees.pins)),
                             trees_in, leaves_in)
             builder.position_at_end(leaves_in)
-        self.call(core, graph, self.take_leaves(graph, args, nargs, kwnames), self.general_object)
+        self.call(core, result, self.take_leaves(params, args, nargs, kwnames),
+                  self.general_object)
         builder.position_at_end(fallback)
-        builder.ret(self.api("PyObject_Vectorcall", object_constant(self.fallback_object),
-                             args, nargs, kwnames))
+        builder.ret(self.api("PyObject_Vectorcall", self.fallback_callable(), args, nargs,
+                             kwnames))
         if takes_trees:
             builder.position_at_end(trees_in)
             self.fallback = self.function.append_basic_block("fallback.trees")
             leaves = self.take_trees(args, nargs, kwnames)
-            self.call(core, graph, leaves, self.general_object and self.trees.general)
+            self.call(core, result, leaves, self.general_object and self.trees.general)
             builder.position_at_end(self.fallback)
             self.release_held()
             builder.ret(self.api("PyObject_Vectorcall", self.pin(self.trees.fallback),
@@ -212,19 +213,17 @@ class WrapperEmitter:
             if self.read_failed is not None:
                 self.end_reads()
 
-    def call(self, core: ir.Function, graph: Graph, leaves: list[ir.Value],
+    def call(self, core: ir.Value, result_type: Type, leaves: list[ir.Value],
              general: object) -> None:
         """Call `core` with the native values of the arguments; return the result boxed, or
         what the error handler returns, or, leaving a first tier, what `general` does."""
         builder = self.builder
-        result_type = graph.outputs[0].type
         with builder.goto_entry_block():
             out = builder.alloca(lltype(result_type))
         guarded = stack.is_guarded(self.function.module)
         previous_limit = stack.enter(builder) if guarded else None
         status = builder.call(core, leaves + [out])
-        if self.release_gil:
-            gil.take_back(builder)
+        self.take_back_gil()
         if guarded:
             stack.leave(builder, previous_limit)
         self.release_held()
@@ -235,19 +234,19 @@ class WrapperEmitter:
         builder.homes[id(result)] = out  # written by the kernel alone: boxing reads it
         builder.ret(self.box(result, result_type))
 
-    def take_leaves(self, graph: Graph, args: ir.Value, nargs: ir.Value,
+    def take_leaves(self, params: list[Type], args: ir.Value, nargs: ir.Value,
                     kwnames: ir.Value) -> list[ir.Value]:
         """The native values of a call passing the entry graph's parameters (a container
         argument's leaves)."""
         builder = self.builder
         self.require(builder.and_(
-            builder.icmp_signed("==", nargs, ir.Constant(SSIZE, len(graph.params))),
+            builder.icmp_signed("==", nargs, ir.Constant(SSIZE, len(params))),
             builder.icmp_unsigned("==", kwnames, NULL)))
         values = []
-        for i, p in enumerate(graph.params):
+        for i, t in enumerate(params):
             self.param_index = i
             values.append(self.unbox(builder.load(builder.gep(args, [ir.Constant(I64_T, i)])),
-                                     p.type))
+                                     t))
         self.check_writeable()
         return values
 
@@ -423,10 +422,13 @@ class WrapperEmitter:
             read_only = builder.icmp_unsigned(
                 "==", builder.and_(flags, ir.Constant(I32_T, array_layout.NPY_ARRAY_WRITEABLE)),
                 ir.Constant(I32_T, 0))
-            status = self.errors.status("ValueError", msg.READ_ONLY, self.written[index])
+            status = self.read_only_status(index)
+            if not isinstance(status, ir.Constant):  # (a shared wrapper's: 0 where never written)
+                read_only = builder.and_(read_only, builder.icmp_signed(
+                    "!=", status, ir.Constant(STATUS, 0)))
             with builder.if_then(read_only, likely=False):
                 self.release_held()
-                builder.ret(self.report(ir.Constant(STATUS, status)))
+                builder.ret(self.report(status))
 
     # ---- native values -> Python objects ----------------------------------------------
 
@@ -545,15 +547,37 @@ class WrapperEmitter:
         where it is a first tier's deoptimize status, else `error_handler(status)` (its
         result, or NULL with the exception it raised), or NULL where the exception is
         already set (a loop's signal check: interrupts.py); one call (failure.py)."""
-        _, args, nargs, kwnames = self.function.args
         leave = None if general is None else self.errors.deoptimize
         target = NULL if leave is None else object_constant(general)
         numbers = ir.Constant(failure.NUMBERS, None)
         if self.with_values:
             numbers = error_values(self.function.module).gep([ir.Constant(I32_T, 0)] * 2)
-        return failure.failed(self.builder, status, ir.Constant(STATUS, leave or 0), target,
-                              object_constant(self.handler_object), numbers,
+        return self.failed(status, ir.Constant(STATUS, leave or 0), target,
+                           object_constant(self.handler_object), numbers)
+
+    def failed(self, status: ir.Value, deoptimize: ir.Value, general: ir.Value,
+               handler: ir.Value, numbers: ir.Value) -> ir.Value:
+        """`report`'s call of the runtime (failure.py), with the call's own arguments."""
+        _, args, nargs, kwnames = self.function.args
+        return failure.failed(self.builder, status, deoptimize, general, handler, numbers,
                               [args, nargs, kwnames])
+
+    # ---- what a shared wrapper reads at run time (shared_entry.py) -------------------------
+
+    def fallback_callable(self) -> ir.Value:
+        """Where a call the entry does not take goes."""
+        return object_constant(self.fallback_object)
+
+    def take_back_gil(self) -> None:
+        """Take the GIL back after the entry graph returned, if the call may have released it."""
+        if self.release_gil:
+            gil.take_back(self.builder)
+
+    def read_only_status(self, index: int) -> ir.Value:
+        """The status a read-only array argument `index`, which compiled code may write to,
+        fails with."""
+        return ir.Constant(STATUS, self.errors.status("ValueError", msg.READ_ONLY,
+                                                      self.written[index]))
 
 
 # ---- NumPy scalars ------------------------------------------------------------------------
