@@ -378,3 +378,43 @@ def test_argmax_searches_are_calls_of_the_runtime():
     f = jit(_argmax_rows)
     assert np.array_equal(f(strided), np.argmax(strided, axis=1))
     assert _pipelines(f) == {("direct", "glue")}  # scalar loops alone: no LLVM optimizer
+
+
+def test_external_names_are_those_a_link_finds():
+    """`split.external_names` reads a printed module's external definitions off its text, as
+    the parsed module's linkages say them (the engine links by these names)."""
+    text = '''\
+@"t.entry" = constant {i8*, i64} {i8* null, i64 0}
+@"astjit.error_values" = internal global [4 x i64] zeroinitializer
+@"astjit.obj.x" = external global i8
+@"q\\22x" = global i64 0
+@msg = private constant [3 x i8] c"hi\\00"
+
+declare double @exp(double)
+
+define internal i32 @"k[array<f64, 1>]"(i64 %n) {
+entry:
+  ret i32 0
+}
+
+define i8* @"k.fastcall"(i8* %a) {
+entry:
+  ret i8* %a
+}
+
+define available_externally void @borrowed() {
+entry:
+  ret void
+}
+
+define void @plain.name() {
+entry:
+  ret void
+}
+'''
+    found = split.external_names(text)
+    assert found == ["k.fastcall", "plain.name", "t.entry", 'q"x']
+    module = engine().parse(text)
+    linked = {v.name for v in (*module.functions, *module.global_variables)
+              if not v.is_declaration and v.linkage.name == "external"}
+    assert linked == set(found)

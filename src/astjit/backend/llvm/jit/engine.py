@@ -356,10 +356,7 @@ class Engine:
         start = time.perf_counter()
         context, modules = llvm.create_context(), []
         try:
-            parts = self.emit_parts(text, arrays, context, modules, whole, wrapper)
-            names = [v.name for part in parts
-                     for v in (*part.module.functions, *part.module.global_variables)
-                     if not v.is_declaration and v.linkage == llvm.Linkage.external]
+            parts, names = self.emit_parts(text, arrays, context, modules, whole, wrapper)
             code, addresses = self.link([part.object for part in parts], names)
         except BaseException:
             close(modules, context)
@@ -414,18 +411,19 @@ class Engine:
 
     def emit_parts(self, text: str, arrays: bool, context: llvm.ContextRef,
                    modules: list[llvm.ModuleRef], whole: str = "scalar",
-                   wrapper: str | None = None) -> tuple[Part, ...]:
+                   wrapper: str | None = None) -> tuple[tuple[Part, ...], list[str]]:
         """`compile_ir`'s parts of `text`, parsed into `context` (each module parsed also
-        appended to `modules`)."""
+        appended to `modules`), and the names they define externally (`split.external_names`)."""
         def parse(text: str) -> llvm.ModuleRef:
             modules.append(self.parse(text, context))
             return modules[-1]
 
         if wrapper is not None and not arrays:
             kernel, glue = split.wrapper_apart(text, wrapper)
-            return self.emit(parse(kernel), whole, context), self.emit(parse(glue), "glue", context)
+            return ((self.emit(parse(kernel), whole, context), self.emit(parse(glue), "glue", context)),
+                    split.external_names(kernel) + split.external_names(glue))
         module = parse(text)
-        parts = []
+        parts, external = [], split.external_names(text)
         if arrays and not split.has_loop(text):
             whole = "glue"  # nothing to extract (a product, the runtime's calls): all glue
         elif arrays:
@@ -442,8 +440,9 @@ class Engine:
                 parts.append(self.emit(parse(loops), pipeline, context, codegen))
                 for name in names:
                     module.get_function(name).linkage = llvm.Linkage.available_externally
+                external += names  # (the loops module's: the glue's are borrowed)
         parts.append(self.emit(module, whole, context))
-        return tuple(parts)
+        return tuple(parts), external
 
     def extract_loops(self, module: llvm.ModuleRef) -> list[str]:
         """Move `module`'s loop nests into functions of their own (identical ones merged),

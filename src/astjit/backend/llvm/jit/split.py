@@ -149,6 +149,31 @@ _SHARED_VARIABLE = re.compile(rf"^(@{_NAME}) = (?:(?:internal|private) (?=global
 or private constant (group 1: its name)."""
 
 
+def external_names(text: str) -> list[str]:
+    """The functions and variables a printed module (`text`) defines with external linkage:
+    what a link of its object finds by name. Read off the text: asking the parsed module
+    cost a call into LLVM for each property of each of its functions and variables, a
+    noticeable part of a small kernel's compile."""
+    names = [_unescaped(match.group(2)) for match in _DEFINITION.finditer(text)
+             if _NOT_EXTERNAL.isdisjoint(match.group(1).split())]
+    return names + [_unescaped(match.group(1)[1:]) for match in _VARIABLE.finditer(text)]
+
+
+_DEFINITION = re.compile(rf"^define ([^@]*)@{_NAME}\(", re.M)
+_VARIABLE = re.compile(rf"^(@{_NAME}) = (?:constant|global) ", re.M)
+"""A variable's definition with no linkage written: external (a declaration says `external`)."""
+_NOT_EXTERNAL = frozenset({"private", "internal", "available_externally", "linkonce",
+                           "linkonce_odr", "weak", "weak_odr", "common", "appending",
+                           "extern_weak"})
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2})")
+
+
+def _unescaped(name: str) -> str:
+    """A printed name as LLVM holds it: unquoted, each `\\XX` the character it escapes."""
+    name = _unquote(name)
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), name) if "\\" in name else name
+
+
 def without_borrowed(text: str) -> str:
     """A printed glue module with the loops it borrows (`available_externally`: compiled
     in the loops module) as the declarations they are to it."""
