@@ -154,13 +154,14 @@ def external_names(text: str) -> list[str]:
     what a link of its object finds by name. Read off the text: asking the parsed module
     cost a call into LLVM for each property of each of its functions and variables, a
     noticeable part of a small kernel's compile."""
+    text = "\n" + text  # every line after a line break: patterns led by a literal
     names = [_unescaped(match.group(2)) for match in _DEFINITION.finditer(text)
              if _NOT_EXTERNAL.isdisjoint(match.group(1).split())]
     return names + [_unescaped(match.group(1)[1:]) for match in _VARIABLE.finditer(text)]
 
 
-_DEFINITION = re.compile(rf"^define ([^@]*)@{_NAME}\(", re.M)
-_VARIABLE = re.compile(rf"^(@{_NAME}) = (?:constant|global) ", re.M)
+_DEFINITION = re.compile(rf"\ndefine ([^@\n]*)@{_NAME}\(")
+_VARIABLE = re.compile(rf"\n(@{_NAME}) = (?:constant|global) ")
 """A variable's definition with no linkage written: external (a declaration says `external`)."""
 _NOT_EXTERNAL = frozenset({"private", "internal", "available_externally", "linkonce",
                            "linkonce_odr", "weak", "weak_odr", "common", "appending",
