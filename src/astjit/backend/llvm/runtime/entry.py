@@ -2,7 +2,9 @@
 
 The pipeline: `codegen.emit_module` (graphs -> LLVM IR: the first tier, or
 the general one), `wrapper.emit_wrapper` (the METH_FASTCALL entry, in the same
-LLVM module), `engine().compile_ir` (LLVM's pipelines and machine code, in two
+LLVM module; for an array kernel of a plain signature, `shared_entry.define_table`
+instead: a table the runtime's wrapper of its signature reads), `engine().compile_ir`
+(LLVM's pipelines and machine code, in two
 parts: array code's loops apart from the rest (`is_array_module`), scalar code's
 wrapper apart from the kernel), then `cabi.make_builtin`: a builtin
 whose `__self__` (`EntryPins`) keeps the fallback, the error handler (an

@@ -26,7 +26,8 @@ called as `error_handler(status, v0, ..., v3)` with the numbers the failing
 site left (`emitter.error_values`);
 `entry.ErrorReporter` adapts a plain handler to that. The fallback and the
 handler are embedded as constant addresses: whoever builds the wrapper keeps
-them alive.
+them alive. (The wrapper the runtime shares between the array kernels of one signature
+reads them, and the rest that is a kernel's own, at each call: shared_entry.py.)
 
 Array arguments are borrowed: the struct points at the caller's ndarray and
 its data, so writes are the caller's to see, and no reference is taken or
