@@ -1,6 +1,7 @@
 """Compiled code lives as long as something refers to it (backend/llvm/jit/engine.py).
 
-Each compile links into an MCJIT engine of its own, kept by the CompiledModule, which
+Each compile links into code of its own (an image the disk cache's ELF linker mapped, or
+an MCJIT engine where that linker refuses the objects), kept by the CompiledModule, which
 the builtin's pins keep: dropping a jitted function unmaps its machine code, and the
 process's RSS and memory mappings stay flat over many compile-and-drop cycles (run in
 a child: it measures its own memory). What a caller still needs stays: a callee compiled
@@ -263,3 +264,29 @@ def test_runtime_modules_loaded_from_object_code_have_no_ir(monkeypatch):
     assert "loaded from object code: astjit_test_twice" in runtime_llvm_ir()
     image = engine().compile_ir(TWICE.replace("@astjit_test_twice", "@astjit_test_again")).image()
     assert image.runtime == ()
+
+
+def test_a_compile_links_by_the_elf_linker_else_by_mcjit(monkeypatch):
+    """`Engine.link`: the ELF linker's image where it takes the objects, MCJIT's engine where
+    it refuses them; the same machine code runs either way, and each is freed with its
+    module."""
+    from astjit import cabi
+    from astjit.cache import elf
+
+    x = np.arange(6.0)
+    codes = []
+    for refused in (False, True):
+        if refused:
+            monkeypatch.setattr(elf, "laid_out", lambda objects: None)
+        f = jit(lambda_free_expression)
+        np.testing.assert_allclose(f(x, 2.0), lambda_free_expression(x, 2.0))
+        (spec,) = f.dispatcher.specializations.values()
+        compiled = spec.compiled.compiled
+        assert isinstance(compiled.code, cabi.Image) is (not refused and cabi.supported_host())
+        codes.append(weakref.ref(compiled.code))
+        del f, spec, compiled
+    assert all(collected(code) for code in codes)
+
+
+def lambda_free_expression(x, s):
+    return np.exp(-x * x) * s + np.sin(x)

@@ -6,8 +6,9 @@ target and building the host TargetMachines costs far more than compiling a
 small function. `compile_ir` then parses one
 module's IR into an LLVM context of its own, optimizes it for the host CPU,
 generates its object code with the shared TargetMachine of its pipeline and
-links that into a new MCJIT engine, this compile's alone, and returns the
-addresses of its external functions (a `CompiledModule`).
+links that into memory of its own (the disk cache's ELF linker's image, else a new
+MCJIT engine), this compile's alone, and returns the addresses of its external
+functions (a `CompiledModule`).
 
 Five ways to compile (`PIPELINES`):
 - `scalar`: LLVM's default O3 pipeline (new pass manager, loop and SLP
@@ -26,8 +27,8 @@ Five ways to compile (`PIPELINES`):
   (`split.wrapper_apart`), run once per call: no optimization, and the fast
   instruction selector and register allocator.
 
-Lifetime: a CompiledModule owns its MCJIT engine (`code`), whose memory manager
-owns the machine code's pages, and its LLVM modules and context; when it is
+Lifetime: a CompiledModule owns its linked code (`code`: the image, or the MCJIT engine
+whose memory manager owns the machine code's pages), and its LLVM modules and context; when it is
 collected they are freed and the pages unmapped. Whatever runs the code must
 keep it: a compiled entry's builtin holds it in its `self` (runtime/entry.py
 `EntryPins.code`), so a jitted function, its specializations, derived
@@ -36,10 +37,10 @@ calls no other compiled module's code (callees are compiled into their
 callers' modules) except the runtime's shared functions (`compile_runtime`),
 which are compiled once and kept for the process, their names registered
 with `llvm.add_symbol`. An array module's loops and glue link into the same
-engine, where the glue's calls of the loops resolve: nothing of a compile is
-registered process-wide, so no stale symbol outlives it. One engine per
-compile costs one plain TargetMachine, a small part of a compile
-(docs/measurements.md); the code generator runs on the shared machines
+code, where the glue's calls of the loops resolve: nothing of a compile is
+registered process-wide, so no stale symbol outlives it. (An MCJIT engine per
+compile cost one plain TargetMachine and about twice the ELF linker's time:
+docs/measurements.md); the code generator runs on the shared machines
 (`Engine.emit`).
 
 Object code, for the disk cache (astjit/cache): `CompiledModule.objects` is each
@@ -245,8 +246,8 @@ class CompiledModule:
     compile_seconds: float
     """Parse + optimize + machine code + link, in seconds."""
     code: llvm.ExecutionEngine | cabi.Image = field(repr=False)
-    """The MCJIT engine that linked the parts, this module's alone (or the image the disk
-    cache's linker mapped, for a runtime batch: `Engine.load_stored`)."""
+    """The linked parts, this module's alone: the image the disk cache's linker mapped
+    (`Engine.link`, `Engine.load_stored`), or the MCJIT engine that linked them."""
     _imports: tuple[str, ...] | None = field(default=None, repr=False)
     _asm: str | None = field(default=None, repr=False)
 
@@ -478,17 +479,29 @@ class Engine:
                 obj = self.machines[pipeline].emit_object(module)
         return Part(pipeline, obj, module, codegen=codegen)
 
-    def link(self, binaries: list[bytes], names: list[str]) -> tuple[llvm.ExecutionEngine,
+    def link(self, binaries: list[bytes], names: list[str]) -> tuple[llvm.ExecutionEngine | cabi.Image,
                                                                      dict[str, int]]:
-        """Link object code into a new MCJIT engine of its own and return it with the
-        addresses of the functions `names`. The engine's memory manager owns the
-        machine code: collecting the engine unmaps it. Its symbols resolve first
-        among its objects, then in the process (`llvm.add_symbol`, the C libraries).
+        """Link object code into code of its own and return it with the addresses of the
+        functions (and constants) `names`. The code owns its memory: collecting it unmaps
+        the machine code. Its symbols resolve first among its objects, then in the
+        process (`llvm.add_symbol`, the C libraries).
 
-        The engine compiles nothing (its module, of LLVM's global context, which is not
-        thread-safe: under the lock, is taken out again), so its TargetMachine (which
-        it owns and frees) is a plain one for the host. An object file reads the
-        bytes it is made of, which `binaries` keeps (a Part, an ObjectImage)."""
+        By the disk cache's ELF linker where it takes the objects (`elf.laid_out`,
+        `cabi.load_image`: about half MCJIT's time for a small kernel, docs/measurements.md),
+        else by a new MCJIT engine. The engine compiles nothing (its module, of LLVM's
+        global context, which is not thread-safe: under the lock, is taken out again), so
+        its TargetMachine (which it owns and frees) is a plain one for the host. An object
+        file reads the bytes it is made of, which `binaries` keeps (a Part, an ObjectImage)."""
+        from ....cache import elf
+
+        plan = elf.laid_out(binaries)
+        if plan is not None:
+            try:
+                image = cabi.load_image(plan, llvm.address_of_symbol)
+            except (cabi.Unsupported, cabi.Unresolved):
+                image = None  # linked by LLVM, as before the ELF linker took any
+            if image is not None:
+                return image, {name: image.symbols.get(name) or 0 for name in names}
         with self.lock:
             empty = llvm.parse_assembly("")
             code = llvm.create_mcjit_compiler(empty, self.target.create_target_machine(
