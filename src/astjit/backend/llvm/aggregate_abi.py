@@ -63,11 +63,16 @@ def by_pointer(ty: ir.Type) -> bool:
 
 def declare(module: ir.Module, fnty: ir.FunctionType, name: str) -> ir.Function:
     """The function `name` of `module` with signature `fnty` in this convention."""
-    params = [ty.as_pointer() if by_pointer(ty) else ty for ty in fnty.args]
-    function = ir.Function(module, ir.FunctionType(fnty.return_type, params,
-                                                   var_arg=fnty.var_arg), name)
+    function = ir.Function(module, physical_type(fnty), name)
     function.logical_type = fnty
     return function
+
+
+def physical_type(fnty: ir.FunctionType) -> ir.FunctionType:
+    """The type of a function of signature `fnty` in this convention: each aggregate
+    parameter a pointer."""
+    params = [ty.as_pointer() if by_pointer(ty) else ty for ty in fnty.args]
+    return ir.FunctionType(fnty.return_type, params, var_arg=fnty.var_arg)
 
 
 def logical_type(function: ir.Function) -> ir.FunctionType:

@@ -104,7 +104,7 @@ def _emit_wrapper(params: tuple[Type, ...], result: Type, function: ir.Function,
                   builder: ir.IRBuilder, *args: ir.Value) -> None:
     """The body of `astjit.entry.<signature>` (a shared function's `emit`, whose `builder`'s
     block, the function's first, holds the emitter's stack slots and reads of the table)."""
-    emitter = SharedWrapperEmitter(function)
+    emitter = SharedWrapperEmitter(function, len(params))
     builder.branch(emitter.builder.block)
     emitter.emit_shared(params, result)
     remove_unused(function)
@@ -114,17 +114,17 @@ class SharedWrapperEmitter(WrapperEmitter):
     """The wrapper of every kernel of one signature: what `WrapperEmitter` embeds, read at
     each call from the builtin's `self` and the table it points at."""
 
-    def __init__(self, function: ir.Function) -> None:
+    def __init__(self, function: ir.Function, params: int) -> None:
         super().__init__(function, None, None)
+        self.kind = table_type(params)
         self.loaded: dict[object, ir.Value] = {}
-        """What the entry block read: the slots by name, the table's fields by (index, element)."""
-        self.kind = table_type(0)
+        """What the entry block read: each slot (by ("slot", its name)), the table's address
+        ("table"), its fields (by (index, element))."""
 
     def emit_shared(self, params: tuple[Type, ...], result: Type) -> None:
-        self.kind = table_type(len(params))
         core_type = ir.FunctionType(STATUS, [lltype(t) for t in params]
                                     + [lltype(result).as_pointer()])
-        physical = aggregate_abi.declare(ir.Module(), core_type, "core").function_type
+        physical = aggregate_abi.physical_type(core_type)
         core = self.builder.bitcast(self.field(CORE), physical.as_pointer())
         core.logical_type = core_type  # aggregate_abi's calls pass aggregates by pointer
         self.written = {i: None for i, t in enumerate(params) if isinstance(t, ArrayType)}
@@ -132,12 +132,12 @@ class SharedWrapperEmitter(WrapperEmitter):
 
     def pinned(self, slot: str) -> ir.Value:
         """The object in the builtin's `self`'s slot `slot` (`cabi.EntryPins`)."""
-        value = self.loaded.get(slot)
+        value = self.loaded.get(("slot", slot))
         if value is None:
             with self.builder.goto_entry_block():
                 value = load_field(self.builder, self.function.args[0],
                                    cabi.slot_offsets()[slot], PYOBJ)
-            self.loaded[slot] = value
+            self.loaded[("slot", slot)] = value
         return value
 
     def field(self, index: int, element: int | None = None) -> ir.Value:
