@@ -29,15 +29,14 @@ from llvmlite import ir
 from .... import cabi
 from ....ir.analysis import written_parameters
 from ....ir.types import ArrayType, NoneType, ScalarType, Type
-from .. import aggregate_abi, interrupts
-from .. import messages as msg
+from .. import aggregate_abi
 from ..emitter import error_values
 from ..lltypes import I32_T, I64_T, STATUS, lltype
 from ..shared import shared_function
 from ..unused import remove_unused
 from . import gil, stack
 from .pyapi import PYOBJ, load_field
-from .wrapper import WRAPPER_TYPE, WrapperEmitter
+from .wrapper import WRAPPER_TYPE, WrapperEmitter, define_entry_helpers, read_only_status
 
 if TYPE_CHECKING:
     from ..codegen import LoweredModule
@@ -74,11 +73,9 @@ def define_table(lowered: LoweredModule, general: object) -> str:
     module, core = lowered.module, lowered.entry_function
     graph = lowered.source.entry_graph
     errors = lowered.error_table
-    releases = gil.releases(module)
-    interrupts.define_signals(module, releases)
-    gil.define(module, releases, None)
+    releases = define_entry_helpers(module, None)
     written = written_parameters(lowered.source)
-    read_only = [errors.status("ValueError", msg.READ_ONLY, written[i]) if i in written else 0
+    read_only = [read_only_status(errors, written[i]) if i in written else 0
                  for i in range(len(graph.params))]
     deoptimize = errors.deoptimize if general is not None else None
     numbers = error_values(module).gep([ir.Constant(I32_T, 0)] * 2) if lowered.error_details \

@@ -140,12 +140,27 @@ def emit_wrapper(lowered: LoweredModule, fallback: object, error_handler: object
     emitter.calls_python = calls_python(lowered.source)
     emitter.general_object = general
     emitter.trees = trees
-    emitter.release_gil = gil.releases(lowered.module)
-    interrupts.define_signals(lowered.module, emitter.release_gil)
-    gil.define(lowered.module, emitter.release_gil, function)
+    emitter.release_gil = define_entry_helpers(lowered.module, function)
     emitter.emit(core, [p.type for p in graph.params], graph.outputs[0].type)
     remove_unused(function)
     return function.name
+
+
+def define_entry_helpers(module: ir.Module, wrapper: ir.Function | None) -> bool:
+    """Give `module` what its entry settles: the bodies of the GIL's release and of the
+    loops' signal checks (gil.py, interrupts.py), the guards of its calls but `wrapper`'s
+    (None: the module's wrapper is the runtime's, shared_entry.py); whether its calls
+    may release the GIL."""
+    releases = gil.releases(module)
+    interrupts.define_signals(module, releases)
+    gil.define(module, releases, wrapper)
+    return releases
+
+
+def read_only_status(errors: ErrorTable, loc: object) -> int:
+    """The status of the error site a read-only array argument fails with where compiled
+    code may write to it at `loc` (`written_parameters`)."""
+    return errors.status("ValueError", msg.READ_ONLY, loc)
 
 
 class WrapperEmitter:
@@ -577,8 +592,7 @@ class WrapperEmitter:
     def read_only_status(self, index: int) -> ir.Value:
         """The status a read-only array argument `index`, which compiled code may write to,
         fails with."""
-        return ir.Constant(STATUS, self.errors.status("ValueError", msg.READ_ONLY,
-                                                      self.written[index]))
+        return ir.Constant(STATUS, read_only_status(self.errors, self.written[index]))
 
 
 # ---- NumPy scalars ------------------------------------------------------------------------
