@@ -101,6 +101,16 @@ def test_a_module_loops_where_one_of_its_functions_does():
     assert not split.has_loop("declare double @exp(double)\n")
 
 
+def test_a_loop_mark_answers_whether_a_module_loops_without_a_search(monkeypatch):
+    """A module holding a branch with `llvm.loop` metadata (astjit's lowerings mark the
+    branch closing each of their loops) loops; no function's blocks are searched."""
+    marked = PRINTED.replace("br i1 %more, label %head, label %done",
+                             "br i1 %more, label %head, label %done, !llvm.loop !0")
+    marked += '!0 = distinct !{!0, !1}\n!1 = !{!"llvm.loop.unroll.disable"}\n'
+    monkeypatch.setattr(split, "_has_cycle", lambda chunk: pytest.fail("searched"))
+    assert split.has_loop(marked)
+
+
 def test_borrowed_loops_print_as_declarations():
     glue = PRINTED.replace('define internal void @"f.loop.7"',
                            'define available_externally void @"f.loop.7"')

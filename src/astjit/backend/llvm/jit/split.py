@@ -45,7 +45,11 @@ def has_loop(text: str) -> bool:
     """Whether some function of `text` (a printed module) loops: a cycle in its control
     flow. An array module without one (a product, a call of the runtime) has nothing for
     the extractor, whose passes and second printing of the module `Engine.emit_parts`
-    then skips."""
+    then skips. A loop mark (`llvm.loop` metadata, which astjit's lowerings put on the
+    branch closing each of their loops: `marked_loops_only`) answers at once; only a
+    module without one is searched for a cycle (a loop the user wrote)."""
+    if "!llvm.loop " in text:
+        return True
     text = "\n" + text
     return any(_has_cycle(text[match.end():text.find("\n}", match.end())])
                for match in _DEFINE_LINE.finditer(text))
