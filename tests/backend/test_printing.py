@@ -1,7 +1,7 @@
 """The emitted module's text (backend/llvm/printing.py) is llvmlite's own, character for
-character: on a module using every instruction class it formats, in each variant
-(flags, alignment, attributes, quoted names, no result; with metadata and without), and on the modules of
-compiled kernels (scalar loops, arrays, a gradient)."""
+character: on a module using every instruction class it formats, in each variant (flags,
+alignment, attributes, quoted names, no result, inline assembly called; with metadata and
+without), and on the modules of compiled kernels (scalar loops, arrays, a gradient)."""
 import numpy as np
 import pytest
 from llvmlite import ir
@@ -52,6 +52,7 @@ def _every_variant(tagged: bool = False) -> ir.Module:
     b.call(callee, [x, p], attrs=("nounwind", "readonly"), arg_attrs={1: ("noalias", "nonnull")})
     b.call(varargs, [n, n, x])
     b.call(sink, [n])
+    b.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), [I64]), "nop", "r", side_effect=True), [n])
     b.alloca(I64, name="slot")
     marked = b.add(n, n, name="marked")
     marked.set_metadata("tag", module.add_metadata([ir.MetaDataString(module, "x")]))

@@ -6,7 +6,8 @@ cached `__str__`, `_to_string`, `descr` filling a buffer with `str.format`), a l
 part of a big kernel's compile: a gradient's glue has thousands of instructions. Here
 each common instruction class is one f-string with llvmlite's exact spacing (the space
 some leave before their metadata included, stripped where there is none, as llvmlite
-strips it). An instruction of a class not listed (alloca, atomics, vector element
+strips it), with operands' references and types' texts read from llvmlite's own caches
+(`_ref`, `_str`). An instruction of a class not listed (alloca, atomics, vector element
 operations ...) is printed by llvmlite, and so is everything outside function bodies.
 The formats are those of llvmlite `CHECKED_LLVMLITE`; with another version llvmlite
 prints the whole module (tests/backend/test_printing.py compares both texts, every
@@ -18,6 +19,7 @@ from collections.abc import Callable
 
 import llvmlite
 from llvmlite import ir
+from llvmlite.ir._utils import _StrCaching, _StringReferenceCaching
 
 CHECKED_LLVMLITE = "0.50"
 """The llvmlite version (major.minor) whose instruction formats `FORMATS` repeats."""
@@ -63,22 +65,56 @@ def instruction_text(instruction: ir.Instruction) -> str:
         operation += space + instruction._stringify_metadata(leading_comma=True)
     if isinstance(instruction.type, ir.VoidType):
         return operation.rstrip()
-    return f"{instruction.get_reference()} = {operation}".rstrip()
+    return f"{_ref(instruction)} = {operation}".rstrip()
+
+
+_REFERENCE = "_StringReferenceCaching__cached_refstr"
+_TEXT = "_StrCaching__cached_str"
+"""Where llvmlite `CHECKED_LLVMLITE` caches a value's reference and a type's text."""
+_CACHING_REFERENCE = _StringReferenceCaching.get_reference
+_CACHING_STR = _StrCaching.__str__
+
+
+def _ref(value: ir.Value) -> str:
+    """`value.get_reference()`, cached where llvmlite caches it, without llvmlite's way of
+    finding it missing (an AttributeError caught): most values are referred to for the
+    first time here, and constants are made anew for each use, so the exception was
+    raised for most operands, a sixth of the printing's time. (Inline assembly and block
+    addresses make their reference their own way, each time.)"""
+    known = value.__dict__
+    reference = known.get(_REFERENCE)
+    if reference is None:
+        if type(value).get_reference is not _CACHING_REFERENCE:
+            return value.get_reference()
+        reference = known[_REFERENCE] = value._get_reference()
+    return reference
+
+
+def _str(ty: ir.Type) -> str:
+    """`str(ty)`, as `_ref` finds a reference (the types that print themselves another
+    way, `double` or `void`, by their own `__str__`)."""
+    known = ty.__dict__
+    text = known.get(_TEXT)
+    if text is None:
+        if type(ty).__str__ is not _CACHING_STR:
+            return str(ty)
+        text = known[_TEXT] = ty._to_string()
+    return text
 
 
 def _typed(value: ir.Value) -> str:
-    return f"{value.type} {value.get_reference()}"
+    return f"{_str(value.type)} {_ref(value)}"
 
 
 def _plain(i: ir.Instruction) -> str:
     opname = " ".join([i.opname, *i.flags]) if i.flags else i.opname
-    return f"{opname} {i.type} {', '.join([op.get_reference() for op in i.operands])}"
+    return f"{opname} {_str(i.type)} {', '.join([_ref(op) for op in i.operands])}"
 
 
 def _compare(i: ir.CompareInstr) -> str:
     a, b = i.operands
     flags = "".join([" " + flag for flag in i.flags])
-    return f"{i.opname}{flags} {i.op} {a.type} {a.get_reference()}, {b.get_reference()}"
+    return f"{i.opname}{flags} {i.op} {_str(a.type)} {_ref(a)}, {_ref(b)}"
 
 
 def _select(i: ir.SelectInstr) -> str:
@@ -96,7 +132,7 @@ def _ret(i: ir.Ret) -> str:
 
 def _load(i: ir.LoadInstr) -> str:
     align = "" if i.align is None else f", align {i.align:d}"
-    return f"load {i.type}, {_typed(i.operands[0])}{align}"
+    return f"load {_str(i.type)}, {_typed(i.operands[0])}{align}"
 
 
 def _store(i: ir.StoreInstr) -> str:
@@ -107,13 +143,13 @@ def _store(i: ir.StoreInstr) -> str:
 def _gep(i: ir.GEPInstr) -> str:
     op = "getelementptr inbounds" if i.inbounds else "getelementptr"
     indices = ", ".join([_typed(index) for index in i.indices])
-    return f"{op} {i.source_etype}, {_typed(i.pointer)}, {indices}"
+    return f"{op} {_str(i.source_etype)}, {_typed(i.pointer)}, {indices}"
 
 
 def _phi(i: ir.PhiInstr) -> str:
-    incomings = ", ".join([f"[{v.get_reference()}, {b.get_reference()}]"
+    incomings = ", ".join([f"[{_ref(v)}, {_ref(b)}]"
                            for v, b in i.incomings])
-    return f"phi {' '.join(i.flags)} {i.type} {incomings}"
+    return f"phi {' '.join(i.flags)} {_str(i.type)} {incomings}"
 
 
 def _extract(i: ir.ExtractValue) -> str:
@@ -126,7 +162,7 @@ def _insert(i: ir.InsertValue) -> str:
 
 
 def _cast(i: ir.CastInstr) -> str:
-    return f"{i.opname} {_typed(i.operands[0])} to {i.type}"
+    return f"{i.opname} {_typed(i.operands[0])} to {_str(i.type)}"
 
 
 def _call(i: ir.CallInstr) -> str:
@@ -134,7 +170,7 @@ def _call(i: ir.CallInstr) -> str:
     function_type = callee.function_type
     returns = function_type.return_type
     shown = function_type if function_type.var_arg else returns
-    target = f"{shown} {callee.get_reference()}"
+    target = f"{_str(shown)} {_ref(callee)}"
     if i.cconv:
         target = f"{i.cconv} {target}"
     tail = f"{i.tail} " if i.tail else ""
@@ -147,7 +183,7 @@ def _call(i: ir.CallInstr) -> str:
 def _argument(i: ir.CallInstr, k: int, arg: ir.Value) -> str:
     attributes = i.arg_attributes.get(k)
     shown = " ".join(attributes._to_list(arg.type)) + " " if attributes is not None else ""
-    return f"{arg.type} {shown}{arg.get_reference()}"
+    return f"{_str(arg.type)} {shown}{_ref(arg)}"
 
 
 FORMATS: dict[type, Callable[[ir.Instruction], str]] = {

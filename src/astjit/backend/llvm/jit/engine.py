@@ -159,12 +159,13 @@ prefix sum, a histogram) ran slower without it, so a module holding one keeps it
 No machine scheduler, if-conversion, tail duplication, branch folding, copy propagation,
 stack slot colouring, or post-RA hoisting and sinking: passes that find little in a
 loop astjit widened itself (one block per step, its values in registers, no stack slots
-to share) but run over every machine function. Together they were about a tenth of the
-code generator's time on the array benchmarks' loop modules; the machine code of 17 of
-their 22 came out byte for byte the same, and the other five ran as fast
-(docs/measurements.md). Register allocation stays as it is: LLVM's fast allocator in
-place of the greedy one made the loops up to 1.45x slower. So do machine LICM, CSE and
-sinking, the peephole optimizer and block placement: each changed softmax's loops."""
+to share) but run over every machine function. Together they were about a seventh of
+the code generator's time on the benchmarks' 30 array loop modules; the machine code of
+19 came out byte for byte the same, and of the other 11 all ran as fast but the
+hessian's, 1-2 % slower on a 15 us call (docs/measurements.md). Register allocation
+stays as it is: LLVM's fast allocator in place of the greedy one made the loops up to
+1.45x slower. So do machine LICM, CSE and sinking, the peephole optimizer and block
+placement: each changed softmax's loops."""
 
 
 @dataclass(frozen=True)
