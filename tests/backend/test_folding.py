@@ -190,6 +190,40 @@ def test_one_value_twice():
     assert isinstance(b.icmp_signed("<", x, y), ir.ICMPInstr)  # two values: emitted
 
 
+def test_length_or_one_and_double_negation_fold_to_the_value(machine):
+    """`x == c ? c : x` (either spelling) and `(x ^ c) ^ c` are x for every x: the folded
+    function returns its argument, and the plain builder's, compiled by LLVM, agrees on
+    every edge value; the same shapes with another constant are emitted."""
+    ty = ir.IntType(64)
+
+    def forms(b, x, c, d):
+        return {"eq": b.select(b.icmp_unsigned("==", x, c), c, x),
+                "ne": b.select(b.icmp_signed("!=", c, x), x, c),
+                "xor": b.xor(b.xor(x, c), c),
+                "eq.other": b.select(b.icmp_unsigned("==", x, c), d, x),
+                "xor.other": b.xor(b.xor(x, c), d)}
+
+    names = ("eq", "ne", "xor", "eq.other", "xor.other")
+
+    def build(module):
+        for name in names:
+            function = ir.Function(module, ir.FunctionType(ty, [ty]), name.replace(".", "_"))
+            b = ir.IRBuilder(function.append_basic_block())
+            b.ret(forms(b, function.args[0], ir.Constant(ty, 1), ir.Constant(ty, 2))[name])
+        return {name.replace(".", "_"): (ctypes.c_uint64, ctypes.c_uint64) for name in names}
+
+    functions = _compiled(machine, build)
+    for x in _edge_values(64):
+        for name in ("eq", "ne", "xor"):
+            assert functions[name](x) == x, (name, x)
+    function, b = _function_of(ty)
+    (x,) = function.args
+    folded = forms(b, x, ir.Constant(ty, 1), ir.Constant(ty, 2))
+    assert folded["eq"] is x and folded["ne"] is x and folded["xor"] is x
+    assert isinstance(folded["eq.other"], ir.SelectInstr)
+    assert isinstance(folded["xor.other"], ir.Instruction) and folded["xor.other"] is not x
+
+
 def test_what_is_not_folded_is_emitted():
     function, b = _function_of(ir.IntType(64), ir.IntType(64))
     x, y = function.args

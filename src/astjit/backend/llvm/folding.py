@@ -13,7 +13,9 @@ answers with that value instead of an instruction:
 - an operation on one value twice (x - x, x ^ x, x & x, x | x; x == x, x < x ...): the
   shape checks of a broadcast between two arrays of one shape compare each length with
   itself;
-- a select on a constant condition, or between one value twice;
+- a select on a constant condition, or between one value twice, or `x == c ? c : x`
+  (x whichever way: a broadcast's length where the operand's length is the result's);
+- a value xor-ed twice with one constant (a negated condition negated again);
 - a constant added to or subtracted from a sum or difference with a constant: one
   addition of the two constants' total;
 - an address computed by a getelementptr of one index, 0: the pointer;
@@ -167,6 +169,16 @@ def _fold(op: str, lhs: ir.Value, rhs: ir.Value, flags: Sequence[str]) -> ir.Val
     return None if b is None else _identity(op, lhs, rhs, b)
 
 
+def _undone(op: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value | None:
+    """x, where `lhs op rhs` is `(x ^ c) ^ c` for a constant c (a negated condition
+    negated again), else None."""
+    c = _bits(rhs)
+    if op != "xor" or c is None or type(lhs) is not ir.Instruction or lhs.opname != "xor":
+        return None
+    x, inner = lhs.operands
+    return x if _bits(inner) == c else None
+
+
 def _offset(op: str, lhs: ir.Value, rhs: ir.Value) -> tuple[ir.Value, int] | None:
     """`(x ± c) ± d` as (x, the bits of ±c ± d), where c and d are constants: modulo 2**width
     the same value, and without the inner or outer flags no more often poison."""
@@ -186,6 +198,8 @@ def _folding(op: str, emit: Callable) -> Callable:
     it, else the instruction `emit` (an `ir.IRBuilder` method) makes."""
     def fold_or_emit(self, lhs, rhs, name="", flags=()):
         folded = _fold(op, lhs, rhs, flags)
+        if folded is None:
+            folded = _undone(op, lhs, rhs)
         if folded is not None:
             return folded
         offset = _offset(op, lhs, rhs)
@@ -196,6 +210,21 @@ def _folding(op: str, emit: Callable) -> Callable:
         return emit(self, lhs, rhs, name, flags)
     fold_or_emit.__name__ = emit.__name__
     return fold_or_emit
+
+
+def _either_way(cond: ir.Value, lhs: ir.Value, rhs: ir.Value) -> ir.Value | None:
+    """x, where `select cond, lhs, rhs` is `x == c ? c : x` or `x != c ? x : c` for a
+    constant c (a broadcast's length: 1 where the length is 1, else the length), else None."""
+    if type(cond) is not ir.ICMPInstr or cond.op not in ("eq", "ne"):
+        return None
+    chosen, other = (lhs, rhs) if cond.op == "eq" else (rhs, lhs)
+    x, c = cond.operands
+    if _bits(x) is not None:
+        x, c = c, x
+    constant = _bits(c)
+    if constant is None or other is not x or _bits(chosen) != constant:
+        return None
+    return x
 
 
 def _member_type(ty: ir.Type, path: Sequence[int]) -> ir.Type:
@@ -257,6 +286,9 @@ class FoldingBuilder(AggregateCalls):
             return lhs if known else rhs
         if lhs is rhs:
             return lhs
+        same = _either_way(cond, lhs, rhs)
+        if same is not None:
+            return same
         return super().select(cond, lhs, rhs, name, flags)
 
     def trunc(self, value, typ, name=""):
