@@ -300,6 +300,47 @@ def test_a_sawtooth_with_teeth_below_an_ulp_is_not_smooth_and_a_steep_wrong_slop
     assert result["grad"].startswith("mismatch"), result
 
 
+SUBTOOTH = WRONG_GRADIENT.replace("""@custom_vjp
+def cube(x):
+    return x * x * x
+
+
+@cube.defvjp
+def cube_rule(x, out, g):
+    return (2.0 * x * x * g,)       # 3 x**2 is right
+
+
+def f(x):
+    return cube(x) + 1.0""", """@custom_vjp
+def scaled(x):
+    return 2.5 * x
+
+
+@scaled.defvjp
+def scaled_rule(x, out, g):
+    return (SLOPE * g,)
+
+
+def f(x):
+    q = scaled(x)
+    return q % (q * q) - 8.0""").replace("(1.2345,)", "(1e-08,)")
+
+
+@pytest.mark.parametrize(("slope", "verdict"), [
+    (2.5, "flat in floats: 1 derivatives agree with jacfwd"),
+    (2.0, "mismatch: d/d(argument 0) is -2.0, jacfwd (flat in floats at the finest steps) -2.5"),
+])
+def test_teeth_below_the_values_rounding_are_compared_with_forward_mode(tmp_path, slope, verdict):
+    """(2.5 x) % (2.5 x) ** 2 - 8 at 1e-8 has slope -2.5 on teeth 2.5e-16 wide and 6e-16 high,
+    below an ulp of 8 (fuzz seed 41332, program 4304): every step the differences take spans
+    thousands of teeth, and at the finest the function moves by its rounding alone, where
+    the slope would move it thousands of ulps. Forward mode is the reference there (the
+    custom rule's slope is reverse mode's alone): a wrong one is still a mismatch."""
+    (tmp_path / "fz_subtooth.py").write_text(SUBTOOTH.replace("SLOPE", repr(slope)))
+    result = judge(load(tmp_path / "fz_subtooth.py"))
+    assert result["grad"] == verdict, result
+
+
 def test_a_crashed_worker_is_a_crash_and_the_next_program_gets_a_fresh_one(tmp_path):
     (tmp_path / "fz_crash.py").write_text(CRASHING)
     (tmp_path / "fz_fine.py").write_text(WRONG.replace("len(CALLS)", "1"))
