@@ -164,7 +164,7 @@ the code generator's time on the benchmarks' 30 array loop modules; the machine 
 19 came out byte for byte the same, and of the other 11 all ran as fast but the
 hessian's, 1-2 % slower on a 15 us call (docs/measurements.md). Register allocation
 stays as it is: LLVM's fast allocator in place of the greedy one made the loops up to
-1.45x slower. So do machine LICM, CSE and sinking, the peephole optimizer and block
+1.5x slower. So do machine LICM, CSE and sinking, the peephole optimizer and block
 placement: each changed softmax's loops."""
 
 
