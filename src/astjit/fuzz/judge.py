@@ -355,13 +355,8 @@ def rounding_at_the_finest_steps(module, fn, at: tuple[int, ...], value: float,
     if abs(derivative) * step <= 1e3 * rounding:
         return False
     for delta in (step, -step, step / 4, -step / 4):
-        args = list(module.make_args())
-        if len(at) == 1:
-            args[at[0]] += delta
-        else:
-            args[at[0]][at[1]] += delta
-        kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
-        if kind != "ok" or type(result) is not float or abs(result - value) > rounding:
+        result = shifted(module, fn, at, delta)
+        if result is None or abs(result - value) > rounding:
             return False
     return True
 
@@ -427,19 +422,10 @@ def difference_quotient(module, fn, at: tuple[int, ...], value: float,
     thousandth still spans an edge (`fmod(sin(1), -6 / (p ** q + 1))`, teeth 5e-8 wide in q,
     the point 8e-9 from an edge: seed 41311, program 1247); finer, the rounding of the
     function's values is more than the differences."""
-    def shifted(delta: float) -> float | None:
-        args = list(module.make_args())
-        if len(at) == 1:
-            args[at[0]] += delta
-        else:
-            args[at[0]][at[1]] += delta
-        kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
-        return result if kind == "ok" and type(result) is float and math.isfinite(result) else None
-
     x = float(np.asarray(module.make_args()[at[0]])[at[1:]])
     estimates, flat = [], True
     for h in (scale * FD_STEP * max(1.0, abs(x)), scale * FD_STEP * max(1.0, abs(x)) / 4):
-        up, down = shifted(h), shifted(-h)
+        up, down = shifted(module, fn, at, h), shifted(module, fn, at, -h)
         if up is None or down is None:
             return None
         flat = flat and up == down == value
@@ -452,6 +438,18 @@ def difference_quotient(module, fn, at: tuple[int, ...], value: float,
     if abs(estimates[0] - estimates[1]) > 1e-4 * (1.0 + abs(estimates[0])):
         return None
     return estimates[1]
+
+
+def shifted(module, fn, at: tuple[int, ...], delta: float) -> float | None:
+    """CPython's value with argument `at` ((argnum,) or (argnum, element)) moved by `delta`,
+    or None where it raised or is not a finite float."""
+    args = list(module.make_args())
+    if len(at) == 1:
+        args[at[0]] += delta
+    else:
+        args[at[0]][at[1]] += delta
+    kind, result = timed(REFERENCE_SECONDS, lambda: fn(*args))
+    return result if kind == "ok" and type(result) is float and math.isfinite(result) else None
 
 
 def main(path: str) -> None:
