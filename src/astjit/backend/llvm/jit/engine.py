@@ -140,14 +140,7 @@ the global `force-vector-interleave`, which would override every loop's metadata
 ARRAY_LOOPS_CODEGEN = (
     ("disable-lsr", "true", "false"),
     ("enable-misched", "false", "true"),
-    ("disable-early-ifcvt", "true", "false"),
-    ("disable-early-taildup", "true", "false"),
-    ("disable-tail-duplicate", "true", "false"),
-    ("disable-branch-fold", "true", "false"),
     ("disable-copyprop", "true", "false"),
-    ("disable-ssc", "true", "false"),
-    ("disable-postra-machine-licm", "true", "false"),
-    ("disable-postra-machine-sink", "true", "false"),
 )
 """The code generator's options (as `OPTIONS`) for a loops module whose loops are all
 those of astjit's array lowerings (`split.marked_loops_only`).
@@ -156,16 +149,14 @@ No loop strength reduction: a large part of the machine code's compile time of t
 array benchmarks' loop modules, which ran as fast without it; loops the user wrote (a
 prefix sum, a histogram) ran slower without it, so a module holding one keeps it.
 
-No machine scheduler, if-conversion, tail duplication, branch folding, copy propagation,
-stack slot colouring, or post-RA hoisting and sinking: passes that find little in a
-loop astjit widened itself (one block per step, its values in registers, no stack slots
-to share) but run over every machine function. Together they were about a seventh of
-the code generator's time on the benchmarks' 30 array loop modules; the machine code of
-19 came out byte for byte the same, and of the other 11 all ran as fast but the
-hessian's, 1-2 % slower on a 15 us call (docs/measurements.md). Register allocation
-stays as it is: LLVM's fast allocator in place of the greedy one made the loops up to
-1.5x slower. So do machine LICM, CSE and sinking, the peephole optimizer and block
-placement: each changed softmax's loops."""
+No machine scheduler and no machine copy propagation: they find little in a loop astjit
+widened itself (one block per step, its values in registers) but run over every machine
+function, 0.2-0.35 and 0.02-0.14 ms of a loops module's 2.5-7 (docs/measurements.md);
+the loops ran as fast without them. Other passes of the kind (if-conversion, tail
+duplication, branch folding, stack slot colouring, post-RA LICM and sinking) saved less
+than setting and restoring their option costs: each LLVM option set parses LLVM's command
+line, about 20 us. Register allocation stays as it is: LLVM's fast allocator in place of
+the greedy one made the loops up to 1.5x slower."""
 
 
 @dataclass(frozen=True)
